@@ -1,0 +1,37 @@
+# berth: build, test and demo. Everything needs only Go.
+
+GO           ?= go
+VERSION      ?= dev
+TEST_TIMEOUT ?= 30m
+LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
+
+.PHONY: all build berth devcluster test demo clean
+
+all: build
+
+## build: build bin/berth and bin/berth-devcluster
+build: berth devcluster
+
+## berth: build bin/berth
+berth:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/berth ./cmd/berth
+
+## devcluster: build bin/berth-devcluster, the local Kubernetes control plane
+# The touch marks the binary newer than its sources even when go build finds
+# it up to date; tests rebuild it when a source file is newer.
+devcluster:
+	cd devcluster && $(GO) build -o ../bin/berth-devcluster .
+	@touch bin/berth-devcluster
+
+## test: run every test, unit and integration (integration tests start devclusters)
+test: devcluster
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	cd devcluster && $(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+## demo: start a local cluster and show berth against it
+demo: build
+	./scripts/demo.sh
+
+## clean: remove build output
+clean:
+	rm -rf bin

@@ -1,0 +1,43 @@
+// Package cli turns command lines into calls to berth's packages and prints the results.
+package cli
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Streams are the standard streams a command reads from and writes to.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Run executes the berth command line args (without the program name).
+// Errors are printed to streams.ErrOut and returned; only main exits.
+func Run(ctx context.Context, streams Streams, args []string) error {
+	root := newRootCommand(streams)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+func newRootCommand(streams Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "berth",
+		Short: "Install, upgrade, roll back and uninstall Helm charts with a lifecycle that never lies",
+		Long: `berth is a release manager for Kubernetes that deploys ordinary Helm charts.
+
+It reads and writes Helm's own release records, so releases move freely between
+berth and helm. Every hook runs to an observed outcome, uninstall waits until
+each object is gone, and when something blocks, berth stops and names it.`,
+		SilenceUsage:  true,
+		SilenceErrors: false,
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.AddCommand(newVersionCommand(streams))
+	return cmd
+}

@@ -1,0 +1,16 @@
+//go:build unix && !linux
+
+package testenv
+
+import "syscall"
+
+// sysProcAttr puts the cluster in a process group of its own, so that it can
+// be killed with its children.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killGroup kills the process group led by pid.
+func killGroup(pid int) {
+	syscall.Kill(-pid, syscall.SIGKILL)
+}
