@@ -229,8 +229,8 @@ func TestWebhookConfiguration(t *testing.T) {
 		sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpDoesNotExist {
 		t.Errorf("webhook objectSelector %+v does not exclude probes", sel)
 	}
-	if got := probe.ObjectSelector.MatchLabels[probeLabel]; got != cfg.Name {
-		t.Errorf("probe objectSelector selects %q, want %q", got, cfg.Name)
+	if got := probe.ObjectSelector.MatchLabels[probeLabel]; got != probeID(cfg.Name) || len(got) > 63 {
+		t.Errorf("probe objectSelector selects %q, want %q (a label value)", got, probeID(cfg.Name))
 	}
 
 	cfg = env.webhookConfiguration(w, WebhookOptions{

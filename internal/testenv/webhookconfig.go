@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -120,7 +122,7 @@ func (e *Env) webhookConfiguration(w *Webhook, opts WebhookOptions) *admissionre
 				)},
 				FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 				NamespaceSelector:       namespace,
-				ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{probeLabel: name}},
+				ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{probeLabel: probeID(name)}},
 				SideEffects:             &none,
 				TimeoutSeconds:          ptr.To[int32](5),
 				AdmissionReviewVersions: []string{"v1"},
@@ -134,7 +136,7 @@ func (e *Env) webhookConfiguration(w *Webhook, opts WebhookOptions) *admissionre
 func (e *Env) waitForWebhook(ctx context.Context, name string) error {
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "webhook-probe-",
-		Labels:       map[string]string{probeLabel: name},
+		Labels:       map[string]string{probeLabel: probeID(name)},
 	}}
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	var last error
@@ -147,4 +149,11 @@ func (e *Env) waitForWebhook(ctx context.Context, name string) error {
 		return fmt.Errorf("wait for ValidatingWebhookConfiguration/%s to take effect: %w (last probe: %v)", name, err, last)
 	}
 	return nil
+}
+
+// probeID is a label value (at most 63 characters) that stands for a configuration's name,
+// however long the test and webhook names make it.
+func probeID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:8])
 }

@@ -1,16 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berthdev/berth/internal/testenv"
 )
@@ -45,78 +41,6 @@ data:
 	}
 	if got.GetUID() != cm.GetUID() {
 		t.Errorf("ConfigMap uid %s, want %s", got.GetUID(), cm.GetUID())
-	}
-}
-
-func TestEnvJobCompletes(t *testing.T) {
-	env := testenv.New(t)
-	env.Apply(t, `
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: hook
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        devcluster.berth.dev/run: 1s
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: hook
-        image: example.invalid/hook
-`)
-	waitForJob(t, env, "hook", batchv1.JobComplete)
-}
-
-func TestEnvJobFails(t *testing.T) {
-	env := testenv.New(t)
-	env.Apply(t, `
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: hook
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations:
-        devcluster.berth.dev/run: 500ms
-        devcluster.berth.dev/outcome: fail
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: hook
-        image: example.invalid/hook
-`)
-	waitForJob(t, env, "hook", batchv1.JobFailed)
-}
-
-func waitForJob(t *testing.T, env *testenv.Env, name string, want batchv1.JobConditionType) {
-	t.Helper()
-	var job *batchv1.Job
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true,
-		func(ctx context.Context) (bool, error) {
-			var err error
-			job, err = env.Client.BatchV1().Jobs(env.Namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, c := range job.Status.Conditions {
-				if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-	if err != nil {
-		t.Fatalf("wait for Job/%s/%s to finish: %v (status %+v)", env.Namespace, name, err, job.Status)
-	}
-	for _, c := range job.Status.Conditions {
-		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Type != want {
-			t.Errorf("Job/%s/%s finished %s, want %s", env.Namespace, name, c.Type, want)
-		}
 	}
 }
 
