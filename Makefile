@@ -20,7 +20,7 @@ berth:
 # The touch marks the binary newer than its sources even when go build finds
 # it up to date; tests rebuild it when a source file is newer.
 devcluster:
-	cd devcluster && $(GO) build -o ../bin/berth-devcluster .
+	devcluster/build.sh $(CURDIR)/bin/berth-devcluster
 	@touch bin/berth-devcluster
 
 ## test: run every test, unit and integration (integration tests start devclusters)

@@ -38,6 +38,16 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
+	addKubeFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newVersionCommand(streams))
+	cmd.AddCommand(newStatusCommand(streams))
+	cmd.AddCommand(newListCommand(streams))
+	cmd.AddCommand(newHistoryCommand(streams))
+	cmd.AddCommand(newGetCommand(streams))
+	cmd.AddCommand(newTemplateCommand(streams))
+	cmd.AddCommand(newInstallCommand(streams))
+	cmd.AddCommand(newUpgradeCommand(streams))
+	cmd.AddCommand(newRollbackCommand(streams))
+	cmd.AddCommand(newUninstallCommand(streams))
 	return cmd
 }

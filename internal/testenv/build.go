@@ -123,7 +123,7 @@ func stale(bin, src string) (bool, error) {
 // binary untouched).
 func build(ctx context.Context, src, bin string) error {
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", tmp, ".")
+	cmd := exec.CommandContext(ctx, "bash", "build.sh", tmp)
 	cmd.Dir = src
 	out, err := cmd.CombinedOutput()
 	if err != nil {

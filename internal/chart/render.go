@@ -1,0 +1,215 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/resource"
+)
+
+const notesFile = "NOTES.txt"
+
+// RenderOptions describe the release a chart is rendered for.
+type RenderOptions struct {
+	ReleaseName string
+	Namespace   string
+	// Revision is .Release.Revision; 0 means 1.
+	Revision int
+	// IsUpgrade sets .Release.IsUpgrade; otherwise .Release.IsInstall is set.
+	IsUpgrade bool
+	// Capabilities are the cluster's; nil means Helm's defaults, as for `helm template`.
+	Capabilities *common.Capabilities
+	// IncludeCRDs puts the chart's crds/ files at the head of Manifest, as `helm template
+	// --include-crds` does. CRDs is filled either way.
+	IncludeCRDs bool
+	// SubchartNotes includes the subcharts' NOTES.txt in Notes (--render-subchart-notes).
+	SubchartNotes bool
+	// SkipSchemaValidation skips values.schema.json (--skip-schema-validation).
+	SkipSchemaValidation bool
+}
+
+// Rendered is a chart rendered for one release revision.
+type Rendered struct {
+	// Chart is the chart as Helm stores it in the release record: subcharts disabled by
+	// conditions or tags removed, import-values applied.
+	Chart *chartv2.Chart
+	// Config is the user-supplied values, as Helm records them.
+	Config map[string]any
+	// Values is what templates saw as .Values: Config coalesced with the charts' defaults.
+	Values map[string]any
+	// Manifest is exactly the text Helm stores as the release's manifest and `helm template`
+	// prints before the hooks: every non-hook document under a "# Source:" header, in install order.
+	Manifest string
+	// Resources are the objects of Manifest, in install order (CRDs from crds/ excluded).
+	Resources []*unstructured.Unstructured
+	// Hooks are the hooks in Helm's order (by kind), with their annotations parsed.
+	Hooks []resource.Hook
+	// ReleaseHooks are the same hooks as Helm records them in the release.
+	ReleaseHooks []*release.Hook
+	// CRDs are the objects of the charts' crds/ directories.
+	CRDs []*unstructured.Unstructured
+	// Notes is the rendered NOTES.txt.
+	Notes string
+}
+
+// Render renders ch with the user-supplied values vals for a release, exactly as Helm v4's
+// install (or upgrade) does: dependencies are processed, values coalesced with the chart's
+// defaults and validated against values.schema.json, templates executed, NOTES.txt set apart and
+// hooks split from resources and sorted. ch itself is not modified.
+func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts RenderOptions) (*Rendered, error) {
+	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
+		return nil, fmt.Errorf("release name %q: %w", opts.ReleaseName, err)
+	}
+	name := ch.Name()
+	switch ch.Metadata.Type {
+	case "", "application":
+	default:
+		return nil, fmt.Errorf("chart %s: %s charts are not installable", name, ch.Metadata.Type)
+	}
+	caps := opts.Capabilities
+	if caps == nil {
+		caps = common.DefaultCapabilities.Copy()
+	}
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart %s requires kubeVersion: %s which is incompatible with Kubernetes %s", name, kv, caps.KubeVersion.Version)
+	}
+
+	ch = cloneChart(ch)
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
+		return nil, fmt.Errorf("chart %s: process dependencies: %w", name, err)
+	}
+	revision := opts.Revision
+	if revision == 0 {
+		revision = 1
+	}
+	releaseOpts := common.ReleaseOptions{
+		Name:      opts.ReleaseName,
+		Namespace: opts.Namespace,
+		Revision:  revision,
+		IsInstall: !opts.IsUpgrade,
+		IsUpgrade: opts.IsUpgrade,
+	}
+	top, err := util.ToRenderValuesWithSchemaValidation(ch, vals, releaseOpts, caps, opts.SkipSchemaValidation)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", name, err)
+	}
+	var e engine.Engine
+	files, err := e.RenderWithContext(ctx, ch, top)
+	if err != nil {
+		return nil, fmt.Errorf("render chart %s: %w", name, err)
+	}
+
+	r := &Rendered{Chart: ch, Config: vals, Notes: takeNotes(files, name, opts.SubchartNotes)}
+	if v, ok := top["Values"].(common.Values); ok {
+		r.Values = v.AsMap()
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, fmt.Errorf("render chart %s: %w", name, err)
+	}
+	r.ReleaseHooks = hooks
+	crds := ch.CRDObjects()
+	r.Manifest = manifestText(crds, manifests, opts.IncludeCRDs)
+	if err := r.parse(crds, manifests); err != nil {
+		return nil, fmt.Errorf("render chart %s: %w", name, err)
+	}
+	return r, nil
+}
+
+// takeNotes removes the NOTES.txt files from files and returns the chart's notes, followed by
+// the subcharts' (in path order; Helm's order is random) when sub is set.
+func takeNotes(files map[string]string, chartName string, sub bool) string {
+	top := path.Join(chartName, "templates", notesFile)
+	var keys []string
+	for k := range files {
+		if strings.HasSuffix(k, notesFile) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if (a == top) != (b == top) {
+			if a == top {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var notes strings.Builder
+	for _, k := range keys {
+		if sub || k == top {
+			if notes.Len() > 0 {
+				notes.WriteString("\n")
+			}
+			notes.WriteString(files[k])
+		}
+		delete(files, k)
+	}
+	return notes.String()
+}
+
+// manifestText writes the manifest as Helm's renderResources does.
+func manifestText(crds []chartv2.CRD, manifests []releaseutil.Manifest, includeCRDs bool) string {
+	var b strings.Builder
+	if includeCRDs {
+		for _, crd := range crds {
+			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, string(crd.File.Data))
+		}
+	}
+	for _, m := range manifests {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return b.String()
+}
+
+// parse fills Resources, Hooks and CRDs from Helm's sorted output.
+func (r *Rendered) parse(crds []chartv2.CRD, manifests []releaseutil.Manifest) error {
+	for i, m := range manifests {
+		obj, err := resource.ParseDocument(resource.Document{Source: m.Name, Index: i + 1, Content: m.Content})
+		if err != nil {
+			return err
+		}
+		if obj != nil {
+			r.Resources = append(r.Resources, obj)
+		}
+	}
+	for i, h := range r.ReleaseHooks {
+		obj, err := resource.ParseDocument(resource.Document{Source: h.Path, Index: i + 1, Content: h.Manifest})
+		if err != nil {
+			return err
+		}
+		if obj == nil {
+			return fmt.Errorf("%s: hook %s is empty", h.Path, h.Name)
+		}
+		hook, _, err := resource.ParseHook(obj)
+		if err != nil {
+			return fmt.Errorf("%s: %w", h.Path, err)
+		}
+		r.Hooks = append(r.Hooks, hook)
+	}
+	for _, crd := range crds {
+		for _, doc := range resource.SplitManifest(string(crd.File.Data)) {
+			doc.Source = crd.Filename
+			obj, err := resource.ParseDocument(doc)
+			if err != nil {
+				return err
+			}
+			if obj != nil {
+				r.CRDs = append(r.CRDs, obj)
+			}
+		}
+	}
+	return nil
+}

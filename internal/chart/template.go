@@ -1,0 +1,105 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+)
+
+// TemplateOptions are the inputs of `helm template` that make sense without a cluster.
+type TemplateOptions struct {
+	// ChartPath is a chart directory or packaged chart.
+	ChartPath string
+	Values    ValueOptions
+	// Render names the release; its Capabilities are ignored in favour of KubeVersion and
+	// APIVersions, which are added to Helm's defaults.
+	Render      RenderOptions
+	KubeVersion string
+	APIVersions []string
+	// ShowOnly keeps only the documents rendered from these templates (chart-relative paths or
+	// globs, as --show-only takes them).
+	ShowOnly []string
+	// SkipTests leaves out the test hooks.
+	SkipTests bool
+}
+
+// Template loads, renders and prints a chart exactly as `helm template` does: the manifest, then
+// the hooks, each document under its "# Source:" header.
+func Template(ctx context.Context, opts TemplateOptions) (string, error) {
+	caps, err := Capabilities(opts.KubeVersion, opts.APIVersions)
+	if err != nil {
+		return "", err
+	}
+	vals, err := opts.Values.Merge()
+	if err != nil {
+		return "", err
+	}
+	ch, err := Load(opts.ChartPath)
+	if err != nil {
+		return "", err
+	}
+	ro := opts.Render
+	ro.Capabilities = caps
+	r, err := Render(ctx, ch, vals, ro)
+	if err != nil {
+		return "", err
+	}
+	return r.TemplateOutput(opts.ShowOnly, opts.SkipTests)
+}
+
+// TemplateOutput prints r as `helm template` does, with its --show-only and --skip-tests.
+func (r *Rendered) TemplateOutput(showOnly []string, skipTests bool) (string, error) {
+	var b strings.Builder
+	fmt.Fprintln(&b, strings.TrimSpace(r.Manifest))
+	for _, h := range r.ReleaseHooks {
+		if skipTests && slices.Contains(h.Events, release.HookTest) {
+			continue
+		}
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	}
+	if len(showOnly) == 0 {
+		return b.String(), nil
+	}
+	return selectTemplates(b.String(), showOnly)
+}
+
+var templateSource = regexp.MustCompile("# Source: [^/]+/(.+)")
+
+// selectTemplates keeps the documents rendered from the given templates, as helm template's
+// --show-only does.
+func selectTemplates(manifests string, showOnly []string) (string, error) {
+	split := releaseutil.SplitManifests(manifests)
+	keys := make([]string, 0, len(split))
+	for k := range split {
+		keys = append(keys, k)
+	}
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+	var out strings.Builder
+	for _, f := range showOnly {
+		f = filepath.ToSlash(f)
+		found := false
+		for _, k := range keys {
+			m := split[k]
+			sub := templateSource.FindStringSubmatch(m)
+			if len(sub) == 0 {
+				continue
+			}
+			if ok, _ := filepath.Match(f, sub[1]); !ok {
+				continue
+			}
+			fmt.Fprintf(&out, "---\n%s\n", m)
+			found = true
+		}
+		if !found {
+			return "", fmt.Errorf("could not find template %s in chart", f)
+		}
+	}
+	return out.String(), nil
+}

@@ -1,0 +1,1 @@
+{{- define "app.name" -}}{{ .Release.Name }}-app{{- end -}}

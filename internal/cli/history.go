@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gosuri/uitable"
+	"github.com/spf13/cobra"
+
+	"helm.sh/helm/v4/pkg/cli/output"
+
+	"github.com/berthdev/berth/internal/release"
+)
+
+type historyFlags struct {
+	max          int
+	showRollback bool
+	output       output.Format
+}
+
+func newHistoryCommand(streams Streams) *cobra.Command {
+	var flags historyFlags
+	cmd := &cobra.Command{
+		Use:     "history RELEASE_NAME",
+		Aliases: []string{"hist"},
+		Short:   "fetch release history",
+		Long: `History prints historical revisions for a given release.
+
+A default maximum of 256 revisions will be returned. Setting '--max'
+configures the maximum length of the revision list returned.
+
+The historical release set is printed as a formatted table, e.g:
+
+    $ berth history angry-bird
+    REVISION    UPDATED                     STATUS          CHART             APP VERSION     DESCRIPTION
+    1           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             Initial install
+    2           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             Upgraded successfully
+    3           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             Rolled back to 2
+    4           Mon Oct 3 10:15:13 2016     deployed        alpine-0.1.0      1.0             Upgraded successfully`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, err := releaseStore(cmd.Context(), cmd)
+			if err != nil {
+				return err
+			}
+			revisions, err := store.History(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return flags.output.Write(streams.Out, newHistoryWriter(revisions, flags.max, flags.showRollback))
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&flags.max, "max", 256, "maximum number of revision to include in history")
+	f.BoolVar(&flags.showRollback, "show-rollback-revision", false, "show the rollback revision column in table output")
+	addOutputFlag(cmd, &flags.output)
+	return cmd
+}
+
+// historyEntry is one row of helm history, with Helm's JSON and YAML field names.
+type historyEntry struct {
+	Revision         int        `json:"revision"`
+	Updated          *time.Time `json:"updated,omitempty"`
+	Status           string     `json:"status"`
+	Chart            string     `json:"chart"`
+	AppVersion       string     `json:"app_version"`
+	RollbackRevision int        `json:"rollback_revision,omitempty"`
+	Description      string     `json:"description"`
+}
+
+type historyWriter struct {
+	entries      []historyEntry
+	showRollback bool
+}
+
+// newHistoryWriter keeps the newest limit revisions (oldest first), as helm history does.
+func newHistoryWriter(revisions []*release.Release, limit int, showRollback bool) historyWriter {
+	revisions = slices.Clone(revisions)
+	slices.SortFunc(revisions, func(a, b *release.Release) int { return a.Version - b.Version })
+	if len(revisions) > limit {
+		revisions = revisions[len(revisions)-max(limit, 0):]
+	}
+	entries := make([]historyEntry, 0, len(revisions))
+	for _, r := range revisions {
+		e := historyEntry{
+			Revision:         r.Version,
+			Status:           r.Info.Status.String(),
+			Chart:            chartName(r.Chart),
+			AppVersion:       appVersion(r.Chart),
+			RollbackRevision: r.Info.RollbackRevision,
+			Description:      r.Info.Description,
+		}
+		if !r.Info.LastDeployed.IsZero() {
+			e.Updated = &r.Info.LastDeployed
+		}
+		entries = append(entries, e)
+	}
+	return historyWriter{entries: entries, showRollback: showRollback}
+}
+
+func (w historyWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w.entries) }
+
+func (w historyWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w.entries) }
+
+func (w historyWriter) WriteTable(out io.Writer) error {
+	tbl := uitable.New()
+	if w.showRollback {
+		tbl.AddRow("REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "ROLLBACK", "DESCRIPTION")
+	} else {
+		tbl.AddRow("REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "DESCRIPTION")
+	}
+	for _, e := range w.entries {
+		var updated time.Time
+		if e.Updated != nil {
+			updated = *e.Updated
+		}
+		if w.showRollback {
+			rollback := ""
+			if e.RollbackRevision > 0 {
+				rollback = strconv.Itoa(e.RollbackRevision)
+			}
+			tbl.AddRow(e.Revision, updated.Format(time.ANSIC), e.Status, e.Chart, e.AppVersion, rollback, e.Description)
+			continue
+		}
+		tbl.AddRow(e.Revision, updated.Format(time.ANSIC), e.Status, e.Chart, e.AppVersion, e.Description)
+	}
+	return output.EncodeTable(out, tbl)
+}

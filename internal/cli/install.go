@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"helm.sh/helm/v4/pkg/cli/output"
+
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
+)
+
+type installFlags struct {
+	values            chart.ValueOptions
+	wait              lifecycle.WaitOptions
+	createNamespace   bool
+	takeOwnership     bool
+	rollbackOnFailure bool
+	noHooks           bool
+	dryRun            lifecycle.DryRun
+	description       string
+	output            output.Format
+}
+
+func newInstallCommand(streams Streams) *cobra.Command {
+	var flags installFlags
+	cmd := &cobra.Command{
+		Use:   "install NAME CHART",
+		Short: "install a chart as a new release",
+		Long: `Install a chart (a directory or a packaged .tgz) as a new release.
+
+Every object is validated by the API server (a server-side dry run) before the
+first change: an invalid object, an unknown kind or an object that belongs to
+someone else stops the install with nothing changed. Objects are then applied
+with server-side apply in Helm's install order, and the release is recorded in
+Helm's format, so helm sees it too.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ch, vals, err := loadChart(args[1], flags.values)
+			if err != nil {
+				return err
+			}
+			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+			if err != nil {
+				return err
+			}
+			caps, err := s.capabilities(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rel, err := lifecycle.Install(cmd.Context(), s.deps, lifecycle.InstallOptions{
+				Name: args[0], Namespace: s.clients.Namespace, Chart: ch, Values: vals, WaitOptions: flags.wait,
+				CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
+				RollbackOnFailure: flags.rollbackOnFailure, DryRun: flags.dryRun, Description: flags.description,
+				Capabilities: caps,
+			})
+			return printRelease(streams, flags.output, rel, flags.dryRun, err)
+		},
+	}
+	f := cmd.Flags()
+	addValueFlags(cmd, &flags.values)
+	addWaitFlags(f, &flags.wait, false)
+	addDryRunFlag(f, &flags.dryRun)
+	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
+	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
+	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created")
+	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
+	f.StringVar(&flags.description, "description", "", "add a custom description")
+	addOutputFlag(cmd, &flags.output)
+	return cmd
+}
+
+// loadChart loads a chart and merges the values given on the command line.
+func loadChart(path string, values chart.ValueOptions) (*chartv2.Chart, map[string]any, error) {
+	vals, err := values.Merge()
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := chart.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, vals, nil
+}
+
+// printRelease prints the outcome of an install, upgrade or rollback as helm does: the release's
+// status, and for a dry run the manifest too. A failed operation prints nothing but its error.
+func printRelease(streams Streams, format output.Format, rel *release.Release, dryRun lifecycle.DryRun, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := format.Write(streams.Out, statusWriter{rel}); err != nil {
+		return err
+	}
+	if dryRun != lifecycle.NoDryRun && format == output.Table {
+		_, err = fmt.Fprintf(streams.Out, "\nMANIFEST:\n%s", rel.Manifest)
+	}
+	return err
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
+)
+
+// session is what an operation needs of the cluster the flags select.
+type session struct {
+	clients *kube.Clients
+	deps    lifecycle.Deps
+}
+
+// newSession connects to the cluster and builds an operation's collaborators; progress goes to
+// errOut as plain lines.
+func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*session, error) {
+	clients, err := loadClients(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &session{clients: clients, deps: lifecycle.Deps{
+		Cluster:    cluster.New(clients.Dynamic, clients.Mapper),
+		Store:      release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace),
+		Namespaces: cluster.Namespaces{Client: clients.Client},
+		Events:     progressPrinter(errOut),
+	}}, nil
+}
+
+// capabilities are the cluster's, for rendering.
+func (s *session) capabilities(ctx context.Context) (*common.Capabilities, error) {
+	kubeVersion, apiVersions, err := cluster.ServerCapabilities(ctx, s.clients.Client.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	caps, err := chart.Capabilities(kubeVersion, nil)
+	if err != nil {
+		return nil, err
+	}
+	caps.APIVersions = common.VersionSet(apiVersions)
+	return caps, nil
+}
+
+// progressPrinter renders the engine's events as plain lines.
+func progressPrinter(w io.Writer) func(engine.Event) {
+	return func(e engine.Event) {
+		switch e.Type {
+		case engine.StepStarted:
+			fmt.Fprintf(w, "%s: %s\n", e.Step, e.Message)
+		case engine.StepFailed:
+			fmt.Fprintf(w, "%s: failed after %s\n", e.Step, e.Duration.Round(time.Millisecond))
+		case engine.ObjectChanged:
+			fmt.Fprintf(w, "  %s %s\n", e.Object, e.Message)
+		case engine.ObjectProgress:
+			fmt.Fprintf(w, "  %s: %s\n", e.Object, e.Message)
+		}
+	}
+}
+
+// waitFlag is Helm v4's --wait: given alone it waits ("watcher"); "legacy" and "true" wait too;
+// "hookOnly" and "false" do not.
+type waitFlag struct{ wait *bool }
+
+func (f waitFlag) String() string { return fmt.Sprint(*f.wait) }
+func (f waitFlag) Type() string   { return "WaitStrategy" }
+func (f waitFlag) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "watcher", "legacy", "true":
+		*f.wait = true
+	case "hookonly", "false":
+		*f.wait = false
+	default:
+		return fmt.Errorf("invalid --wait %q: want watcher, legacy, hookOnly, true or false", s)
+	}
+	return nil
+}
+
+// addWaitFlags adds --wait, --wait-for-jobs and --timeout.
+func addWaitFlags(f *pflag.FlagSet, w *lifecycle.WaitOptions, wait bool) {
+	w.Wait = wait
+	flag := f.VarPF(waitFlag{&w.Wait}, "wait", "",
+		"wait until every object is ready (and, for deletions, gone) before returning; --wait=false returns once the API server accepted the changes")
+	flag.NoOptDefVal = "watcher"
+	f.BoolVar(&w.WaitForJobs, "wait-for-jobs", false, "with --wait, also wait until every Job of the release completed")
+	f.DurationVar(&w.Timeout, "timeout", 5*time.Minute, "deadline for the whole operation")
+}
+
+// dryRunFlag is Helm's --dry-run: given alone it means client.
+type dryRunFlag struct{ mode *lifecycle.DryRun }
+
+func (f dryRunFlag) String() string { return string(*f.mode) }
+func (f dryRunFlag) Type() string   { return "string" }
+func (f dryRunFlag) Set(s string) error {
+	switch s {
+	case "client", "true":
+		*f.mode = lifecycle.ClientDryRun
+	case "server":
+		*f.mode = lifecycle.ServerDryRun
+	case "none", "false":
+		*f.mode = lifecycle.NoDryRun
+	default:
+		return fmt.Errorf("invalid --dry-run %q: want client, server or none", s)
+	}
+	return nil
+}
+
+func addDryRunFlag(f *pflag.FlagSet, mode *lifecycle.DryRun) {
+	flag := f.VarPF(dryRunFlag{mode}, "dry-run", "",
+		`simulate the operation: "client" renders only, "server" also validates every object with the API server; nothing is changed`)
+	flag.NoOptDefVal = "client"
+}

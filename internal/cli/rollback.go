@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/internal/lifecycle"
+)
+
+type rollbackFlags struct {
+	wait          lifecycle.WaitOptions
+	dryRun        lifecycle.DryRun
+	noHooks       bool
+	takeOwnership bool
+	historyMax    int
+}
+
+func newRollbackCommand(streams Streams) *cobra.Command {
+	var flags rollbackFlags
+	cmd := &cobra.Command{
+		Use:   "rollback RELEASE [REVISION]",
+		Short: "roll a release back to an earlier revision",
+		Long: `Roll a release back to an earlier revision: a new revision is recorded with the
+chart, values and manifest of the earlier one, and the cluster is made to match
+it. Without REVISION, or with 0, the release goes back to the revision before
+the last.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			version := 0
+			if len(args) == 2 {
+				v, err := strconv.Atoi(args[1])
+				if err != nil || v < 0 {
+					return fmt.Errorf("invalid revision %q: want a revision number", args[1])
+				}
+				version = v
+			}
+			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+			if err != nil {
+				return err
+			}
+			_, err = lifecycle.Rollback(cmd.Context(), s.deps, lifecycle.RollbackOptions{
+				Name: args[0], Namespace: s.clients.Namespace, Version: version, WaitOptions: flags.wait,
+				TakeOwnership: flags.takeOwnership, DryRun: flags.dryRun, HistoryMax: flags.historyMax,
+			})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(streams.Out, "Rollback was a success! Happy Helming!")
+			return err
+		},
+	}
+	f := cmd.Flags()
+	addWaitFlags(f, &flags.wait, false)
+	addDryRunFlag(f, &flags.dryRun)
+	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
+	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
+	f.IntVar(&flags.historyMax, "history-max", 10, "limit the number of revisions kept per release; 0 for no limit")
+	return cmd
+}

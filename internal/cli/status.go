@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"helm.sh/helm/v4/pkg/cli/output"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+
+	"github.com/berthdev/berth/internal/release"
+)
+
+type statusFlags struct {
+	revision int
+	output   output.Format
+}
+
+func newStatusCommand(streams Streams) *cobra.Command {
+	var flags statusFlags
+	cmd := &cobra.Command{
+		Use:   "status RELEASE_NAME",
+		Short: "display the status of the named release",
+		Long: `This command shows the status of a named release.
+The status consists of:
+- last deployment time
+- k8s namespace in which the release lives
+- state of the release (can be: unknown, deployed, uninstalled, superseded, failed, uninstalling, pending-install, pending-upgrade or pending-rollback)
+- revision of the release
+- description of the release (can be completion message or error message)
+- details on last test suite run, if applicable
+- additional notes provided by the chart`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, err := releaseStore(cmd.Context(), cmd)
+			if err != nil {
+				return err
+			}
+			rel, err := release.Lookup(cmd.Context(), store, args[0], flags.revision)
+			if err != nil {
+				return err
+			}
+			return flags.output.Write(streams.Out, statusWriter{rel})
+		},
+	}
+	cmd.Flags().IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
+	addOutputFlag(cmd, &flags.output)
+	return cmd
+}
+
+// statusWriter prints a revision as helm status does.
+type statusWriter struct{ rel *release.Release }
+
+// withoutChart is the revision helm status encodes: without the chart.
+func (w statusWriter) withoutChart() *release.Release {
+	rel := *w.rel
+	rel.Chart = nil
+	return &rel
+}
+
+func (w statusWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w.withoutChart()) }
+
+func (w statusWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w.withoutChart()) }
+
+func (w statusWriter) WriteTable(out io.Writer) error {
+	rel := w.rel
+	var b strings.Builder
+	fmt.Fprintf(&b, "NAME: %s\n", rel.Name)
+	if !rel.Info.LastDeployed.IsZero() {
+		fmt.Fprintf(&b, "LAST DEPLOYED: %s\n", rel.Info.LastDeployed.Format(time.ANSIC))
+	}
+	fmt.Fprintf(&b, "NAMESPACE: %s\n", rel.Namespace)
+	fmt.Fprintf(&b, "STATUS: %s\n", rel.Info.Status)
+	fmt.Fprintf(&b, "REVISION: %d\n", rel.Version)
+	fmt.Fprintf(&b, "DESCRIPTION: %s\n", rel.Info.Description)
+
+	tests := testHooks(rel)
+	if len(tests) == 0 {
+		b.WriteString("TEST SUITE: None\n")
+	}
+	for _, h := range tests {
+		if h.LastRun.StartedAt.IsZero() {
+			continue
+		}
+		fmt.Fprintf(&b, "TEST SUITE:     %s\nLast Started:   %s\nLast Completed: %s\nPhase:          %s\n",
+			h.Name, h.LastRun.StartedAt.Format(time.ANSIC), h.LastRun.CompletedAt.Format(time.ANSIC), h.LastRun.Phase)
+	}
+
+	if strings.EqualFold(rel.Info.Description, "Dry run complete") {
+		b.WriteString("HOOKS:\n")
+		for _, h := range rel.Hooks {
+			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+		}
+		fmt.Fprintf(&b, "MANIFEST:\n%s\n", rel.Manifest)
+	}
+	if rel.Info.Notes != "" {
+		fmt.Fprintf(&b, "NOTES:\n%s\n", strings.TrimSpace(rel.Info.Notes))
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+// testHooks returns the hooks of a revision that run on helm test, in their recorded order.
+func testHooks(rel *release.Release) []*release.Hook {
+	var tests []*release.Hook
+	for _, h := range rel.Hooks {
+		for _, e := range h.Events {
+			if e == releasev1.HookTest {
+				tests = append(tests, h)
+			}
+		}
+	}
+	return tests
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/internal/chart"
+)
+
+type templateFlags struct {
+	values               chart.ValueOptions
+	includeCRDs          bool
+	kubeVersion          string
+	apiVersions          []string
+	showOnly             []string
+	generateName         bool
+	skipTests            bool
+	isUpgrade            bool
+	skipSchemaValidation bool
+}
+
+// defaultTemplateName is the release name helm template uses when none is given.
+const defaultTemplateName = "release-name"
+
+func newTemplateCommand(streams Streams) *cobra.Command {
+	var flags templateFlags
+	cmd := &cobra.Command{
+		Use:   "template [NAME] CHART",
+		Short: "Render a chart locally and print what helm template prints",
+		Long: `Render a chart's templates locally, exactly as helm template does, and print the
+manifests followed by the hooks. Nothing is read from a cluster: lookups return
+nothing, and Capabilities are Helm's defaults, changed with --kube-version and
+--api-versions.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, chartPath, err := templateNameAndChart(args, flags.generateName)
+			if err != nil {
+				return err
+			}
+			out, err := chart.Template(cmd.Context(), chart.TemplateOptions{
+				ChartPath: chartPath,
+				Values:    flags.values,
+				Render: chart.RenderOptions{
+					ReleaseName:          name,
+					Namespace:            templateNamespace(cmd),
+					IsUpgrade:            flags.isUpgrade,
+					IncludeCRDs:          flags.includeCRDs,
+					SkipSchemaValidation: flags.skipSchemaValidation,
+				},
+				KubeVersion: flags.kubeVersion,
+				APIVersions: flags.apiVersions,
+				ShowOnly:    flags.showOnly,
+				SkipTests:   flags.skipTests,
+			})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(streams.Out, out)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	addValueFlags(cmd, &flags.values)
+	f.BoolVar(&flags.includeCRDs, "include-crds", false, "include CRDs in the templated output")
+	f.StringVar(&flags.kubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
+	f.StringSliceVarP(&flags.apiVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions (multiple can be specified)")
+	f.StringArrayVarP(&flags.showOnly, "show-only", "s", nil, "only show manifests rendered from the given templates")
+	f.BoolVarP(&flags.generateName, "generate-name", "g", false, "generate the name (and omit the NAME parameter)")
+	f.BoolVar(&flags.skipTests, "skip-tests", false, "skip tests from templated output")
+	f.BoolVar(&flags.isUpgrade, "is-upgrade", false, "set .Release.IsUpgrade instead of .Release.IsInstall")
+	f.BoolVar(&flags.skipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
+	return cmd
+}
+
+// addValueFlags adds Helm's flags for values (-f, --set and friends) with Helm's help text.
+func addValueFlags(cmd *cobra.Command, v *chart.ValueOptions) {
+	f := cmd.Flags()
+	f.StringSliceVarP(&v.ValueFiles, "values", "f", nil, "specify values in a YAML file (can specify multiple)")
+	f.StringArrayVar(&v.Values, "set", nil, "set values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	f.StringArrayVar(&v.StringValues, "set-string", nil, "set STRING values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	f.StringArrayVar(&v.FileValues, "set-file", nil, "set values from respective files specified via the command line (can specify multiple or separate values with commas: key1=path1,key2=path2)")
+	f.StringArrayVar(&v.JSONValues, "set-json", nil, "set JSON values on the command line (can specify multiple or separate values with commas: key1=jsonval1,key2=jsonval2 or using json format: {\"key1\": jsonval1, \"key2\": \"jsonval2\"})")
+	f.StringArrayVar(&v.LiteralValues, "set-literal", nil, "set a literal STRING value on the command line")
+}
+
+// templateNameAndChart reads the arguments as helm template does: NAME CHART, or CHART alone
+// for the release name "release-name" (with or without --generate-name, which helm template
+// accepts but does not use).
+func templateNameAndChart(args []string, generateName bool) (name, chartPath string, err error) {
+	if len(args) == 2 {
+		if generateName {
+			return "", "", errors.New("cannot set --generate-name and also specify a name")
+		}
+		return args[0], args[1], nil
+	}
+	return defaultTemplateName, args[0], nil
+}
+
+// templateNamespace is the release namespace: --namespace, else the kubeconfig context's, else
+// "default", as helm template takes it. The kubeconfig is only read, never contacted.
+func templateNamespace(cmd *cobra.Command) string {
+	flags := kubeFlags(cmd)
+	if flags.Namespace != "" {
+		return flags.Namespace
+	}
+	if clients, err := flags.Load(); err == nil && clients.Namespace != "" {
+		return clients.Namespace
+	}
+	return "default"
+}

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/lifecycle"
+)
+
+type upgradeFlags struct {
+	installFlags
+	install              bool
+	reuseValues          bool
+	resetValues          bool
+	resetThenReuseValues bool
+	historyMax           int
+}
+
+func newUpgradeCommand(streams Streams) *cobra.Command {
+	var flags upgradeFlags
+	cmd := &cobra.Command{
+		Use:   "upgrade RELEASE CHART",
+		Short: "upgrade a release to a new chart or new values",
+		Long: `Upgrade a release to a new version of its chart or new values.
+
+The new objects are validated by the API server before the first change, then
+applied with server-side apply; objects that left the chart are deleted by their
+exact identity (group, kind, namespace, name), unless they carry
+helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
+--reset-values, the previous values are reused only when no new ones are given.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			strategy, err := flags.valuesStrategy()
+			if err != nil {
+				return err
+			}
+			ch, vals, err := loadChart(args[1], flags.values)
+			if err != nil {
+				return err
+			}
+			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+			if err != nil {
+				return err
+			}
+			caps, err := s.capabilities(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rel, err := lifecycle.Upgrade(cmd.Context(), s.deps, lifecycle.UpgradeOptions{
+				Name: args[0], Namespace: s.clients.Namespace, Chart: ch, Values: vals, ValuesStrategy: strategy,
+				WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
+				TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, DryRun: flags.dryRun,
+				HistoryMax: flags.historyMax, Description: flags.description, Capabilities: caps,
+			})
+			return printRelease(streams, flags.output, rel, flags.dryRun, err)
+		},
+	}
+	f := cmd.Flags()
+	addValueFlags(cmd, &flags.values)
+	addWaitFlags(f, &flags.wait, false)
+	addDryRunFlag(f, &flags.dryRun)
+	f.BoolVarP(&flags.install, "install", "i", false, "if the release does not exist, install it")
+	f.BoolVar(&flags.createNamespace, "create-namespace", false, "with --install, create the release namespace if not present")
+	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
+	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision")
+	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
+	f.BoolVar(&flags.reuseValues, "reuse-values", false, "merge the new values over the last release's, rendering with its chart defaults")
+	f.BoolVar(&flags.resetValues, "reset-values", false, "forget the last release's values; use the chart's defaults and the new values")
+	f.BoolVar(&flags.resetThenReuseValues, "reset-then-reuse-values", false, "merge the new values over the last release's, rendering with the new chart's defaults")
+	f.IntVar(&flags.historyMax, "history-max", 10, "limit the number of revisions kept per release; 0 for no limit")
+	f.StringVar(&flags.description, "description", "", "add a custom description")
+	addOutputFlag(cmd, &flags.output)
+	return cmd
+}
+
+func (f upgradeFlags) valuesStrategy() (chart.ValuesStrategy, error) {
+	n := 0
+	s := chart.ValuesDefault
+	if f.reuseValues {
+		n, s = n+1, chart.ValuesReuse
+	}
+	if f.resetValues {
+		n, s = n+1, chart.ValuesReset
+	}
+	if f.resetThenReuseValues {
+		n, s = n+1, chart.ValuesResetThenReuse
+	}
+	if n > 1 {
+		return "", errors.New("--reuse-values, --reset-values and --reset-then-reuse-values exclude each other: give one")
+	}
+	return s, nil
+}

@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berthdev/berth/internal/readiness"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// Progress is told every time what berth knows about a tracked object changes.
+type Progress func(id resource.Identity, r readiness.Result)
+
+// WaitError says which objects did not reach the state waited for, and why.
+type WaitError struct {
+	// Want is what was waited for: "ready" or "gone".
+	Want string
+	// Failed is set when an object failed (wait for ready only): nothing more will change it.
+	Failed *resource.Identity
+	// Pending holds each object still not there, with the last thing known about it.
+	Pending map[resource.Identity]string
+	Cause   error
+}
+
+func (e *WaitError) Error() string {
+	var b strings.Builder
+	if e.Failed != nil {
+		fmt.Fprintf(&b, "%s failed: %s", e.Failed, e.Pending[*e.Failed])
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d object(s) not %s: %v", len(e.Pending), e.Want, e.Cause)
+	ids := make([]resource.Identity, 0, len(e.Pending))
+	for id := range e.Pending {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b resource.Identity) int { return strings.Compare(a.String(), b.String()) })
+	for _, id := range ids {
+		fmt.Fprintf(&b, "\n  %s: %s", id, e.Pending[id])
+	}
+	return b.String()
+}
+
+func (e *WaitError) Unwrap() error { return e.Cause }
+
+// WaitReady waits, by watching, until every target is ready, one of them fails, or ctx ends.
+func (c *Client) WaitReady(ctx context.Context, targets []resource.Identity, opts readiness.Options, progress Progress) error {
+	return c.waitFor(ctx, "ready", targets, progress, func(_ resource.Identity, obj *unstructured.Unstructured) readiness.Result {
+		if obj == nil {
+			return readiness.Result{State: readiness.InProgress, Message: "not found"}
+		}
+		return readiness.Compute(obj, opts)
+	})
+}
+
+// WaitAbsent waits, by watching, until no target exists any more with the UID it had (an object
+// recreated under the same name counts as gone), or ctx ends.
+func (c *Client) WaitAbsent(ctx context.Context, targets map[resource.Identity]types.UID, progress Progress) error {
+	ids := make([]resource.Identity, 0, len(targets))
+	for id := range targets {
+		ids = append(ids, id)
+	}
+	return c.waitFor(ctx, "gone", ids, progress, func(id resource.Identity, obj *unstructured.Unstructured) readiness.Result {
+		if obj == nil || (targets[id] != "" && obj.GetUID() != targets[id]) {
+			return readiness.Result{State: readiness.Ready, Message: "gone"}
+		}
+		return readiness.Result{State: readiness.InProgress, Message: presence(obj)}
+	})
+}
+
+// presence describes why an object that should go is still there.
+func presence(obj *unstructured.Unstructured) string {
+	if obj.GetDeletionTimestamp() == nil {
+		return "still exists, not being deleted"
+	}
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		return "being deleted, waiting for finalizers " + strings.Join(f, ", ")
+	}
+	return "being deleted"
+}
+
+func (c *Client) waitFor(ctx context.Context, want string, targets []resource.Identity, progress Progress,
+	judge func(resource.Identity, *unstructured.Unstructured) readiness.Result) error {
+	if len(targets) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make(chan observation)
+	if err := c.observe(ctx, targets, out); err != nil {
+		return err
+	}
+	pending := make(map[resource.Identity]string, len(targets))
+	for _, id := range targets {
+		pending[id] = "not observed yet"
+	}
+	for len(pending) > 0 {
+		select {
+		case o := <-out:
+			last, tracked := pending[o.id]
+			if !tracked {
+				continue
+			}
+			r := judge(o.id, o.obj)
+			if progress != nil && r.Message != last {
+				progress(o.id, r)
+			}
+			switch r.State {
+			case readiness.Ready:
+				delete(pending, o.id)
+			case readiness.Failed:
+				pending[o.id] = r.Message
+				id := o.id
+				return &WaitError{Want: want, Failed: &id, Pending: pending}
+			default:
+				pending[o.id] = r.Message
+			}
+		case <-ctx.Done():
+			return &WaitError{Want: want, Pending: pending, Cause: context.Cause(ctx)}
+		}
+	}
+	return nil
+}

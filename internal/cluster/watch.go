@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// observation is what a watch saw of one tracked object: its latest state, or nil once it is
+// absent.
+type observation struct {
+	id  resource.Identity
+	obj *unstructured.Unstructured
+}
+
+// watchGroup is the set of tracked objects reached by one resource in one namespace: they share one
+// list+watch, which re-lists by itself after any watch gap or error.
+type watchGroup struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	names     map[string]resource.Identity
+}
+
+// observe lists and watches every target and sends each change of a target to out until ctx ends:
+// first its current state (nil if absent), then every update, and nil when it is deleted. The
+// watches run in the background and stop when ctx ends.
+func (c *Client) observe(ctx context.Context, targets []resource.Identity, out chan<- observation) error {
+	groups := map[string]*watchGroup{}
+	for _, id := range targets {
+		_, m, err := c.resourceFor(id, "")
+		if err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		key := m.Resource.String() + "/" + id.Namespace
+		g, ok := groups[key]
+		if !ok {
+			g = &watchGroup{gvr: m.Resource, namespace: id.Namespace, names: map[string]resource.Identity{}}
+			groups[key] = g
+		}
+		g.names[id.Name] = id
+	}
+	for _, g := range groups {
+		go c.observeGroup(ctx, g, out)
+	}
+	return nil
+}
+
+func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- observation) {
+	tweak := func(o *metav1.ListOptions) {
+		if len(g.names) == 1 {
+			for name := range g.names {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			}
+		}
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, g.gvr, g.namespace, 0, cache.Indexers{}, tweak).Informer()
+	send := func(obj any, gone bool) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+				u, ok = tomb.Obj.(*unstructured.Unstructured)
+			}
+			if !ok {
+				return
+			}
+			gone = true
+		}
+		id, tracked := g.names[u.GetName()]
+		if !tracked {
+			return
+		}
+		o := observation{id: id, obj: u}
+		if gone {
+			o.obj = nil
+		}
+		select {
+		case out <- o:
+		case <-ctx.Done():
+		}
+	}
+	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { send(obj, false) },
+		UpdateFunc: func(_, obj any) { send(obj, false) },
+		DeleteFunc: func(obj any) { send(obj, true) },
+	})
+	go inf.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	// Targets that the first list did not hold are absent.
+	for name, id := range g.names {
+		if _, exists, _ := inf.GetStore().GetByKey(key(g.namespace, name)); !exists {
+			select {
+			case out <- observation{id: id}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+	<-ctx.Done()
+}
+
+func key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

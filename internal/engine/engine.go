@@ -1,0 +1,226 @@
+// Package engine executes a plan step by step against the cluster, emitting an event for
+// everything it does and stopping at the first step that fails.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/readiness"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// Applier changes objects.
+type Applier interface {
+	Apply(ctx context.Context, obj *unstructured.Unstructured, opts cluster.ApplyOptions) (*unstructured.Unstructured, error)
+	Delete(ctx context.Context, id resource.Identity, uid types.UID, opts cluster.DeleteOptions) (cluster.DeleteResult, error)
+	// ResetMapper makes kinds defined by just-installed CRDs known.
+	ResetMapper()
+}
+
+// Tracker waits for objects.
+type Tracker interface {
+	WaitReady(ctx context.Context, ids []resource.Identity, opts readiness.Options, progress cluster.Progress) error
+	WaitAbsent(ctx context.Context, targets map[resource.Identity]types.UID, progress cluster.Progress) error
+}
+
+// Cluster is what the engine needs of the cluster.
+type Cluster interface {
+	Applier
+	Tracker
+}
+
+// Options change how a plan is executed.
+type Options struct {
+	// Objects are the desired objects the plan's apply steps name, by identity.
+	Objects map[resource.Identity]*unstructured.Unstructured
+	// UIDs are the UIDs of the objects the plan's delete steps name, as last observed; a delete
+	// never removes an object that has another UID.
+	UIDs map[resource.Identity]types.UID
+	// Before holds the live objects before the operation, to tell created from configured.
+	Before map[resource.Identity]*unstructured.Unstructured
+	// Readiness are the rules of wait-ready steps.
+	Readiness readiness.Options
+	// Delete are the options of every deletion (propagation: foreground when empty).
+	Delete cluster.DeleteOptions
+	// Concurrency bounds how many objects of one step are handled at once.
+	Concurrency int
+	// Events is told of everything the engine does; it must not block for long.
+	Events func(Event)
+}
+
+// DefaultOptions returns options with sensible defaults.
+func DefaultOptions() Options {
+	return Options{Concurrency: 16}
+}
+
+// Result is what an execution did to each object.
+type Result struct {
+	Changes map[resource.Identity]Change
+	// Live holds the objects as the API server stored them after apply.
+	Live map[resource.Identity]*unstructured.Unstructured
+}
+
+// Change is what happened to one object.
+type Change string
+
+const (
+	Created    Change = "created"
+	Configured Change = "configured"
+	Unchanged  Change = "unchanged"
+	Deleted    Change = "deleted"
+	Gone       Change = "already gone"
+)
+
+// Execute runs the plan's steps in order. It returns what it did up to the first failure, and
+// that failure wrapped in a *StepError.
+func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Result, error) {
+	if opts.Concurrency < 1 {
+		opts.Concurrency = 1
+	}
+	if opts.Events == nil {
+		opts.Events = func(Event) {}
+	}
+	x := &execution{c: c, opts: opts, res: &Result{
+		Changes: map[resource.Identity]Change{},
+		Live:    map[resource.Identity]*unstructured.Unstructured{},
+	}}
+	for _, step := range p.Steps {
+		start := time.Now()
+		opts.Events(Event{Type: StepStarted, Step: step.ID, Message: step.Reason})
+		err := x.run(ctx, step)
+		if err != nil {
+			opts.Events(Event{Type: StepFailed, Step: step.ID, Message: err.Error(), Duration: time.Since(start)})
+			return x.res, &StepError{Step: step.ID, Err: err}
+		}
+		opts.Events(Event{Type: StepDone, Step: step.ID, Duration: time.Since(start)})
+	}
+	return x.res, nil
+}
+
+// StepError says which step failed.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+type execution struct {
+	c    Cluster
+	opts Options
+	mu   sync.Mutex
+	res  *Result
+}
+
+func (x *execution) run(ctx context.Context, step plan.Step) error {
+	switch step.Action {
+	case plan.Apply:
+		err := x.each(ctx, step, x.apply)
+		if err == nil && isCRDs(step.Objects) {
+			x.c.ResetMapper()
+		}
+		return err
+	case plan.Delete:
+		return x.each(ctx, step, x.delete)
+	case plan.WaitReady:
+		err := x.c.WaitReady(ctx, step.Objects, x.opts.Readiness, x.progress(step.ID))
+		if err == nil && isCRDs(step.Objects) {
+			x.c.ResetMapper()
+		}
+		return err
+	case plan.WaitAbsent:
+		targets := make(map[resource.Identity]types.UID, len(step.Objects))
+		for _, id := range step.Objects {
+			targets[id] = x.opts.UIDs[id]
+		}
+		return x.c.WaitAbsent(ctx, targets, x.progress(step.ID))
+	default:
+		return fmt.Errorf("unknown action %q", step.Action)
+	}
+}
+
+// each runs fn for every object of the step, concurrently, and joins their errors.
+func (x *execution) each(ctx context.Context, step plan.Step, fn func(context.Context, string, resource.Identity) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(x.opts.Concurrency)
+	var mu sync.Mutex
+	var errs []error
+	for _, id := range step.Objects {
+		g.Go(func() error {
+			if err := fn(gctx, step.ID, id); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return errors.Join(errs...)
+}
+
+func (x *execution) apply(ctx context.Context, stepID string, id resource.Identity) error {
+	obj, ok := x.opts.Objects[id]
+	if !ok {
+		return fmt.Errorf("%s: not among the desired objects", id)
+	}
+	live, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{})
+	if err != nil {
+		return err
+	}
+	change := Created
+	if before := x.opts.Before[id]; before != nil {
+		change = Configured
+		if before.GetResourceVersion() == live.GetResourceVersion() {
+			change = Unchanged
+		}
+	}
+	x.mu.Lock()
+	x.res.Changes[id] = change
+	x.res.Live[id] = live
+	x.mu.Unlock()
+	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
+	return nil
+}
+
+func (x *execution) delete(ctx context.Context, stepID string, id resource.Identity) error {
+	r, err := x.c.Delete(ctx, id, x.opts.UIDs[id], x.opts.Delete)
+	if err != nil {
+		return err
+	}
+	change := Deleted
+	if r == cluster.AlreadyGone {
+		change = Gone
+	}
+	x.mu.Lock()
+	x.res.Changes[id] = change
+	x.mu.Unlock()
+	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
+	return nil
+}
+
+func (x *execution) progress(stepID string) cluster.Progress {
+	return func(id resource.Identity, r readiness.Result) {
+		x.opts.Events(Event{Type: ObjectProgress, Step: stepID, Object: id, State: r.State, Message: r.Message})
+	}
+}
+
+func isCRDs(ids []resource.Identity) bool {
+	for _, id := range ids {
+		if id.GroupKind().String() != "CustomResourceDefinition.apiextensions.k8s.io" {
+			return false
+		}
+	}
+	return len(ids) > 0
+}

@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/berthdev/berth/internal/readiness"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// EventType says what an Event reports.
+type EventType string
+
+const (
+	StepStarted    EventType = "step-started"
+	StepDone       EventType = "step-done"
+	StepFailed     EventType = "step-failed"
+	ObjectChanged  EventType = "object-changed"  // applied or deleted; Message is the Change
+	ObjectProgress EventType = "object-progress" // what a wait learnt; State and Message say
+)
+
+// Event is one thing the engine did or saw. The CLI renders events as progress.
+type Event struct {
+	Type     EventType         `json:"type"`
+	Step     string            `json:"step"`
+	Object   resource.Identity `json:"object,omitzero"`
+	State    readiness.State   `json:"state,omitempty"`
+	Message  string            `json:"message,omitempty"`
+	Duration time.Duration     `json:"duration,omitempty"`
+}

@@ -1,0 +1,132 @@
+// Package kube builds Kubernetes clients the way kubectl and Helm do: from --kubeconfig,
+// --kube-context, KUBECONFIG and -n/--namespace.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const (
+	// QPS and Burst are generous: an install of a large chart makes many calls at once.
+	defaultQPS   = 100
+	defaultBurst = 200
+	userAgent    = "berth"
+)
+
+// Flags select the cluster, user and namespace, as kubectl's and Helm's flags of the same names do.
+type Flags struct {
+	// Kubeconfig is the path of the kubeconfig file; empty means KUBECONFIG, then ~/.kube/config.
+	Kubeconfig string
+	// Context is the kubeconfig context to use; empty means its current context.
+	Context string
+	// Namespace overrides the context's namespace; empty means the context's, then "default".
+	Namespace string
+}
+
+// Clients are the clients of one cluster and the namespace commands act in.
+type Clients struct {
+	Config *rest.Config
+	// Namespace is the effective namespace: the flag, else the context's, else "default".
+	Namespace string
+	Client    kubernetes.Interface
+	Dynamic   dynamic.Interface
+	// Mapper discovers on first use; Reset it after creating CRDs so their kinds are found.
+	Mapper meta.ResettableRESTMapper
+	// Source names the kubeconfig and context the clients were built from, for messages.
+	Source string
+}
+
+// Load reads the kubeconfig and builds the clients. It does not contact the cluster; see Reachable.
+func (f Flags) Load() (*Clients, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.Kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.Context}
+	overrides.Context.Namespace = f.Namespace
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+
+	source := f.describe(rules, loader)
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("%s: no configuration found: set --kubeconfig or KUBECONFIG", source)
+		}
+		return nil, fmt.Errorf("%s: load: %w", source, err)
+	}
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("%s: namespace: %w", source, err)
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	return newClients(cfg, ns, source)
+}
+
+// NewClients builds clients from a ready configuration (tests use this with a test cluster's config).
+func NewClients(cfg *rest.Config, namespace string) (*Clients, error) {
+	return newClients(cfg, namespace, fmt.Sprintf("server %q", cfg.Host))
+}
+
+func newClients(cfg *rest.Config, namespace, source string) (*Clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = userAgent
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create client for %s: %w", source, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create dynamic client for %s: %w", source, err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	return &Clients{
+		Config:    cfg,
+		Namespace: namespace,
+		Client:    client,
+		Dynamic:   dyn,
+		Mapper:    mapper,
+		Source:    source,
+	}, nil
+}
+
+// Reachable asks the API server for its version and returns an error naming the kubeconfig and
+// context when it does not answer.
+func (c *Clients) Reachable(ctx context.Context) error {
+	err := c.Client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("kubernetes cluster unreachable (%s, server %q): %w", c.Source, c.Config.Host, err)
+	}
+	return nil
+}
+
+// describe names the kubeconfig files and the context: kubeconfig "FILE", context "NAME".
+func (f Flags) describe(rules *clientcmd.ClientConfigLoadingRules, loader clientcmd.ClientConfig) string {
+	files := f.Kubeconfig
+	if files == "" {
+		files = strings.Join(rules.GetLoadingPrecedence(), string(filepath.ListSeparator))
+	}
+	name := f.Context
+	if name == "" {
+		if raw, err := loader.RawConfig(); err == nil {
+			name = raw.CurrentContext
+		}
+	}
+	if name == "" {
+		return fmt.Sprintf("kubeconfig %q", files)
+	}
+	return fmt.Sprintf("kubeconfig %q, context %q", files, name)
+}

@@ -1,0 +1,152 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+)
+
+// InstallOptions describe an install.
+type InstallOptions struct {
+	Name      string
+	Namespace string
+	Chart     *chartv2.Chart
+	// Values are the user-supplied values (-f, --set, ...).
+	Values map[string]any
+	WaitOptions
+	CreateNamespace   bool
+	TakeOwnership     bool
+	RollbackOnFailure bool
+	// DryRun renders and validates (server) or only renders (client), and changes nothing.
+	DryRun DryRun
+	// Description replaces the recorded description on success.
+	Description string
+	// Capabilities of the cluster, for rendering.
+	Capabilities *common.Capabilities
+}
+
+// DryRun says whether and how an operation only pretends.
+type DryRun string
+
+const (
+	NoDryRun     DryRun = ""
+	ClientDryRun DryRun = "client"
+	ServerDryRun DryRun = "server"
+)
+
+// Install installs a chart as a new release, or as the next revision of a release whose history
+// was kept when it was uninstalled.
+func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, error) {
+	ctx, cancel := o.deadline(ctx)
+	defer cancel()
+
+	revision := 1
+	if o.DryRun != ClientDryRun {
+		last, err := d.Store.Last(ctx, o.Name)
+		switch {
+		case errors.Is(err, release.ErrNotFound):
+		case err != nil:
+			return nil, err
+		case last.Info.Status != release.StatusUninstalled:
+			return nil, fmt.Errorf("cannot reuse the name %q: release %s revision %d is %s in namespace %q; upgrade it, or uninstall it first",
+				o.Name, o.Name, last.Version, last.Info.Status, o.Namespace)
+		default:
+			revision = last.Version + 1
+		}
+	}
+	rendered, err := chart.Render(ctx, o.Chart, o.Values, chart.RenderOptions{
+		ReleaseName: o.Name, Namespace: o.Namespace, Revision: revision, Capabilities: o.Capabilities,
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := d.now()
+	rel := &release.Release{
+		Name: o.Name, Namespace: o.Namespace, Version: revision,
+		Chart: rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
+		Info: &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusPendingInstall,
+			Description: "Initial install underway", Notes: rendered.Notes},
+	}
+	if o.DryRun == ClientDryRun {
+		rel.Info.Description = "Dry run complete"
+		return rel, nil
+	}
+
+	createdNamespace, err := ensureNamespace(ctx, d, o.Namespace, o.CreateNamespace && o.DryRun == NoDryRun)
+	if err != nil {
+		return nil, err
+	}
+	undo := func() {
+		if createdNamespace {
+			d.Namespaces.Delete(context.WithoutCancel(ctx), o.Namespace)
+		}
+	}
+	p, err := prepare(d.Cluster, o.Name, o.Namespace, rendered.CRDs, rendered.Resources)
+	if err != nil {
+		undo()
+		return nil, err
+	}
+	before, err := live(ctx, d.Cluster, p.objects)
+	if err != nil {
+		undo()
+		return nil, err
+	}
+	if err := checkOwnership(o.Name, o.Namespace, p.objects, before, o.TakeOwnership); err != nil {
+		undo()
+		return nil, err
+	}
+	if err := preflight(ctx, d.Cluster, p); err != nil {
+		undo()
+		return nil, err
+	}
+	if o.DryRun == ServerDryRun {
+		rel.Info.Description = "Dry run complete"
+		return rel, nil
+	}
+
+	if err := d.Store.Create(ctx, rel); err != nil {
+		return nil, fmt.Errorf("record release %s revision %d: %w", o.Name, revision, err)
+	}
+	crds, objs := p.split(len(rendered.CRDs))
+	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: objs, Wait: o.Wait})
+	if err != nil {
+		return nil, err
+	}
+	_, err = engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, nil, o.WaitOptions))
+	if err != nil {
+		return rel, d.fail(ctx, rel, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, func(ctx context.Context) error {
+			_, uerr := Uninstall(ctx, d, UninstallOptions{Name: o.Name, WaitOptions: WaitOptions{Wait: true, Timeout: o.Timeout}})
+			return uerr
+		})
+	}
+	rel.Info.Status = release.StatusDeployed
+	rel.Info.Description = "Install complete"
+	if o.Description != "" {
+		rel.Info.Description = o.Description
+	}
+	if err := d.Store.Update(ctx, rel); err != nil {
+		return rel, fmt.Errorf("record release %s revision %d as deployed: %w", o.Name, revision, err)
+	}
+	return rel, nil
+}
+
+// ensureNamespace checks that the release namespace exists, creating it when create is set. It
+// reports whether it created it.
+func ensureNamespace(ctx context.Context, d Deps, name string, create bool) (bool, error) {
+	ok, err := d.Namespaces.Exists(ctx, name)
+	if err != nil || ok {
+		return false, err
+	}
+	if !create {
+		return false, fmt.Errorf("namespace %q not found: create it, or pass --create-namespace", name)
+	}
+	return true, d.Namespaces.Create(ctx, name)
+}

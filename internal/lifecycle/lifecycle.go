@@ -1,0 +1,238 @@
+// Package lifecycle carries out a release's operations — install, upgrade, rollback and
+// uninstall — by joining the other packages: rendered charts, the release store, the plan and the
+// engine. Each operation validates everything it can (ownership, a server-side dry run of every
+// object) before its first change to the cluster, records the revision in Helm's format, executes
+// its plan and records the outcome.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// Cluster is what operations need of the cluster.
+type Cluster interface {
+	engine.Cluster
+	Normalize(obj *unstructured.Unstructured, defaultNamespace string) error
+	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
+}
+
+// Deps are an operation's collaborators.
+type Deps struct {
+	Cluster Cluster
+	Store   release.Store
+	// Namespaces creates and removes the release namespace (--create-namespace).
+	Namespaces Namespaces
+	// Events is told of the engine's progress; may be nil.
+	Events func(engine.Event)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Namespaces manages namespaces.
+type Namespaces interface {
+	Exists(ctx context.Context, name string) (bool, error)
+	Create(ctx context.Context, name string) error
+	Delete(ctx context.Context, name string) error
+}
+
+func (d Deps) now() time.Time {
+	if d.Now == nil {
+		return time.Now()
+	}
+	return d.Now()
+}
+
+// WaitOptions are the --wait family of flags.
+type WaitOptions struct {
+	Wait        bool
+	WaitForJobs bool
+	// Timeout bounds the whole operation; 0 means Helm's default of five minutes.
+	Timeout time.Duration
+}
+
+func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	t := w.Timeout
+	if t <= 0 {
+		t = 5 * time.Minute
+	}
+	return context.WithTimeoutCause(ctx, t, fmt.Errorf("timed out after %s (--timeout)", t))
+}
+
+// prepared are the objects of a manifest made ready to apply: normalized, owned by the release,
+// with the CRDs the release itself defines.
+type prepared struct {
+	objects []*unstructured.Unstructured
+	byID    map[resource.Identity]*unstructured.Unstructured
+	// pendingKinds are kinds defined by CRDs of this release that the API server does not serve
+	// yet: their objects cannot be validated before the CRDs are installed.
+	pendingKinds map[schema.GroupKind]bool
+}
+
+// prepare normalizes objs for the release and marks them as its own. Objects of kinds that the
+// API server does not know are an error unless a CRD among crds or objs defines them.
+func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstructured) (*prepared, error) {
+	defined := map[schema.GroupKind]string{} // kind -> scope, from the release's own CRDs
+	for _, obj := range append(append([]*unstructured.Unstructured{}, crds...), objs...) {
+		if obj.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+			continue
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &crd); err != nil {
+			return nil, fmt.Errorf("%s: %w", resource.IdentityOf(obj), err)
+		}
+		defined[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = string(crd.Spec.Scope)
+	}
+	p := &prepared{byID: map[resource.Identity]*unstructured.Unstructured{}, pendingKinds: map[schema.GroupKind]bool{}}
+	var errs []error
+	for _, in := range append(append([]*unstructured.Unstructured{}, crds...), objs...) {
+		obj := in.DeepCopy()
+		err := c.Normalize(obj, namespace)
+		if cluster.IsUnknownKind(err) {
+			gk := obj.GroupVersionKind().GroupKind()
+			scope, ok := defined[gk]
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s: %w", resource.IdentityOf(obj), err))
+				continue
+			}
+			p.pendingKinds[gk] = true
+			if scope == string(apiextensionsv1.ClusterScoped) {
+				obj.SetNamespace("")
+			} else if obj.GetNamespace() == "" {
+				obj.SetNamespace(namespace)
+			}
+		} else if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", resource.IdentityOf(obj), err))
+			continue
+		}
+		resource.SetOwnership(obj, name, namespace)
+		p.objects = append(p.objects, obj)
+		p.byID[resource.IdentityOf(obj)] = obj
+	}
+	return p, errors.Join(errs...)
+}
+
+// live returns the live state of each object that exists.
+func live(ctx context.Context, c Cluster, objs []*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error) {
+	out := map[resource.Identity]*unstructured.Unstructured{}
+	var errs []error
+	for _, obj := range objs {
+		id := resource.IdentityOf(obj)
+		got, err := c.Get(ctx, id)
+		if cluster.IsUnknownKind(err) {
+			continue // its CRD is not installed yet, so neither is it
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if got != nil {
+			out[id] = got
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// OwnershipError says an object exists but belongs to someone else.
+type OwnershipError struct {
+	ID                 resource.Identity
+	Release, Namespace string // the owner per Helm's metadata; empty when there is none
+}
+
+func (e *OwnershipError) Error() string {
+	owner := "no release (it has no Helm ownership metadata)"
+	if e.Release != "" {
+		owner = fmt.Sprintf("release %q in namespace %q", e.Release, e.Namespace)
+	}
+	return fmt.Sprintf("%s exists and belongs to %s: remove it, or pass --take-ownership to adopt it", e.ID, owner)
+}
+
+// checkOwnership refuses objects that exist and are not the release's own.
+func checkOwnership(name, namespace string, desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured, take bool) error {
+	if take {
+		return nil
+	}
+	var errs []error
+	for _, obj := range desired {
+		id := resource.IdentityOf(obj)
+		l := before[id]
+		if l == nil {
+			continue
+		}
+		rel, ns, ok := resource.OwnedBy(l)
+		if ok && rel == name && ns == namespace {
+			continue
+		}
+		errs = append(errs, &OwnershipError{ID: id, Release: rel, Namespace: ns})
+	}
+	return errors.Join(errs...)
+}
+
+// preflight runs every object through the API server's validation and admission with a
+// server-side dry run, so that an operation that cannot succeed fails before its first change.
+func preflight(ctx context.Context, c Cluster, p *prepared) error {
+	var errs []error
+	for _, obj := range p.objects {
+		if p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
+			continue
+		}
+		if _, err := c.Apply(ctx, obj, cluster.ApplyOptions{DryRun: true}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("validation failed, nothing was changed:\n%w", err)
+	}
+	return nil
+}
+
+// uids returns the UID of each live object.
+func uids(liveObjs map[resource.Identity]*unstructured.Unstructured) map[resource.Identity]types.UID {
+	out := make(map[resource.Identity]types.UID, len(liveObjs))
+	for id, obj := range liveObjs {
+		out[id] = obj.GetUID()
+	}
+	return out
+}
+
+// splitCRDs separates the CRDs from crds/ from the other objects of a prepared set.
+func (p *prepared) split(crdCount int) (crds, objs []*unstructured.Unstructured) {
+	return p.objects[:crdCount], p.objects[crdCount:]
+}
+
+// recordedObjects parses a recorded manifest and normalizes its objects. Objects whose kind is
+// no longer served are skipped: there is nothing left of them to act on.
+func recordedObjects(c Cluster, rel *release.Release) ([]*unstructured.Unstructured, error) {
+	if rel == nil {
+		return nil, nil
+	}
+	objs, err := resource.ParseManifest(rel.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
+	}
+	out := objs[:0]
+	for _, obj := range objs {
+		err := c.Normalize(obj, rel.Namespace)
+		if cluster.IsUnknownKind(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}

@@ -1,0 +1,68 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// RollbackOptions describe a rollback.
+type RollbackOptions struct {
+	Name      string
+	Namespace string
+	// Version is the revision to roll back to; 0 means the one before the last.
+	Version int
+	WaitOptions
+	TakeOwnership bool
+	DryRun        DryRun
+	HistoryMax    int
+}
+
+// Rollback records a new revision with the chart, values and manifest of an earlier one and
+// makes the cluster match it.
+func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release, error) {
+	last, err := d.Store.Last(ctx, o.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := inProgress(last); err != nil {
+		return nil, err
+	}
+	version := o.Version
+	if version == 0 {
+		version = last.Version - 1
+	}
+	if version < 1 {
+		return nil, fmt.Errorf("release %s has no revision before %d to roll back to", o.Name, last.Version)
+	}
+	target, err := d.Store.Get(ctx, o.Name, version)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := o.deadline(ctx)
+	defer cancel()
+	deployed, _ := d.Store.Deployed(ctx, o.Name)
+
+	objs, err := resource.ParseManifest(target.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", o.Name, version, err)
+	}
+	first := last.Info.FirstDeployed
+	rel := &release.Release{
+		Name: o.Name, Namespace: o.Namespace, Version: last.Version + 1,
+		Chart: target.Chart, Config: target.Config, Manifest: target.Manifest, Hooks: target.Hooks,
+		Info: &release.Info{FirstDeployed: first, LastDeployed: d.now(), Status: release.StatusPendingRollback,
+			Description: fmt.Sprintf("Rollback to %d", version), RollbackRevision: version, Notes: target.Info.Notes},
+	}
+	if o.DryRun == ClientDryRun {
+		return rel, nil
+	}
+	return rel, d.replace(ctx, replacement{
+		rel: rel, previous: []*release.Release{deployed, last}, objects: objs,
+		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
+		success: fmt.Sprintf("Rollback to %d", version), failure: fmt.Sprintf("Rollback %q failed", o.Name),
+		historyMax: o.HistoryMax,
+	})
+}

@@ -1,0 +1,194 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+)
+
+// UpgradeOptions describe an upgrade.
+type UpgradeOptions struct {
+	Name      string
+	Namespace string
+	Chart     *chartv2.Chart
+	Values    map[string]any
+	// ValuesStrategy is --reuse-values, --reset-values or --reset-then-reuse-values.
+	ValuesStrategy chart.ValuesStrategy
+	WaitOptions
+	// Install installs the release when it does not exist (--install).
+	Install           bool
+	CreateNamespace   bool
+	TakeOwnership     bool
+	RollbackOnFailure bool
+	DryRun            DryRun
+	// HistoryMax bounds the revisions kept; 0 keeps all.
+	HistoryMax   int
+	Description  string
+	Capabilities *common.Capabilities
+}
+
+// Upgrade moves a release to a new revision of its chart and values: it applies the new
+// objects, deletes by exact identity the ones that left the chart (unless kept) and records the
+// new revision as deployed and the previous one as superseded.
+func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, error) {
+	last, err := d.Store.Last(ctx, o.Name)
+	if errors.Is(err, release.ErrNotFound) || (err == nil && last.Info.Status == release.StatusUninstalled) {
+		if !o.Install {
+			return nil, fmt.Errorf("release %q has no deployed revision in namespace %q: install it first, or pass --install", o.Name, o.Namespace)
+		}
+		return Install(ctx, d, InstallOptions{
+			Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
+			CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
+			DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := inProgress(last); err != nil {
+		return nil, err
+	}
+	ctx, cancel := o.deadline(ctx)
+	defer cancel()
+	deployed, err := d.Store.Deployed(ctx, o.Name)
+	if err != nil && !errors.Is(err, release.ErrNotFound) && !errors.Is(err, release.ErrNoDeployed) {
+		return nil, err
+	}
+	current := last
+	if deployed != nil {
+		current = deployed
+	}
+	ch, vals, err := chart.UpgradeValues(o.Chart, chart.Previous{Chart: current.Chart, Config: current.Config}, o.Values, o.ValuesStrategy)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := chart.Render(ctx, ch, vals, chart.RenderOptions{
+		ReleaseName: o.Name, Namespace: o.Namespace, Revision: last.Version + 1, IsUpgrade: true, Capabilities: o.Capabilities,
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := d.now()
+	rel := &release.Release{
+		Name: o.Name, Namespace: o.Namespace, Version: last.Version + 1,
+		Chart: rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
+		Info: &release.Info{FirstDeployed: current.Info.FirstDeployed, LastDeployed: now, Status: release.StatusPendingUpgrade,
+			Description: "Preparing upgrade", Notes: rendered.Notes},
+	}
+	if o.DryRun == ClientDryRun {
+		rel.Info.Description = "Dry run complete"
+		return rel, nil
+	}
+	return rel, d.replace(ctx, replacement{
+		rel: rel, previous: []*release.Release{deployed, last}, crds: rendered.CRDs, objects: rendered.Resources,
+		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
+		success: firstNonEmpty(o.Description, "Upgrade complete"), failure: fmt.Sprintf("Upgrade %q failed", o.Name),
+		historyMax: o.HistoryMax,
+		undo: func(ctx context.Context) error {
+			if deployed == nil {
+				return errors.New("no deployed revision to roll back to")
+			}
+			_, err := Rollback(ctx, d, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
+				WaitOptions: WaitOptions{Wait: true, Timeout: o.Timeout}})
+			return err
+		},
+		rollbackOnFailure: o.RollbackOnFailure,
+	})
+}
+
+// replacement is an upgrade or a rollback: a new revision whose objects replace those of the
+// previous revisions.
+type replacement struct {
+	rel      *release.Release
+	previous []*release.Release // the deployed and the last revision (either may be nil)
+	crds     []*unstructured.Unstructured
+	objects  []*unstructured.Unstructured
+
+	wait              WaitOptions
+	takeOwnership     bool
+	dryRun            DryRun
+	success, failure  string
+	historyMax        int
+	rollbackOnFailure bool
+	undo              func(context.Context) error
+}
+
+func (d Deps) replace(ctx context.Context, r replacement) error {
+	rel := r.rel
+	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, r.crds, r.objects)
+	if err != nil {
+		return err
+	}
+	var recorded []*unstructured.Unstructured
+	for _, prev := range r.previous {
+		objs, err := recordedObjects(d.Cluster, prev)
+		if err != nil {
+			return err
+		}
+		recorded = union(recorded, objs)
+	}
+	before, err := live(ctx, d.Cluster, union(p.objects, recorded))
+	if err != nil {
+		return err
+	}
+	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, before, r.takeOwnership); err != nil {
+		return err
+	}
+	if err := preflight(ctx, d.Cluster, p); err != nil {
+		return err
+	}
+	if r.dryRun == ServerDryRun {
+		rel.Info.Description = "Dry run complete"
+		return nil
+	}
+	if r.historyMax > 0 {
+		// Make room for the new revision, as Helm does.
+		if _, err := d.Store.Prune(ctx, rel.Name, r.historyMax-1); err != nil {
+			return fmt.Errorf("prune the history of release %s: %w", rel.Name, err)
+		}
+	}
+	if err := d.Store.Create(ctx, rel); err != nil {
+		return fmt.Errorf("record release %s revision %d: %w", rel.Name, rel.Version, err)
+	}
+	crds, objs := p.split(len(r.crds))
+	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: objs, Recorded: recorded, Live: before, Wait: r.wait.Wait})
+	if err != nil {
+		return err
+	}
+	if _, err := engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, uids(before), r.wait)); err != nil {
+		return d.fail(ctx, rel, r.failure, err, r.rollbackOnFailure, r.undo)
+	}
+	for _, prev := range r.previous {
+		if prev != nil && prev.Info.Status == release.StatusDeployed {
+			prev.Info.Status = release.StatusSuperseded
+			if err := d.Store.Update(ctx, prev); err != nil {
+				return fmt.Errorf("record release %s revision %d as superseded: %w", prev.Name, prev.Version, err)
+			}
+		}
+	}
+	rel.Info.Status = release.StatusDeployed
+	rel.Info.Description = r.success
+	if err := d.Store.Update(ctx, rel); err != nil {
+		return fmt.Errorf("record release %s revision %d as deployed: %w", rel.Name, rel.Version, err)
+	}
+	return nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

@@ -1,0 +1,164 @@
+// Package plan turns what a release should be (desired objects), what it was (the recorded
+// objects of its previous revision) and what the cluster holds into an ordered list of steps.
+// It does no I/O: a plan is plain data that can be printed, saved as JSON and executed later.
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// Action is what a step does.
+type Action string
+
+const (
+	// Apply server-side applies the step's objects, concurrently.
+	Apply Action = "apply"
+	// WaitReady waits until the step's objects are ready.
+	WaitReady Action = "wait-ready"
+	// Delete deletes the step's objects, concurrently, each by the UID it had when observed.
+	Delete Action = "delete"
+	// WaitAbsent waits until the step's objects, by UID, are gone.
+	WaitAbsent Action = "wait-absent"
+)
+
+// Step is one unit of work. Steps run in order; the objects of one step are independent of each
+// other.
+type Step struct {
+	// ID is stable for the same inputs, e.g. "apply/Deployment.apps".
+	ID      string              `json:"id"`
+	Action  Action              `json:"action"`
+	Objects []resource.Identity `json:"objects"`
+	// Reason says why the step is there, for people.
+	Reason string `json:"reason"`
+}
+
+// Plan is an operation's ordered steps.
+type Plan struct {
+	Steps []Step `json:"steps"`
+	// Kept are objects that leave the release but stay in the cluster (helm.sh/resource-policy:
+	// keep).
+	Kept []resource.Identity `json:"kept,omitempty"`
+}
+
+// Input is what a plan is built from. Objects are normalized (namespaces set as the API server
+// sees them).
+type Input struct {
+	// CRDs are the chart's crds/ directory: applied first and waited for (Established).
+	CRDs []*unstructured.Unstructured
+	// Desired are the objects the release should have after the operation.
+	Desired []*unstructured.Unstructured
+	// Recorded are the objects of the revision being replaced (nothing on install).
+	Recorded []*unstructured.Unstructured
+	// Live holds the live state of recorded objects that still exist, by identity; the keep
+	// policy on a live object counts as on the recorded one.
+	Live map[resource.Identity]*unstructured.Unstructured
+	// Wait adds steps that wait for readiness and, for deletions, for the objects to be gone.
+	Wait bool
+}
+
+// Build returns the steps that take the cluster from Recorded to Desired: CRDs, then desired
+// objects kind by kind in Helm's install order (waiting for CRDs defined by the release before
+// objects of later kinds), then deletion of recorded objects that left the release, in Helm's
+// uninstall order, unless kept; then the waits.
+func Build(in Input) (*Plan, error) {
+	p := &Plan{}
+	seen := map[resource.Identity]bool{}
+	for _, obj := range append(slices.Clone(in.CRDs), in.Desired...) {
+		id := resource.IdentityOf(obj)
+		if seen[id] {
+			return nil, fmt.Errorf("%s: defined twice in the release", id)
+		}
+		seen[id] = true
+	}
+	if len(in.CRDs) > 0 {
+		ids := identities(in.CRDs)
+		p.Steps = append(p.Steps,
+			Step{ID: "apply/crds", Action: Apply, Objects: ids, Reason: "CustomResourceDefinitions from crds/ first"},
+			Step{ID: "wait-ready/crds", Action: WaitReady, Objects: ids, Reason: "CustomResourceDefinitions must be Established before they are used"},
+		)
+	}
+	desired := resource.SortForInstall(in.Desired)
+	for _, wave := range waves(desired) {
+		kind := waveKind(wave)
+		ids := identities(wave)
+		p.Steps = append(p.Steps, Step{ID: "apply/" + kind, Action: Apply, Objects: ids, Reason: "install order: " + kind})
+		if wave[0].GetKind() == "CustomResourceDefinition" {
+			p.Steps = append(p.Steps, Step{ID: "wait-ready/" + kind, Action: WaitReady, Objects: ids,
+				Reason: "CustomResourceDefinitions must be Established before they are used"})
+		}
+	}
+
+	var gone []*unstructured.Unstructured
+	for _, obj := range in.Recorded {
+		id := resource.IdentityOf(obj)
+		if seen[id] {
+			continue
+		}
+		if resource.IsKept(obj) || (in.Live[id] != nil && resource.IsKept(in.Live[id])) {
+			p.Kept = append(p.Kept, id)
+			continue
+		}
+		gone = append(gone, obj)
+	}
+	var deleted []resource.Identity
+	for _, wave := range waves(resource.SortForUninstall(gone)) {
+		kind := waveKind(wave)
+		ids := identities(wave)
+		deleted = append(deleted, ids...)
+		p.Steps = append(p.Steps, Step{ID: "delete/" + kind, Action: Delete, Objects: ids, Reason: "left the release; uninstall order: " + kind})
+	}
+	if in.Wait {
+		if ready := identities(desired); len(ready) > 0 {
+			p.Steps = append(p.Steps, Step{ID: "wait-ready", Action: WaitReady, Objects: ready, Reason: "--wait: every object ready"})
+		}
+		if len(deleted) > 0 {
+			p.Steps = append(p.Steps, Step{ID: "wait-absent", Action: WaitAbsent, Objects: deleted, Reason: "--wait: every deleted object gone"})
+		}
+	}
+	return p, nil
+}
+
+// waves splits sorted objects into runs of one kind (and group).
+func waves(sorted []*unstructured.Unstructured) [][]*unstructured.Unstructured {
+	var out [][]*unstructured.Unstructured
+	for i, obj := range sorted {
+		if i == 0 || resource.IdentityOf(sorted[i-1]).GroupKind() != resource.IdentityOf(obj).GroupKind() {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], obj)
+	}
+	return out
+}
+
+func waveKind(wave []*unstructured.Unstructured) string {
+	return resource.IdentityOf(wave[0]).GroupKind().String()
+}
+
+func identities(objs []*unstructured.Unstructured) []resource.Identity {
+	ids := make([]resource.Identity, len(objs))
+	for i, obj := range objs {
+		ids[i] = resource.IdentityOf(obj)
+	}
+	return ids
+}
+
+// String renders the plan for people, one step a line and its objects below it.
+func (p *Plan) String() string {
+	var b strings.Builder
+	for i, s := range p.Steps {
+		fmt.Fprintf(&b, "%d. %s (%s)\n", i+1, s.ID, s.Reason)
+		for _, id := range s.Objects {
+			fmt.Fprintf(&b, "     %s\n", id)
+		}
+	}
+	for _, id := range p.Kept {
+		fmt.Fprintf(&b, "kept (helm.sh/resource-policy: keep): %s\n", id)
+	}
+	return b.String()
+}

@@ -1,0 +1,232 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	helmrelease "helm.sh/helm/v4/pkg/release"
+	relutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"helm.sh/helm/v4/pkg/storage"
+	"helm.sh/helm/v4/pkg/storage/driver"
+)
+
+// Reader reads the revisions of releases.
+type Reader interface {
+	// Get returns one revision of a release.
+	Get(ctx context.Context, name string, version int) (*Release, error)
+	// Last returns the newest revision of a release, whatever its status.
+	Last(ctx context.Context, name string) (*Release, error)
+	// History returns every recorded revision of a release, oldest first.
+	History(ctx context.Context, name string) ([]*Release, error)
+	// Deployed returns the newest deployed revision of a release.
+	Deployed(ctx context.Context, name string) (*Release, error)
+	// List returns the newest revision of each release that matches opts.
+	List(ctx context.Context, opts ListOptions) ([]*Release, error)
+}
+
+// Writer records revisions.
+type Writer interface {
+	// Create records a new revision; it fails with ErrExists if the revision is recorded.
+	Create(ctx context.Context, rel *Release) error
+	// Update replaces a recorded revision.
+	Update(ctx context.Context, rel *Release) error
+	// Delete removes one revision and returns what it held.
+	Delete(ctx context.Context, name string, version int) (*Release, error)
+	// Prune deletes the oldest revisions until at most max remain, never the deployed one, and
+	// returns the versions it deleted.
+	Prune(ctx context.Context, name string, max int) ([]int, error)
+}
+
+// Store reads and writes the revisions of the releases of one namespace.
+type Store interface {
+	Reader
+	Writer
+	// Namespace is the namespace whose releases the store holds.
+	Namespace() string
+}
+
+// SecretStore keeps revisions in Secrets through Helm's own Secrets driver, in Helm's format.
+type SecretStore struct {
+	secrets   typedcorev1.SecretsGetter
+	namespace string
+}
+
+var _ Store = (*SecretStore)(nil)
+
+// NewSecretStore returns the store of the releases of namespace, kept as Secrets through secrets
+// (a clientset's CoreV1()).
+func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *SecretStore {
+	return &SecretStore{secrets: secrets, namespace: namespace}
+}
+
+// In returns the store of another namespace on the same backend.
+func (s *SecretStore) In(namespace string) *SecretStore {
+	return &SecretStore{secrets: s.secrets, namespace: namespace}
+}
+
+// Namespace returns the namespace whose releases the store holds.
+func (s *SecretStore) Namespace() string { return s.namespace }
+
+// storage returns Helm's storage over the Secrets of namespace ("" for all namespaces), making
+// its API calls with ctx and logging nothing.
+func (s *SecretStore) storage(ctx context.Context, namespace string) *storage.Storage {
+	d := driver.NewSecrets(ctxSecrets{SecretInterface: s.secrets.Secrets(namespace), ctx: ctx})
+	d.SetLogger(slog.DiscardHandler)
+	return storage.Init(d)
+}
+
+func (s *SecretStore) notFound(name string, version int, err error) error {
+	return &NotFoundError{Name: name, Namespace: s.namespace, Version: version, Err: err}
+}
+
+// Get returns one revision of a release.
+func (s *SecretStore) Get(ctx context.Context, name string, version int) (*Release, error) {
+	r, err := s.storage(ctx, s.namespace).Get(name, version)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, s.notFound(name, version, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: get revision %d: %w", s.namespace, name, version, err)
+	}
+	return toV1(r)
+}
+
+// Last returns the newest revision of a release, whatever its status.
+func (s *SecretStore) Last(ctx context.Context, name string) (*Release, error) {
+	h, err := s.History(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return h[len(h)-1], nil
+}
+
+// History returns every recorded revision of a release, oldest first.
+func (s *SecretStore) History(ctx context.Context, name string) ([]*Release, error) {
+	rs, err := s.storage(ctx, s.namespace).History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, s.notFound(name, 0, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: history: %w", s.namespace, name, err)
+	}
+	list, err := toV1List(rs)
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: history: %w", s.namespace, name, err)
+	}
+	if len(list) == 0 {
+		return nil, s.notFound(name, 0, ErrNotFound)
+	}
+	relutil.SortByRevision(list)
+	return list, nil
+}
+
+// Deployed returns the newest deployed revision of a release.
+func (s *SecretStore) Deployed(ctx context.Context, name string) (*Release, error) {
+	r, err := s.storage(ctx, s.namespace).Deployed(name)
+	if errors.Is(err, driver.ErrNoDeployedReleases) {
+		return nil, s.notFound(name, 0, ErrNoDeployed)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: deployed revision: %w", s.namespace, name, err)
+	}
+	return toV1(r)
+}
+
+// List returns the newest revision of each release that matches opts.
+func (s *SecretStore) List(ctx context.Context, opts ListOptions) ([]*Release, error) {
+	namespace := s.namespace
+	if opts.AllNamespaces {
+		namespace = ""
+	}
+	rs, err := s.storage(ctx, namespace).ListReleases()
+	if err != nil {
+		return nil, fmt.Errorf("list releases in namespace %q: %w", namespace, err)
+	}
+	list, err := toV1List(rs)
+	if err != nil {
+		return nil, fmt.Errorf("list releases in namespace %q: %w", namespace, err)
+	}
+	return Select(list, opts)
+}
+
+// Create records a new revision; it fails with ErrExists if the revision is recorded.
+func (s *SecretStore) Create(ctx context.Context, rel *Release) error {
+	if err := s.check(rel); err != nil {
+		return err
+	}
+	err := s.storage(ctx, s.namespace).Create(rel)
+	if err != nil {
+		return fmt.Errorf("release %s/%s: create revision %d: %w", s.namespace, rel.Name, rel.Version, err)
+	}
+	return nil
+}
+
+// Update replaces a recorded revision.
+func (s *SecretStore) Update(ctx context.Context, rel *Release) error {
+	if err := s.check(rel); err != nil {
+		return err
+	}
+	err := s.storage(ctx, s.namespace).Update(rel)
+	if isNotFound(err) {
+		return s.notFound(rel.Name, rel.Version, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("release %s/%s: update revision %d: %w", s.namespace, rel.Name, rel.Version, err)
+	}
+	return nil
+}
+
+// Delete removes one revision and returns what it held.
+func (s *SecretStore) Delete(ctx context.Context, name string, version int) (*Release, error) {
+	r, err := s.storage(ctx, s.namespace).Delete(name, version)
+	if isNotFound(err) {
+		return nil, s.notFound(name, version, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: delete revision %d: %w", s.namespace, name, version, err)
+	}
+	return toV1(r)
+}
+
+// check refuses a revision that cannot be recorded in this store.
+func (s *SecretStore) check(rel *Release) error {
+	switch {
+	case rel == nil:
+		return errors.New("record release: no release")
+	case rel.Name == "" || rel.Version <= 0:
+		return fmt.Errorf("record release %q revision %d: name and a positive revision are required", rel.Name, rel.Version)
+	case rel.Info == nil:
+		return fmt.Errorf("release %s/%s: record revision %d: no info", s.namespace, rel.Name, rel.Version)
+	case rel.Namespace != s.namespace:
+		return fmt.Errorf("release %s/%s: record revision %d: the release belongs to namespace %q",
+			s.namespace, rel.Name, rel.Version, rel.Namespace)
+	}
+	return nil
+}
+
+func toV1(r helmrelease.Releaser) (*Release, error) {
+	switch rel := r.(type) {
+	case *Release:
+		return rel, nil
+	case Release:
+		return &rel, nil
+	default:
+		return nil, fmt.Errorf("unsupported release type %T", r)
+	}
+}
+
+func toV1List(rs []helmrelease.Releaser) ([]*Release, error) {
+	list := make([]*Release, 0, len(rs))
+	for _, r := range rs {
+		rel, err := toV1(r)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, rel)
+	}
+	return list, nil
+}
