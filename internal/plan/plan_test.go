@@ -131,7 +131,7 @@ metadata: {name: dropped, namespace: ns}
 }
 
 func TestBuildRejectsDuplicates(t *testing.T) {
-	_, err := Build(Input{Desired: objs(t, chart + "---\n{apiVersion: v1, kind: Service, metadata: {name: web, namespace: ns}}")})
+	_, err := Build(Input{Desired: objs(t, chart+"---\n{apiVersion: v1, kind: Service, metadata: {name: web, namespace: ns}}")})
 	if err == nil || !strings.Contains(err.Error(), "Service/ns/web: defined twice") {
 		t.Errorf("error %v, want the duplicate named", err)
 	}
