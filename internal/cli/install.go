@@ -54,7 +54,7 @@ Helm's format, so helm sees it too.`,
 			rel, err := lifecycle.Install(cmd.Context(), s.deps, lifecycle.InstallOptions{
 				Name: args[0], Namespace: s.clients.Namespace, Chart: ch, Values: vals, WaitOptions: flags.wait,
 				CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
-				RollbackOnFailure: flags.rollbackOnFailure, DryRun: flags.dryRun, Description: flags.description,
+				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
 				Capabilities: caps,
 			})
 			return printRelease(streams, flags.output, rel, flags.dryRun, err)

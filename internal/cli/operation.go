@@ -67,6 +67,12 @@ func progressPrinter(w io.Writer) func(engine.Event) {
 			fmt.Fprintf(w, "  %s %s\n", e.Object, e.Message)
 		case engine.ObjectProgress:
 			fmt.Fprintf(w, "  %s: %s\n", e.Object, e.Message)
+		case engine.HookStarted:
+			fmt.Fprintf(w, "%s hook %s: started\n", e.Step, e.Object)
+		case engine.HookDone:
+			fmt.Fprintf(w, "%s hook %s: %s in %s\n", e.Step, e.Object, e.Message, e.Duration.Round(time.Millisecond))
+		case engine.HookFailed:
+			fmt.Fprintf(w, "%s hook %s: failed after %s: %s\n", e.Step, e.Object, e.Duration.Round(time.Millisecond), e.Message)
 		}
 	}
 }

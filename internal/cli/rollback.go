@@ -42,7 +42,7 @@ the last.`,
 			}
 			_, err = lifecycle.Rollback(cmd.Context(), s.deps, lifecycle.RollbackOptions{
 				Name: args[0], Namespace: s.clients.Namespace, Version: version, WaitOptions: flags.wait,
-				TakeOwnership: flags.takeOwnership, DryRun: flags.dryRun, HistoryMax: flags.historyMax,
+				TakeOwnership: flags.takeOwnership, NoHooks: flags.noHooks, DryRun: flags.dryRun, HistoryMax: flags.historyMax,
 			})
 			if err != nil {
 				return err

@@ -38,7 +38,7 @@ release stays recorded as uninstalling and running uninstall again goes on.`,
 				return err
 			}
 			res, err := lifecycle.Uninstall(cmd.Context(), s.deps, lifecycle.UninstallOptions{
-				Name: args[0], WaitOptions: flags.wait, Cascade: prop, KeepHistory: flags.keepHistory,
+				Name: args[0], WaitOptions: flags.wait, Cascade: prop, KeepHistory: flags.keepHistory, NoHooks: flags.noHooks,
 			})
 			if res != nil && len(res.Kept) > 0 {
 				fmt.Fprintln(streams.Out, "These resources were kept due to the resource policy:")

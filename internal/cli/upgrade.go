@@ -51,7 +51,7 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 			rel, err := lifecycle.Upgrade(cmd.Context(), s.deps, lifecycle.UpgradeOptions{
 				Name: args[0], Namespace: s.clients.Namespace, Chart: ch, Values: vals, ValuesStrategy: strategy,
 				WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
-				TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, DryRun: flags.dryRun,
+				TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
 				HistoryMax: flags.historyMax, Description: flags.description, Capabilities: caps,
 			})
 			return printRelease(streams, flags.output, rel, flags.dryRun, err)

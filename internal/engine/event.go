@@ -16,6 +16,9 @@ const (
 	StepFailed     EventType = "step-failed"
 	ObjectChanged  EventType = "object-changed"  // applied or deleted; Message is the Change
 	ObjectProgress EventType = "object-progress" // what a wait learnt; State and Message say
+	HookStarted    EventType = "hook-started"    // Step is the hook event, Object the hook
+	HookDone       EventType = "hook-done"       // Message is the outcome, Duration its run time
+	HookFailed     EventType = "hook-failed"
 )
 
 // Event is one thing the engine did or saw. The CLI renders events as progress.

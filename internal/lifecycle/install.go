@@ -12,6 +12,7 @@ import (
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
 )
 
 // InstallOptions describe an install.
@@ -25,6 +26,8 @@ type InstallOptions struct {
 	CreateNamespace   bool
 	TakeOwnership     bool
 	RollbackOnFailure bool
+	// NoHooks skips the chart's hooks.
+	NoHooks bool
 	// DryRun renders and validates (server) or only renders (client), and changes nothing.
 	DryRun DryRun
 	// Description replaces the recorded description on success.
@@ -120,10 +123,16 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	if err != nil {
 		return nil, err
 	}
-	_, err = engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, nil, o.WaitOptions))
+	err = d.runHooks(ctx, rel, resource.HookPreInstall, o.NoHooks)
+	if err == nil {
+		_, err = engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, nil, o.WaitOptions))
+	}
+	if err == nil {
+		err = d.runHooks(ctx, rel, resource.HookPostInstall, o.NoHooks)
+	}
 	if err != nil {
 		return rel, d.fail(ctx, rel, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, func(ctx context.Context) error {
-			_, uerr := Uninstall(ctx, d, UninstallOptions{Name: o.Name, WaitOptions: WaitOptions{Wait: true, Timeout: o.Timeout}})
+			_, uerr := Uninstall(ctx, d, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true, Timeout: o.Timeout}})
 			return uerr
 		})
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -28,6 +29,9 @@ type Cluster interface {
 	engine.Cluster
 	Normalize(obj *unstructured.Unstructured, defaultNamespace string) error
 	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
+	// Create and WaitHook run hooks.
+	Create(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	WaitHook(ctx context.Context, id resource.Identity, uid types.UID, progress cluster.Progress) (readiness.Result, error)
 }
 
 // Deps are an operation's collaborators.

@@ -16,6 +16,7 @@ type RollbackOptions struct {
 	Version int
 	WaitOptions
 	TakeOwnership bool
+	NoHooks       bool
 	DryRun        DryRun
 	HistoryMax    int
 }
@@ -52,7 +53,7 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release,
 	first := last.Info.FirstDeployed
 	rel := &release.Release{
 		Name: o.Name, Namespace: o.Namespace, Version: last.Version + 1,
-		Chart: target.Chart, Config: target.Config, Manifest: target.Manifest, Hooks: target.Hooks,
+		Chart: target.Chart, Config: target.Config, Manifest: target.Manifest, Hooks: copyHooks(target.Hooks),
 		Info: &release.Info{FirstDeployed: first, LastDeployed: d.now(), Status: release.StatusPendingRollback,
 			Description: fmt.Sprintf("Rollback to %d", version), RollbackRevision: version, Notes: target.Info.Notes},
 	}
@@ -62,7 +63,18 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release,
 	return rel, d.replace(ctx, replacement{
 		rel: rel, previous: []*release.Release{deployed, last}, objects: objs,
 		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
+		pre: resource.HookPreRollback, post: resource.HookPostRollback, noHooks: o.NoHooks,
 		success: fmt.Sprintf("Rollback to %d", version), failure: fmt.Sprintf("Rollback %q failed", o.Name),
 		historyMax: o.HistoryMax,
 	})
+}
+
+// copyHooks copies hook records, so that recording a new run leaves the old revision's alone.
+func copyHooks(hooks []*release.Hook) []*release.Hook {
+	out := make([]*release.Hook, len(hooks))
+	for i, h := range hooks {
+		c := *h
+		out[i] = &c
+	}
+	return out
 }

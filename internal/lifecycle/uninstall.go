@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -22,6 +23,7 @@ type UninstallOptions struct {
 	// Cascade is the deletion propagation: foreground (default), background or orphan.
 	Cascade     metav1.DeletionPropagation
 	KeepHistory bool
+	NoHooks     bool
 }
 
 // UninstallResult is what an uninstall did.
@@ -57,6 +59,12 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	if err != nil {
 		return nil, err
 	}
+	// Nothing is deleted before every pre-delete hook completed; if one fails, the release stays
+	// as it was.
+	if err := d.runHooks(ctx, last, resource.HookPreDelete, o.NoHooks); err != nil {
+		werr := d.Store.Update(context.WithoutCancel(ctx), last)
+		return nil, errors.Join(fmt.Errorf("uninstall %s: %w; nothing was deleted", o.Name, err), werr)
+	}
 	last.Info.Status = release.StatusUninstalling
 	last.Info.Description = "Deletion in progress (or silently failed)"
 	if err := d.Store.Update(ctx, last); err != nil {
@@ -78,8 +86,12 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		}
 		slices.SortFunc(out.Deleted, func(a, b resource.Identity) int { return cmpIdentity(a, b) })
 	}
+	if err == nil {
+		err = d.runHooks(ctx, last, resource.HookPostDelete, o.NoHooks)
+	}
 	if err != nil {
-		return out, fmt.Errorf("uninstall %s: %w; the release stays recorded as uninstalling, and berth uninstall %s goes on from here", o.Name, err, o.Name)
+		werr := d.Store.Update(context.WithoutCancel(ctx), last)
+		return out, errors.Join(fmt.Errorf("uninstall %s: %w; the release stays recorded as uninstalling, and berth uninstall %s goes on from here", o.Name, err, o.Name), werr)
 	}
 	if o.KeepHistory {
 		last.Info.Status = release.StatusUninstalled

@@ -14,6 +14,7 @@ import (
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
 )
 
 // UpgradeOptions describe an upgrade.
@@ -30,6 +31,7 @@ type UpgradeOptions struct {
 	CreateNamespace   bool
 	TakeOwnership     bool
 	RollbackOnFailure bool
+	NoHooks           bool
 	DryRun            DryRun
 	// HistoryMax bounds the revisions kept; 0 keeps all.
 	HistoryMax   int
@@ -49,7 +51,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 		return Install(ctx, d, InstallOptions{
 			Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 			CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
-			DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
+			NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
 		})
 	}
 	if err != nil {
@@ -92,6 +94,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 	return rel, d.replace(ctx, replacement{
 		rel: rel, previous: []*release.Release{deployed, last}, crds: rendered.CRDs, objects: rendered.Resources,
 		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
+		pre: resource.HookPreUpgrade, post: resource.HookPostUpgrade, noHooks: o.NoHooks,
 		success: firstNonEmpty(o.Description, "Upgrade complete"), failure: fmt.Sprintf("Upgrade %q failed", o.Name),
 		historyMax: o.HistoryMax,
 		undo: func(ctx context.Context) error {
@@ -99,7 +102,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 				return errors.New("no deployed revision to roll back to")
 			}
 			_, err := Rollback(ctx, d, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
-				WaitOptions: WaitOptions{Wait: true, Timeout: o.Timeout}})
+				NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true, Timeout: o.Timeout}})
 			return err
 		},
 		rollbackOnFailure: o.RollbackOnFailure,
@@ -115,6 +118,8 @@ type replacement struct {
 	objects  []*unstructured.Unstructured
 
 	wait              WaitOptions
+	pre, post         resource.HookEvent
+	noHooks           bool
 	takeOwnership     bool
 	dryRun            DryRun
 	success, failure  string
@@ -165,7 +170,14 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if err != nil {
 		return err
 	}
-	if _, err := engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, uids(before), r.wait)); err != nil {
+	err = d.runHooks(ctx, rel, r.pre, r.noHooks)
+	if err == nil {
+		_, err = engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, uids(before), r.wait))
+	}
+	if err == nil {
+		err = d.runHooks(ctx, rel, r.post, r.noHooks)
+	}
+	if err != nil {
 		return d.fail(ctx, rel, r.failure, err, r.rollbackOnFailure, r.undo)
 	}
 	for _, prev := range r.previous {
