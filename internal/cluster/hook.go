@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/resource"
@@ -27,27 +26,62 @@ func (c *Client) Create(ctx context.Context, obj *unstructured.Unstructured) (*u
 	return out, nil
 }
 
-// WaitHook waits, by watching, until the hook object id with uid has an outcome: a Job completed
-// or failed, a Pod succeeded or failed; any other kind has its outcome once it exists. An object
-// that disappears (or is replaced) before its outcome was seen is a failure that says what was
-// last seen of it.
-func (c *Client) WaitHook(ctx context.Context, id resource.Identity, uid types.UID, progress Progress) (readiness.Result, error) {
-	last := "nothing observed"
-	var outcome readiness.Result
-	err := c.waitFor(ctx, "finished", []resource.Identity{id}, progress, func(_ resource.Identity, obj *unstructured.Unstructured) readiness.Result {
-		if obj == nil || obj.GetUID() != uid {
-			outcome = readiness.Result{State: readiness.Failed,
-				Message: fmt.Sprintf("deleted before its outcome was observed (last seen: %s)", last)}
-			return outcome
-		}
-		outcome = hookOutcome(obj)
-		last = outcome.Message
-		return outcome
-	})
-	if outcome.State == readiness.Failed {
-		return outcome, nil
+// RunHook creates the hook object obj (already normalized) and follows it, by UID, to its outcome:
+// a Job completed or failed, a Pod succeeded or failed; any other kind has its outcome once
+// created. The watch starts before the creation, so every change of the new object is seen, even
+// of a Job that finishes and is deleted at once (ttlSecondsAfterFinished: 0). An object deleted
+// before it finished is a failure that says what was last seen of it.
+func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, progress Progress) (*unstructured.Unstructured, readiness.Result, error) {
+	id := resource.IdentityOf(obj)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make(chan observation)
+	synced, err := c.observe(ctx, []resource.Identity{id}, out)
+	if err != nil {
+		return nil, readiness.Result{}, err
 	}
-	return outcome, err
+	for waiting := true; waiting; {
+		select {
+		case <-out: // what existed before the creation does not matter
+		case <-synced:
+			waiting = false
+		case <-ctx.Done():
+			return nil, readiness.Result{}, fmt.Errorf("%s: watch: %w", id, context.Cause(ctx))
+		}
+	}
+	created, err := c.Create(ctx, obj)
+	if err != nil {
+		return nil, readiness.Result{}, err
+	}
+	last := hookOutcome(created)
+	report := func(r readiness.Result) {
+		if progress != nil && r.Message != last.Message {
+			progress(id, r)
+		}
+		last = r
+	}
+	if last.State != readiness.InProgress {
+		return created, last, nil
+	}
+	for {
+		select {
+		case o := <-out:
+			if o.obj == nil || o.obj.GetUID() != created.GetUID() {
+				continue // the absence noted before the creation was seen, or another object
+			}
+			r := hookOutcome(o.obj)
+			if o.gone && r.State == readiness.InProgress {
+				return created, readiness.Result{State: readiness.Failed,
+					Message: fmt.Sprintf("deleted before it finished (last seen: %s)", last.Message)}, nil
+			}
+			report(r)
+			if r.State != readiness.InProgress {
+				return created, r, nil
+			}
+		case <-ctx.Done():
+			return created, last, fmt.Errorf("%s: not finished: %w (last seen: %s)", id, context.Cause(ctx), last.Message)
+		}
+	}
 }
 
 func hookOutcome(obj *unstructured.Unstructured) readiness.Result {

@@ -91,7 +91,7 @@ func (c *Client) waitFor(ctx context.Context, want string, targets []resource.Id
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := make(chan observation)
-	if err := c.observe(ctx, targets, out); err != nil {
+	if _, err := c.observe(ctx, targets, out); err != nil {
 		return err
 	}
 	pending := make(map[resource.Identity]string, len(targets))
@@ -105,7 +105,11 @@ func (c *Client) waitFor(ctx context.Context, want string, targets []resource.Id
 			if !tracked {
 				continue
 			}
-			r := judge(o.id, o.obj)
+			obj := o.obj
+			if o.gone {
+				obj = nil
+			}
+			r := judge(o.id, obj)
 			if progress != nil && r.Message != last {
 				progress(o.id, r)
 			}

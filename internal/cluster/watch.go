@@ -14,11 +14,12 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// observation is what a watch saw of one tracked object: its latest state, or nil once it is
-// absent.
+// observation is what a watch saw of one tracked object: its latest state; when gone, its final
+// state (nil when it was never seen).
 type observation struct {
-	id  resource.Identity
-	obj *unstructured.Unstructured
+	id   resource.Identity
+	obj  *unstructured.Unstructured
+	gone bool
 }
 
 // watchGroup is the set of tracked objects reached by one resource in one namespace: they share one
@@ -31,13 +32,14 @@ type watchGroup struct {
 
 // observe lists and watches every target and sends each change of a target to out until ctx ends:
 // first its current state (nil if absent), then every update, and nil when it is deleted. The
-// watches run in the background and stop when ctx ends.
-func (c *Client) observe(ctx context.Context, targets []resource.Identity, out chan<- observation) error {
+// watches run in the background and stop when ctx ends. synced closes once every initial list
+// is done: every change after that is seen.
+func (c *Client) observe(ctx context.Context, targets []resource.Identity, out chan<- observation) (synced <-chan struct{}, err error) {
 	groups := map[string]*watchGroup{}
 	for _, id := range targets {
 		_, m, err := c.resourceFor(id, "")
 		if err != nil {
-			return fmt.Errorf("%s: %w", id, err)
+			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 		key := m.Resource.String() + "/" + id.Namespace
 		g, ok := groups[key]
@@ -47,13 +49,25 @@ func (c *Client) observe(ctx context.Context, targets []resource.Identity, out c
 		}
 		g.names[id.Name] = id
 	}
+	each := make(chan struct{}, len(groups))
 	for _, g := range groups {
-		go c.observeGroup(ctx, g, out)
+		go c.observeGroup(ctx, g, out, each)
 	}
-	return nil
+	done := make(chan struct{})
+	go func() {
+		for range groups {
+			select {
+			case <-each:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(done)
+	}()
+	return done, nil
 }
 
-func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- observation) {
+func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- observation, synced chan<- struct{}) {
 	tweak := func(o *metav1.ListOptions) {
 		if len(g.names) == 1 {
 			for name := range g.names {
@@ -77,10 +91,7 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 		if !tracked {
 			return
 		}
-		o := observation{id: id, obj: u}
-		if gone {
-			o.obj = nil
-		}
+		o := observation{id: id, obj: u, gone: gone}
 		select {
 		case out <- o:
 		case <-ctx.Done():
@@ -95,11 +106,12 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return
 	}
+	synced <- struct{}{}
 	// Targets that the first list did not hold are absent.
 	for name, id := range g.names {
 		if _, exists, _ := inf.GetStore().GetByKey(key(g.namespace, name)); !exists {
 			select {
-			case out <- observation{id: id}:
+			case out <- observation{id: id, gone: true}:
 			case <-ctx.Done():
 				return
 			}

@@ -95,15 +95,14 @@ func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, eve
 	start := d.now()
 	h.record.LastRun = releasev1.HookExecution{StartedAt: start, Phase: releasev1.HookPhaseRunning}
 	emit(engine.Event{Type: engine.HookStarted, Step: string(event), Object: id})
-	created, err := d.Cluster.Create(ctx, obj)
-	if err != nil {
+	created, res, err := d.Cluster.RunHook(ctx, obj, func(id resource.Identity, r readiness.Result) {
+		emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
+	})
+	if created == nil && err != nil {
 		h.record.LastRun.Phase = releasev1.HookPhaseFailed
 		h.record.LastRun.CompletedAt = d.now()
 		return "", err
 	}
-	res, err := d.Cluster.WaitHook(ctx, id, created.GetUID(), func(id resource.Identity, r readiness.Result) {
-		emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
-	})
 	h.record.LastRun.CompletedAt = d.now()
 	took := h.record.LastRun.CompletedAt.Sub(start)
 	if err != nil {

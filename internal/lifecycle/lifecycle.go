@@ -29,9 +29,8 @@ type Cluster interface {
 	engine.Cluster
 	Normalize(obj *unstructured.Unstructured, defaultNamespace string) error
 	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
-	// Create and WaitHook run hooks.
-	Create(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
-	WaitHook(ctx context.Context, id resource.Identity, uid types.UID, progress cluster.Progress) (readiness.Result, error)
+	// RunHook creates a hook and follows it to its outcome.
+	RunHook(ctx context.Context, obj *unstructured.Unstructured, progress cluster.Progress) (*unstructured.Unstructured, readiness.Result, error)
 }
 
 // Deps are an operation's collaborators.
