@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/readiness"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// fakeCluster records what the engine asks of it; applying an object named "bad" fails.
+type fakeCluster struct {
+	mu     sync.Mutex
+	calls  []string
+	resets int
+}
+
+func (f *fakeCluster) record(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+}
+
+func (f *fakeCluster) Apply(_ context.Context, obj *unstructured.Unstructured, _ cluster.ApplyOptions) (*unstructured.Unstructured, error) {
+	f.record("apply " + resource.IdentityOf(obj).String())
+	if obj.GetName() == "bad" {
+		return nil, errors.New("rejected")
+	}
+	out := obj.DeepCopy()
+	out.SetResourceVersion("2")
+	return out, nil
+}
+
+func (f *fakeCluster) Delete(_ context.Context, id resource.Identity, uid types.UID, _ cluster.DeleteOptions) (cluster.DeleteResult, error) {
+	f.record("delete " + id.String() + " " + string(uid))
+	return cluster.Deleted, nil
+}
+
+func (f *fakeCluster) ResetMapper() { f.mu.Lock(); f.resets++; f.mu.Unlock() }
+
+func (f *fakeCluster) WaitReady(_ context.Context, ids []resource.Identity, _ readiness.Options, _ cluster.Progress) error {
+	f.record("wait-ready " + join(ids))
+	return nil
+}
+
+func (f *fakeCluster) WaitAbsent(_ context.Context, targets map[resource.Identity]types.UID, _ cluster.Progress) error {
+	f.record("wait-absent")
+	return nil
+}
+
+func join(ids []resource.Identity) string {
+	var s []string
+	for _, id := range ids {
+		s = append(s, id.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func cm(name, rv string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace("ns")
+	u.SetName(name)
+	u.SetResourceVersion(rv)
+	return u
+}
+
+func TestExecute(t *testing.T) {
+	a, b, gone := cm("a", ""), cm("b", ""), cm("gone", "")
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName("shirts.example.com")
+	ids := func(objs ...*unstructured.Unstructured) []resource.Identity {
+		var out []resource.Identity
+		for _, o := range objs {
+			out = append(out, resource.IdentityOf(o))
+		}
+		return out
+	}
+	p := &plan.Plan{Steps: []plan.Step{
+		{ID: "apply/crds", Action: plan.Apply, Objects: ids(crd)},
+		{ID: "wait-ready/crds", Action: plan.WaitReady, Objects: ids(crd)},
+		{ID: "apply/ConfigMap", Action: plan.Apply, Objects: ids(a)},
+		{ID: "delete/ConfigMap", Action: plan.Delete, Objects: ids(gone)},
+		{ID: "wait-ready", Action: plan.WaitReady, Objects: ids(a)},
+	}}
+	f := &fakeCluster{}
+	var events []EventType
+	opts := DefaultOptions()
+	opts.Objects = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(crd): crd, resource.IdentityOf(a): a, resource.IdentityOf(b): b}
+	opts.Before = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(a): cm("a", "1")}
+	opts.UIDs = map[resource.Identity]types.UID{resource.IdentityOf(gone): "uid-1"}
+	opts.Events = func(e Event) { events = append(events, e.Type) }
+
+	res, err := Execute(context.Background(), f, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"apply CustomResourceDefinition.apiextensions.k8s.io/shirts.example.com",
+		"wait-ready CustomResourceDefinition.apiextensions.k8s.io/shirts.example.com",
+		"apply ConfigMap/ns/a",
+		"delete ConfigMap/ns/gone uid-1",
+		"wait-ready ConfigMap/ns/a",
+	}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if f.resets != 2 {
+		t.Errorf("mapper reset %d times, want after applying and after establishing CRDs", f.resets)
+	}
+	wantChanges := map[resource.Identity]Change{
+		resource.IdentityOf(crd): Created, resource.IdentityOf(a): Configured, resource.IdentityOf(gone): Deleted,
+	}
+	if diff := cmp.Diff(wantChanges, res.Changes); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	if events[0] != StepStarted || events[len(events)-1] != StepDone {
+		t.Errorf("events %v", events)
+	}
+}
+
+func TestExecuteStopsAtFailingStep(t *testing.T) {
+	bad, next := cm("bad", ""), cm("next", "")
+	p := &plan.Plan{Steps: []plan.Step{
+		{ID: "apply/ConfigMap", Action: plan.Apply, Objects: []resource.Identity{resource.IdentityOf(bad)}},
+		{ID: "apply/later", Action: plan.Apply, Objects: []resource.Identity{resource.IdentityOf(next)}},
+	}}
+	f := &fakeCluster{}
+	opts := DefaultOptions()
+	opts.Objects = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(bad): bad, resource.IdentityOf(next): next}
+	_, err := Execute(context.Background(), f, p, opts)
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "apply/ConfigMap" || !strings.Contains(err.Error(), "rejected") {
+		t.Fatalf("error %v, want the failing step named with its cause", err)
+	}
+	if len(f.calls) != 1 {
+		t.Errorf("calls %v: the engine went on after a failed step", f.calls)
+	}
+}
