@@ -63,12 +63,12 @@ func (d Deps) runHooks(ctx context.Context, rel *release.Release, event resource
 	// event succeeded: a later hook may need an earlier one (a Job its ServiceAccount).
 	succeeded := map[resource.Identity]types.UID{}
 	for _, h := range resource.HooksFor(plain, event) {
-		uid, err := d.runHook(ctx, rel.Namespace, byID[h.Identity], event)
+		id, uid, err := d.runHook(ctx, rel.Namespace, byID[h.Identity], event)
 		if err != nil {
 			return fmt.Errorf("failed %s: %w", event, err)
 		}
 		if h.HasDeletePolicy(resource.HookSucceeded) {
-			succeeded[h.Identity] = uid
+			succeeded[id] = uid
 		}
 	}
 	for id, uid := range succeeded {
@@ -79,17 +79,18 @@ func (d Deps) runHooks(ctx context.Context, rel *release.Release, event resource
 	return nil
 }
 
-// runHook runs one hook to its outcome and returns the UID of the object it created.
-func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent) (types.UID, error) {
+// runHook runs one hook to its outcome and returns the identity (namespace filled in) and UID of
+// the object it created.
+func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent) (resource.Identity, types.UID, error) {
 	obj := h.Object.DeepCopy()
 	if err := d.Cluster.Normalize(obj, namespace); err != nil {
-		return "", fmt.Errorf("hook %s: %w", h.Identity, err)
+		return resource.Identity{}, "", fmt.Errorf("hook %s: %w", h.Identity, err)
 	}
 	id := resource.IdentityOf(obj)
 	emit := d.emitter()
 	if h.HasDeletePolicy(resource.BeforeHookCreation) {
 		if err := d.removeHook(ctx, id, ""); err != nil {
-			return "", err
+			return id, "", err
 		}
 	}
 	start := d.now()
@@ -101,27 +102,27 @@ func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, eve
 	if created == nil && err != nil {
 		h.record.LastRun.Phase = releasev1.HookPhaseFailed
 		h.record.LastRun.CompletedAt = d.now()
-		return "", err
+		return id, "", err
 	}
 	h.record.LastRun.CompletedAt = d.now()
 	took := h.record.LastRun.CompletedAt.Sub(start)
 	if err != nil {
 		h.record.LastRun.Phase = releasev1.HookPhaseUnknown
-		return "", fmt.Errorf("hook %s: %w", id, err)
+		return id, "", fmt.Errorf("hook %s: %w", id, err)
 	}
 	if res.State == readiness.Failed {
 		h.record.LastRun.Phase = releasev1.HookPhaseFailed
 		emit(engine.Event{Type: engine.HookFailed, Step: string(event), Object: id, Message: res.Message, Duration: took})
 		if h.HasDeletePolicy(resource.HookFailed) {
 			if derr := d.removeHook(ctx, id, created.GetUID()); derr != nil {
-				return "", fmt.Errorf("hook %s failed: %s; and %w", id, res.Message, derr)
+				return id, "", fmt.Errorf("hook %s failed: %s; and %w", id, res.Message, derr)
 			}
 		}
-		return "", fmt.Errorf("hook %s failed: %s", id, res.Message)
+		return id, "", fmt.Errorf("hook %s failed: %s", id, res.Message)
 	}
 	h.record.LastRun.Phase = releasev1.HookPhaseSucceeded
 	emit(engine.Event{Type: engine.HookDone, Step: string(event), Object: id, Message: res.Message, Duration: took})
-	return created.GetUID(), nil
+	return id, created.GetUID(), nil
 }
 
 // removeHook deletes a hook object (the one with uid, or whatever has its name when uid is empty)
