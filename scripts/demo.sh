@@ -1,14 +1,49 @@
 #!/usr/bin/env bash
-# Starts a local control plane with bin/berth-devcluster, shows berth next to
-# it, and stops it. Run it with `make demo`, which builds the binaries first.
+# Starts a local control plane with bin/berth-devcluster, takes the example
+# chart examples/charts/shop through its lifecycle with bin/berth (install,
+# status, upgrade, history, rollback, uninstall, list), and stops the cluster.
+# Every step must succeed. berth prints its progress (steps, hooks, objects) to
+# stderr and its results to stdout; both are shown. Run it with `make demo`,
+# which builds the binaries first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+chart=examples/charts/shop
+release=shop
+namespace=shop
 
 ready_timeout=${READY_TIMEOUT:-120}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/berth-demo.XXXXXX")
 pid=
 
 say() { printf '\n==> %s\n' "$*"; }
+
+# now_ms prints the time in milliseconds: exact with bash 5's EPOCHREALTIME,
+# to the second with older shells.
+now_ms() {
+	if [[ -n ${EPOCHREALTIME:-} ]]; then
+		local t=${EPOCHREALTIME//[.,]/}
+		echo $((10#$t / 1000))
+	else
+		echo $((SECONDS * 1000))
+	fi
+}
+
+# since T prints the time since now_ms printed T, in seconds to a tenth.
+since() {
+	local ms=$(($(now_ms) - $1))
+	printf '%d.%01ds' $((ms / 1000)) $((ms % 1000 / 100))
+}
+
+# berth prints the command, runs it and says how long it took; set -e stops the
+# demo when it fails.
+berth() {
+	say "berth $*"
+	local t
+	t=$(now_ms)
+	bin/berth "$@"
+	echo "($(since "$t"))"
+}
 
 cleanup() {
 	local rc=$?
@@ -29,8 +64,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say "berth version"
-bin/berth version
+demo_start=$(now_ms)
+berth version
 
 say "starting a local cluster in $dir"
 start=$SECONDS
@@ -56,6 +91,22 @@ while [[ -z $ready ]]; do
 done
 echo "$ready"
 echo "ready in $((SECONDS - start))s"
+export KUBECONFIG=$dir/kubeconfig
+
+berth install "$release" "$chart" -n "$namespace" --create-namespace --wait
+berth status "$release" -n "$namespace"
+berth upgrade "$release" "$chart" -n "$namespace" --set replicaCount=3 --wait
+berth history "$release" -n "$namespace"
+berth rollback "$release" 1 -n "$namespace" --wait
+berth history "$release" -n "$namespace"
+berth uninstall "$release" -n "$namespace"
+berth list -A
+left=$(bin/berth list -A --short)
+if [[ -n $left ]]; then
+	echo "releases left after uninstall: $left" >&2
+	exit 1
+fi
+echo "no release left"
 
 say "stopping the cluster"
 kill -TERM "$pid"
@@ -68,3 +119,5 @@ else
 	exit 1
 fi
 pid=
+
+say "demo finished in $(since "$demo_start")"
