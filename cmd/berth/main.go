@@ -14,7 +14,5 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cli.Run(ctx, cli.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
 	stop()
-	if err != nil {
-		os.Exit(1)
-	}
+	os.Exit(cli.ExitCode(err))
 }

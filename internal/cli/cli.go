@@ -3,9 +3,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/internal/engine"
 )
 
 // Streams are the standard streams a command reads from and writes to.
@@ -13,6 +16,27 @@ type Streams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+}
+
+// Exit codes beyond 0 (success) and 1 (failure).
+const (
+	// ExitBlocked: an operation was blocked (an admission webhook, a finalizer, dependents, a
+	// missing permission); berth named the blocker, and running the command again once it is
+	// fixed goes on.
+	ExitBlocked = 3
+)
+
+// ExitCode is the process exit code for what Run returned.
+func ExitCode(err error) int {
+	var blocked *engine.BlockedError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &blocked):
+		return ExitBlocked
+	default:
+		return 1
+	}
 }
 
 // Run executes the berth command line args (without the program name).

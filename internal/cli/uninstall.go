@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
+	"helm.sh/helm/v4/pkg/cli/output"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -14,6 +16,8 @@ type uninstallFlags struct {
 	cascade     string
 	keepHistory bool
 	noHooks     bool
+	dryRun      bool
+	output      output.Format
 }
 
 func newUninstallCommand(streams Streams) *cobra.Command {
@@ -38,19 +42,21 @@ release stays recorded as uninstalling and running uninstall again goes on.`,
 				return err
 			}
 			res, err := lifecycle.Uninstall(cmd.Context(), s.deps, lifecycle.UninstallOptions{
-				Name: args[0], WaitOptions: flags.wait, Cascade: prop, KeepHistory: flags.keepHistory, NoHooks: flags.noHooks,
+				Name: args[0], WaitOptions: flags.wait, Cascade: prop, KeepHistory: flags.keepHistory,
+				NoHooks: flags.noHooks, DryRun: flags.dryRun,
 			})
-			if res != nil && len(res.Kept) > 0 {
-				fmt.Fprintln(streams.Out, "These resources were kept due to the resource policy:")
-				for _, id := range res.Kept {
-					fmt.Fprintf(streams.Out, "[%s] %s\n", id.Kind, id)
-				}
-				fmt.Fprintln(streams.Out)
-			}
-			if err != nil {
+			if res == nil {
 				return err
 			}
-			_, err = fmt.Fprintf(streams.Out, "release \"%s\" uninstalled\n", args[0])
+			if flags.output != output.Table {
+				if werr := flags.output.Write(streams.Out, uninstallWriter{res}); werr != nil {
+					return werr
+				}
+				return err
+			}
+			if werr := (uninstallWriter{res}).WriteTable(streams.Out); werr != nil {
+				return werr
+			}
 			return err
 		},
 	}
@@ -59,7 +65,43 @@ release stays recorded as uninstalling and running uninstall again goes on.`,
 	f.StringVar(&flags.cascade, "cascade", "foreground", `how dependents are deleted: "foreground" (the object goes after its dependents), "background" or "orphan"`)
 	f.BoolVar(&flags.keepHistory, "keep-history", false, "remove all associated resources and mark the release as deleted, but retain the release history")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "prevent hooks from running during uninstallation")
+	f.BoolVar(&flags.dryRun, "dry-run", false, "show the plan and run every deletion through the API server's dry run (admission webhooks included); nothing is deleted")
+	addOutputFlag(cmd, &flags.output)
 	return cmd
+}
+
+// uninstallWriter prints what an uninstall did: helm's lines for a success, the plan for a dry run,
+// and for an uninstall that stopped, the objects it left behind (the error says why).
+type uninstallWriter struct{ res *lifecycle.UninstallResult }
+
+func (w uninstallWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w.res) }
+func (w uninstallWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w.res) }
+
+func (w uninstallWriter) WriteTable(out io.Writer) error {
+	res := w.res
+	if res.DryRun {
+		fmt.Fprintf(out, "Plan to uninstall %s (dry run, nothing was deleted):\n%s", res.Name, res.Plan)
+		if len(res.Blockers) == 0 {
+			fmt.Fprintln(out, "Every deletion passed the API server's dry run.")
+		}
+		return nil
+	}
+	if len(res.Kept) > 0 {
+		fmt.Fprintln(out, "These resources were kept due to the resource policy:")
+		for _, id := range res.Kept {
+			fmt.Fprintf(out, "[%s] %s\n", id.Kind, id)
+		}
+		fmt.Fprintln(out)
+	}
+	if len(res.Left) > 0 || len(res.Blockers) > 0 {
+		fmt.Fprintf(out, "release %q is not uninstalled; these objects are still in the cluster:\n", res.Name)
+		for _, id := range res.Left {
+			fmt.Fprintf(out, "  %s\n", id)
+		}
+		return nil
+	}
+	_, err := fmt.Fprintf(out, "release \"%s\" uninstalled\n", res.Name)
+	return err
 }
 
 func cascade(s string) (metav1.DeletionPropagation, error) {

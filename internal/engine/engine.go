@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,10 +35,16 @@ type Tracker interface {
 	WaitAbsent(ctx context.Context, targets map[resource.Identity]types.UID, progress cluster.Progress) error
 }
 
+// Diagnoser finds out why an object could not be changed (err) or did not go away (err nil).
+type Diagnoser interface {
+	Diagnose(ctx context.Context, id resource.Identity, operation string, err error) cluster.Blocker
+}
+
 // Cluster is what the engine needs of the cluster.
 type Cluster interface {
 	Applier
 	Tracker
+	Diagnoser
 }
 
 // Options change how a plan is executed.
@@ -144,10 +152,29 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 		for _, id := range step.Objects {
 			targets[id] = x.opts.UIDs[id]
 		}
-		return x.c.WaitAbsent(ctx, targets, x.progress(step.ID))
+		err := x.c.WaitAbsent(ctx, targets, x.progress(step.ID))
+		var we *cluster.WaitError
+		if errors.As(err, &we) {
+			return x.blocked(ctx, step, we.Pending, err)
+		}
+		return err
 	default:
 		return fmt.Errorf("unknown action %q", step.Action)
 	}
+}
+
+// blocked diagnoses each object a wait left pending.
+func (x *execution) blocked(ctx context.Context, step plan.Step, pending map[resource.Identity]string, cause error) error {
+	ids := make([]resource.Identity, 0, len(pending))
+	for id := range pending {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b resource.Identity) int { return strings.Compare(a.String(), b.String()) })
+	be := &BlockedError{Step: step.ID, Cause: cause}
+	for _, id := range ids {
+		be.Blockers = append(be.Blockers, x.c.Diagnose(context.WithoutCancel(ctx), id, "DELETE", nil))
+	}
+	return be
 }
 
 // each runs fn for every object of the step, concurrently, and joins their errors.
@@ -167,7 +194,25 @@ func (x *execution) each(ctx context.Context, step plan.Step, fn func(context.Co
 		})
 	}
 	g.Wait()
-	return errors.Join(errs...)
+	// Blockers of several objects make one BlockedError.
+	var blocked *BlockedError
+	var rest []error
+	for _, err := range errs {
+		var be *BlockedError
+		if errors.As(err, &be) {
+			if blocked == nil {
+				blocked = &BlockedError{Step: step.ID}
+			}
+			blocked.Blockers = append(blocked.Blockers, be.Blockers...)
+			blocked.Cause = errors.Join(blocked.Cause, be.Cause)
+			continue
+		}
+		rest = append(rest, err)
+	}
+	if blocked != nil {
+		return errors.Join(append([]error{blocked}, rest...)...)
+	}
+	return errors.Join(rest...)
 }
 
 func (x *execution) apply(ctx context.Context, stepID string, id resource.Identity) error {
@@ -197,7 +242,9 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 func (x *execution) delete(ctx context.Context, stepID string, id resource.Identity) error {
 	r, err := x.c.Delete(ctx, id, x.opts.UIDs[id], x.opts.Delete)
 	if err != nil {
-		return err
+		// Say why with the request's own context: it may be what ran out.
+		b := x.c.Diagnose(context.WithoutCancel(ctx), id, "DELETE", err)
+		return &BlockedError{Step: stepID, Blockers: []cluster.Blocker{b}, Cause: err}
 	}
 	change := Deleted
 	if r == cluster.AlreadyGone {

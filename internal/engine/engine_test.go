@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +56,10 @@ func (f *fakeCluster) WaitReady(_ context.Context, ids []resource.Identity, _ re
 func (f *fakeCluster) WaitAbsent(_ context.Context, targets map[resource.Identity]types.UID, _ cluster.Progress) error {
 	f.record("wait-absent")
 	return nil
+}
+
+func (f *fakeCluster) Diagnose(_ context.Context, id resource.Identity, op string, err error) cluster.Blocker {
+	return cluster.Blocker{Object: id, Kind: cluster.BlockedByOther, Message: fmt.Sprint(err)}
 }
 
 func join(ids []resource.Identity) string {

@@ -26,7 +26,7 @@ import (
 
 // Cluster is what operations need of the cluster.
 type Cluster interface {
-	engine.Cluster
+	engine.Cluster // apply, delete, wait and diagnose
 	Normalize(obj *unstructured.Unstructured, defaultNamespace string) error
 	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
 	// RunHook creates a hook and follows it to its outcome.

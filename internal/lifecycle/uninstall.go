@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/engine"
@@ -24,14 +26,24 @@ type UninstallOptions struct {
 	Cascade     metav1.DeletionPropagation
 	KeepHistory bool
 	NoHooks     bool
+	// DryRun shows the plan and runs every deletion through the API server's dry run (admission
+	// webhooks included), changing nothing.
+	DryRun bool
 }
 
-// UninstallResult is what an uninstall did.
+// UninstallResult is what an uninstall did, or for a dry run would do.
 type UninstallResult struct {
-	Release *release.Release
-	Deleted []resource.Identity
+	Release *release.Release    `json:"-"`
+	Name    string              `json:"name"`
+	DryRun  bool                `json:"dryRun,omitempty"`
+	Plan    *plan.Plan          `json:"plan,omitempty"`
+	Deleted []resource.Identity `json:"deleted,omitempty"`
 	// Kept are the objects left in place by helm.sh/resource-policy: keep.
-	Kept []resource.Identity
+	Kept []resource.Identity `json:"kept,omitempty"`
+	// Blockers say why objects could not be removed; Left are the release's objects (and their
+	// dependents) still in the cluster when the uninstall stopped.
+	Blockers []cluster.Blocker   `json:"blockers,omitempty"`
+	Left     []resource.Identity `json:"left,omitempty"`
 }
 
 // Uninstall deletes a release's objects in Helm's uninstall order, with UID preconditions, waits
@@ -55,9 +67,26 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	if err != nil {
 		return nil, err
 	}
+	if deployed, derr := d.Store.Deployed(ctx, o.Name); derr == nil && deployed.Version != last.Version {
+		// A failed upgrade may have left the deployed revision's objects alone: remove them too.
+		objs, err := recordedObjects(d.Cluster, deployed)
+		if err != nil {
+			return nil, err
+		}
+		recorded = union(recorded, objs)
+	}
 	before, err := live(ctx, d.Cluster, recorded)
 	if err != nil {
 		return nil, err
+	}
+	pl, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait})
+	if err != nil {
+		return nil, err
+	}
+	out := &UninstallResult{Release: last, Name: o.Name, Plan: pl, Kept: pl.Kept}
+	if o.DryRun {
+		out.DryRun = true
+		return out, d.dryRunDeletes(ctx, pl, before, o.Cascade, out)
 	}
 	// Nothing is deleted before every pre-delete hook completed; if one fails, the release stays
 	// as it was.
@@ -70,28 +99,25 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	if err := d.Store.Update(ctx, last); err != nil {
 		return nil, fmt.Errorf("record release %s revision %d as uninstalling: %w", o.Name, last.Version, err)
 	}
-	pl, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait})
-	if err != nil {
-		return nil, err
-	}
 	eo := d.engineOptions(nil, before, uids(before), o.WaitOptions)
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
 	res, err := engine.Execute(ctx, d.Cluster, pl, eo)
-	out := &UninstallResult{Release: last, Kept: pl.Kept}
 	if res != nil {
 		for id, c := range res.Changes {
 			if c == engine.Deleted || c == engine.Gone {
 				out.Deleted = append(out.Deleted, id)
 			}
 		}
-		slices.SortFunc(out.Deleted, func(a, b resource.Identity) int { return cmpIdentity(a, b) })
+		slices.SortFunc(out.Deleted, cmpIdentity)
 	}
 	if err == nil {
 		err = d.runHooks(ctx, last, resource.HookPostDelete, o.NoHooks)
 	}
 	if err != nil {
-		werr := d.Store.Update(context.WithoutCancel(ctx), last)
-		return out, errors.Join(fmt.Errorf("uninstall %s: %w; the release stays recorded as uninstalling, and berth uninstall %s goes on from here", o.Name, err, o.Name), werr)
+		wctx := context.WithoutCancel(ctx)
+		d.leftBehind(wctx, recorded, err, out)
+		werr := d.Store.Update(wctx, last)
+		return out, errors.Join(fmt.Errorf("uninstall %s: %w\nthe release stays recorded as uninstalling; once the cause is fixed, berth uninstall %s goes on from here", o.Name, err, o.Name), werr)
 	}
 	if o.KeepHistory {
 		last.Info.Status = release.StatusUninstalled
@@ -100,6 +126,61 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		return out, d.Store.Update(ctx, last)
 	}
 	return out, d.purge(ctx, o.Name)
+}
+
+// leftBehind fills in what an uninstall that stopped leaves: the blockers it met, and the
+// release's objects (and the dependents the blockers name) that still exist.
+func (d Deps) leftBehind(ctx context.Context, recorded []*unstructured.Unstructured, err error, out *UninstallResult) {
+	var be *engine.BlockedError
+	if errors.As(err, &be) {
+		out.Blockers = be.Blockers
+	}
+	still, _ := live(ctx, d.Cluster, recorded)
+	seen := map[resource.Identity]bool{}
+	add := func(id resource.Identity) {
+		if !seen[id] {
+			seen[id] = true
+			out.Left = append(out.Left, id)
+		}
+	}
+	for id := range still {
+		if !slices.Contains(out.Kept, id) {
+			add(id)
+		}
+	}
+	for _, b := range out.Blockers {
+		for _, dep := range b.Dependents {
+			add(dep.Object)
+		}
+	}
+	slices.SortFunc(out.Left, cmpIdentity)
+}
+
+// dryRunDeletes runs every deletion of the plan through the API server's dry run, so that a webhook
+// or a missing permission that would block the uninstall is found before anything is deleted.
+func (d Deps) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resource.Identity]*unstructured.Unstructured,
+	prop metav1.DeletionPropagation, out *UninstallResult) error {
+	var blockers []cluster.Blocker
+	for _, step := range pl.Steps {
+		if step.Action != plan.Delete {
+			continue
+		}
+		for _, id := range step.Objects {
+			var uid types.UID
+			if l := before[id]; l != nil {
+				uid = l.GetUID()
+			}
+			_, err := d.Cluster.Delete(ctx, id, uid, cluster.DeleteOptions{Propagation: prop, DryRun: true})
+			if err != nil {
+				blockers = append(blockers, d.Cluster.Diagnose(ctx, id, "DELETE", err))
+			}
+		}
+	}
+	if len(blockers) == 0 {
+		return nil
+	}
+	out.Blockers = blockers
+	return &engine.BlockedError{Step: "dry-run", Blockers: blockers}
 }
 
 // purge deletes every recorded revision of a release.

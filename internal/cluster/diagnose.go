@@ -1,0 +1,316 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// BlockerKind says what kind of thing blocks an operation on an object.
+type BlockerKind string
+
+const (
+	BlockedByWebhook    BlockerKind = "webhook"
+	BlockedByFinalizer  BlockerKind = "finalizer"
+	BlockedByDependents BlockerKind = "dependents"
+	BlockedByPermission BlockerKind = "permission"
+	BlockedByOther      BlockerKind = "other"
+)
+
+// Blocker is why an object could not be changed or did not go away, and what to do about it.
+type Blocker struct {
+	Object  resource.Identity `json:"object"`
+	Kind    BlockerKind       `json:"kind"`
+	Message string            `json:"message"`
+	// Webhook describes the admission webhook that refused or timed out the request.
+	Webhook *WebhookReport `json:"webhook,omitempty"`
+	// Finalizers the object is waiting on, and who usually removes each.
+	Finalizers []FinalizerReport `json:"finalizers,omitempty"`
+	// Dependents still alive that the object waits for (foreground deletion).
+	Dependents []DependentReport `json:"dependents,omitempty"`
+	Next       string            `json:"next"`
+}
+
+// WebhookReport describes an admission webhook.
+type WebhookReport struct {
+	Configuration  string `json:"configuration"`
+	ConfigKind     string `json:"configurationKind"`
+	Name           string `json:"name"`
+	Operation      string `json:"operation"`
+	FailurePolicy  string `json:"failurePolicy"`
+	TimeoutSeconds int32  `json:"timeoutSeconds"`
+	// Backend is the service (namespace/name) or URL the webhook calls.
+	Backend string `json:"backend"`
+	// Reachable says whether the service has ready endpoints, or the URL accepts connections.
+	Reachable bool   `json:"reachable"`
+	Detail    string `json:"detail"`
+}
+
+// FinalizerReport names a finalizer and who usually removes it.
+type FinalizerReport struct {
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+}
+
+// DependentReport is an object that still exists and holds up its owner's deletion.
+type DependentReport struct {
+	Object resource.Identity `json:"object"`
+	State  string            `json:"state"`
+}
+
+func (b Blocker) String() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%s: %s", b.Object, b.Message)
+	if w := b.Webhook; w != nil {
+		fmt.Fprintf(&s, "\n    webhook %q of %s %q: operation %s, failurePolicy %s, timeoutSeconds %d, backend %s: %s",
+			w.Name, w.ConfigKind, w.Configuration, w.Operation, w.FailurePolicy, w.TimeoutSeconds, w.Backend, w.Detail)
+	}
+	for _, f := range b.Finalizers {
+		fmt.Fprintf(&s, "\n    finalizer %s (%s)", f.Name, f.Owner)
+	}
+	for _, d := range b.Dependents {
+		fmt.Fprintf(&s, "\n    dependent %s: %s", d.Object, d.State)
+	}
+	if b.Next != "" {
+		fmt.Fprintf(&s, "\n    next: %s", b.Next)
+	}
+	return s.String()
+}
+
+var webhookName = regexp.MustCompile(`webhook "([^"]+)"`)
+
+// Diagnose finds out why an operation on the object id was refused (err) or, with err nil, why the
+// object is still there. It never fails: what it cannot find out, it says.
+func (c *Client) Diagnose(ctx context.Context, id resource.Identity, operation string, err error) Blocker {
+	b := Blocker{Object: id, Kind: BlockedByOther}
+	if err != nil {
+		b.Message = err.Error()
+		switch {
+		case webhookName.MatchString(err.Error()):
+			name := webhookName.FindStringSubmatch(err.Error())[1]
+			b.Kind = BlockedByWebhook
+			b.Webhook = c.webhookReport(ctx, name, operation, err)
+			b.Next = "fix or remove the webhook (its backend must answer and allow the request), then run the command again"
+		case apierrors.IsForbidden(err):
+			b.Kind = BlockedByPermission
+			b.Next = fmt.Sprintf("grant the permission to %s %s, or run as a user who has it, then run the command again", strings.ToLower(operation), id.GroupKind())
+		default:
+			b.Next = "fix the cause above, then run the command again"
+		}
+		return b
+	}
+	live, gerr := c.Get(ctx, id)
+	if gerr != nil {
+		b.Message = "state unknown: " + gerr.Error()
+		b.Next = "run the command again"
+		return b
+	}
+	if live == nil {
+		b.Message = "gone"
+		return b
+	}
+	if live.GetDeletionTimestamp() == nil {
+		b.Message = "still exists and is not being deleted"
+		b.Next = "run the command again"
+		return b
+	}
+	deps := c.dependents(ctx, live)
+	for _, f := range live.GetFinalizers() {
+		b.Finalizers = append(b.Finalizers, FinalizerReport{Name: f, Owner: finalizerOwner(f)})
+	}
+	switch {
+	case len(deps) > 0:
+		b.Kind = BlockedByDependents
+		b.Dependents = deps
+		b.Message = fmt.Sprintf("being deleted, waiting for %d dependent(s) to go first (foreground deletion)", len(deps))
+		b.Next = "find out why the dependents below do not go away (their own finalizers, a webhook), or uninstall with --cascade=background"
+	case len(b.Finalizers) > 0:
+		b.Kind = BlockedByFinalizer
+		names := make([]string, len(b.Finalizers))
+		for i, f := range b.Finalizers {
+			names[i] = f.Name
+		}
+		b.Message = "being deleted, waiting for finalizer(s) " + strings.Join(names, ", ")
+		b.Next = "make sure the controller that owns each finalizer runs (or remove the finalizer if that controller is gone for good), then run the command again"
+	default:
+		b.Message = "being deleted"
+		b.Next = "run the command again"
+	}
+	return b
+}
+
+// finalizerOwner says who usually removes a finalizer.
+func finalizerOwner(f string) string {
+	switch f {
+	case metav1.FinalizerDeleteDependents:
+		return "the garbage collector, once every dependent is gone"
+	case metav1.FinalizerOrphanDependents:
+		return "the garbage collector, once dependents are orphaned"
+	case "kubernetes.io/pvc-protection":
+		return "the PVC protection controller, once no Pod uses the claim"
+	case "kubernetes.io/pv-protection":
+		return "the PV protection controller, once no claim is bound"
+	case "batch.kubernetes.io/job-tracking":
+		return "the Job controller"
+	case "kubernetes":
+		return "the namespace controller, once the namespace is empty"
+	}
+	if domain, _, ok := strings.Cut(f, "/"); ok {
+		return "a controller of " + domain + "; nothing in the cluster may remove it if that controller is gone"
+	}
+	return "an unknown controller"
+}
+
+// dependentKinds are the kinds whose objects commonly hold up an owner's foreground deletion.
+var dependentKinds = []schema.GroupVersionResource{
+	{Group: "apps", Version: "v1", Resource: "replicasets"},
+	{Group: "", Version: "v1", Resource: "pods"},
+	{Group: "batch", Version: "v1", Resource: "jobs"},
+	{Group: "apps", Version: "v1", Resource: "controllerrevisions"},
+}
+
+// dependents lists the live objects, two generations deep, that name owner in their
+// ownerReferences.
+func (c *Client) dependents(ctx context.Context, owner *unstructured.Unstructured) []DependentReport {
+	if owner.GetNamespace() == "" {
+		return nil
+	}
+	var all []unstructured.Unstructured
+	for _, gvr := range dependentKinds {
+		list, err := c.dynamic.Resource(gvr).Namespace(owner.GetNamespace()).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			all = append(all, list.Items...)
+		}
+	}
+	owners := map[types.UID]bool{owner.GetUID(): true}
+	var out []DependentReport
+	for range 2 {
+		next := map[types.UID]bool{}
+		for i := range all {
+			obj := &all[i]
+			for _, ref := range obj.GetOwnerReferences() {
+				if owners[ref.UID] && !next[obj.GetUID()] {
+					next[obj.GetUID()] = true
+					out = append(out, DependentReport{Object: resource.IdentityOf(obj), State: presence(obj)})
+				}
+			}
+		}
+		owners = next
+	}
+	slices.SortFunc(out, func(a, b DependentReport) int { return strings.Compare(a.Object.String(), b.Object.String()) })
+	return out
+}
+
+// webhookReport finds the webhook named name in the cluster's webhook configurations and checks
+// whether its backend can answer.
+func (c *Client) webhookReport(ctx context.Context, name, operation string, cause error) *WebhookReport {
+	r := &WebhookReport{Name: name, Operation: operation}
+	switch {
+	case strings.Contains(cause.Error(), "denied the request"):
+		r.Detail = "it answered and denied the request"
+	case errors.Is(cause, context.DeadlineExceeded) || strings.Contains(cause.Error(), "deadline exceeded") || strings.Contains(cause.Error(), "timeout"):
+		r.Detail = "it did not answer within its timeout"
+	default:
+		r.Detail = "it could not be called"
+	}
+	for _, kind := range []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{
+		{admissionv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"), "ValidatingWebhookConfiguration"},
+		{admissionv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), "MutatingWebhookConfiguration"},
+	} {
+		list, err := c.dynamic.Resource(kind.gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, item := range list.Items {
+			var cfg admissionv1.ValidatingWebhookConfiguration // the mutating one has the same shape for what is read here
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &cfg) != nil {
+				continue
+			}
+			for _, w := range cfg.Webhooks {
+				if w.Name != name {
+					continue
+				}
+				r.Configuration, r.ConfigKind = cfg.Name, kind.name
+				if w.FailurePolicy != nil {
+					r.FailurePolicy = string(*w.FailurePolicy)
+				}
+				if w.TimeoutSeconds != nil {
+					r.TimeoutSeconds = *w.TimeoutSeconds
+				}
+				r.Backend, r.Reachable = c.backend(ctx, w.ClientConfig)
+				if r.Reachable {
+					r.Detail += "; its backend is reachable"
+				} else {
+					r.Detail += "; its backend is not reachable"
+				}
+				return r
+			}
+		}
+	}
+	r.Detail += "; no webhook configuration by that name was found (it may have been removed since)"
+	return r
+}
+
+// backend names a webhook's backend and says whether it can answer: a service with ready
+// endpoints, or a URL that accepts connections.
+func (c *Client) backend(ctx context.Context, cc admissionv1.WebhookClientConfig) (string, bool) {
+	if s := cc.Service; s != nil {
+		name := "service " + s.Namespace + "/" + s.Name
+		gvr := discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
+		list, err := c.dynamic.Resource(gvr).Namespace(s.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: discoveryv1.LabelServiceName + "=" + s.Name,
+		})
+		if err != nil {
+			return name + " (endpoints unreadable: " + err.Error() + ")", false
+		}
+		for _, item := range list.Items {
+			var slice discoveryv1.EndpointSlice
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &slice) != nil {
+				continue
+			}
+			for _, e := range slice.Endpoints {
+				if e.Conditions.Ready == nil || *e.Conditions.Ready {
+					return name + " (has ready endpoints)", true
+				}
+			}
+		}
+		return name + " (no ready endpoints)", false
+	}
+	if cc.URL == nil {
+		return "unknown", false
+	}
+	u, err := url.Parse(*cc.URL)
+	if err != nil {
+		return *cc.URL, false
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "443")
+	}
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", host)
+	if err != nil {
+		return *cc.URL + " (" + err.Error() + ")", false
+	}
+	conn.Close()
+	return *cc.URL + " (accepts connections)", true
+}
