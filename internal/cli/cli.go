@@ -73,5 +73,6 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newUpgradeCommand(streams))
 	cmd.AddCommand(newRollbackCommand(streams))
 	cmd.AddCommand(newUninstallCommand(streams))
+	cmd.AddCommand(newTestCommand(streams))
 	return cmd
 }

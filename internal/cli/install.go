@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v4/pkg/cli/output"
 
@@ -57,7 +55,7 @@ Helm's format, so helm sees it too.`,
 				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
 				Capabilities: caps,
 			})
-			return printRelease(streams, flags.output, rel, flags.dryRun, err)
+			return printRelease(streams, flags.output, rel, err)
 		},
 	}
 	f := cmd.Flags()
@@ -87,16 +85,11 @@ func loadChart(path string, values chart.ValueOptions) (*chartv2.Chart, map[stri
 }
 
 // printRelease prints the outcome of an install, upgrade or rollback as helm does: the release's
-// status, and for a dry run the manifest too. A failed operation prints nothing but its error.
-func printRelease(streams Streams, format output.Format, rel *release.Release, dryRun lifecycle.DryRun, err error) error {
+// status (for a dry run, its hooks and manifest too). A failed operation prints nothing but its
+// error.
+func printRelease(streams Streams, format output.Format, rel *release.Release, err error) error {
 	if err != nil {
 		return err
 	}
-	if err := format.Write(streams.Out, statusWriter{rel}); err != nil {
-		return err
-	}
-	if dryRun != lifecycle.NoDryRun && format == output.Table {
-		_, err = fmt.Fprintf(streams.Out, "\nMANIFEST:\n%s", rel.Manifest)
-	}
-	return err
+	return format.Write(streams.Out, statusWriter{rel: rel})
 }

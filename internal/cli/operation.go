@@ -34,7 +34,7 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 		return nil, err
 	}
 	return &session{clients: clients, deps: lifecycle.Deps{
-		Cluster:    cluster.New(clients.Dynamic, clients.Mapper),
+		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()),
 		Store:      release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace),
 		Namespaces: cluster.Namespaces{Client: clients.Client},
 		Events:     progressPrinter(errOut),
@@ -72,7 +72,11 @@ func progressPrinter(w io.Writer) func(engine.Event) {
 		case engine.HookDone:
 			fmt.Fprintf(w, "%s hook %s: %s in %s\n", e.Step, e.Object, e.Message, e.Duration.Round(time.Millisecond))
 		case engine.HookFailed:
-			fmt.Fprintf(w, "%s hook %s: failed after %s: %s\n", e.Step, e.Object, e.Duration.Round(time.Millisecond), e.Message)
+			fmt.Fprintf(w, "%s hook %s %s (after %s)\n", e.Step, e.Object, e.Message, e.Duration.Round(time.Millisecond))
+		case engine.HookPodFailed:
+			fmt.Fprintf(w, "%s hook %s: %s\n", e.Step, e.Object, e.Message)
+		case engine.HookLogs:
+			fmt.Fprintf(w, "%s hook %s: output (helm.sh/hook-output-log-policy):%s\n", e.Step, e.Object, e.Message)
 		}
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"helm.sh/helm/v4/pkg/cli/output"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
 )
 
 type statusFlags struct {
@@ -35,15 +37,17 @@ The status consists of:
 - additional notes provided by the chart`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, err := releaseStore(cmd.Context(), cmd)
+			clients, err := loadClients(cmd.Context(), cmd)
 			if err != nil {
 				return err
 			}
+			store := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace)
 			rel, err := release.Lookup(cmd.Context(), store, args[0], flags.revision)
 			if err != nil {
 				return err
 			}
-			return flags.output.Write(streams.Out, statusWriter{rel})
+			kept := keptObjects(cluster.New(clients.Dynamic, clients.Mapper), rel)
+			return flags.output.Write(streams.Out, statusWriter{rel: rel, kept: kept})
 		},
 	}
 	cmd.Flags().IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
@@ -51,8 +55,28 @@ The status consists of:
 	return cmd
 }
 
-// statusWriter prints a revision as helm status does.
-type statusWriter struct{ rel *release.Release }
+// statusWriter prints a revision as helm status does, and the objects an uninstall keeps.
+type statusWriter struct {
+	rel  *release.Release
+	kept []resource.Identity
+}
+
+// keptObjects lists the objects of a revision that carry helm.sh/resource-policy: keep, by full
+// identity (namespaces filled in as the API server sees them, where it knows the kind).
+func keptObjects(c *cluster.Client, rel *release.Release) []resource.Identity {
+	objs, err := resource.ParseManifest(rel.Manifest)
+	if err != nil {
+		return nil
+	}
+	var out []resource.Identity
+	for _, obj := range objs {
+		if resource.IsKept(obj) {
+			_ = c.Normalize(obj, rel.Namespace) // an unknown kind keeps the namespace it was written with
+			out = append(out, resource.IdentityOf(obj))
+		}
+	}
+	return out
+}
 
 // withoutChart is the revision helm status encodes: without the chart.
 func (w statusWriter) withoutChart() *release.Release {
@@ -95,6 +119,12 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
 		}
 		fmt.Fprintf(&b, "MANIFEST:\n%s\n", rel.Manifest)
+	}
+	if len(w.kept) > 0 {
+		b.WriteString("KEPT ON UNINSTALL (helm.sh/resource-policy: keep):\n")
+		for _, id := range w.kept {
+			fmt.Fprintf(&b, "  %s\n", id)
+		}
 	}
 	if rel.Info.Notes != "" {
 		fmt.Fprintf(&b, "NOTES:\n%s\n", strings.TrimSpace(rel.Info.Notes))

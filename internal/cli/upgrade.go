@@ -54,7 +54,7 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 				TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
 				HistoryMax: flags.historyMax, Description: flags.description, Capabilities: caps,
 			})
-			return printRelease(streams, flags.output, rel, flags.dryRun, err)
+			return printRelease(streams, flags.output, rel, err)
 		},
 	}
 	f := cmd.Flags()

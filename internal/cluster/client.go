@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -21,6 +22,8 @@ const FieldManager = "berth"
 type Client struct {
 	dynamic dynamic.Interface
 	mapper  meta.ResettableRESTMapper
+	// podLogs reads Pod logs for hook reports (see WithPodLogs); may be nil.
+	podLogs corev1client.PodsGetter
 }
 
 // New returns a Client. The mapper should be discovery-based: ResetMapper makes it see kinds

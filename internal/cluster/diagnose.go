@@ -186,6 +186,16 @@ var dependentKinds = []schema.GroupVersionResource{
 	{Group: "apps", Version: "v1", Resource: "controllerrevisions"},
 }
 
+// Dependents lists the live objects, two generations deep, that name the object id (if it exists)
+// in their ownerReferences: a Deployment's ReplicaSets and their Pods, a Job's Pods.
+func (c *Client) Dependents(ctx context.Context, id resource.Identity) []DependentReport {
+	live, err := c.Get(ctx, id)
+	if err != nil || live == nil {
+		return nil
+	}
+	return c.dependents(ctx, live)
+}
+
 // dependents lists the live objects, two generations deep, that name owner in their
 // ownerReferences.
 func (c *Client) dependents(ctx context.Context, owner *unstructured.Unstructured) []DependentReport {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,19 +27,60 @@ func (c *Client) Create(ctx context.Context, obj *unstructured.Unstructured) (*u
 	return out, nil
 }
 
+// HookOptions change how a hook is run and what is reported of it.
+type HookOptions struct {
+	// Progress is told every time what berth knows of the hook object changes; may be nil.
+	Progress Progress
+	// PodFailed is told once of each Pod of a Job hook that failed; may be nil.
+	PodFailed func(PodFailure)
+	// Logs asks for the logs of the hook's Pods in the report even when the hook succeeds (a
+	// hook that did not succeed always has them).
+	Logs bool
+}
+
+// PodFailure is a Pod of a Job hook that failed, and whether the Job controller retries it.
+type PodFailure struct {
+	// Pod is the failed Pod; its name is empty when the Pod was gone before berth could read it.
+	Pod resource.Identity
+	// Reason says why: "Evicted: ...", "exit code 1 (Error)", ...
+	Reason string
+	// Attempt is the failed attempt's number, from 1; Attempts is backoffLimit+1.
+	Attempt, Attempts int
+	// Retried says whether the Job controller starts another Pod (the Job has not failed).
+	Retried bool
+}
+
+// HookRun is what berth observed of one run of a hook.
+type HookRun struct {
+	// Created is the object as its create returned it; nil when the create failed.
+	Created *unstructured.Unstructured
+	// Result is the outcome: Ready (succeeded), Failed, or InProgress when the wait ended first.
+	Result readiness.Result
+	// Gone says the object was deleted before it finished.
+	Gone bool
+	// Report describes the run's Job, Pods, events and logs; set when the hook did not succeed,
+	// or when logs were asked for.
+	Report *HookReport
+}
+
+// reportTimeout bounds the reading of a report, which may happen after the operation's deadline.
+const reportTimeout = 15 * time.Second
+
 // RunHook creates the hook object obj (already normalized) and follows it, by UID, to its outcome:
 // a Job completed or failed, a Pod succeeded or failed; any other kind has its outcome once
 // created. The watch starts before the creation, so every change of the new object is seen, even
 // of a Job that finishes and is deleted at once (ttlSecondsAfterFinished: 0). An object deleted
-// before it finished is a failure that says what was last seen of it.
-func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, progress Progress) (*unstructured.Unstructured, readiness.Result, error) {
+// before it finished is a failure that says what was last seen of it. Each failed Pod of a Job is
+// reported to opts.PodFailed as the Job's failure count grows. The error is set when the create
+// failed or ctx ended first; the run then holds what was seen.
+func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, opts HookOptions) (HookRun, error) {
 	id := resource.IdentityOf(obj)
-	ctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := make(chan observation)
-	synced, err := c.observe(ctx, []resource.Identity{id}, out)
+	synced, err := c.observe(wctx, []resource.Identity{id}, out)
 	if err != nil {
-		return nil, readiness.Result{}, err
+		return HookRun{}, err
 	}
 	for waiting := true; waiting; {
 		select {
@@ -46,40 +88,69 @@ func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, pr
 		case <-synced:
 			waiting = false
 		case <-ctx.Done():
-			return nil, readiness.Result{}, fmt.Errorf("%s: watch: %w", id, context.Cause(ctx))
+			return HookRun{}, fmt.Errorf("%s: watch: %w", id, context.Cause(ctx))
 		}
 	}
 	created, err := c.Create(ctx, obj)
 	if err != nil {
-		return nil, readiness.Result{}, err
+		return HookRun{}, err
 	}
-	last := hookOutcome(created)
-	report := func(r readiness.Result) {
-		if progress != nil && r.Message != last.Message {
-			progress(id, r)
-		}
-		last = r
+	f := &follower{c: c, opts: opts, created: created, last: created, pods: map[string]*unstructured.Unstructured{}, reported: map[string]bool{}}
+	run, err := f.follow(wctx, out)
+	if run.Result.State != readiness.Ready || opts.Logs {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+		defer rcancel()
+		run.Report = f.report(rctx)
 	}
+	return run, err
+}
+
+// follower follows one created hook object.
+type follower struct {
+	c       *Client
+	opts    HookOptions
+	created *unstructured.Unstructured
+	// last is the hook object as last seen.
+	last *unstructured.Unstructured
+	// pods are the hook's Pods as last seen, by UID, even when they are gone since.
+	pods map[string]*unstructured.Unstructured
+	// failures counts the failed Pods reported; reported holds their UIDs.
+	failures int
+	reported map[string]bool
+}
+
+func (f *follower) follow(ctx context.Context, out <-chan observation) (HookRun, error) {
+	id := resource.IdentityOf(f.created)
+	last := hookOutcome(f.created)
+	run := HookRun{Created: f.created, Result: last}
 	if last.State != readiness.InProgress {
-		return created, last, nil
+		return run, nil
 	}
 	for {
 		select {
 		case o := <-out:
-			if o.obj == nil || o.obj.GetUID() != created.GetUID() {
+			if o.obj == nil || o.obj.GetUID() != f.created.GetUID() {
 				continue // the absence noted before the creation was seen, or another object
 			}
+			f.last = o.obj
 			r := hookOutcome(o.obj)
+			f.notePods(ctx, o.obj, r.State)
 			if o.gone && r.State == readiness.InProgress {
-				return created, readiness.Result{State: readiness.Failed,
-					Message: fmt.Sprintf("deleted before it finished (last seen: %s)", last.Message)}, nil
+				run.Gone = true
+				run.Result = readiness.Result{State: readiness.Failed,
+					Message: fmt.Sprintf("deleted before it finished (last seen: %s)", last.Message)}
+				return run, nil
 			}
-			report(r)
+			if f.opts.Progress != nil && r.Message != last.Message {
+				f.opts.Progress(id, r)
+			}
+			last = r
+			run.Result = r
 			if r.State != readiness.InProgress {
-				return created, r, nil
+				return run, nil
 			}
 		case <-ctx.Done():
-			return created, last, fmt.Errorf("%s: not finished: %w (last seen: %s)", id, context.Cause(ctx), last.Message)
+			return run, fmt.Errorf("%s: not finished: %w (last seen: %s)", id, context.Cause(ctx), last.Message)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -35,9 +36,9 @@ func TestRunHookSeesInstantJobsReapedAtOnce(t *testing.T) {
 	ctx := deadline(t)
 	for i := range 20 {
 		obj := object(t, hookJob(t, env.Namespace, fmt.Sprintf("instant-%d", i), "devcluster.berth.dev/run: 0s", "ttlSecondsAfterFinished: 0"))
-		_, res, err := c.RunHook(ctx, obj, nil)
-		if err != nil || res.State != readiness.Ready {
-			t.Fatalf("run %d: %v, %v; want the Job seen complete", i, res, err)
+		run, err := c.RunHook(ctx, obj, cluster.HookOptions{})
+		if err != nil || run.Result.State != readiness.Ready {
+			t.Fatalf("run %d: %v, %v; want the Job seen complete", i, run.Result, err)
 		}
 	}
 }
@@ -45,10 +46,44 @@ func TestRunHookSeesInstantJobsReapedAtOnce(t *testing.T) {
 func TestRunHookReportsFailure(t *testing.T) {
 	t.Parallel()
 	env, c := setup(t)
-	obj := object(t, hookJob(t, env.Namespace, "broken", "devcluster.berth.dev/run: 0s, devcluster.berth.dev/outcome: fail", ""))
-	_, res, err := c.RunHook(deadline(t), obj, nil)
-	if err != nil || res.State != readiness.Failed || !strings.Contains(res.Message, "BackoffLimitExceeded") {
-		t.Fatalf("RunHook = %+v, %v; want Failed with the Job's reason", res, err)
+	obj := object(t, hookJob(t, env.Namespace, "broken", "devcluster.berth.dev/run: 0s, devcluster.berth.dev/outcome: fail, devcluster.berth.dev/exit-code: '3'", ""))
+	var failures []cluster.PodFailure
+	run, err := c.RunHook(deadline(t), obj, cluster.HookOptions{PodFailed: func(p cluster.PodFailure) { failures = append(failures, p) }})
+	if err != nil || run.Result.State != readiness.Failed || !strings.Contains(run.Result.Message, "BackoffLimitExceeded") {
+		t.Fatalf("RunHook = %+v, %v; want Failed with the Job's reason", run.Result, err)
+	}
+	if len(failures) != 1 || failures[0].Retried || failures[0].Attempts != 1 || !strings.Contains(failures[0].Reason, "exit code 3") {
+		t.Errorf("Pod failures %+v, want one, not retried, with exit code 3", failures)
+	}
+	r := run.Report
+	if r == nil {
+		t.Fatal("no report of the failed hook")
+	}
+	if len(r.Conditions) == 0 || !strings.Contains(strings.Join(r.Conditions, "\n"), "BackoffLimitExceeded") {
+		t.Errorf("report conditions %q do not say BackoffLimitExceeded", r.Conditions)
+	}
+	if len(r.Pods) != 1 || r.Pods[0].Phase != "Failed" || !strings.Contains(strings.Join(r.Pods[0].Containers, ""), "exit code 3") {
+		t.Errorf("report Pods %+v, want one Failed Pod whose container exited with 3", r.Pods)
+	}
+	if len(r.Logs) != 1 {
+		t.Errorf("report logs %v, want one entry (the logs, or why there are none)", r.Logs)
+	}
+}
+
+// The first Pod is evicted, the Job controller retries, the retry succeeds: one retry is told.
+func TestRunHookReportsRetries(t *testing.T) {
+	t.Parallel()
+	env, c := setup(t)
+	obj := object(t, hookJob(t, env.Namespace, "evicted", "devcluster.berth.dev/outcome: evict, devcluster.berth.dev/attempts: '1'", ""))
+	obj.Object["spec"].(map[string]any)["backoffLimit"] = int64(2)
+	var failures []cluster.PodFailure
+	run, err := c.RunHook(deadline(t), obj, cluster.HookOptions{PodFailed: func(p cluster.PodFailure) { failures = append(failures, p) }})
+	if err != nil || run.Result.State != readiness.Ready {
+		t.Fatalf("RunHook = %+v, %v; want the Job complete after its retry", run.Result, err)
+	}
+	if len(failures) != 1 || !failures[0].Retried || failures[0].Attempt != 1 || failures[0].Attempts != 3 ||
+		!strings.HasPrefix(failures[0].Reason, "Evicted") {
+		t.Errorf("Pod failures %+v, want one eviction, attempt 1 of 3, retried", failures)
 	}
 }
 
@@ -64,11 +99,11 @@ func TestRunHookReportsDeletionByOthers(t *testing.T) {
 			env.Client.BatchV1().Jobs(env.Namespace).Delete(ctx, "endless", metav1.DeleteOptions{PropagationPolicy: &prop})
 		}
 	}
-	_, res, err := c.RunHook(ctx, obj, progress)
-	if err != nil || res.State != readiness.Failed || !strings.Contains(res.Message, "deleted before it finished") {
-		t.Fatalf("RunHook = %+v, %v; want Failed saying it was deleted", res, err)
+	run, err := c.RunHook(ctx, obj, cluster.HookOptions{Progress: progress})
+	if err != nil || run.Result.State != readiness.Failed || !run.Gone || !strings.Contains(run.Result.Message, "deleted before it finished") {
+		t.Fatalf("RunHook = %+v, %v; want Failed saying it was deleted", run, err)
 	}
-	if !strings.Contains(res.Message, "1 active") {
-		t.Errorf("message %q does not say what was last seen", res.Message)
+	if !strings.Contains(run.Result.Message, "1 active") {
+		t.Errorf("message %q does not say what was last seen", run.Result.Message)
 	}
 }

@@ -19,6 +19,8 @@ const (
 	HookStarted    EventType = "hook-started"    // Step is the hook event, Object the hook
 	HookDone       EventType = "hook-done"       // Message is the outcome, Duration its run time
 	HookFailed     EventType = "hook-failed"
+	HookPodFailed  EventType = "hook-pod-failed" // a Pod of a hook Job failed; Message says why and whether it is retried
+	HookLogs       EventType = "hook-logs"       // the logs of a hook's Pods (helm.sh/hook-output-log-policy); Message holds them
 )
 
 // Event is one thing the engine did or saw. The CLI renders events as progress.

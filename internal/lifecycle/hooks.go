@@ -2,9 +2,12 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
@@ -45,89 +48,161 @@ func hooksOf(rel *release.Release) ([]recordedHook, []resource.Hook, error) {
 	return out, plain, nil
 }
 
+// hookRunOptions change which hooks of an event run and what is kept of them.
+type hookRunOptions struct {
+	skip bool
+	// include selects hooks (helm test --filter); nil runs every hook of the event.
+	include func(resource.Hook) bool
+	// logs keeps the logs of every hook's Pods.
+	logs bool
+}
+
+// HookLogs are the logs of one hook's Pods, by "pod/container" (or why there are none).
+type HookLogs struct {
+	Hook resource.Identity
+	Logs map[string]string
+}
+
+// ranHook is a hook that ran to success.
+type ranHook struct {
+	recordedHook
+	id  resource.Identity
+	uid types.UID
+}
+
 // runHooks runs the release's hooks for event one after another, in Helm's order, each to an
 // observed outcome; it stops at the first that fails. Each hook's last run is recorded in rel.
 func (d Deps) runHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, skip bool) error {
-	if skip {
-		return nil
+	_, err := d.runEventHooks(ctx, rel, event, hookRunOptions{skip: skip})
+	return err
+}
+
+// runEventHooks is runHooks with options; it returns the logs it was asked to keep.
+func (d Deps) runEventHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, o hookRunOptions) ([]HookLogs, error) {
+	if o.skip {
+		return nil, nil
 	}
 	hooks, plain, err := hooksOf(rel)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	byID := map[resource.Identity]recordedHook{}
+	// One object may be several hooks (one per event, from different templates): each is known
+	// by its parsed object.
+	byObject := map[*unstructured.Unstructured]recordedHook{}
 	for _, h := range hooks {
-		byID[h.Identity] = h
+		byObject[h.Object] = h
+	}
+	var logs []HookLogs
+	var ran []ranHook
+	for _, h := range resource.HooksFor(plain, event) {
+		if o.include != nil && !o.include(h) {
+			continue
+		}
+		done, report, err := d.runHook(ctx, rel.Namespace, byObject[h.Object], event, o.logs)
+		if o.logs && report != nil {
+			logs = append(logs, HookLogs{Hook: done.id, Logs: report.Logs})
+		}
+		if err != nil {
+			// As in Helm, the hooks that succeeded before are still deleted per hook-succeeded.
+			return logs, errors.Join(err, d.deleteSucceeded(ctx, event, ran))
+		}
+		ran = append(ran, done)
 	}
 	// As in Helm, hooks that succeeded are deleted (hook-succeeded) only once every hook of the
-	// event succeeded: a later hook may need an earlier one (a Job its ServiceAccount).
-	succeeded := map[resource.Identity]types.UID{}
-	for _, h := range resource.HooksFor(plain, event) {
-		id, uid, err := d.runHook(ctx, rel.Namespace, byID[h.Identity], event)
-		if err != nil {
-			return fmt.Errorf("failed %s: %w", event, err)
+	// event succeeded, last first: a later hook may need an earlier one (a Job its ServiceAccount).
+	return logs, d.deleteSucceeded(ctx, event, ran)
+}
+
+// deleteSucceeded deletes, last first, the hooks with the hook-succeeded policy.
+func (d Deps) deleteSucceeded(ctx context.Context, event resource.HookEvent, ran []ranHook) error {
+	for _, h := range slices.Backward(ran) {
+		if !deletable(h.Hook, resource.HookSucceeded) {
+			continue
 		}
-		if h.HasDeletePolicy(resource.HookSucceeded) {
-			succeeded[id] = uid
-		}
-	}
-	for id, uid := range succeeded {
-		if err := d.removeHook(ctx, id, uid); err != nil {
+		if err := d.removeHook(ctx, event, h.id, h.uid); err != nil {
 			return fmt.Errorf("%s: delete hook (hook-succeeded): %w", event, err)
 		}
 	}
 	return nil
 }
 
-// runHook runs one hook to its outcome and returns the identity (namespace filled in) and UID of
-// the object it created.
-func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent) (resource.Identity, types.UID, error) {
+// deletable reports whether a hook is deleted on policy p; as in Helm, a CustomResourceDefinition
+// never is (its deletion would take every object of its kind along).
+func deletable(h resource.Hook, p resource.DeletePolicy) bool {
+	return h.HasDeletePolicy(p) && !(h.Identity.Group == "apiextensions.k8s.io" && h.Identity.Kind == "CustomResourceDefinition")
+}
+
+// runHook runs one hook to its outcome. It returns the hook as it ran, the report of its run
+// (when there is one) and a *HookError when it did not succeed.
+func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent, logs bool) (ranHook, *cluster.HookReport, error) {
 	obj := h.Object.DeepCopy()
 	if err := d.Cluster.Normalize(obj, namespace); err != nil {
-		return resource.Identity{}, "", fmt.Errorf("hook %s: %w", h.Identity, err)
+		return ranHook{}, nil, fmt.Errorf("%s hook %s: %w", event, h.Identity, err)
 	}
 	id := resource.IdentityOf(obj)
+	done := ranHook{recordedHook: h, id: id}
 	emit := d.emitter()
-	if h.HasDeletePolicy(resource.BeforeHookCreation) {
-		if err := d.removeHook(ctx, id, ""); err != nil {
-			return id, "", err
+	if deletable(h.Hook, resource.BeforeHookCreation) {
+		if err := d.removeHook(ctx, event, id, ""); err != nil {
+			return done, nil, fmt.Errorf("%s hook %s: delete the previous run (before-hook-creation): %w", event, id, err)
 		}
 	}
 	start := d.now()
 	h.record.LastRun = releasev1.HookExecution{StartedAt: start, Phase: releasev1.HookPhaseRunning}
 	emit(engine.Event{Type: engine.HookStarted, Step: string(event), Object: id})
-	created, res, err := d.Cluster.RunHook(ctx, obj, func(id resource.Identity, r readiness.Result) {
-		emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
+	run, err := d.Cluster.RunHook(ctx, obj, cluster.HookOptions{
+		Progress: func(id resource.Identity, r readiness.Result) {
+			emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
+		},
+		PodFailed: func(p cluster.PodFailure) {
+			emit(engine.Event{Type: engine.HookPodFailed, Step: string(event), Object: id, Message: p.String()})
+		},
+		Logs: logs || slices.Contains(h.OutputLogPolicies, resource.OutputOnSucceeded),
 	})
-	if created == nil && err != nil {
-		h.record.LastRun.Phase = releasev1.HookPhaseFailed
-		h.record.LastRun.CompletedAt = d.now()
-		return id, "", err
-	}
 	h.record.LastRun.CompletedAt = d.now()
 	took := h.record.LastRun.CompletedAt.Sub(start)
-	if err != nil {
-		h.record.LastRun.Phase = releasev1.HookPhaseUnknown
-		return id, "", fmt.Errorf("hook %s: %w", id, err)
+	if run.Created != nil {
+		done.uid = run.Created.GetUID()
 	}
-	if res.State == readiness.Failed {
+	herr := &HookError{Event: event, Hook: id, Cause: err}
+	if run.Report != nil {
+		herr.HookReport = *run.Report
+	}
+	switch {
+	case run.Created == nil:
 		h.record.LastRun.Phase = releasev1.HookPhaseFailed
-		emit(engine.Event{Type: engine.HookFailed, Step: string(event), Object: id, Message: res.Message, Duration: took})
-		if h.HasDeletePolicy(resource.HookFailed) {
-			if derr := d.removeHook(ctx, id, created.GetUID()); derr != nil {
-				return id, "", fmt.Errorf("hook %s failed: %s; and %w", id, res.Message, derr)
-			}
+		herr.Outcome = fmt.Sprintf("could not be created: %v", err)
+	case err != nil:
+		// The outcome was not observed: the deadline came first.
+		h.record.LastRun.Phase = releasev1.HookPhaseUnknown
+		herr.Outcome = fmt.Sprintf("did not finish: %v", err)
+	case run.Result.State == readiness.Failed:
+		h.record.LastRun.Phase = releasev1.HookPhaseFailed
+		herr.Outcome = "failed: " + run.Result.Message
+		if run.Gone {
+			herr.Outcome = "was " + run.Result.Message
 		}
-		return id, "", fmt.Errorf("hook %s failed: %s", id, res.Message)
+	default:
+		h.record.LastRun.Phase = releasev1.HookPhaseSucceeded
+		emit(engine.Event{Type: engine.HookDone, Step: string(event), Object: id, Message: run.Result.Message, Duration: took})
+		if run.Report != nil && slices.Contains(h.OutputLogPolicies, resource.OutputOnSucceeded) {
+			emit(engine.Event{Type: engine.HookLogs, Step: string(event), Object: id, Message: renderLogs(run.Report.Logs, "")})
+		}
+		return done, run.Report, nil
 	}
-	h.record.LastRun.Phase = releasev1.HookPhaseSucceeded
-	emit(engine.Event{Type: engine.HookDone, Step: string(event), Object: id, Message: res.Message, Duration: took})
-	return id, created.GetUID(), nil
+	emit(engine.Event{Type: engine.HookFailed, Step: string(event), Object: id, Message: herr.Outcome, Duration: took})
+	if run.Created != nil && deletable(h.Hook, resource.HookFailed) {
+		if derr := d.removeHook(ctx, event, id, done.uid); derr != nil {
+			return done, run.Report, errors.Join(herr, fmt.Errorf("%s hook %s: delete (hook-failed): %w", event, id, derr))
+		}
+	}
+	return done, run.Report, herr
 }
 
 // removeHook deletes a hook object (the one with uid, or whatever has its name when uid is empty)
-// and waits until it is gone, so that the next run can be created under the same name.
-func (d Deps) removeHook(ctx context.Context, id resource.Identity, uid types.UID) error {
+// and waits until it is gone, so that the next run can be created under the same name. An object
+// that is already being deleted (a finalizer holds it) is waited for all the same.
+func (d Deps) removeHook(ctx context.Context, event resource.HookEvent, id resource.Identity, uid types.UID) error {
 	if uid == "" {
 		live, err := d.Cluster.Get(ctx, id)
 		if err != nil || live == nil {
@@ -138,7 +213,10 @@ func (d Deps) removeHook(ctx context.Context, id resource.Identity, uid types.UI
 	if _, err := d.Cluster.Delete(ctx, id, uid, cluster.DeleteOptions{Propagation: metav1.DeletePropagationBackground}); err != nil {
 		return fmt.Errorf("hook %s: %w", id, err)
 	}
-	return d.Cluster.WaitAbsent(ctx, map[resource.Identity]types.UID{id: uid}, nil)
+	emit := d.emitter()
+	return d.Cluster.WaitAbsent(ctx, map[resource.Identity]types.UID{id: uid}, func(id resource.Identity, r readiness.Result) {
+		emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
+	})
 }
 
 func (d Deps) emitter() func(engine.Event) {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/engine"
-	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -29,8 +28,10 @@ type Cluster interface {
 	engine.Cluster // apply, delete, wait and diagnose
 	Normalize(obj *unstructured.Unstructured, defaultNamespace string) error
 	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
+	// Dependents lists the objects that name id as their owner.
+	Dependents(ctx context.Context, id resource.Identity) []cluster.DependentReport
 	// RunHook creates a hook and follows it to its outcome.
-	RunHook(ctx context.Context, obj *unstructured.Unstructured, progress cluster.Progress) (*unstructured.Unstructured, readiness.Result, error)
+	RunHook(ctx context.Context, obj *unstructured.Unstructured, opts cluster.HookOptions) (cluster.HookRun, error)
 }
 
 // Deps are an operation's collaborators.

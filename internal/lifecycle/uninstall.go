@@ -146,11 +146,9 @@ func (d Deps) leftBehind(ctx context.Context, recorded []*unstructured.Unstructu
 	for id := range still {
 		if !slices.Contains(out.Kept, id) {
 			add(id)
-		}
-	}
-	for _, b := range out.Blockers {
-		for _, dep := range b.Dependents {
-			add(dep.Object)
+			for _, dep := range d.Cluster.Dependents(ctx, id) {
+				add(dep.Object)
+			}
 		}
 	}
 	slices.SortFunc(out.Left, cmpIdentity)

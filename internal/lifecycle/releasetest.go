@@ -1,0 +1,56 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// TestOptions describe a run of a release's tests (helm test).
+type TestOptions struct {
+	Name string
+	// Timeout bounds the whole run; 0 means five minutes.
+	Timeout time.Duration
+	// Include and Exclude select tests by name (--filter name=X, --filter '!name=X'); no
+	// Include runs every test not excluded.
+	Include, Exclude []string
+	// Logs keeps the logs of the tests' Pods, read before any test is deleted.
+	Logs bool
+}
+
+// TestResult is what a run of a release's tests did.
+type TestResult struct {
+	// Release is the last revision, with the last run of each test recorded.
+	Release *release.Release
+	// Logs are the logs of each test that ran, in the order they ran (with Logs).
+	Logs []HookLogs
+}
+
+// Test runs the test hooks of a release's last revision in Helm's order and with Helm's delete
+// policies, each to an observed outcome, stops at the first that fails, and records each test's
+// last run in the revision (helm status shows them).
+func Test(ctx context.Context, d Deps, o TestOptions) (*TestResult, error) {
+	ctx, cancel := WaitOptions{Timeout: o.Timeout}.deadline(ctx)
+	defer cancel()
+	rel, err := d.Store.Last(ctx, o.Name)
+	if err != nil {
+		return nil, err
+	}
+	include := func(h resource.Hook) bool {
+		name := h.Identity.Name
+		return !slices.Contains(o.Exclude, name) && (len(o.Include) == 0 || slices.Contains(o.Include, name))
+	}
+	logs, err := d.runEventHooks(ctx, rel, resource.HookTest, hookRunOptions{include: include, logs: o.Logs})
+	res := &TestResult{Release: rel, Logs: logs}
+	// The record is written even when a test failed or the deadline passed.
+	if werr := d.Store.Update(context.WithoutCancel(ctx), rel); werr != nil {
+		werr = fmt.Errorf("record the test run in release %s revision %d: %w", rel.Name, rel.Version, werr)
+		return res, errors.Join(err, werr)
+	}
+	return res, err
+}

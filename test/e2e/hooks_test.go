@@ -1,0 +1,414 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/cli"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// lockedBuffer is a bytes.Buffer that berth may write while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// berthIn runs berth in-process against the test's cluster and namespace; stderr receives the
+// progress lines and the error.
+func berthIn(t *testing.T, env *testenv.Env, stderr *lockedBuffer, args ...string) (stdout string, err error) {
+	t.Helper()
+	var out bytes.Buffer
+	args = append(args, "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)
+	err = cli.Run(t.Context(), cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: stderr}, args)
+	return out.String(), err
+}
+
+// mustBerthIn runs berth and fails the test when it fails; it returns stdout and stderr.
+func mustBerthIn(t *testing.T, env *testenv.Env, args ...string) (stdout, stderr string) {
+	t.Helper()
+	var errOut lockedBuffer
+	stdout, err := berthIn(t, env, &errOut, args...)
+	if err != nil {
+		t.Fatalf("berth %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	return stdout, errOut.String()
+}
+
+// writeHookChart writes a chart named name with files (path relative to the chart) into a
+// temporary directory and returns its path.
+func writeHookChart(t *testing.T, name string, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	all := map[string]string{"Chart.yaml": fmt.Sprintf("apiVersion: v2\nname: %s\nversion: 0.1.0\n", name)}
+	maps.Copy(all, files)
+	for path, content := range all {
+		full := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// lastRecord reads the last recorded revision of a release.
+func lastRecord(t *testing.T, env *testenv.Env, name string) *release.Release {
+	t.Helper()
+	rel, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).Last(t.Context(), name)
+	if err != nil {
+		t.Fatalf("read the record of release %s: %v", name, err)
+	}
+	return rel
+}
+
+// recordedHook returns the hook named name of a revision.
+func recordedHook(t *testing.T, rel *release.Release, name string) *release.Hook {
+	t.Helper()
+	for _, h := range rel.Hooks {
+		if h.Name == name {
+			return h
+		}
+	}
+	t.Fatalf("release %s revision %d records no hook %s", rel.Name, rel.Version, name)
+	return nil
+}
+
+// hookStarts lists the hooks in the order berth's progress says it started them, as
+// "EVENT Kind/name" (the kind without its group).
+func hookStarts(stderr, namespace string) []string {
+	started := regexp.MustCompile(`^(\S+) hook (\S+): started$`)
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(stderr))
+	for sc.Scan() {
+		if m := started.FindStringSubmatch(sc.Text()); m != nil {
+			kind, name, _ := strings.Cut(strings.Replace(m[2], namespace+"/", "", 1), "/")
+			kind, _, _ = strings.Cut(kind, ".") // Helm's records name the kind without its group
+			out = append(out, m[1]+" "+kind+"/"+name)
+		}
+	}
+	return out
+}
+
+// orderChart has hooks of several kinds, names and weights, some on two events.
+var orderChart = map[string]string{
+	"templates/hooks.yaml": `
+{{- define "hook" }}
+metadata:
+  name: {{ .name }}
+  annotations:
+    helm.sh/hook: {{ .events }}
+    helm.sh/hook-weight: {{ .weight | quote }}
+{{- end }}
+{{- range list (dict "name" "b-job" "events" "pre-install" "weight" 1)
+               (dict "name" "a-job" "events" "pre-upgrade,pre-install" "weight" 0)
+               (dict "name" "c-job" "events" "post-install,post-upgrade" "weight" -1) }}
+---
+apiVersion: batch/v1
+kind: Job
+{{- include "hook" . }}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {annotations: {devcluster.berth.dev/run: 0s}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: hook, image: example.invalid/hook}]
+{{- end }}
+---
+apiVersion: v1
+kind: ConfigMap
+{{- include "hook" (dict "name" "a-config" "events" "pre-install,pre-upgrade" "weight" 1) }}
+---
+apiVersion: v1
+kind: Secret
+{{- include "hook" (dict "name" "a-config" "events" "pre-install" "weight" 1) }}
+---
+apiVersion: v1
+kind: ServiceAccount
+{{- include "hook" (dict "name" "z-sa" "events" "pre-install,pre-upgrade" "weight" -5) }}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: m-pod
+  annotations:
+    helm.sh/hook: pre-upgrade,pre-install
+    devcluster.berth.dev/outcome: succeed
+    devcluster.berth.dev/run: 0s
+spec:
+  restartPolicy: Never
+  containers: [{name: hook, image: example.invalid/hook}]
+---
+apiVersion: v1
+kind: ConfigMap
+{{- include "hook" (dict "name" "n-config" "events" "post-install" "weight" 10) }}
+---
+apiVersion: v1
+kind: ConfigMap
+{{- include "hook" (dict "name" "a-config" "events" "post-upgrade" "weight" "-1") }}
+`,
+	"templates/app.yaml": `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app}
+`,
+}
+
+// helmHookOrder is the order in which Helm v4 runs the hooks of the chart at dir for events: the
+// hooks as releaseutil.SortManifests records them in the release, those of each event stably
+// sorted by weight, then name (pkg/action/hooks.go, hookByWeight).
+func helmHookOrder(t *testing.T, dir, namespace string, upgrade bool, events ...releasev1.HookEvent) []string {
+	t.Helper()
+	ch, err := loader.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := util.ToRenderValues(ch, map[string]any{}, common.ReleaseOptions{
+		Name: "order", Namespace: namespace, Revision: 1, IsInstall: !upgrade, IsUpgrade: upgrade,
+	}, common.DefaultCapabilities.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, _, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, event := range events {
+		var run []*releasev1.Hook
+		for _, h := range hooks {
+			if slices.Contains(h.Events, event) {
+				run = append(run, h)
+			}
+		}
+		sort.SliceStable(run, func(i, j int) bool {
+			if run[i].Weight == run[j].Weight {
+				return run[i].Name < run[j].Name
+			}
+			return run[i].Weight < run[j].Weight
+		})
+		for _, h := range run {
+			out = append(out, fmt.Sprintf("%s %s/%s", event, h.Kind, h.Name))
+		}
+	}
+	return out
+}
+
+func TestHookOrderMatchesHelm(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	chart := writeHookChart(t, "order", orderChart)
+
+	_, stderr := mustBerthIn(t, env, "install", "order", chart)
+	want := helmHookOrder(t, chart, env.Namespace, false, releasev1.HookPreInstall, releasev1.HookPostInstall)
+	if got := hookStarts(stderr, env.Namespace); !slices.Equal(got, want) {
+		t.Errorf("install ran hooks in this order:\n  %s\nHelm's order:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+
+	_, stderr = mustBerthIn(t, env, "upgrade", "order", chart)
+	want = helmHookOrder(t, chart, env.Namespace, true, releasev1.HookPreUpgrade, releasev1.HookPostUpgrade)
+	if got := hookStarts(stderr, env.Namespace); !slices.Equal(got, want) {
+		t.Errorf("upgrade ran hooks in this order:\n  %s\nHelm's order:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	for _, h := range lastRecord(t, env, "order").Hooks {
+		if h.LastRun.Phase != releasev1.HookPhaseSucceeded && slices.ContainsFunc(h.Events, func(e releasev1.HookEvent) bool {
+			return e == releasev1.HookPreUpgrade || e == releasev1.HookPostUpgrade
+		}) {
+			t.Errorf("hook %s %s: last run recorded as %q, want Succeeded", h.Kind, h.Name, h.LastRun.Phase)
+		}
+	}
+}
+
+func TestIngressNginxWithHooks(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(root, "..", "shared", "charts", "ingress-nginx")
+	name := "nginx-" + env.Namespace[strings.LastIndex(env.Namespace, "-")+1:]
+	ctx := t.Context()
+
+	assertNoHookJobs := func(step string) {
+		t.Helper()
+		jobs, err := env.Client.BatchV1().Jobs(env.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs.Items {
+			t.Errorf("after %s: hook Job %s remains (its policy is hook-succeeded)", step, j.Name)
+		}
+	}
+	for _, step := range [][]string{
+		{"install", name, chart, "--wait"},
+		{"upgrade", name, chart, "--wait", "--set", "controller.replicaCount=2"},
+	} {
+		_, stderr := mustBerthIn(t, env, step...)
+		for _, hook := range []string{"admission-create: started", "admission-patch: started"} {
+			if !strings.Contains(stderr, hook) {
+				t.Errorf("%s: the progress does not show the hook Job %s:\n%s", step[0], hook, stderr)
+			}
+		}
+		assertNoHookJobs(step[0])
+		for _, h := range lastRecord(t, env, name).Hooks {
+			if h.Kind == "Job" && h.LastRun.Phase != releasev1.HookPhaseSucceeded {
+				t.Errorf("%s: hook Job %s recorded as %q, want Succeeded", step[0], h.Name, h.LastRun.Phase)
+			}
+		}
+	}
+
+	// Uninstall removes the cluster-scoped objects too.
+	rel := lastRecord(t, env, name)
+	mustBerthIn(t, env, "uninstall", name)
+	for _, c := range []struct{ kind, name string }{
+		{"ClusterRole", name + "-ingress-nginx"},
+		{"ClusterRoleBinding", name + "-ingress-nginx"},
+		{"IngressClass", "nginx"},
+		{"ValidatingWebhookConfiguration", name + "-ingress-nginx-admission"},
+	} {
+		if !strings.Contains(rel.Manifest, "name: "+c.name) {
+			continue // not part of this chart's manifest: nothing to check
+		}
+		assertGone(t, env, c.kind, c.name)
+	}
+	pods, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) > 0 {
+		t.Errorf("after uninstall, %d Pods remain", len(pods.Items))
+	}
+	if _, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).Last(ctx, name); err == nil {
+		t.Errorf("after uninstall, release %s is still recorded", name)
+	}
+}
+
+// assertGone fails the test when a cluster-scoped object of kind exists.
+func assertGone(t *testing.T, env *testenv.Env, kind, name string) {
+	t.Helper()
+	versions := map[string]string{
+		"ClusterRole": "rbac.authorization.k8s.io/v1", "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
+		"IngressClass": "networking.k8s.io/v1", "ValidatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
+	}
+	if _, err := env.Resource(t, versions[kind], kind).Get(t.Context(), name, metav1.GetOptions{}); err == nil {
+		t.Errorf("after uninstall, %s %s remains", kind, name)
+	}
+}
+
+// testsChart has two tests: a Pod that succeeds and a Job whose outcome values set.
+var testsChart = map[string]string{
+	"values.yaml": "jobOutcome: succeed\n",
+	"templates/app.yaml": `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app}
+`,
+	"templates/tests.yaml": `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pod-test
+  annotations:
+    helm.sh/hook: test
+    devcluster.berth.dev/outcome: succeed
+    devcluster.berth.dev/run: 0s
+spec:
+  restartPolicy: Never
+  containers: [{name: check, image: example.invalid/check}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: job-test
+  annotations:
+    helm.sh/hook: test
+    helm.sh/hook-weight: "1"
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations:
+        devcluster.berth.dev/run: 0s
+        devcluster.berth.dev/outcome: {{ .Values.jobOutcome }}
+    spec:
+      restartPolicy: Never
+      containers: [{name: check, image: example.invalid/check}]
+`,
+}
+
+func TestHookTestCommand(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	chart := writeHookChart(t, "tested", testsChart)
+	mustBerthIn(t, env, "install", "tested", chart)
+
+	stdout, _ := mustBerthIn(t, env, "test", "tested", "--logs", "--filter", "name=pod-test")
+	for _, want := range []string{"TEST SUITE:     pod-test", "Phase:          Succeeded", "POD LOGS: pod-test (check)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("berth test output does not say %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "job-test") {
+		t.Errorf("berth test --filter name=pod-test ran job-test:\n%s", stdout)
+	}
+	status, _ := mustBerthIn(t, env, "status", "tested")
+	if !strings.Contains(status, "TEST SUITE:     pod-test") {
+		t.Errorf("berth status does not show the recorded test run:\n%s", status)
+	}
+
+	// A failing test: berth test fails naming it, and the record says so.
+	mustBerthIn(t, env, "upgrade", "tested", chart, "--set", "jobOutcome=fail")
+	var stderr lockedBuffer
+	stdout, err := berthIn(t, env, &stderr, "test", "tested")
+	if err == nil || !strings.Contains(err.Error(), "test hook Job.batch/"+env.Namespace+"/job-test failed") {
+		t.Fatalf("berth test = %v, want an error naming the failed test\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout, "TEST SUITE:     job-test") {
+		t.Errorf("berth test output does not list job-test:\n%s", stdout)
+	}
+	rel := lastRecord(t, env, "tested")
+	for name, want := range map[string]releasev1.HookPhase{"pod-test": releasev1.HookPhaseSucceeded, "job-test": releasev1.HookPhaseFailed} {
+		if got := recordedHook(t, rel, name).LastRun.Phase; got != want {
+			t.Errorf("test %s recorded as %q, want %q", name, got, want)
+		}
+	}
+}
