@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,9 +56,13 @@ func (s *session) capabilities(ctx context.Context) (*common.Capabilities, error
 	return caps, nil
 }
 
-// progressPrinter renders the engine's events as plain lines.
+// progressPrinter renders the engine's events as plain lines. Events come from concurrent steps:
+// one line is written at a time.
 func progressPrinter(w io.Writer) func(engine.Event) {
+	var mu sync.Mutex
 	return func(e engine.Event) {
+		mu.Lock()
+		defer mu.Unlock()
 		switch e.Type {
 		case engine.StepStarted:
 			fmt.Fprintf(w, "%s: %s\n", e.Step, e.Message)

@@ -125,6 +125,9 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	}
 	err = d.runHooks(ctx, rel, resource.HookPreInstall, o.NoHooks)
 	if err == nil {
+		err = d.adopt(ctx, p.objects, before)
+	}
+	if err == nil {
 		_, err = engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, nil, o.WaitOptions))
 	}
 	if err == nil {

@@ -28,6 +28,8 @@ type Cluster interface {
 	engine.Cluster // apply, delete, wait and diagnose
 	Normalize(obj *unstructured.Unstructured, defaultNamespace string) error
 	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
+	// AdoptFields makes berth the owner of the fields Helm set on an object.
+	AdoptFields(ctx context.Context, id resource.Identity) error
 	// Dependents lists the objects that name id as their owner.
 	Dependents(ctx context.Context, id resource.Identity) []cluster.DependentReport
 	// RunHook creates a hook and follows it to its outcome.
@@ -201,6 +203,23 @@ func preflight(ctx context.Context, c Cluster, p *prepared) error {
 		return fmt.Errorf("validation failed, nothing was changed:\n%w", err)
 	}
 	return nil
+}
+
+// adopt takes over the fields Helm set on the desired objects that exist already, so that applying
+// them removes what left the chart (a release Helm installed, an object adopted with
+// --take-ownership).
+func (d Deps) adopt(ctx context.Context, desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) error {
+	var errs []error
+	for _, obj := range desired {
+		id := resource.IdentityOf(obj)
+		if before[id] == nil || !cluster.SetByHelm(before[id]) {
+			continue
+		}
+		if err := d.Cluster.AdoptFields(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // uids returns the UID of each live object.

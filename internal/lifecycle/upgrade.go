@@ -172,6 +172,9 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	}
 	err = d.runHooks(ctx, rel, r.pre, r.noHooks)
 	if err == nil {
+		err = d.adopt(ctx, p.objects, before)
+	}
+	if err == nil {
 		_, err = engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, uids(before), r.wait))
 	}
 	if err == nil {
