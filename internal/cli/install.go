@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v4/pkg/cli/output"
 
+	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/berthdev/berth/internal/chart"
@@ -37,23 +38,15 @@ with server-side apply in Helm's install order, and the release is recorded in
 Helm's format, so helm sees it too.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ch, vals, err := loadChart(args[1], flags.values)
-			if err != nil {
-				return err
-			}
-			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
-			if err != nil {
-				return err
-			}
-			caps, err := s.capabilities(cmd.Context())
+			s, c, err := newChartSession(cmd, streams, args[1], flags.values)
 			if err != nil {
 				return err
 			}
 			rel, err := lifecycle.Install(cmd.Context(), s.deps, lifecycle.InstallOptions{
-				Name: args[0], Namespace: s.clients.Namespace, Chart: ch, Values: vals, WaitOptions: flags.wait,
+				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
 				CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
 				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
-				Capabilities: caps,
+				Capabilities: c.caps,
 			})
 			return printRelease(streams, flags.output, rel, err)
 		},
@@ -71,8 +64,17 @@ Helm's format, so helm sees it too.`,
 	return cmd
 }
 
-// loadChart loads a chart and merges the values given on the command line.
-func loadChart(path string, values chart.ValueOptions) (*chartv2.Chart, map[string]any, error) {
+// chartInput is what install and upgrade render: a chart, the values given on the command line,
+// and the cluster's capabilities.
+type chartInput struct {
+	chart  *chartv2.Chart
+	values map[string]any
+	caps   *common.Capabilities
+}
+
+// newChartSession loads the chart and merges the values (bad input fails before the cluster is
+// contacted), then connects to the cluster and reads its capabilities.
+func newChartSession(cmd *cobra.Command, streams Streams, path string, values chart.ValueOptions) (*session, *chartInput, error) {
 	vals, err := values.Merge()
 	if err != nil {
 		return nil, nil, err
@@ -81,7 +83,15 @@ func loadChart(path string, values chart.ValueOptions) (*chartv2.Chart, map[stri
 	if err != nil {
 		return nil, nil, err
 	}
-	return ch, vals, nil
+	s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	caps, err := s.capabilities(cmd.Context())
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, &chartInput{chart: ch, values: vals, caps: caps}, nil
 }
 
 // printRelease prints the outcome of an install, upgrade or rollback as helm does: the release's

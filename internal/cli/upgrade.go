@@ -36,23 +36,15 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 			if err != nil {
 				return err
 			}
-			ch, vals, err := loadChart(args[1], flags.values)
-			if err != nil {
-				return err
-			}
-			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
-			if err != nil {
-				return err
-			}
-			caps, err := s.capabilities(cmd.Context())
+			s, c, err := newChartSession(cmd, streams, args[1], flags.values)
 			if err != nil {
 				return err
 			}
 			rel, err := lifecycle.Upgrade(cmd.Context(), s.deps, lifecycle.UpgradeOptions{
-				Name: args[0], Namespace: s.clients.Namespace, Chart: ch, Values: vals, ValuesStrategy: strategy,
+				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, ValuesStrategy: strategy,
 				WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
 				TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
-				HistoryMax: flags.historyMax, Description: flags.description, Capabilities: caps,
+				HistoryMax: flags.historyMax, Description: flags.description, Capabilities: c.caps,
 			})
 			return printRelease(streams, flags.output, rel, err)
 		},
