@@ -106,7 +106,12 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 		undo()
 		return nil, err
 	}
-	if err := preflight(ctx, d.Cluster, p); err != nil {
+	crds, err := p.missingCRDs(ctx, d.Cluster)
+	if err != nil {
+		undo()
+		return nil, err
+	}
+	if err := preflight(ctx, d.Cluster, p, crds); err != nil {
 		undo()
 		return nil, err
 	}
@@ -118,8 +123,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	if err := d.Store.Create(ctx, rel); err != nil {
 		return nil, fmt.Errorf("record release %s revision %d: %w", o.Name, revision, err)
 	}
-	crds, objs := p.split(len(rendered.CRDs))
-	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: objs, Wait: o.Wait})
+	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -81,6 +82,10 @@ func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.Can
 // prepared are the objects of a manifest made ready to apply: normalized, owned by the release,
 // with the CRDs the release itself defines.
 type prepared struct {
+	// crds are the charts' crds/ files: as in Helm, they are created when missing and otherwise
+	// left alone, and belong to no release (several releases of a chart share them).
+	crds []*unstructured.Unstructured
+	// objects are the release's resources, marked as its own.
 	objects []*unstructured.Unstructured
 	byID    map[resource.Identity]*unstructured.Unstructured
 	// pendingKinds are kinds defined by CRDs of this release that the API server does not serve
@@ -104,7 +109,7 @@ func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstr
 	}
 	p := &prepared{byID: map[resource.Identity]*unstructured.Unstructured{}, pendingKinds: map[schema.GroupKind]bool{}}
 	var errs []error
-	for _, in := range append(append([]*unstructured.Unstructured{}, crds...), objs...) {
+	for i, in := range append(append([]*unstructured.Unstructured{}, crds...), objs...) {
 		obj := in.DeepCopy()
 		err := c.Normalize(obj, namespace)
 		if cluster.IsUnknownKind(err) {
@@ -124,9 +129,13 @@ func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstr
 			errs = append(errs, fmt.Errorf("%s: %w", resource.IdentityOf(obj), err))
 			continue
 		}
+		p.byID[resource.IdentityOf(obj)] = obj
+		if i < len(crds) {
+			p.crds = append(p.crds, obj)
+			continue
+		}
 		resource.SetOwnership(obj, name, namespace)
 		p.objects = append(p.objects, obj)
-		p.byID[resource.IdentityOf(obj)] = obj
 	}
 	return p, errors.Join(errs...)
 }
@@ -187,11 +196,12 @@ func checkOwnership(name, namespace string, desired []*unstructured.Unstructured
 	return errors.Join(errs...)
 }
 
-// preflight runs every object through the API server's validation and admission with a
-// server-side dry run, so that an operation that cannot succeed fails before its first change.
-func preflight(ctx context.Context, c Cluster, p *prepared) error {
+// preflight runs every object (and the CRDs to create) through the API server's validation and
+// admission with a server-side dry run, so that an operation that cannot succeed fails before its
+// first change.
+func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured.Unstructured) error {
 	var errs []error
-	for _, obj := range p.objects {
+	for _, obj := range append(slices.Clone(crds), p.objects...) {
 		if p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
 			continue
 		}
@@ -231,9 +241,20 @@ func uids(liveObjs map[resource.Identity]*unstructured.Unstructured) map[resourc
 	return out
 }
 
-// splitCRDs separates the CRDs from crds/ from the other objects of a prepared set.
-func (p *prepared) split(crdCount int) (crds, objs []*unstructured.Unstructured) {
-	return p.objects[:crdCount], p.objects[crdCount:]
+// missingCRDs returns the CRDs from crds/ that the cluster does not have yet: the only ones
+// berth creates.
+func (p *prepared) missingCRDs(ctx context.Context, c Cluster) ([]*unstructured.Unstructured, error) {
+	existing, err := live(ctx, c, p.crds)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, crd := range p.crds {
+		if existing[resource.IdentityOf(crd)] == nil {
+			out = append(out, crd)
+		}
+	}
+	return out, nil
 }
 
 // recordedObjects parses a recorded manifest and normalizes its objects. Objects whose kind is

@@ -149,7 +149,11 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, before, r.takeOwnership); err != nil {
 		return err
 	}
-	if err := preflight(ctx, d.Cluster, p); err != nil {
+	crds, err := p.missingCRDs(ctx, d.Cluster)
+	if err != nil {
+		return err
+	}
+	if err := preflight(ctx, d.Cluster, p, crds); err != nil {
 		return err
 	}
 	if r.dryRun == ServerDryRun {
@@ -165,8 +169,7 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if err := d.Store.Create(ctx, rel); err != nil {
 		return fmt.Errorf("record release %s revision %d: %w", rel.Name, rel.Version, err)
 	}
-	crds, objs := p.split(len(r.crds))
-	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: objs, Recorded: recorded, Live: before, Wait: r.wait.Wait})
+	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait})
 	if err != nil {
 		return err
 	}
