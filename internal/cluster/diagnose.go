@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -106,7 +107,7 @@ func (c *Client) Diagnose(ctx context.Context, id resource.Identity, operation s
 		case webhookName.MatchString(err.Error()):
 			name := webhookName.FindStringSubmatch(err.Error())[1]
 			b.Kind = BlockedByWebhook
-			b.Webhook = c.webhookReport(ctx, name, operation, err)
+			b.Webhook = c.webhookReport(ctx, id, name, operation, err)
 			b.Next = "fix or remove the webhook (its backend must answer and allow the request), then run the command again"
 		case apierrors.IsForbidden(err):
 			b.Kind = BlockedByPermission
@@ -228,18 +229,32 @@ func (c *Client) dependents(ctx context.Context, owner *unstructured.Unstructure
 	return out
 }
 
-// webhookReport finds the webhook named name in the cluster's webhook configurations and checks
-// whether its backend can answer.
-func (c *Client) webhookReport(ctx context.Context, name, operation string, cause error) *WebhookReport {
+// webhookReport finds the webhook named name that intercepts operation on the object id, and
+// checks whether its backend can answer. Webhook names are unique only within a configuration:
+// among several by that name, the one whose rules and namespace selector match the object is it.
+func (c *Client) webhookReport(ctx context.Context, id resource.Identity, name, operation string, cause error) *WebhookReport {
 	r := &WebhookReport{Name: name, Operation: operation}
+	msg := cause.Error()
 	switch {
-	case strings.Contains(cause.Error(), "denied the request"):
+	case strings.Contains(msg, "denied the request"):
 		r.Detail = "it answered and denied the request"
-	case errors.Is(cause, context.DeadlineExceeded) || strings.Contains(cause.Error(), "deadline exceeded") || strings.Contains(cause.Error(), "timeout"):
+	case errors.Is(cause, context.DeadlineExceeded) || strings.Contains(msg, "deadline exceeded") ||
+		strings.Contains(msg, "Client.Timeout exceeded") || strings.Contains(msg, "i/o timeout"):
 		r.Detail = "it did not answer within its timeout"
 	default:
 		r.Detail = "it could not be called"
 	}
+	var nsLabels labels.Set
+	if id.Namespace != "" {
+		if ns, err := c.dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, id.Namespace, metav1.GetOptions{}); err == nil {
+			nsLabels = ns.GetLabels()
+		}
+	}
+	type candidate struct {
+		config, kind string
+		hook         admissionv1.ValidatingWebhook
+	}
+	var found []candidate
 	for _, kind := range []struct {
 		gvr  schema.GroupVersionResource
 		name string
@@ -257,28 +272,63 @@ func (c *Client) webhookReport(ctx context.Context, name, operation string, caus
 				continue
 			}
 			for _, w := range cfg.Webhooks {
-				if w.Name != name {
-					continue
+				if w.Name == name {
+					found = append(found, candidate{cfg.Name, kind.name, w})
 				}
-				r.Configuration, r.ConfigKind = cfg.Name, kind.name
-				if w.FailurePolicy != nil {
-					r.FailurePolicy = string(*w.FailurePolicy)
-				}
-				if w.TimeoutSeconds != nil {
-					r.TimeoutSeconds = *w.TimeoutSeconds
-				}
-				r.Backend, r.Reachable = c.backend(ctx, w.ClientConfig)
-				if r.Reachable {
-					r.Detail += "; its backend is reachable"
-				} else {
-					r.Detail += "; its backend is not reachable"
-				}
-				return r
 			}
 		}
 	}
-	r.Detail += "; no webhook configuration by that name was found (it may have been removed since)"
+	if len(found) > 1 {
+		matching := slices.DeleteFunc(slices.Clone(found), func(c candidate) bool {
+			return !intercepts(c.hook, id, operation, nsLabels)
+		})
+		if len(matching) > 0 {
+			found = matching
+		}
+	}
+	if len(found) == 0 {
+		r.Detail += "; no webhook configuration by that name was found (it may have been removed since)"
+		return r
+	}
+	w := found[0].hook
+	r.Configuration, r.ConfigKind = found[0].config, found[0].kind
+	if w.FailurePolicy != nil {
+		r.FailurePolicy = string(*w.FailurePolicy)
+	}
+	if w.TimeoutSeconds != nil {
+		r.TimeoutSeconds = *w.TimeoutSeconds
+	}
+	r.Backend, r.Reachable = c.backend(ctx, w.ClientConfig)
+	if r.Reachable {
+		r.Detail += "; its backend is reachable"
+	} else {
+		r.Detail += "; its backend is not reachable"
+	}
 	return r
+}
+
+// intercepts reports whether webhook w applies to operation on the object id in a namespace with
+// nsLabels: one of its rules names the operation and the object's group, and its namespace
+// selector matches.
+func intercepts(w admissionv1.ValidatingWebhook, id resource.Identity, operation string, nsLabels labels.Set) bool {
+	ruleMatch := false
+	for _, r := range w.Rules {
+		ops := slices.ContainsFunc(r.Operations, func(o admissionv1.OperationType) bool {
+			return o == admissionv1.OperationAll || string(o) == operation
+		})
+		groups := slices.Contains(r.APIGroups, "*") || slices.Contains(r.APIGroups, id.Group)
+		if ops && groups {
+			ruleMatch = true
+		}
+	}
+	if !ruleMatch {
+		return false
+	}
+	if w.NamespaceSelector == nil || id.Namespace == "" {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+	return err == nil && sel.Matches(nsLabels)
 }
 
 // backend names a webhook's backend and says whether it can answer: a service with ready
