@@ -2,16 +2,11 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -22,90 +17,10 @@ import (
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/berthdev/berth/internal/cli"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
-
-// lockedBuffer is a bytes.Buffer that berth may write while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// berthIn runs berth in-process against the test's cluster and namespace; stderr receives the
-// progress lines and the error.
-func berthIn(t *testing.T, env *testenv.Env, stderr *lockedBuffer, args ...string) (stdout string, err error) {
-	t.Helper()
-	var out bytes.Buffer
-	args = append(args, "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)
-	err = cli.Run(t.Context(), cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: stderr}, args)
-	return out.String(), err
-}
-
-// mustBerthIn runs berth and fails the test when it fails; it returns stdout and stderr.
-func mustBerthIn(t *testing.T, env *testenv.Env, args ...string) (stdout, stderr string) {
-	t.Helper()
-	var errOut lockedBuffer
-	stdout, err := berthIn(t, env, &errOut, args...)
-	if err != nil {
-		t.Fatalf("berth %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errOut.String())
-	}
-	return stdout, errOut.String()
-}
-
-// writeHookChart writes a chart named name with files (path relative to the chart) into a
-// temporary directory and returns its path.
-func writeHookChart(t *testing.T, name string, files map[string]string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
-	all := map[string]string{"Chart.yaml": fmt.Sprintf("apiVersion: v2\nname: %s\nversion: 0.1.0\n", name)}
-	maps.Copy(all, files)
-	for path, content := range all {
-		full := filepath.Join(dir, path)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// lastRecord reads the last recorded revision of a release.
-func lastRecord(t *testing.T, env *testenv.Env, name string) *release.Release {
-	t.Helper()
-	rel, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).Last(t.Context(), name)
-	if err != nil {
-		t.Fatalf("read the record of release %s: %v", name, err)
-	}
-	return rel
-}
-
-// recordedHook returns the hook named name of a revision.
-func recordedHook(t *testing.T, rel *release.Release, name string) *release.Hook {
-	t.Helper()
-	for _, h := range rel.Hooks {
-		if h.Name == name {
-			return h
-		}
-	}
-	t.Fatalf("release %s revision %d records no hook %s", rel.Name, rel.Version, name)
-	return nil
-}
 
 // hookStarts lists the hooks in the order berth's progress says it started them, as
 // "EVENT Kind/name" (the kind without its group).
@@ -235,20 +150,20 @@ func helmHookOrder(t *testing.T, dir, namespace string, upgrade bool, events ...
 func TestHookOrderMatchesHelm(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := writeHookChart(t, "order", orderChart)
+	chart := berthtest.WriteChart(t, "order", orderChart)
 
-	_, stderr := mustBerthIn(t, env, "install", "order", chart)
+	_, stderr := berthtest.MustBerth(t, env, "install", "order", chart)
 	want := helmHookOrder(t, chart, env.Namespace, false, releasev1.HookPreInstall, releasev1.HookPostInstall)
 	if got := hookStarts(stderr, env.Namespace); !slices.Equal(got, want) {
 		t.Errorf("install ran hooks in this order:\n  %s\nHelm's order:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 
-	_, stderr = mustBerthIn(t, env, "upgrade", "order", chart)
+	_, stderr = berthtest.MustBerth(t, env, "upgrade", "order", chart)
 	want = helmHookOrder(t, chart, env.Namespace, true, releasev1.HookPreUpgrade, releasev1.HookPostUpgrade)
 	if got := hookStarts(stderr, env.Namespace); !slices.Equal(got, want) {
 		t.Errorf("upgrade ran hooks in this order:\n  %s\nHelm's order:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-	for _, h := range lastRecord(t, env, "order").Hooks {
+	for _, h := range berthtest.LastRecord(t, env, "order").Hooks {
 		if h.LastRun.Phase != releasev1.HookPhaseSucceeded && slices.ContainsFunc(h.Events, func(e releasev1.HookEvent) bool {
 			return e == releasev1.HookPreUpgrade || e == releasev1.HookPostUpgrade
 		}) {
@@ -260,12 +175,8 @@ func TestHookOrderMatchesHelm(t *testing.T) {
 func TestIngressNginxWithHooks(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	chart := filepath.Join(root, "..", "shared", "charts", "ingress-nginx")
-	name := "nginx-" + env.Namespace[strings.LastIndex(env.Namespace, "-")+1:]
+	chart := berthtest.SharedChart(t, "ingress-nginx")
+	name := "nginx-" + berthtest.Suffix(env)
 	ctx := t.Context()
 
 	assertNoHookJobs := func(step string) {
@@ -282,14 +193,14 @@ func TestIngressNginxWithHooks(t *testing.T) {
 		{"install", name, chart, "--wait"},
 		{"upgrade", name, chart, "--wait", "--set", "controller.replicaCount=2"},
 	} {
-		_, stderr := mustBerthIn(t, env, step...)
+		_, stderr := berthtest.MustBerth(t, env, step...)
 		for _, hook := range []string{"admission-create: started", "admission-patch: started"} {
 			if !strings.Contains(stderr, hook) {
 				t.Errorf("%s: the progress does not show the hook Job %s:\n%s", step[0], hook, stderr)
 			}
 		}
 		assertNoHookJobs(step[0])
-		for _, h := range lastRecord(t, env, name).Hooks {
+		for _, h := range berthtest.LastRecord(t, env, name).Hooks {
 			if h.Kind == "Job" && h.LastRun.Phase != releasev1.HookPhaseSucceeded {
 				t.Errorf("%s: hook Job %s recorded as %q, want Succeeded", step[0], h.Name, h.LastRun.Phase)
 			}
@@ -297,18 +208,18 @@ func TestIngressNginxWithHooks(t *testing.T) {
 	}
 
 	// Uninstall removes the cluster-scoped objects too.
-	rel := lastRecord(t, env, name)
-	mustBerthIn(t, env, "uninstall", name)
-	for _, c := range []struct{ kind, name string }{
-		{"ClusterRole", name + "-ingress-nginx"},
-		{"ClusterRoleBinding", name + "-ingress-nginx"},
-		{"IngressClass", "nginx"},
-		{"ValidatingWebhookConfiguration", name + "-ingress-nginx-admission"},
+	rel := berthtest.LastRecord(t, env, name)
+	berthtest.MustBerth(t, env, "uninstall", name)
+	for _, c := range []struct{ apiVersion, kind, name string }{
+		{"rbac.authorization.k8s.io/v1", "ClusterRole", name + "-ingress-nginx"},
+		{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", name + "-ingress-nginx"},
+		{"networking.k8s.io/v1", "IngressClass", "nginx"},
+		{"admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", name + "-ingress-nginx-admission"},
 	} {
 		if !strings.Contains(rel.Manifest, "name: "+c.name) {
 			continue // not part of this chart's manifest: nothing to check
 		}
-		assertGone(t, env, c.kind, c.name)
+		berthtest.AssertNoObject(t, env, c.apiVersion, c.kind, c.name)
 	}
 	pods, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -319,18 +230,6 @@ func TestIngressNginxWithHooks(t *testing.T) {
 	}
 	if _, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).Last(ctx, name); err == nil {
 		t.Errorf("after uninstall, release %s is still recorded", name)
-	}
-}
-
-// assertGone fails the test when a cluster-scoped object of kind exists.
-func assertGone(t *testing.T, env *testenv.Env, kind, name string) {
-	t.Helper()
-	versions := map[string]string{
-		"ClusterRole": "rbac.authorization.k8s.io/v1", "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
-		"IngressClass": "networking.k8s.io/v1", "ValidatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
-	}
-	if _, err := env.Resource(t, versions[kind], kind).Get(t.Context(), name, metav1.GetOptions{}); err == nil {
-		t.Errorf("after uninstall, %s %s remains", kind, name)
 	}
 }
 
@@ -378,10 +277,10 @@ spec:
 func TestHookTestCommand(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := writeHookChart(t, "tested", testsChart)
-	mustBerthIn(t, env, "install", "tested", chart)
+	chart := berthtest.WriteChart(t, "tested", testsChart)
+	berthtest.MustBerth(t, env, "install", "tested", chart)
 
-	stdout, _ := mustBerthIn(t, env, "test", "tested", "--logs", "--filter", "name=pod-test")
+	stdout, _ := berthtest.MustBerth(t, env, "test", "tested", "--logs", "--filter", "name=pod-test")
 	for _, want := range []string{"TEST SUITE:     pod-test", "Phase:          Succeeded", "POD LOGS: pod-test (check)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("berth test output does not say %q:\n%s", want, stdout)
@@ -390,24 +289,24 @@ func TestHookTestCommand(t *testing.T) {
 	if strings.Contains(stdout, "job-test") {
 		t.Errorf("berth test --filter name=pod-test ran job-test:\n%s", stdout)
 	}
-	status, _ := mustBerthIn(t, env, "status", "tested")
+	status, _ := berthtest.MustBerth(t, env, "status", "tested")
 	if !strings.Contains(status, "TEST SUITE:     pod-test") {
 		t.Errorf("berth status does not show the recorded test run:\n%s", status)
 	}
 
 	// A failing test: berth test fails naming it, and the record says so.
-	mustBerthIn(t, env, "upgrade", "tested", chart, "--set", "jobOutcome=fail")
-	var stderr lockedBuffer
-	stdout, err := berthIn(t, env, &stderr, "test", "tested")
+	berthtest.MustBerth(t, env, "upgrade", "tested", chart, "--set", "jobOutcome=fail")
+	var stderr berthtest.LockedBuffer
+	stdout, err := berthtest.BerthStreaming(t, env, &stderr, "test", "tested")
 	if err == nil || !strings.Contains(err.Error(), "test hook Job.batch/"+env.Namespace+"/job-test failed") {
 		t.Fatalf("berth test = %v, want an error naming the failed test\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stdout, "TEST SUITE:     job-test") {
 		t.Errorf("berth test output does not list job-test:\n%s", stdout)
 	}
-	rel := lastRecord(t, env, "tested")
+	rel := berthtest.LastRecord(t, env, "tested")
 	for name, want := range map[string]releasev1.HookPhase{"pod-test": releasev1.HookPhaseSucceeded, "job-test": releasev1.HookPhaseFailed} {
-		if got := recordedHook(t, rel, name).LastRun.Phase; got != want {
+		if got := berthtest.RecordedHook(t, rel, name).LastRun.Phase; got != want {
 			t.Errorf("test %s recorded as %q, want %q", name, got, want)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // cleanupChart has a ConfigMap of work created at install time (by a post-install hook, so that
@@ -74,10 +75,10 @@ func TestS1CleanupHookRetriedAfterEviction(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	ctx := t.Context()
-	chart := writeHookChart(t, "s1", cleanupChart)
-	mustBerthIn(t, env, "install", "s1", chart, "--set", "cleanup.weight=7")
+	chart := berthtest.WriteChart(t, "s1", cleanupChart)
+	berthtest.MustBerth(t, env, "install", "s1", chart, "--set", "cleanup.weight=7")
 
-	hook := recordedHook(t, lastRecord(t, env, "s1"), "cleanup")
+	hook := berthtest.RecordedHook(t, berthtest.LastRecord(t, env, "s1"), "cleanup")
 	wantPolicies := []releasev1.HookDeletePolicy{releasev1.HookBeforeHookCreation, releasev1.HookSucceeded}
 	if hook.Weight != 7 || !slices.Equal(hook.DeletePolicies, wantPolicies) {
 		t.Errorf("recorded cleanup hook has weight %d and policies %v, want 7 and %v (from values)", hook.Weight, hook.DeletePolicies, wantPolicies)
@@ -87,7 +88,7 @@ func TestS1CleanupHookRetriedAfterEviction(t *testing.T) {
 	// controller retries, and the retry finds the work done.
 	done := make(chan error, 1)
 	go func() { done <- doWorkOnFirstPod(ctx, env, "cleanup") }()
-	_, stderr := mustBerthIn(t, env, "uninstall", "s1")
+	_, stderr := berthtest.MustBerth(t, env, "uninstall", "s1")
 	if err := <-done; err != nil {
 		t.Fatalf("delete the ConfigMap as the hook would: %v", err)
 	}
@@ -97,20 +98,20 @@ func TestS1CleanupHookRetriedAfterEviction(t *testing.T) {
 			t.Errorf("uninstall output does not say %q:\n%s", want, stderr)
 		}
 	}
-	assertNotRecorded(t, env, "s1")
-	assertNoObject(t, env, "ConfigMap", "work", "settings")
-	assertNoObject(t, env, "Job", "cleanup") // hook-succeeded
+	berthtest.AssertNotRecorded(t, env, "s1")
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "work", "settings")
+	berthtest.AssertNoObject(t, env, "batch/v1", "Job", "cleanup") // hook-succeeded
 }
 
 func TestS1CleanupHookFinallyFails(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := writeHookChart(t, "s1", cleanupChart)
-	mustBerthIn(t, env, "install", "s1", chart, "--set", "cleanup.outcome=fail", "--set", "cleanup.attempts=",
+	chart := berthtest.WriteChart(t, "s1", cleanupChart)
+	berthtest.MustBerth(t, env, "install", "s1", chart, "--set", "cleanup.outcome=fail", "--set", "cleanup.attempts=",
 		"--set", `cleanup.deletePolicy=before-hook-creation\,hook-succeeded\,hook-failed`)
 
-	var stderr lockedBuffer
-	_, err := berthIn(t, env, &stderr, "uninstall", "s1")
+	var stderr berthtest.LockedBuffer
+	_, err := berthtest.BerthStreaming(t, env, &stderr, "uninstall", "s1")
 	if err == nil {
 		t.Fatalf("uninstall succeeded although its post-delete hook fails every time:\n%s", stderr.String())
 	}
@@ -126,16 +127,16 @@ func TestS1CleanupHookFinallyFails(t *testing.T) {
 	if n := strings.Count(stderr.String(), "; the Job controller retries it"); n != 2 {
 		t.Errorf("uninstall output tells of %d retries, want 2 (backoffLimit 2):\n%s", n, stderr.String())
 	}
-	if rel := lastRecord(t, env, "s1"); rel.Info.Status != release.StatusUninstalling {
+	if rel := berthtest.LastRecord(t, env, "s1"); rel.Info.Status != release.StatusUninstalling {
 		t.Errorf("after the failed hook, release s1 is %s, want uninstalling", rel.Info.Status)
 	}
-	assertNoObject(t, env, "Job", "cleanup") // hook-failed
-	assertNoObject(t, env, "ConfigMap", "settings")
+	berthtest.AssertNoObject(t, env, "batch/v1", "Job", "cleanup") // hook-failed
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "settings")
 
 	// The hook cannot succeed (its values cannot change on an uninstalling release): uninstall
 	// again without hooks finishes the job.
-	mustBerthIn(t, env, "uninstall", "s1", "--no-hooks")
-	assertNotRecorded(t, env, "s1")
+	berthtest.MustBerth(t, env, "uninstall", "s1", "--no-hooks")
+	berthtest.AssertNotRecorded(t, env, "s1")
 }
 
 // doWorkOnFirstPod waits for the first Pod of the hook Job named job, then deletes the
@@ -153,25 +154,4 @@ func doWorkOnFirstPod(ctx context.Context, env *testenv.Env, job string) error {
 		return errors.New("the ConfigMap work was already gone before the hook ran")
 	}
 	return err
-}
-
-func assertNotRecorded(t *testing.T, env *testenv.Env, name string) {
-	t.Helper()
-	history, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).History(t.Context(), name)
-	if err == nil && len(history) > 0 {
-		t.Errorf("release %s still has %d recorded revision(s)", name, len(history))
-	}
-}
-
-// assertNoObject fails the test when an object of kind (ConfigMap or Job) named one of names
-// exists in the test's namespace.
-func assertNoObject(t *testing.T, env *testenv.Env, kind string, names ...string) {
-	t.Helper()
-	apiVersion := map[string]string{"ConfigMap": "v1", "Job": "batch/v1"}[kind]
-	for _, name := range names {
-		_, err := env.Resource(t, apiVersion, kind).Get(t.Context(), name, metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) {
-			t.Errorf("%s %s exists (or cannot be read: %v), want it gone", kind, name, err)
-		}
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // instantHookChart has a post-upgrade hook Job whose Pod finishes at once; values set its
@@ -64,12 +65,12 @@ func TestS2InstantHookObservedEveryTime(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			env := testenv.New(t)
-			chart := writeHookChart(t, "s2", instantHookChart)
-			mustBerthIn(t, env, append([]string{"install", "s2", chart}, c.flags...)...)
+			chart := berthtest.WriteChart(t, "s2", instantHookChart)
+			berthtest.MustBerth(t, env, append([]string{"install", "s2", chart}, c.flags...)...)
 			for i := 1; i <= instantUpgrades; i++ {
-				_, stderr := mustBerthIn(t, env, append([]string{"upgrade", "s2", chart, "--set", fmt.Sprintf("revisionMark=%d", i)}, c.flags...)...)
-				rel := lastRecord(t, env, "s2")
-				run := recordedHook(t, rel, "instant").LastRun
+				_, stderr := berthtest.MustBerth(t, env, append([]string{"upgrade", "s2", chart, "--set", fmt.Sprintf("revisionMark=%d", i)}, c.flags...)...)
+				rel := berthtest.LastRecord(t, env, "s2")
+				run := berthtest.RecordedHook(t, rel, "instant").LastRun
 				if rel.Info.Status != "deployed" || run.Phase != releasev1.HookPhaseSucceeded || run.CompletedAt.IsZero() {
 					t.Fatalf("upgrade %d: revision %d is %s with the hook recorded %q, want deployed and Succeeded\n%s",
 						i, rel.Version, rel.Info.Status, run.Phase, stderr)
@@ -93,8 +94,8 @@ func TestS2HookDeletedByOthersWhileRunning(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	ctx := t.Context()
-	chart := writeHookChart(t, "s2", instantHookChart)
-	mustBerthIn(t, env, "install", "s2", chart) // no post-upgrade hook runs at install
+	chart := berthtest.WriteChart(t, "s2", instantHookChart)
+	berthtest.MustBerth(t, env, "install", "s2", chart) // no post-upgrade hook runs at install
 
 	// Someone else deletes the hook Job while it runs.
 	deleted := make(chan error, 1)
@@ -105,8 +106,8 @@ func TestS2HookDeletedByOthersWhileRunning(t *testing.T) {
 			return err == nil, nil
 		})
 	}()
-	var stderr lockedBuffer
-	_, err := berthIn(t, env, &stderr, "upgrade", "s2", chart, "--set", "outcome=hang", "--timeout", "10m")
+	var stderr berthtest.LockedBuffer
+	_, err := berthtest.BerthStreaming(t, env, &stderr, "upgrade", "s2", chart, "--set", "outcome=hang", "--timeout", "10m")
 	if derr := <-deleted; derr != nil {
 		t.Fatalf("delete the hook Job: %v", derr)
 	}
@@ -120,8 +121,8 @@ func TestS2HookDeletedByOthersWhileRunning(t *testing.T) {
 	if strings.Contains(msg, "timed out") {
 		t.Errorf("upgrade error speaks of a timeout: berth waited for a hook that was gone:\n%s", msg)
 	}
-	rel := lastRecord(t, env, "s2")
-	if run := recordedHook(t, rel, "instant").LastRun; rel.Info.Status != "failed" || run.Phase != releasev1.HookPhaseFailed {
+	rel := berthtest.LastRecord(t, env, "s2")
+	if run := berthtest.RecordedHook(t, rel, "instant").LastRun; rel.Info.Status != "failed" || run.Phase != releasev1.HookPhaseFailed {
 		t.Errorf("revision %d is %s with the hook recorded %q, want failed and Failed", rel.Version, rel.Info.Status, run.Phase)
 	}
 	assertNoBerthFinalizers(t, env)

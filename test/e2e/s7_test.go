@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // migrateChart has a pre-upgrade hook Job that is only deleted before its next run: each run's
@@ -62,9 +63,9 @@ func TestS7RerunWaitsForPreviousHook(t *testing.T) {
 			t.Parallel()
 			env := testenv.New(t)
 			ctx := t.Context()
-			chart := writeHookChart(t, "s7", migrateChart)
-			mustBerthIn(t, env, "install", "s7", chart)
-			mustBerthIn(t, env, "upgrade", "s7", chart, "--set", "mark=1")
+			chart := berthtest.WriteChart(t, "s7", migrateChart)
+			berthtest.MustBerth(t, env, "install", "s7", chart)
+			berthtest.MustBerth(t, env, "upgrade", "s7", chart, "--set", "mark=1")
 			jobs := env.Client.BatchV1().Jobs(env.Namespace)
 			previous, err := jobs.Get(ctx, "migrate", metav1.GetOptions{})
 			if err != nil {
@@ -83,7 +84,7 @@ func TestS7RerunWaitsForPreviousHook(t *testing.T) {
 			}
 
 			// Once berth says it waits for the previous Job, its finalizer is removed.
-			var stderr lockedBuffer
+			var stderr berthtest.LockedBuffer
 			released := make(chan error, 1)
 			go func() {
 				if !c.terminating {
@@ -98,7 +99,7 @@ func TestS7RerunWaitsForPreviousHook(t *testing.T) {
 					return err == nil, nil
 				})
 			}()
-			_, err = berthIn(t, env, &stderr, "upgrade", "s7", chart, "--set", "mark=2")
+			_, err = berthtest.BerthStreaming(t, env, &stderr, "upgrade", "s7", chart, "--set", "mark=2")
 			if rerr := <-released; rerr != nil {
 				t.Fatalf("remove the finalizer once berth waits for it: %v\n%s", rerr, stderr.String())
 			}
@@ -117,8 +118,8 @@ func TestS7RerunWaitsForPreviousHook(t *testing.T) {
 			if current.UID == previous.UID {
 				t.Errorf("Job migrate still has the first run's UID %s: no new run was created", current.UID)
 			}
-			if rel := lastRecord(t, env, "s7"); rel.Info.Status != "deployed" || recordedHook(t, rel, "migrate").LastRun.Phase != "Succeeded" {
-				t.Errorf("revision %d is %s, hook %q; want deployed and Succeeded", rel.Version, rel.Info.Status, recordedHook(t, rel, "migrate").LastRun.Phase)
+			if rel := berthtest.LastRecord(t, env, "s7"); rel.Info.Status != "deployed" || berthtest.RecordedHook(t, rel, "migrate").LastRun.Phase != "Succeeded" {
+				t.Errorf("revision %d is %s, hook %q; want deployed and Succeeded", rel.Version, rel.Info.Status, berthtest.RecordedHook(t, rel, "migrate").LastRun.Phase)
 			}
 		})
 	}

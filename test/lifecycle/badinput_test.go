@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // goodTemplate is a valid object every bad chart holds too, so that a partial install shows.
@@ -127,19 +128,19 @@ func testBadInput(t *testing.T, op string, tt badInput) {
 	env := testenv.New(t)
 	chart := filepath.Join(t.TempDir(), "does-not-exist")
 	if tt.templates != nil {
-		chart = writeChart(t, "bad", mapWith(tt.templates, "templates/good.yaml", goodTemplate))
+		chart = berthtest.WriteChart(t, "bad", mapWith(tt.templates, "templates/good.yaml", goodTemplate))
 	}
 	ns := env.Namespace
 	if tt.namespace != "" {
-		ns = tt.namespace + "-" + suffix(env)
+		ns = tt.namespace + "-" + berthtest.Suffix(env)
 	}
 	if op == "upgrade" {
-		mustBerth(t, env, "install", "bad", writeChart(t, "bad", map[string]string{"templates/good.yaml": goodTemplate}))
+		berthtest.MustBerth(t, env, "install", "bad", berthtest.WriteChart(t, "bad", map[string]string{"templates/good.yaml": goodTemplate}))
 	}
 	before := snapshot(t, env)
 
 	args := append([]string{op, "bad", chart}, tt.args...)
-	stdout, stderr, err := runBerth(t, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns)...)
+	stdout, stderr, err := berthtest.RunBerth(t, append(args, "--kubeconfig", env.Kubeconfig, "-n", ns)...)
 	if err == nil {
 		t.Fatalf("berth %s succeeded, want an error\nstdout:\n%s", strings.Join(args, " "), stdout)
 	}
@@ -154,7 +155,7 @@ func testBadInput(t *testing.T, op string, tt badInput) {
 	}
 	assertUnchanged(t, env, before)
 	if op == "install" {
-		assertNoReleaseRecords(t, env)
+		berthtest.AssertNoRecords(t, env)
 	} else {
 		assertHistory(t, env, "bad", revision{1, "deployed", "Install complete"})
 	}

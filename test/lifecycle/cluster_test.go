@@ -17,15 +17,14 @@ import (
 
 	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
-
-// releaseSecretType is the type of the Secrets in which Helm records releases.
-const releaseSecretType = "helm.sh/release.v1"
 
 // manifestObjects returns the objects of a release's recorded manifest, per berth get manifest.
 func manifestObjects(t *testing.T, env *testenv.Env, name string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := resource.ParseManifest(mustBerth(t, env, "get", "manifest", name))
+	manifest, _ := berthtest.MustBerth(t, env, "get", "manifest", name)
+	objs, err := resource.ParseManifest(manifest)
 	if err != nil {
 		t.Fatalf("parse the manifest of release %s: %v", name, err)
 	}
@@ -133,28 +132,6 @@ func assertNoDependents(t *testing.T, env *testenv.Env) {
 	}
 }
 
-// assertNoReleaseRecords checks that no Secret of the test's namespace records a release.
-func assertNoReleaseRecords(t *testing.T, env *testenv.Env) {
-	t.Helper()
-	if got := releaseRecords(t, env, env.Namespace); len(got) > 0 {
-		t.Errorf("release records left in namespace %s: %v", env.Namespace, got)
-	}
-}
-
-// releaseRecords returns the names of the Secrets of a namespace that record releases.
-func releaseRecords(t *testing.T, env *testenv.Env, namespace string) []string {
-	t.Helper()
-	list, err := env.Client.CoreV1().Secrets(namespace).List(t.Context(), metav1.ListOptions{FieldSelector: "type=" + releaseSecretType})
-	if err != nil {
-		t.Fatalf("list Secrets of type %s: %v", releaseSecretType, err)
-	}
-	var names []string
-	for _, s := range list.Items {
-		names = append(names, s.Name)
-	}
-	return names
-}
-
 // revision is one entry of berth history -o json or helm history -o json.
 type revision struct {
 	Revision    int    `json:"revision"`
@@ -175,7 +152,8 @@ func parseHistory(t *testing.T, out string) []revision {
 // assertHistory checks the release's history as berth history -o json prints it.
 func assertHistory(t *testing.T, env *testenv.Env, name string, want ...revision) {
 	t.Helper()
-	got := parseHistory(t, mustBerth(t, env, "history", name, "-o", "json"))
+	history, _ := berthtest.MustBerth(t, env, "history", name, "-o", "json")
+	got := parseHistory(t, history)
 	if !slices.Equal(got, want) {
 		t.Errorf("berth history %s:\n got %+v\nwant %+v", name, got, want)
 	}
@@ -184,7 +162,7 @@ func assertHistory(t *testing.T, env *testenv.Env, name string, want ...revision
 // assertNotFound checks that berth status knows nothing of the release.
 func assertNotFound(t *testing.T, env *testenv.Env, name string) {
 	t.Helper()
-	stdout, stderr, err := berth(t, env, "status", name)
+	stdout, stderr, err := berthtest.Berth(t, env, "status", name)
 	if err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("berth status %s after uninstall: err %v, want a release not found error\nstdout:\n%s\nstderr:\n%s", name, err, stdout, stderr)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // TestHelmCompatibility hands a podinfo release from berth to helm and from helm to berth. The
@@ -22,12 +23,12 @@ func TestHelmCompatibility(t *testing.T) {
 	t.Run("berth to helm", func(t *testing.T) {
 		t.Parallel()
 		env := testenv.New(t)
-		chart := sharedChart(t, "podinfo")
-		mustBerth(t, env, append([]string{"install", name, chart, "--wait"}, annotation...)...)
+		chart := berthtest.SharedChart(t, "podinfo")
+		berthtest.MustBerth(t, env, append([]string{"install", name, chart, "--wait"}, annotation...)...)
 		rev1 := manifestObjects(t, env, name)
 
 		var list []struct{ Name, Status string }
-		out := mustHelm(t, env, "list", "-o", "json")
+		out := berthtest.MustHelm(t, env, "list", "-o", "json")
 		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			t.Fatalf("parse helm list: %v\n%s", err, out)
 		}
@@ -35,19 +36,19 @@ func TestHelmCompatibility(t *testing.T) {
 			t.Errorf("helm list: got %+v, want %+v", list, want)
 		}
 
-		mustHelm(t, env, "upgrade", name, chart, "--set", "replicaCount=2", "--wait")
+		berthtest.MustHelm(t, env, "upgrade", name, chart, "--set", "replicaCount=2", "--wait")
 		assertPodinfo(t, env, "helm upgrade", 2, "")
-		history := parseHistory(t, mustHelm(t, env, "history", name, "-o", "json"))
+		history := parseHistory(t, berthtest.MustHelm(t, env, "history", name, "-o", "json"))
 		want := []revision{{1, "superseded", "Install complete"}, {2, "deployed", "Upgrade complete"}}
 		if !slices.Equal(history, want) {
 			t.Errorf("helm history:\n got %+v\nwant %+v", history, want)
 		}
 
 		rev2 := manifestObjects(t, env, name)
-		mustHelm(t, env, "uninstall", name, "--wait")
+		berthtest.MustHelm(t, env, "uninstall", name, "--wait")
 		assertGone(t, env, name, slices.Concat(rev1, rev2))
 		assertNotFound(t, env, name)
-		assertNoReleaseRecords(t, env)
+		berthtest.AssertNoRecords(t, env)
 	})
 
 	// Helm v4 installs with server-side apply; Helm 3, and Helm v4 with --server-side=false,
@@ -56,30 +57,30 @@ func TestHelmCompatibility(t *testing.T) {
 		t.Run("helm to berth/server-side="+serverSide, func(t *testing.T) {
 			t.Parallel()
 			env := testenv.New(t)
-			chart := sharedChart(t, "podinfo")
-			mustHelm(t, env, append([]string{"install", name, chart, "--wait", "--server-side=" + serverSide}, annotation...)...)
+			chart := berthtest.SharedChart(t, "podinfo")
+			berthtest.MustHelm(t, env, append([]string{"install", name, chart, "--wait", "--server-side=" + serverSide}, annotation...)...)
 			rev1 := manifestObjects(t, env, name)
 			assertPodinfo(t, env, "helm install", 1, "web")
 
-			mustBerth(t, env, "upgrade", name, chart, "--set", "replicaCount=2", "--wait")
+			berthtest.MustBerth(t, env, "upgrade", name, chart, "--set", "replicaCount=2", "--wait")
 			assertMatchesManifest(t, env, name)
 			assertPodinfo(t, env, "berth upgrade", 2, "")
 			rev2 := manifestObjects(t, env, name)
 
-			mustBerth(t, env, "rollback", name, "--wait")
+			berthtest.MustBerth(t, env, "rollback", name, "--wait")
 			assertMatchesManifest(t, env, name)
 			assertPodinfo(t, env, "berth rollback", 1, "web")
 			want := []revision{{1, "superseded", "Install complete"}, {2, "superseded", "Upgrade complete"}, {3, "deployed", "Rollback to 1"}}
 			assertHistory(t, env, name, want...)
-			if history := parseHistory(t, mustHelm(t, env, "history", name, "-o", "json")); !slices.Equal(history, want) {
+			if history := parseHistory(t, berthtest.MustHelm(t, env, "history", name, "-o", "json")); !slices.Equal(history, want) {
 				t.Errorf("helm history:\n got %+v\nwant %+v", history, want)
 			}
 
-			mustBerth(t, env, "uninstall", name)
+			berthtest.MustBerth(t, env, "uninstall", name)
 			assertGone(t, env, name, slices.Concat(rev1, rev2))
 			assertNoDependents(t, env)
 			assertNotFound(t, env, name)
-			assertNoReleaseRecords(t, env)
+			berthtest.AssertNoRecords(t, env)
 		})
 	}
 }

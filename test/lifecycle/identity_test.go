@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // shirtCRD defines Kind Shirt in a group.
@@ -71,9 +72,9 @@ func TestUpgradeDeletesExactIdentity(t *testing.T) {
 			t.Parallel()
 			env := testenv.New(t)
 			// CRDs are cluster-scoped and never deleted by uninstall: name their groups after the test.
-			stable, beta := "stable."+suffix(env)+".example.com", "beta."+suffix(env)+".example.com"
+			stable, beta := "stable."+berthtest.Suffix(env)+".example.com", "beta."+berthtest.Suffix(env)+".example.com"
 			t.Cleanup(func() { deleteCRDs(t, env, "shirts."+stable, "shirts."+beta) })
-			chart := writeChart(t, "wardrobe", map[string]string{
+			chart := berthtest.WriteChart(t, "wardrobe", map[string]string{
 				"crds/stable.yaml":      fmt.Sprintf(shirtCRD, stable),
 				"crds/beta.yaml":        fmt.Sprintf(shirtCRD, beta),
 				"templates/shirts.yaml": fmt.Sprintf(shirts, stable, beta),
@@ -83,14 +84,14 @@ func TestUpgradeDeletesExactIdentity(t *testing.T) {
 			stableID := resource.Identity{Group: stable, Kind: "Shirt", Namespace: env.Namespace, Name: "tee"}
 			betaID := resource.Identity{Group: beta, Kind: "Shirt", Namespace: env.Namespace, Name: "tee"}
 
-			mustBerth(t, env, "install", "wardrobe", chart, "--set", keepFlag, "--wait")
+			berthtest.MustBerth(t, env, "install", "wardrobe", chart, "--set", keepFlag, "--wait")
 			installed := assertDeployed(t, env, "wardrobe")
 			if installed[stableID] == nil || installed[betaID] == nil {
 				t.Fatalf("release wardrobe has %v, want %s and %s", identities(slices.Collect(maps.Values(installed))), stableID, betaID)
 			}
 
 			// --wait: the upgrade returns once the objects it deleted are gone.
-			mustBerth(t, env, "upgrade", "wardrobe", chart, "--set", keepFlag, "--set", "beta=false", "--wait")
+			berthtest.MustBerth(t, env, "upgrade", "wardrobe", chart, "--set", keepFlag, "--set", "beta=false", "--wait")
 			upgraded := assertDeployed(t, env, "wardrobe")
 			if len(upgraded) != 1 || upgraded[stableID] == nil {
 				t.Errorf("release wardrobe has %v after the upgrade, want only %s", identities(slices.Collect(maps.Values(upgraded))), stableID)
@@ -110,14 +111,14 @@ func TestUpgradeDeletesExactIdentity(t *testing.T) {
 
 			// The release no longer manages the beta Shirt: uninstall leaves a kept one alone.
 			// Background propagation: a Shirt has no dependents to wait for.
-			mustBerth(t, env, "uninstall", "wardrobe", "--cascade", "background")
+			berthtest.MustBerth(t, env, "uninstall", "wardrobe", "--cascade", "background")
 			if got := shirt(t, env, stableID); got != nil {
 				t.Errorf("%s still exists after uninstall (deletionTimestamp %v)", stableID, got.GetDeletionTimestamp())
 			}
 			if got := shirt(t, env, betaID); keep && (got == nil || got.GetUID() != installed[betaID].GetUID()) {
 				t.Errorf("kept %s: got %v after uninstall, want it in place with UID %s", betaID, got, installed[betaID].GetUID())
 			}
-			assertNoReleaseRecords(t, env)
+			berthtest.AssertNoRecords(t, env)
 		})
 	}
 }

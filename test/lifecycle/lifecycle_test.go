@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // lifecycle is a chart taken through install, upgrade, rollback and uninstall.
@@ -40,7 +41,7 @@ func TestIngressNginxLifecycle(t *testing.T) {
 	t.Parallel()
 	testLifecycle(t, lifecycle{
 		chart:         "ingress-nginx",
-		release:       func(env *testenv.Env) string { return "nginx-" + suffix(env) },
+		release:       func(env *testenv.Env) string { return "nginx-" + berthtest.Suffix(env) },
 		flags:         []string{"--no-hooks"},
 		upgrade:       []string{"--set", "controller.replicaCount=2"},
 		clusterScoped: []string{"ClusterRole", "ClusterRoleBinding", "IngressClass", "ValidatingWebhookConfiguration"},
@@ -52,10 +53,10 @@ func TestIngressNginxLifecycle(t *testing.T) {
 func testLifecycle(t *testing.T, c lifecycle) {
 	env := testenv.New(t)
 	name := c.release(env)
-	chart := sharedChart(t, c.chart)
+	chart := berthtest.SharedChart(t, c.chart)
 	deploy := func(args ...string) []*unstructured.Unstructured {
 		t.Helper()
-		mustBerth(t, env, append(append(args, "--wait"), c.flags...)...)
+		berthtest.MustBerth(t, env, append(append(args, "--wait"), c.flags...)...)
 		return manifestObjects(t, env, name)
 	}
 	// assertStep checks the cluster against the recorded manifest and the Deployment's replicas.
@@ -95,11 +96,11 @@ func testLifecycle(t *testing.T, c lifecycle) {
 	}
 	assertGone(t, env, name, dropped)
 
-	mustBerth(t, env, append([]string{"uninstall", name}, c.flags...)...)
+	berthtest.MustBerth(t, env, append([]string{"uninstall", name}, c.flags...)...)
 	assertGone(t, env, name, slices.Concat(rev1, rev2, rev3))
 	assertNoDependents(t, env)
 	assertNotFound(t, env, name)
-	assertNoReleaseRecords(t, env)
+	berthtest.AssertNoRecords(t, env)
 }
 
 // missingFrom returns the objects of a whose identity is not in b.

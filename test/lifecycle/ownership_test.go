@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // TestOwnershipConflict installs an object that belongs to another release: refused, then adopted
@@ -15,15 +16,15 @@ func TestOwnershipConflict(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	shared := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  owner: {{ .Release.Name }}\n"
-	a := writeChart(t, "a", map[string]string{"templates/shared.yaml": shared})
-	b := writeChart(t, "b", map[string]string{
+	a := berthtest.WriteChart(t, "a", map[string]string{"templates/shared.yaml": shared})
+	b := berthtest.WriteChart(t, "b", map[string]string{
 		"templates/shared.yaml": shared,
 		"templates/own.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b-own\n",
 	})
-	mustBerth(t, env, "install", "a", a)
+	berthtest.MustBerth(t, env, "install", "a", a)
 	before := snapshot(t, env)
 
-	_, _, err := berth(t, env, "install", "b", b)
+	_, _, err := berthtest.Berth(t, env, "install", "b", b)
 	if err == nil {
 		t.Fatal("berth install b succeeded over an object of release a, want it refused")
 	}
@@ -34,7 +35,7 @@ func TestOwnershipConflict(t *testing.T) {
 	}
 	assertUnchanged(t, env, before)
 
-	mustBerth(t, env, "install", "b", b, "--take-ownership")
+	berthtest.MustBerth(t, env, "install", "b", b, "--take-ownership")
 	objs := assertDeployed(t, env, "b")
 	if len(objs) != 2 {
 		t.Errorf("release b has %d objects, want 2", len(objs))
@@ -49,10 +50,10 @@ func TestOwnershipConflict(t *testing.T) {
 	assertHistory(t, env, "b", revision{1, "deployed", "Install complete"})
 
 	// An upgrade that brings in an object of another release is refused the same way.
-	c := writeChart(t, "c", map[string]string{"templates/own.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c-own\n"})
-	mustBerth(t, env, "install", "c", c)
+	c := berthtest.WriteChart(t, "c", map[string]string{"templates/own.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c-own\n"})
+	berthtest.MustBerth(t, env, "install", "c", c)
 	before = snapshot(t, env)
-	_, _, err = berth(t, env, "upgrade", "c", b)
+	_, _, err = berthtest.Berth(t, env, "upgrade", "c", b)
 	if err == nil {
 		t.Fatal("berth upgrade c succeeded over objects of release b, want it refused")
 	}

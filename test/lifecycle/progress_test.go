@@ -9,6 +9,7 @@ import (
 
 	"github.com/berthdev/berth/internal/cli"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // progressLine is one line of berth's plain progress output: a step and its reason, or an
@@ -26,7 +27,7 @@ func TestProgressOutputOfConcurrentSteps(t *testing.T) {
 	for i := range 20 {
 		templates[fmt.Sprintf("templates/cm%d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm%d\n", i)
 	}
-	chart := writeChart(t, "many", templates)
+	chart := berthtest.WriteChart(t, "many", templates)
 
 	var out, errOut bytes.Buffer
 	args := []string{"install", "many", chart, "--wait", "--kubeconfig", env.Kubeconfig, "-n", env.Namespace}

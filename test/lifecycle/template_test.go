@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // randomTestName matches the random suffix podinfo gives the names of its test Pods.
@@ -15,7 +17,7 @@ var randomTestName = regexp.MustCompile(`(-test-)[a-z0-9]{5}\b`)
 // one the helm binary defaults to.
 func TestRenderedManifestEqualsHelmTemplate(t *testing.T) {
 	t.Parallel()
-	kubeVersion, stderr, err := runHelm(t, "version", "--template", "{{.KubeClientVersion}}.0")
+	kubeVersion, stderr, err := berthtest.RunHelm(t, "version", "--template", "{{.KubeClientVersion}}.0")
 	if err != nil {
 		t.Fatalf("helm version: %v\n%s", err, stderr)
 	}
@@ -34,7 +36,7 @@ func TestRenderedManifestEqualsHelmTemplate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.chart+"/"+tt.name, func(t *testing.T) {
 			t.Parallel()
-			chart := sharedChart(t, tt.chart)
+			chart := berthtest.SharedChart(t, tt.chart)
 			flags := make([]string, len(tt.flags))
 			for i, f := range tt.flags {
 				if strings.HasSuffix(f, ".yaml") {
@@ -43,11 +45,11 @@ func TestRenderedManifestEqualsHelmTemplate(t *testing.T) {
 				flags[i] = f
 			}
 			args := append([]string{"template", "web", chart, "-n", "shop", "--kube-version", kubeVersion}, flags...)
-			want, stderr, err := runHelm(t, args...)
+			want, stderr, err := berthtest.RunHelm(t, args...)
 			if err != nil {
 				t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr)
 			}
-			got, stderr, err := runBerth(t, args...)
+			got, stderr, err := berthtest.RunBerth(t, args...)
 			if err != nil {
 				t.Fatalf("berth %s: %v\n%s", strings.Join(args, " "), err, stderr)
 			}
