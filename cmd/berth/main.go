@@ -3,16 +3,28 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/berthdev/berth/internal/cli"
+	"github.com/berthdev/berth/internal/lifecycle"
 )
 
+// exitInterrupted is the exit code of an operation stopped by SIGINT or SIGTERM (128+SIGINT).
+const exitInterrupted = 130
+
 func main() {
+	// The first SIGINT or SIGTERM asks the operation under way to stop at its next safe point and
+	// record where it stopped; a second one ends berth at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
 	err := cli.Run(ctx, cli.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
 	stop()
-	os.Exit(cli.ExitCode(err))
+	code := cli.ExitCode(err)
+	if errors.Is(err, lifecycle.ErrInterrupted) {
+		code = exitInterrupted
+	}
+	os.Exit(code)
 }

@@ -73,6 +73,7 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newUpgradeCommand(streams))
 	cmd.AddCommand(newRollbackCommand(streams))
 	cmd.AddCommand(newUninstallCommand(streams))
+	cmd.AddCommand(newRecoverCommand(streams))
 	cmd.AddCommand(newTestCommand(streams))
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -34,12 +35,26 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 	if err != nil {
 		return nil, err
 	}
+	written, err := faultInjection(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	return &session{clients: clients, deps: lifecycle.Deps{
 		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()),
 		Store:      release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace),
 		Namespaces: cluster.Namespaces{Client: clients.Client},
-		Events:     progressPrinter(errOut),
+		Events:     progressFor(errOut),
+
+		Leases:         release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace),
+		Journals:       release.NewJournals(clients.Client.CoreV1(), clients.Namespace),
+		Holder:         release.Self(operationCommand(cmd)),
+		JournalWritten: written,
 	}}, nil
+}
+
+// operationCommand is the command line of an operation, for its lease and journal.
+func operationCommand(cmd *cobra.Command) string {
+	return strings.Join(append([]string{cmd.CommandPath()}, cmd.Flags().Args()...), " ")
 }
 
 // capabilities are the cluster's, for rendering.
@@ -112,6 +127,7 @@ func addWaitFlags(f *pflag.FlagSet, w *lifecycle.WaitOptions, wait bool) {
 	flag.NoOptDefVal = "watcher"
 	f.BoolVar(&w.WaitForJobs, "wait-for-jobs", false, "with --wait, also wait until every Job of the release completed")
 	f.DurationVar(&w.Timeout, "timeout", 5*time.Minute, "deadline for the whole operation")
+	f.BoolVar(&w.WaitForLock, "wait-for-lock", false, "when another berth operation holds the release, wait for it (within --timeout) instead of failing")
 }
 
 // dryRunFlag is Helm's --dry-run: given alone it means client.

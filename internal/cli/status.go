@@ -12,6 +12,7 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -47,7 +48,16 @@ The status consists of:
 				return err
 			}
 			kept := keptObjects(cluster.New(clients.Dynamic, clients.Mapper), rel)
-			return flags.output.Write(streams.Out, statusWriter{rel: rel, kept: kept})
+			var op string
+			if flags.revision <= 0 {
+				in, err := lifecycle.Inspect(cmd.Context(), store, release.NewJournals(clients.Client.CoreV1(), clients.Namespace),
+					release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace), args[0])
+				if err != nil {
+					return err
+				}
+				op = operationLine(in, args[0])
+			}
+			return flags.output.Write(streams.Out, statusWriter{rel: rel, kept: kept, operation: op})
 		},
 	}
 	cmd.Flags().IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
@@ -59,6 +69,8 @@ The status consists of:
 type statusWriter struct {
 	rel  *release.Release
 	kept []resource.Identity
+	// operation says what operation holds the release or was left unfinished (berth's own line).
+	operation string
 }
 
 // keptObjects lists the objects of a revision that carry helm.sh/resource-policy: keep, by full
@@ -100,6 +112,9 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "STATUS: %s\n", rel.Info.Status)
 	fmt.Fprintf(&b, "REVISION: %d\n", rel.Version)
 	fmt.Fprintf(&b, "DESCRIPTION: %s\n", rel.Info.Description)
+	if w.operation != "" {
+		fmt.Fprintf(&b, "%s\n", w.operation)
+	}
 
 	tests := testHooks(rel)
 	if len(tests) == 0 {

@@ -30,6 +30,10 @@ func (d Deps) engineOptions(p *prepared, before map[resource.Identity]*unstructu
 // fail records rel as failed with the cause and, when asked, undoes the operation.
 func (d Deps) fail(ctx context.Context, rel *release.Release, what string, cause error, undo bool, undoFn func(context.Context) error) error {
 	// The record must be written even when the operation ran out of time.
+	if d.op.stopped() {
+		// Stopped by a signal: the revision stays pending, and its journal says how far it got.
+		return fmt.Errorf("%s: %w", what, cause)
+	}
 	wctx := context.WithoutCancel(ctx)
 	rel.Info.Status = release.StatusFailed
 	rel.Info.Description = fmt.Sprintf("%s: %v", what, cause)
@@ -60,14 +64,4 @@ func union(a, b []*unstructured.Unstructured) []*unstructured.Unstructured {
 		}
 	}
 	return out
-}
-
-// inProgress refuses to start on a release whose last revision is still pending.
-func inProgress(last *release.Release) error {
-	switch last.Info.Status {
-	case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
-		return fmt.Errorf("another operation (install/upgrade/rollback) is in progress on release %s: revision %d is %s",
-			last.Name, last.Version, last.Info.Status)
-	}
-	return nil
 }

@@ -9,7 +9,6 @@ import (
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/berthdev/berth/internal/chart"
-	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -48,6 +47,24 @@ const (
 // Install installs a chart as a new release, or as the next revision of a release whose history
 // was kept when it was uninstalled.
 func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, error) {
+	if o.DryRun == NoDryRun && d.op == nil {
+		var rel *release.Release
+		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+			in, err := d.recoverFirst(ctx, o.Name, release.OpInstall)
+			if err != nil {
+				return err
+			}
+			if in != nil && in.Operation == release.OpInstall {
+				// Installing a release whose install was interrupted is finishing that install.
+				if rel = in.latest(ctx, d); rel != nil && rel.Info.Status == release.StatusDeployed {
+					return nil
+				}
+			}
+			rel, err = Install(ctx, d, o)
+			return err
+		})
+		return rel, err
+	}
 	ctx, cancel := o.deadline(ctx)
 	defer cancel()
 
@@ -127,15 +144,18 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	if err != nil {
 		return nil, err
 	}
-	err = d.runHooks(ctx, rel, resource.HookPreInstall, o.NoHooks)
+	err = d.op.begin(ctx, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership))
+	if err == nil {
+		err = d.hooks(ctx, rel, resource.HookPreInstall, o.NoHooks)
+	}
 	if err == nil {
 		err = d.adopt(ctx, p.objects, before)
 	}
 	if err == nil {
-		_, err = engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, nil, o.WaitOptions))
+		_, err = d.execute(ctx, pl, d.engineOptions(p, before, nil, o.WaitOptions))
 	}
 	if err == nil {
-		err = d.runHooks(ctx, rel, resource.HookPostInstall, o.NoHooks)
+		err = d.hooks(ctx, rel, resource.HookPostInstall, o.NoHooks)
 	}
 	if err != nil {
 		return rel, d.fail(ctx, rel, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, func(ctx context.Context) error {

@@ -47,6 +47,20 @@ type Deps struct {
 	Events func(engine.Event)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Leases guard each release against concurrent operations; nil runs without.
+	Leases Leases
+	// Journals record each operation's progress so that an interrupted one can be resumed; nil
+	// runs without.
+	Journals JournalStore
+	// Holder says who runs the operations, for the lease and the journal.
+	Holder release.Holder
+	// JournalWritten is told the count of journal writes after each one; may be nil. Fault
+	// injection tests use it to stop the process at a chosen point.
+	JournalWritten func(n int)
+
+	// op is the operation under way (set by operate).
+	op *operation
 }
 
 // Namespaces manages namespaces.
@@ -69,6 +83,9 @@ type WaitOptions struct {
 	WaitForJobs bool
 	// Timeout bounds the whole operation; 0 means Helm's default of five minutes.
 	Timeout time.Duration
+	// WaitForLock waits (within Timeout) for the release's lease when another operation holds
+	// it, instead of failing at once.
+	WaitForLock bool
 }
 
 func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {

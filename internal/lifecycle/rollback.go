@@ -24,11 +24,20 @@ type RollbackOptions struct {
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
 // makes the cluster match it.
 func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release, error) {
+	if o.DryRun == NoDryRun && d.op == nil {
+		var rel *release.Release
+		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+			if _, err := d.recoverFirst(ctx, o.Name, release.OpRollback); err != nil {
+				return err
+			}
+			var err error
+			rel, err = Rollback(ctx, d, o)
+			return err
+		})
+		return rel, err
+	}
 	last, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
-		return nil, err
-	}
-	if err := inProgress(last); err != nil {
 		return nil, err
 	}
 	version := o.Version
@@ -61,7 +70,7 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release,
 		return rel, nil
 	}
 	return rel, d.replace(ctx, replacement{
-		rel: rel, previous: []*release.Release{deployed, last}, objects: objs,
+		rel: rel, op: release.OpRollback, previous: []*release.Release{deployed, last}, objects: objs,
 		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
 		pre: resource.HookPreRollback, post: resource.HookPostRollback, noHooks: o.NoHooks,
 		success: fmt.Sprintf("Rollback to %d", version), failure: fmt.Sprintf("Rollback %q failed", o.Name),

@@ -51,6 +51,22 @@ type UninstallResult struct {
 // KeepHistory). Until it completes, the release stays recorded as uninstalling, and running it
 // again goes on where it stopped.
 func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResult, error) {
+	if !o.DryRun && d.op == nil {
+		var res *UninstallResult
+		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+			in, err := d.recoverFirst(ctx, o.Name, release.OpUninstall)
+			if err != nil {
+				return err
+			}
+			if in != nil && in.Operation == release.OpUninstall && in.Last == nil {
+				res = &UninstallResult{Name: o.Name} // the interrupted uninstall had removed every record
+				return nil
+			}
+			res, err = Uninstall(ctx, d, o)
+			return err
+		})
+		return res, err
+	}
 	ctx, cancel := o.deadline(ctx)
 	defer cancel()
 	last, err := d.Store.Last(ctx, o.Name)
@@ -88,9 +104,14 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		out.DryRun = true
 		return out, d.dryRunDeletes(ctx, pl, before, o.Cascade, out)
 	}
+	jo := journalOptions(o.WaitOptions, o.NoHooks, false)
+	jo.KeepHistory, jo.Cascade = o.KeepHistory, string(o.Cascade)
+	if err := d.op.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
+		return nil, err
+	}
 	// Nothing is deleted before every pre-delete hook completed; if one fails, the release stays
 	// as it was.
-	if err := d.runHooks(ctx, last, resource.HookPreDelete, o.NoHooks); err != nil {
+	if err := d.hooks(ctx, last, resource.HookPreDelete, o.NoHooks); err != nil {
 		werr := d.Store.Update(context.WithoutCancel(ctx), last)
 		return nil, errors.Join(fmt.Errorf("uninstall %s: %w; nothing was deleted", o.Name, err), werr)
 	}
@@ -101,7 +122,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	}
 	eo := d.engineOptions(nil, before, uids(before), o.WaitOptions)
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
-	res, err := engine.Execute(ctx, d.Cluster, pl, eo)
+	res, err := d.execute(ctx, pl, eo)
 	if res != nil {
 		for id, c := range res.Changes {
 			if c == engine.Deleted || c == engine.Gone {
@@ -111,7 +132,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		slices.SortFunc(out.Deleted, cmpIdentity)
 	}
 	if err == nil {
-		err = d.runHooks(ctx, last, resource.HookPostDelete, o.NoHooks)
+		err = d.hooks(ctx, last, resource.HookPostDelete, o.NoHooks)
 	}
 	if err != nil {
 		wctx := context.WithoutCancel(ctx)

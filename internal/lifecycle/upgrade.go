@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/chart"
-	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -43,6 +42,18 @@ type UpgradeOptions struct {
 // objects, deletes by exact identity the ones that left the chart (unless kept) and records the
 // new revision as deployed and the previous one as superseded.
 func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, error) {
+	if o.DryRun == NoDryRun && d.op == nil {
+		var rel *release.Release
+		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+			if _, err := d.recoverFirst(ctx, o.Name, release.OpUpgrade); err != nil {
+				return err
+			}
+			var err error
+			rel, err = Upgrade(ctx, d, o)
+			return err
+		})
+		return rel, err
+	}
 	last, err := d.Store.Last(ctx, o.Name)
 	if errors.Is(err, release.ErrNotFound) || (err == nil && last.Info.Status == release.StatusUninstalled) {
 		if !o.Install {
@@ -55,9 +66,6 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 		})
 	}
 	if err != nil {
-		return nil, err
-	}
-	if err := inProgress(last); err != nil {
 		return nil, err
 	}
 	ctx, cancel := o.deadline(ctx)
@@ -93,7 +101,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 	}
 	return rel, d.replace(ctx, replacement{
 		rel: rel, previous: []*release.Release{deployed, last}, crds: rendered.CRDs, objects: rendered.Resources,
-		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
+		op: release.OpUpgrade, wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
 		pre: resource.HookPreUpgrade, post: resource.HookPostUpgrade, noHooks: o.NoHooks,
 		success: firstNonEmpty(o.Description, "Upgrade complete"), failure: fmt.Sprintf("Upgrade %q failed", o.Name),
 		historyMax: o.HistoryMax,
@@ -112,7 +120,10 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 // replacement is an upgrade or a rollback: a new revision whose objects replace those of the
 // previous revisions.
 type replacement struct {
-	rel      *release.Release
+	rel *release.Release
+	op  release.Operation
+	// recorded says rel is recorded already: an interrupted operation being finished.
+	recorded bool
 	previous []*release.Release // the deployed and the last revision (either may be nil)
 	crds     []*unstructured.Unstructured
 	objects  []*unstructured.Unstructured
@@ -160,28 +171,33 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 		rel.Info.Description = "Dry run complete"
 		return nil
 	}
-	if r.historyMax > 0 {
+	if r.historyMax > 0 && !r.recorded {
 		// Make room for the new revision, as Helm does.
 		if _, err := d.Store.Prune(ctx, rel.Name, r.historyMax-1); err != nil {
 			return fmt.Errorf("prune the history of release %s: %w", rel.Name, err)
 		}
 	}
-	if err := d.Store.Create(ctx, rel); err != nil {
-		return fmt.Errorf("record release %s revision %d: %w", rel.Name, rel.Version, err)
+	if !r.recorded {
+		if err := d.Store.Create(ctx, rel); err != nil {
+			return fmt.Errorf("record release %s revision %d: %w", rel.Name, rel.Version, err)
+		}
 	}
 	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait})
 	if err != nil {
 		return err
 	}
-	err = d.runHooks(ctx, rel, r.pre, r.noHooks)
+	err = d.op.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership))
+	if err == nil {
+		err = d.hooks(ctx, rel, r.pre, r.noHooks)
+	}
 	if err == nil {
 		err = d.adopt(ctx, p.objects, before)
 	}
 	if err == nil {
-		_, err = engine.Execute(ctx, d.Cluster, pl, d.engineOptions(p, before, uids(before), r.wait))
+		_, err = d.execute(ctx, pl, d.engineOptions(p, before, uids(before), r.wait))
 	}
 	if err == nil {
-		err = d.runHooks(ctx, rel, r.post, r.noHooks)
+		err = d.hooks(ctx, rel, r.post, r.noHooks)
 	}
 	if err != nil {
 		return d.fail(ctx, rel, r.failure, err, r.rollbackOnFailure, r.undo)

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
+)
+
+type recoverFlags struct {
+	rollback bool
+	wait     lifecycle.WaitOptions
+}
+
+func newRecoverCommand(streams Streams) *cobra.Command {
+	var flags recoverFlags
+	cmd := &cobra.Command{
+		Use:   "recover RELEASE",
+		Short: "finish (or roll back) an operation on a release that was interrupted",
+		Long: `Finish an install, upgrade, rollback or uninstall that was interrupted: its
+process was killed or stopped, or Helm left the release pending-install,
+pending-upgrade, pending-rollback or uninstalling. berth resumes it from its
+journal (the steps it records as done are skipped; every step is safe to run
+again), or from the release's record alone when there is no journal.
+
+With --rollback, the operation is undone instead: an interrupted install is
+uninstalled, an interrupted upgrade or rollback is rolled back to the deployed
+revision. An uninstall that may have deleted objects cannot be rolled back: it
+is finished.
+
+Any other command on the release does the same recovery (finishing) first.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+			if err != nil {
+				return err
+			}
+			res, err := lifecycle.Recover(cmd.Context(), s.deps, lifecycle.RecoverOptions{
+				Name: args[0], Rollback: flags.rollback, WaitOptions: flags.wait,
+			})
+			if err != nil {
+				return err
+			}
+			return printRecovered(streams, res)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&flags.rollback, "rollback", false, "undo the interrupted operation instead of finishing it")
+	f.DurationVar(&flags.wait.Timeout, "timeout", 5*time.Minute, "deadline for the whole operation")
+	f.BoolVar(&flags.wait.WaitForLock, "wait-for-lock", false, "when another berth operation holds the release, wait for it (within --timeout) instead of failing")
+	return cmd
+}
+
+func printRecovered(streams Streams, res *lifecycle.RecoverResult) error {
+	if res.Interrupted == nil {
+		_, err := fmt.Fprintf(streams.Out, "release %q: %s\n", res.Name, res.Action)
+		return err
+	}
+	fmt.Fprintf(streams.Out, "release %q: %s: done: %s\n", res.Name, res.Interrupted.Describe(), res.Action)
+	if res.Release == nil || res.Release.Info.Status == release.StatusUninstalled {
+		_, err := fmt.Fprintf(streams.Out, "release \"%s\" uninstalled\n", res.Name)
+		return err
+	}
+	_, err := fmt.Fprintf(streams.Out, "release %q is %s at revision %d\n", res.Name, res.Release.Info.Status, res.Release.Version)
+	return err
+}
+
+// operationLine says, for berth status, what operation holds a release or was left unfinished;
+// empty when there is none.
+func operationLine(in *lifecycle.Inspection, name string) string {
+	switch {
+	case in == nil:
+		return ""
+	case in.Live:
+		return fmt.Sprintf("OPERATION: in progress: %s since %s", in.Holder, in.Holder.Since.Format(time.ANSIC))
+	case in.Interrupted != nil:
+		i := in.Interrupted
+		return fmt.Sprintf("INTERRUPTED: %s; berth recover %s will %s (with --rollback: %s)", i.Describe(), name, i.Next(false), i.Next(true))
+	}
+	return ""
+}

@@ -1,0 +1,246 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// operation is the state of the operation under way: its journal and whether a signal asked it to
+// stop. Its methods do nothing on a nil operation (an operation run without operate).
+type operation struct {
+	name     string
+	journals JournalStore
+	holder   release.Holder
+	now      func() time.Time
+	// written is told the count of journal writes; may be nil.
+	written func(int)
+	writes  int
+	// stop ends on a signal.
+	stop context.Context
+
+	// j is the journal of the operation being carried out; nil before begin.
+	j *release.Journal
+	// muted is set for an operation nested in another (an undo): only the outer one is journaled.
+	muted bool
+	// resume is the journal of the interrupted operation being finished: its completed steps and
+	// hooks are skipped. recovering is set while an interrupted operation is finished, journal or
+	// not: hook objects left by the interrupted run are removed before their event runs again.
+	resume     *release.Journal
+	recovering bool
+}
+
+// begin starts the journal of an operation on revision rev, with its plan. An operation begun
+// inside another is not journaled.
+func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) error {
+	if o == nil {
+		return nil
+	}
+	if o.j != nil {
+		o.muted = true
+		return nil
+	}
+	now := o.now()
+	o.j = &release.Journal{Release: o.name, Operation: op, Revision: rev, State: release.JournalRunning,
+		Holder: o.holder.String(), Started: now, Options: opts, Plan: pl}
+	if r := o.resume; r != nil && r.Operation == op && r.Revision == rev {
+		o.j.Steps = append(o.j.Steps, r.Steps...)
+		o.j.Hooks = append(o.j.Hooks, r.Hooks...)
+		o.j.Started = r.Started
+	}
+	return o.write(ctx)
+}
+
+// write records the journal.
+func (o *operation) write(ctx context.Context) error {
+	if o.journals == nil || o.muted || o.j == nil {
+		return nil
+	}
+	o.j.Updated = o.now()
+	if err := o.journals.Put(context.WithoutCancel(ctx), o.j); err != nil {
+		return err
+	}
+	o.writes++
+	if o.written != nil {
+		o.written(o.writes)
+	}
+	return nil
+}
+
+// stepDone reports whether the journal records step id as completed.
+func (o *operation) stepDone(id string) bool { return o != nil && o.j.StepDone(id) }
+
+// hookDone reports whether the journal records the hooks of event as completed.
+func (o *operation) hookDone(event resource.HookEvent) bool {
+	return o != nil && !o.muted && o.j.HookDone(string(event))
+}
+
+func (o *operation) recordStep(ctx context.Context, id string) error {
+	if o == nil || o.j == nil || o.muted {
+		return nil
+	}
+	o.j.Steps = append(o.j.Steps, id)
+	return o.write(ctx)
+}
+
+func (o *operation) recordHook(ctx context.Context, event resource.HookEvent) error {
+	if o == nil || o.j == nil || o.muted {
+		return nil
+	}
+	o.j.Hooks = append(o.j.Hooks, string(event))
+	return o.write(ctx)
+}
+
+// stopped reports whether a signal asked the operation to stop.
+func (o *operation) stopped() bool { return o != nil && o.stop != nil && o.stop.Err() != nil }
+
+// checkpoint is a safe point: it returns ErrInterrupted when a signal asked to stop.
+func (o *operation) checkpoint() error {
+	if o.stopped() {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// operation names what the journal records (for messages).
+func (o *operation) operation() release.Operation {
+	if o == nil || o.j == nil {
+		return "operation"
+	}
+	return o.j.Operation
+}
+
+// end deletes the journal of an operation that ended (succeeded or failed: the release's record
+// then says what it is) and readies the operation for the next one.
+// With force, the journal is deleted even when this operation did not write it (it finished or
+// undid an interrupted one).
+func (o *operation) end(ctx context.Context, force bool) error {
+	if o == nil {
+		return nil
+	}
+	begun := o.j != nil || o.resume != nil || force
+	o.j, o.resume, o.muted, o.recovering = nil, nil, false, false
+	if o.journals == nil || !begun {
+		return nil
+	}
+	if err := o.journals.Delete(ctx, o.name); err != nil {
+		return err
+	}
+	o.writes++
+	if o.written != nil {
+		o.written(o.writes)
+	}
+	return nil
+}
+
+// interrupt marks the journal of an operation stopped by a signal as interrupted.
+func (o *operation) interrupt(ctx context.Context) error {
+	if o == nil || o.j == nil {
+		return nil
+	}
+	o.muted = false
+	o.j.State = release.JournalInterrupted
+	return o.write(ctx)
+}
+
+// execute runs the plan's steps one at a time, skipping those the journal of an interrupted
+// operation records as completed, recording each completed step, and stopping between steps when
+// a signal asks to.
+func (d Deps) execute(ctx context.Context, pl *plan.Plan, opts engine.Options) (*engine.Result, error) {
+	res := &engine.Result{Changes: map[resource.Identity]engine.Change{}, Live: map[resource.Identity]*unstructured.Unstructured{}}
+	for _, step := range pl.Steps {
+		if d.op.stepDone(step.ID) {
+			continue
+		}
+		if err := d.op.checkpoint(); err != nil {
+			return res, err
+		}
+		r, err := engine.Execute(ctx, d.Cluster, &plan.Plan{Steps: []plan.Step{step}, Kept: pl.Kept}, opts)
+		if r != nil {
+			maps.Copy(res.Changes, r.Changes)
+			maps.Copy(res.Live, r.Live)
+		}
+		if err != nil {
+			return res, err
+		}
+		if err := d.op.recordStep(ctx, step.ID); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// hooks runs the hooks of event (see runHooks) unless the journal records them as completed, and
+// records them when they complete. When an interrupted operation is being finished, hook objects
+// its run left are removed first.
+func (d Deps) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent, skip bool) error {
+	if skip || d.op.hookDone(event) {
+		return nil
+	}
+	if err := d.op.checkpoint(); err != nil {
+		return err
+	}
+	if d.op != nil && d.op.recovering {
+		if err := d.removeLeftoverHooks(ctx, rel, event); err != nil {
+			return err
+		}
+	}
+	if err := d.runHooks(ctx, rel, event, false); err != nil {
+		return err
+	}
+	return d.op.recordHook(ctx, event)
+}
+
+// removeLeftoverHooks deletes the hook objects of event that exist: left by a run that was
+// interrupted before it could delete them.
+func (d Deps) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+	_, plain, err := hooksOf(rel)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, h := range resource.HooksFor(plain, event) {
+		obj := h.Object.DeepCopy()
+		if err := d.Cluster.Normalize(obj, rel.Namespace); err != nil {
+			continue // its kind is gone: nothing of it is left
+		}
+		if err := d.removeHook(ctx, event, resource.IdentityOf(obj), ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s: remove the hook left by the interrupted run: %w", event, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// journalOptions are the options a resumption needs.
+func journalOptions(w WaitOptions, noHooks, takeOwnership bool) release.JournalOptions {
+	return release.JournalOptions{NoHooks: noHooks, Wait: w.Wait, WaitForJobs: w.WaitForJobs, TakeOwnership: takeOwnership}
+}
+
+// crdObjects parses the CRDs of a recorded revision's chart (its crds/ directories).
+func crdObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
+	if rel.Chart == nil {
+		return nil, nil
+	}
+	var out []*unstructured.Unstructured
+	for _, crd := range rel.Chart.CRDObjects() {
+		objs, err := resource.ParseManifest(string(crd.File.Data))
+		if err != nil {
+			return nil, fmt.Errorf("release %s revision %d: %s: %w", rel.Name, rel.Version, crd.Filename, err)
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// cascadeOf is the deletion propagation a journal records.
+func cascadeOf(s string) metav1.DeletionPropagation { return metav1.DeletionPropagation(s) }

@@ -1,0 +1,398 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// Interrupted is an operation on a release that stopped before it ended: its process was killed,
+// it stopped on a signal, or Helm left the release pending.
+type Interrupted struct {
+	Release   string
+	Operation release.Operation
+	// Last is the release's newest revision; nil when none is recorded.
+	Last *release.Release
+	// Deployed is the newest deployed revision's number; 0 when there is none.
+	Deployed int
+	// Journal is the operation's journal; nil when it has none (Helm left the release pending).
+	Journal *release.Journal
+	// Stale says the journal outlived its operation, which recorded its outcome: recovering only
+	// deletes it.
+	Stale bool
+}
+
+// JournalReader reads journals.
+type JournalReader interface {
+	Get(ctx context.Context, name string) (*release.Journal, error)
+}
+
+// Inspection is what is under way on a release, or was left unfinished.
+type Inspection struct {
+	// Holder holds the release's lease; Live says it still does.
+	Holder *release.Holder
+	Live   bool
+	// Interrupted is the operation left unfinished; nil when there is none or when it is still
+	// under way (Live).
+	Interrupted *Interrupted
+}
+
+// Inspect reads whether an operation on release name is under way or was interrupted, without
+// changing anything. journals and leases may be nil.
+func Inspect(ctx context.Context, store release.Reader, journals JournalReader, leases Leases, name string) (*Inspection, error) {
+	out := &Inspection{}
+	if leases != nil {
+		h, live, err := leases.Holder(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out.Holder, out.Live = h, live
+	}
+	if out.Live {
+		return out, nil
+	}
+	in, err := findInterrupted(ctx, store, journals, name)
+	out.Interrupted = in
+	return out, err
+}
+
+// pending reports whether a status is one an operation leaves while it runs.
+func pending(s release.Status) bool {
+	switch s {
+	case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback, release.StatusUninstalling:
+		return true
+	}
+	return false
+}
+
+// operationOf is the operation a pending status belongs to.
+func operationOf(s release.Status) release.Operation {
+	switch s {
+	case release.StatusPendingInstall:
+		return release.OpInstall
+	case release.StatusPendingUpgrade:
+		return release.OpUpgrade
+	case release.StatusPendingRollback:
+		return release.OpRollback
+	}
+	return release.OpUninstall
+}
+
+// findInterrupted reads the release's journal and newest revision and says which operation was
+// left unfinished, if any. Whoever calls it holds the release's lease, or only reads.
+func findInterrupted(ctx context.Context, store release.Reader, journals JournalReader, name string) (*Interrupted, error) {
+	var j *release.Journal
+	if journals != nil {
+		var err error
+		if j, err = journals.Get(ctx, name); err != nil {
+			return nil, err
+		}
+	}
+	last, err := store.Last(ctx, name)
+	if errors.Is(err, release.ErrNotFound) {
+		last, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	isPending := last != nil && pending(last.Info.Status)
+	if j == nil && !isPending {
+		return nil, nil
+	}
+	in := &Interrupted{Release: name, Last: last, Journal: j}
+	if dep, err := store.Deployed(ctx, name); err == nil {
+		in.Deployed = dep.Version
+	}
+	if j != nil {
+		in.Operation = j.Operation
+		if j.Operation == release.OpUninstall {
+			in.Stale = last == nil || last.Version != j.Revision || last.Info.Status == release.StatusUninstalled
+		} else {
+			in.Stale = last == nil || last.Version != j.Revision || !isPending
+		}
+	}
+	if isPending && (j == nil || in.Stale) {
+		// Recovered from the record alone (Helm left it pending, or the journal is another's).
+		in.Operation, in.Stale = operationOf(last.Info.Status), false
+		in.Journal = nil
+	}
+	return in, nil
+}
+
+// Describe says what was interrupted, for people.
+func (in *Interrupted) Describe() string {
+	if in.Stale {
+		return fmt.Sprintf("%s journal left after the %s ended", in.Operation, in.Operation)
+	}
+	s := string(in.Operation)
+	if in.Last != nil {
+		s += fmt.Sprintf(" of revision %d (%s", in.Last.Version, in.Last.Info.Status)
+		if j := in.Journal; j != nil && j.Plan != nil {
+			s += fmt.Sprintf(", %d of %d steps done", len(j.Steps), len(j.Plan.Steps))
+		}
+		if in.Journal == nil {
+			s += ", no journal"
+		}
+		s += ")"
+	}
+	if in.Journal != nil && in.Journal.State == release.JournalInterrupted {
+		return s + " stopped on a signal"
+	}
+	return s + " did not finish"
+}
+
+// Next says what recovering does: by default, or with rollback.
+func (in *Interrupted) Next(rollback bool) string {
+	switch {
+	case in.Stale:
+		return "delete the journal"
+	case in.Operation == release.OpUninstall:
+		if rollback && (in.Last == nil || in.Last.Info.Status != release.StatusUninstalling) {
+			return fmt.Sprintf("abandon the uninstall before anything was deleted: remove the pre-delete hooks it left; the release stays at revision %d", in.Last.Version)
+		}
+		if rollback {
+			return "finish uninstalling (an uninstall cannot be rolled back once objects are deleted)"
+		}
+		return "finish uninstalling"
+	case !rollback:
+		return fmt.Sprintf("finish the %s of revision %d", in.Operation, in.Last.Version)
+	case in.Operation == release.OpInstall:
+		return "uninstall the partly installed release"
+	case in.Deployed > 0:
+		return fmt.Sprintf("roll back to revision %d, the deployed one", in.Deployed)
+	default:
+		return "nothing: there is no deployed revision to roll back to"
+	}
+}
+
+// latest is the release's newest revision after recovery; nil when none is recorded.
+func (in *Interrupted) latest(ctx context.Context, d Deps) *release.Release {
+	if in == nil {
+		return nil
+	}
+	last, err := d.Store.Last(ctx, in.Release)
+	if err != nil {
+		return nil
+	}
+	return last
+}
+
+// recoverFirst finds an operation on release name left unfinished and finishes it before op runs;
+// an uninstall instead removes what the interrupted operation's hooks left (it deletes its
+// objects anyway), or goes on with an interrupted uninstall.
+func (d Deps) recoverFirst(ctx context.Context, name string, op release.Operation) (*Interrupted, error) {
+	in, err := findInterrupted(ctx, d.Store, d.Journals, name)
+	if err != nil || in == nil {
+		return in, err
+	}
+	d.notify(fmt.Sprintf("release %s: %s: %s first", name, in.Describe(), in.Next(false)))
+	if op == release.OpUninstall && !in.Stale {
+		if in.Operation == release.OpUninstall {
+			d.op.resume, d.op.recovering = in.Journal, true
+			return in, nil
+		}
+		if err := d.abandonHooks(ctx, in); err != nil {
+			return in, err
+		}
+		return in, d.op.end(ctx, true)
+	}
+	return in, d.finish(ctx, in, WaitOptions{})
+}
+
+// finish carries an interrupted operation to its end.
+func (d Deps) finish(ctx context.Context, in *Interrupted, w WaitOptions) error {
+	var jo release.JournalOptions
+	if in.Journal != nil {
+		jo = in.Journal.Options
+	} else {
+		jo.Wait = in.Operation == release.OpUninstall
+	}
+	d.op.resume, d.op.recovering = in.Journal, true
+	switch {
+	case in.Stale:
+	case in.Operation == release.OpUninstall:
+		o := UninstallOptions{Name: in.Release, Cascade: cascadeOf(jo.Cascade), KeepHistory: jo.KeepHistory, NoHooks: jo.NoHooks,
+			WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, Timeout: w.Timeout}}
+		if _, err := Uninstall(ctx, d, o); err != nil {
+			return err
+		}
+	default:
+		if err := d.resumeRevision(ctx, in, jo, w); err != nil {
+			return err
+		}
+	}
+	return d.op.end(ctx, true)
+}
+
+// resumeRevision finishes an interrupted install, upgrade or rollback of the newest revision from
+// its record, skipping what the journal records as done.
+func (d Deps) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions, w WaitOptions) error {
+	rel := in.Last
+	objs, err := resource.ParseManifest(rel.Manifest)
+	if err != nil {
+		return fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
+	}
+	crds, err := crdObjects(rel)
+	if err != nil {
+		return err
+	}
+	var previous []*release.Release
+	if dep, err := d.Store.Deployed(ctx, rel.Name); err == nil && dep.Version != rel.Version {
+		previous = append(previous, dep)
+	}
+	if rel.Version > 1 {
+		if prev, err := d.Store.Get(ctx, rel.Name, rel.Version-1); err == nil {
+			previous = append(previous, prev)
+		}
+	}
+	r := replacement{
+		rel: rel, op: in.Operation, recorded: true, previous: previous, crds: crds, objects: objs,
+		wait:    WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, Timeout: w.Timeout},
+		noHooks: jo.NoHooks, takeOwnership: jo.TakeOwnership,
+		failure: fmt.Sprintf("Finishing the interrupted %s of %q failed", in.Operation, rel.Name),
+	}
+	switch in.Operation {
+	case release.OpInstall:
+		r.pre, r.post, r.success = resource.HookPreInstall, resource.HookPostInstall, "Install complete"
+	case release.OpUpgrade:
+		r.pre, r.post, r.success = resource.HookPreUpgrade, resource.HookPostUpgrade, "Upgrade complete"
+	default:
+		r.pre, r.post = resource.HookPreRollback, resource.HookPostRollback
+		r.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
+	}
+	ctx, cancel := r.wait.deadline(ctx)
+	defer cancel()
+	return d.replace(ctx, r)
+}
+
+// abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
+// rolled back to the deployed revision; an uninstall that deleted nothing yet is dropped, one that
+// may have is finished, as deleted objects cannot be brought back.
+func (d Deps) abandon(ctx context.Context, in *Interrupted, w WaitOptions) error {
+	var jo release.JournalOptions
+	if in.Journal != nil {
+		jo = in.Journal.Options
+	}
+	switch {
+	case in.Stale:
+	case in.Operation == release.OpUninstall:
+		if in.Last != nil && in.Last.Info.Status == release.StatusUninstalling {
+			return d.finish(ctx, in, w)
+		}
+		if err := d.abandonHooks(ctx, in); err != nil {
+			return err
+		}
+	case in.Operation == release.OpInstall:
+		if err := d.abandonHooks(ctx, in); err != nil {
+			return err
+		}
+		if _, err := Uninstall(ctx, d, UninstallOptions{Name: in.Release, NoHooks: jo.NoHooks,
+			WaitOptions: WaitOptions{Wait: true, Timeout: w.Timeout}}); err != nil {
+			return err
+		}
+	default:
+		if in.Deployed == 0 {
+			return fmt.Errorf("release %s has no deployed revision to roll back to: berth recover %s finishes the %s instead",
+				in.Release, in.Release, in.Operation)
+		}
+		if err := d.abandonHooks(ctx, in); err != nil {
+			return err
+		}
+		last := in.Last
+		last.Info.Status = release.StatusFailed
+		last.Info.Description = fmt.Sprintf("%s interrupted; rolled back to %d by berth recover --rollback", in.Operation, in.Deployed)
+		if err := d.Store.Update(ctx, last); err != nil {
+			return fmt.Errorf("record release %s revision %d as failed: %w", last.Name, last.Version, err)
+		}
+		if _, err := Rollback(ctx, d, RollbackOptions{Name: in.Release, Namespace: last.Namespace, Version: in.Deployed,
+			NoHooks: jo.NoHooks, WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, Timeout: w.Timeout}}); err != nil {
+			return err
+		}
+	}
+	return d.op.end(ctx, true)
+}
+
+// abandonHooks removes the hook objects left by the interrupted operation's hook events that
+// did not complete.
+func (d Deps) abandonHooks(ctx context.Context, in *Interrupted) error {
+	if in.Last == nil || in.Stale {
+		return nil
+	}
+	var events []resource.HookEvent
+	switch in.Operation {
+	case release.OpInstall:
+		events = []resource.HookEvent{resource.HookPreInstall, resource.HookPostInstall}
+	case release.OpUpgrade:
+		events = []resource.HookEvent{resource.HookPreUpgrade, resource.HookPostUpgrade}
+	case release.OpRollback:
+		events = []resource.HookEvent{resource.HookPreRollback, resource.HookPostRollback}
+	default:
+		events = []resource.HookEvent{resource.HookPreDelete, resource.HookPostDelete}
+	}
+	var errs []error
+	for _, e := range events {
+		if !in.Journal.HookDone(string(e)) {
+			errs = append(errs, d.removeLeftoverHooks(ctx, in.Last, e))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RecoverOptions describe a recovery.
+type RecoverOptions struct {
+	Name string
+	// Rollback undoes the interrupted operation instead of finishing it.
+	Rollback bool
+	WaitOptions
+}
+
+// RecoverResult is what a recovery found and did.
+type RecoverResult struct {
+	Name string `json:"name"`
+	// Interrupted is the operation found unfinished; nil when there was none.
+	Interrupted *Interrupted `json:"-"`
+	// Action says what recovery did.
+	Action string `json:"action"`
+	// Release is the newest revision afterwards; nil when none is recorded.
+	Release *release.Release `json:"-"`
+}
+
+// Recover finishes (or, with Rollback, undoes) the operation on a release that was interrupted:
+// by its journal, or from the release's record alone when Helm left it pending.
+func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, error) {
+	out := &RecoverResult{Name: o.Name}
+	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+		in, err := findInterrupted(ctx, d.Store, d.Journals, o.Name)
+		if err != nil {
+			return err
+		}
+		out.Interrupted = in
+		if in == nil {
+			last, err := d.Store.Last(ctx, o.Name)
+			if err != nil {
+				return err
+			}
+			out.Release = last
+			out.Action = fmt.Sprintf("nothing to recover: revision %d is %s", last.Version, last.Info.Status)
+			return nil
+		}
+		out.Action = in.Next(o.Rollback)
+		if o.Rollback {
+			err = d.abandon(ctx, in, o.WaitOptions)
+		} else {
+			err = d.finish(ctx, in, o.WaitOptions)
+		}
+		out.Release = in.latest(ctx, d)
+		return err
+	})
+	return out, err
+}
+
+// notify tells of a recovery through the progress events.
+func (d Deps) notify(msg string) {
+	d.emitter()(engine.Event{Type: engine.StepStarted, Step: "recover", Message: msg})
+}

@@ -1,0 +1,91 @@
+package crash
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// berthBinary builds bin/berth into a temporary directory once per test binary.
+var berthBinary = sync.OnceValues(func() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "berth-crash-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "berth")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/berth")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", errors.New(string(out))
+	}
+	return bin, nil
+})
+
+// run is the outcome of one berth process.
+type run struct {
+	out    string
+	err    error
+	killed bool // ended by SIGKILL
+	took   time.Duration
+}
+
+// berthProcess starts berth against the test's cluster and namespace with extra environment
+// variables; wait returns its outcome.
+func berthProcess(t testing.TB, env *testenv.Env, vars []string, args ...string) (wait func() run) {
+	t.Helper()
+	bin, err := berthBinary()
+	if err != nil {
+		t.Fatalf("build berth: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)...)
+	cmd.Env = append(os.Environ(), vars...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start berth: %v", err)
+	}
+	return func() run {
+		defer cancel()
+		err := cmd.Wait()
+		r := run{out: out.String(), err: err, took: time.Since(start)}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				r.killed = true
+			}
+		}
+		return r
+	}
+}
+
+// berth runs berth to its end.
+func berth(t testing.TB, env *testenv.Env, vars []string, args ...string) run {
+	t.Helper()
+	return berthProcess(t, env, vars, args...)()
+}
+
+// mustBerth runs berth and fails the test when it fails.
+func mustBerth(t testing.TB, env *testenv.Env, args ...string) string {
+	t.Helper()
+	r := berth(t, env, nil, args...)
+	if r.err != nil {
+		t.Fatalf("berth %v: %v\n%s", args, r.err, r.out)
+	}
+	return r.out
+}

@@ -1,0 +1,200 @@
+package crash
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// operation is one of the operations the suite kills.
+type operation struct {
+	name string
+	// setup brings release rel to where the operation starts from.
+	setup func(t *testing.T, env *testenv.Env, chart, rel string)
+	// args is the operation's command line.
+	args func(chart, rel string) []string
+	// rerun is the follow-up that runs the operation again.
+	rerun func(chart, rel string) []string
+	// before and after are what of the chart is in the cluster before and after the operation.
+	before, after content
+}
+
+var operations = []operation{
+	{
+		name:   "install",
+		setup:  func(*testing.T, *testenv.Env, string, string) {},
+		args:   func(chart, rel string) []string { return []string{"install", rel, chart} },
+		rerun:  func(chart, rel string) []string { return []string{"upgrade", "--install", rel, chart} },
+		before: "", after: "1",
+	},
+	{
+		name: "upgrade",
+		setup: func(t *testing.T, env *testenv.Env, chart, rel string) {
+			mustBerth(t, env, "install", rel, chart)
+		},
+		args:   func(chart, rel string) []string { return []string{"upgrade", rel, chart, "--set", "version=2"} },
+		rerun:  func(chart, rel string) []string { return []string{"upgrade", rel, chart, "--set", "version=2"} },
+		before: "1", after: "2",
+	},
+	{
+		name: "rollback",
+		setup: func(t *testing.T, env *testenv.Env, chart, rel string) {
+			mustBerth(t, env, "install", rel, chart)
+			mustBerth(t, env, "upgrade", rel, chart, "--set", "version=2")
+		},
+		args:   func(chart, rel string) []string { return []string{"rollback", rel, "1"} },
+		rerun:  func(chart, rel string) []string { return []string{"rollback", rel, "1"} },
+		before: "2", after: "1",
+	},
+	{
+		name: "uninstall",
+		setup: func(t *testing.T, env *testenv.Env, chart, rel string) {
+			mustBerth(t, env, "install", rel, chart)
+		},
+		args:   func(chart, rel string) []string { return []string{"uninstall", rel} },
+		rerun:  func(chart, rel string) []string { return []string{"uninstall", rel} },
+		before: "1", after: "",
+	},
+}
+
+// followUps are the commands that may follow a kill: recover, the same operation again, and
+// recover --rollback.
+var followUps = []string{"recover", "rerun", "recover --rollback"}
+
+// tally counts trials across the suite's parallel tests.
+type tally struct {
+	mu                          sync.Mutex
+	trials, converged, failures int
+}
+
+func (s *tally) add(ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trials++
+	if ok {
+		s.converged++
+	} else {
+		s.failures++
+	}
+}
+
+// randomTrials is the number of random moments per operation: BERTH_CRASH_TRIALS, default 5.
+func randomTrials(t *testing.T) int {
+	s := os.Getenv("BERTH_CRASH_TRIALS")
+	if s == "" {
+		return 5
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		t.Fatalf("BERTH_CRASH_TRIALS=%q: want a number", s)
+	}
+	return n
+}
+
+// TestCrash kills berth after every journal write and at random moments of each operation, runs
+// one follow-up command and checks that the release converged.
+func TestCrash(t *testing.T) {
+	var sum tally
+	t.Cleanup(func() {
+		line := fmt.Sprintf("crash suite: %d trials, %d converged, %d failures", sum.trials, sum.converged, sum.failures)
+		t.Log(line)
+		fmt.Println(line)
+		// go test hides a passing package's output; the Makefile prints this file after the run.
+		if path := os.Getenv("BERTH_CRASH_SUMMARY"); path != "" {
+			if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
+				t.Errorf("write the summary: %v", err)
+			}
+		}
+	})
+	random := randomTrials(t)
+	for _, op := range operations {
+		t.Run(op.name, func(t *testing.T) {
+			t.Parallel()
+			env := testenv.New(t)
+			chart := crashChart(t)
+			trial := 0
+			// One trial per journal write, until a run is not killed: the write count is past the end.
+			var full time.Duration
+			for n := 1; n <= 30; n++ {
+				rel := fmt.Sprintf("%s-s%d", op.name, n)
+				op.setup(t, env, chart, rel)
+				r := berth(t, env, []string{fmt.Sprintf("BERTH_TEST_KILL_AFTER_STEP=%d", n)}, op.args(chart, rel)...)
+				if !r.killed {
+					if r.err != nil {
+						t.Fatalf("%s without a kill: %v\n%s", op.name, r.err, r.out)
+					}
+					full = r.took
+					break
+				}
+				sum.add(followUp(t, env, op, chart, rel, followUps[trial%len(followUps)], true, fmt.Sprintf("killed after journal write %d", n)))
+				trial++
+			}
+			if full == 0 {
+				t.Fatalf("%s was killed after each of 30 journal writes", op.name)
+			}
+			for i := range random {
+				rel := fmt.Sprintf("%s-r%d", op.name, i)
+				op.setup(t, env, chart, rel)
+				after := time.Duration(rand.Int64N(int64(full)))
+				r := berth(t, env, []string{"BERTH_TEST_KILL_AFTER=" + after.String()}, op.args(chart, rel)...)
+				if !r.killed && r.err != nil {
+					t.Errorf("%s killed at %s: failed without being killed: %v\n%s", op.name, after, r.err, r.out)
+				}
+				sum.add(followUp(t, env, op, chart, rel, followUps[trial%len(followUps)], false, fmt.Sprintf("killed after %s", after)))
+				trial++
+			}
+		})
+	}
+}
+
+// followUp runs one follow-up command after a kill and checks that release rel converged. With
+// strict, the operation is known to have begun (its journal was written), so finishing it must
+// reach what the operation intended.
+func followUp(t *testing.T, env *testenv.Env, op operation, chart, rel, how string, strict bool, killed string) bool {
+	t.Helper()
+	var args []string
+	switch how {
+	case "recover":
+		args = []string{"recover", rel}
+	case "recover --rollback":
+		args = []string{"recover", rel, "--rollback"}
+	default:
+		args = op.rerun(chart, rel)
+	}
+	r := berth(t, env, nil, args...)
+	notFound := r.err != nil && strings.Contains(r.out, "not found")
+	if r.err != nil && !(notFound && (op.name == "install" || op.name == "uninstall")) {
+		t.Errorf("%s %s, then berth %s: %v\n%s", op.name, killed, strings.Join(args, " "), r.err, r.out)
+		return false
+	}
+	got, problems := state(t.Context(), env, rel)
+	want := []content{op.before, op.after}
+	if strict && how != "recover --rollback" {
+		want = []content{op.after}
+	}
+	if !contains(want, got) {
+		problems = append(problems, fmt.Sprintf("chart version %q in the cluster, want one of %q", got, want))
+	}
+	if len(problems) > 0 {
+		t.Errorf("%s %s, then berth %s: not converged:\n  %s\nfollow-up output:\n%s", op.name, killed, strings.Join(args, " "),
+			strings.Join(problems, "\n  "), r.out)
+		return false
+	}
+	return true
+}
+
+func contains(list []content, c content) bool {
+	for _, x := range list {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
