@@ -2,13 +2,14 @@ package chart
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -109,10 +110,10 @@ func TestRenderMatchesHelm(t *testing.T) {
 				t.Fatalf("Render: %v", err)
 			}
 			if got.Manifest != want.Manifest {
-				t.Errorf("manifest differs from Helm's:\n%s", firstDifference(got.Manifest, want.Manifest))
+				t.Errorf("manifest differs from Helm's (-helm +berth):\n%s", cmp.Diff(want.Manifest, got.Manifest))
 			}
 			if got.Notes != want.Info.Notes {
-				t.Errorf("notes differ from Helm's:\n%s", firstDifference(got.Notes, want.Info.Notes))
+				t.Errorf("notes differ from Helm's (-helm +berth):\n%s", cmp.Diff(want.Info.Notes, got.Notes))
 			}
 			// podinfo's test Pods have random names (randAlphaNum), different on every render.
 			maskRandomNames(got.ReleaseHooks)
@@ -164,22 +165,4 @@ func hookList(hooks []*release.Hook) string {
 		names = append(names, h.Kind+"/"+h.Name+"("+h.Path+")")
 	}
 	return strings.Join(names, ", ")
-}
-
-// firstDifference shows where two texts start to differ.
-func firstDifference(got, want string) string {
-	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(gl) || i < len(wl); i++ {
-		var g, w string
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if g != w || i >= len(gl) || i >= len(wl) {
-			return fmt.Sprintf("line %d:\n got  %q\n want %q", i+1, g, w)
-		}
-	}
-	return "(no difference)"
 }

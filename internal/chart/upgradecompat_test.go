@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"helm.sh/helm/v4/pkg/action"
 	kubefake "helm.sh/helm/v4/pkg/kube/fake"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
@@ -86,7 +88,7 @@ func TestUpgradeValuesMatchesHelm(t *testing.T) {
 				t.Fatalf("Render: %v", err)
 			}
 			if got.Manifest != want.Manifest {
-				t.Errorf("manifest differs from Helm's:\n%s", firstDifference(got.Manifest, want.Manifest))
+				t.Errorf("manifest differs from Helm's (-helm +berth):\n%s", cmp.Diff(want.Manifest, got.Manifest))
 			}
 			if !reflect.DeepEqual(got.ReleaseHooks, want.Hooks) {
 				t.Errorf("hooks differ: got %s, want %s", hookList(got.ReleaseHooks), hookList(want.Hooks))

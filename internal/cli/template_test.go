@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader"
@@ -121,7 +123,7 @@ func TestTemplateMatchesHelm(t *testing.T) {
 				t.Fatalf("berth %s: %v\n%s", strings.Join(args, " "), err, stderr)
 			}
 			if maskRandom(stdout) != maskRandom(want) {
-				t.Errorf("berth %s differs from helm template:\n%s", strings.Join(args, " "), firstLineDiff(maskRandom(stdout), maskRandom(want)))
+				t.Errorf("berth %s differs from helm template (-helm +berth):\n%s", strings.Join(args, " "), cmp.Diff(maskRandom(want), maskRandom(stdout)))
 			}
 		})
 	}
@@ -184,22 +186,4 @@ func TestTemplateErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-// firstLineDiff shows the first line where two texts differ.
-func firstLineDiff(got, want string) string {
-	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range max(len(gl), len(wl)) {
-		var g, w string
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if g != w || i >= len(gl) || i >= len(wl) {
-			return fmt.Sprintf("line %d:\n got  %q\n want %q", i+1, g, w)
-		}
-	}
-	return "(no difference)"
 }
