@@ -98,9 +98,9 @@ func randomTrials(t *testing.T) int {
 	return n
 }
 
-// TestCrash kills berth after every journal write and at random moments of each operation, runs
+// TestS6KilledAnywhereConverges kills berth after every journal write and at random moments of each operation, runs
 // one follow-up command and checks that the release converged.
-func TestCrash(t *testing.T) {
+func TestS6KilledAnywhereConverges(t *testing.T) {
 	var sum tally
 	t.Cleanup(func() {
 		line := fmt.Sprintf("crash suite: %d trials, %d converged, %d failures", sum.trials, sum.converged, sum.failures)

@@ -15,10 +15,10 @@ import (
 	"github.com/berthdev/berth/internal/testenv"
 )
 
-// TestRace starts two upgrades of one release at once, and a third with --wait-for-lock: exactly
+// TestS6RacingProcessesOneProceeds starts two upgrades of one release at once, and a third with --wait-for-lock: exactly
 // one of the two proceeds, the other names who holds the release and since when; the third waits
 // and proceeds after.
-func TestRace(t *testing.T) {
+func TestS6RacingProcessesOneProceeds(t *testing.T) {
 	env := testenv.New(t)
 	ch := crashChart(t)
 	mustBerth(t, env, "install", "race", ch)
@@ -54,9 +54,9 @@ func TestRace(t *testing.T) {
 	}
 }
 
-// TestRecoverHelmPending recovers a release that a killed Helm left pending-upgrade: no lease, no
+// TestS6RecoverReleaseHelmLeftPending recovers a release that a killed Helm left pending-upgrade: no lease, no
 // journal, only Helm's record of the new revision.
-func TestRecoverHelmPending(t *testing.T) {
+func TestS6RecoverReleaseHelmLeftPending(t *testing.T) {
 	env := testenv.New(t)
 	dir := crashChart(t)
 	mustBerth(t, env, "install", "helm", dir)
@@ -99,10 +99,10 @@ func TestRecoverHelmPending(t *testing.T) {
 	}
 }
 
-// TestSignal stops an upgrade with SIGINT while its pre-upgrade hook runs: berth stops, marks
+// TestS6SignalStopsAtSafePoint stops an upgrade with SIGINT while its pre-upgrade hook runs: berth stops, marks
 // the journal interrupted, gives the lease back and exits non-zero saying how to go on; recover
 // --rollback then rolls the upgrade back.
-func TestSignal(t *testing.T) {
+func TestS6SignalStopsAtSafePoint(t *testing.T) {
 	env := testenv.New(t)
 	ch := crashChart(t)
 	mustBerth(t, env, "install", "sig", ch)
