@@ -225,7 +225,7 @@ func (c *Client) dependents(ctx context.Context, owner *unstructured.Unstructure
 		}
 		owners = next
 	}
-	slices.SortFunc(out, func(a, b DependentReport) int { return strings.Compare(a.Object.String(), b.Object.String()) })
+	slices.SortFunc(out, func(a, b DependentReport) int { return resource.Compare(a.Object, b.Object) })
 	return out
 }
 

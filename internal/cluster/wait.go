@@ -38,7 +38,7 @@ func (e *WaitError) Error() string {
 	for id := range e.Pending {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, func(a, b resource.Identity) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(ids, resource.Compare)
 	for _, id := range ids {
 		fmt.Fprintf(&b, "\n  %s: %s", id, e.Pending[id])
 	}

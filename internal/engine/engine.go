@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +168,7 @@ func (x *execution) blocked(ctx context.Context, step plan.Step, pending map[res
 	for id := range pending {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, func(a, b resource.Identity) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(ids, resource.Compare)
 	be := &BlockedError{Step: step.ID, Cause: cause}
 	for _, id := range ids {
 		be.Blockers = append(be.Blockers, x.c.Diagnose(context.WithoutCancel(ctx), id, "DELETE", nil))

@@ -129,7 +129,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 				out.Deleted = append(out.Deleted, id)
 			}
 		}
-		slices.SortFunc(out.Deleted, cmpIdentity)
+		slices.SortFunc(out.Deleted, resource.Compare)
 	}
 	if err == nil {
 		err = d.hooks(ctx, last, resource.HookPostDelete, o.NoHooks)
@@ -172,7 +172,7 @@ func (d Deps) leftBehind(ctx context.Context, recorded []*unstructured.Unstructu
 			}
 		}
 	}
-	slices.SortFunc(out.Left, cmpIdentity)
+	slices.SortFunc(out.Left, resource.Compare)
 }
 
 // dryRunDeletes runs every deletion of the plan through the API server's dry run, so that a webhook
@@ -214,14 +214,4 @@ func (d Deps) purge(ctx context.Context, name string) error {
 		}
 	}
 	return nil
-}
-
-func cmpIdentity(a, b resource.Identity) int {
-	if a.Less(b) {
-		return -1
-	}
-	if b.Less(a) {
-		return 1
-	}
-	return 0
 }

@@ -3,6 +3,7 @@
 package resource
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -69,16 +70,13 @@ func ParseIdentity(s string) (Identity, error) {
 	return id, nil
 }
 
-// Less orders identities by group, kind, namespace, then name, for stable output.
-func (id Identity) Less(o Identity) bool {
-	if id.Group != o.Group {
-		return id.Group < o.Group
-	}
-	if id.Kind != o.Kind {
-		return id.Kind < o.Kind
-	}
-	if id.Namespace != o.Namespace {
-		return id.Namespace < o.Namespace
-	}
-	return id.Name < o.Name
+// Compare orders identities by group, kind, namespace, then name, for stable output; it suits
+// slices.SortFunc.
+func Compare(a, b Identity) int {
+	return cmp.Or(
+		cmp.Compare(a.Group, b.Group),
+		cmp.Compare(a.Kind, b.Kind),
+		cmp.Compare(a.Namespace, b.Namespace),
+		cmp.Compare(a.Name, b.Name),
+	)
 }

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,5 +50,21 @@ func TestIdentityIgnoresVersion(t *testing.T) {
 	}
 	if IdentityOf(obj("stable.example.com/v1", "Shirt")) == IdentityOf(obj("beta.example.com/v1", "Shirt")) {
 		t.Error("the same kind in two groups is one identity")
+	}
+}
+
+func TestCompare(t *testing.T) {
+	ids := []Identity{
+		{Group: "stable.example.com", Kind: "Shirt", Namespace: "ns", Name: "s"},
+		{Kind: "ConfigMap", Namespace: "ns", Name: "b"},
+		{Group: "beta.example.com", Kind: "Shirt", Namespace: "ns", Name: "s"},
+		{Kind: "ConfigMap", Namespace: "ns", Name: "a"},
+	}
+	slices.SortFunc(ids, Compare)
+	want := []string{"ConfigMap/ns/a", "ConfigMap/ns/b", "Shirt.beta.example.com/ns/s", "Shirt.stable.example.com/ns/s"}
+	for i, id := range ids {
+		if id.String() != want[i] {
+			t.Errorf("sorted[%d] = %s, want %s", i, id, want[i])
+		}
 	}
 }
