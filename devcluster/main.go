@@ -11,8 +11,18 @@ import (
 const usage = `berth-devcluster runs a local Kubernetes control plane.
 
 Usage:
-  berth-devcluster up --dir DIR [--nodes N]   start a cluster in DIR; runs until SIGINT/SIGTERM
-  berth-devcluster help                       show this help
+  berth-devcluster up --dir DIR [flags]   start a cluster in DIR; runs until SIGINT/SIGTERM
+  berth-devcluster help                   show this help
+
+Flags of "up":
+  --dir DIR                    state, certificates, kubeconfig and logs (required)
+  --nodes N                    number of simulated nodes (default 1)
+  --audit-log PATH             append one JSON audit event per API request to PATH, at level
+                               Metadata, when the response is complete (default: none)
+  --job-batch-period DURATION  how long the Job controller batches Pod updates before it syncs
+                               a Job (default 1s, as upstream; shorter makes Jobs finish sooner)
+  --controller-qps N           the controllers' requests per second (default 20, as upstream;
+                               the garbage collector's foreground deletions wait on it)
 
 "up" writes DIR/kubeconfig, logs to DIR/logs/ and prints one line starting with
 "devcluster ready" once the API server, the controllers and the nodes are ready.

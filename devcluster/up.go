@@ -29,6 +29,9 @@ func up(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	dir := fs.String("dir", "", "directory for the cluster's state, certificates, kubeconfig and logs (required)")
 	nodes := fs.Int("nodes", 1, "number of simulated nodes")
+	auditLog := fs.String("audit-log", "", "append an audit event per API request to this file, one JSON line each (default: no audit log)")
+	jobBatchPeriod := fs.Duration("job-batch-period", time.Second, "how long the Job controller batches Pod updates before it syncs a Job")
+	controllerQPS := fs.Int("controller-qps", defaultControllerQPS, "requests per second the controllers may make (kube-controller-manager --kube-api-qps; burst 1.5 times it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +41,12 @@ func up(args []string) error {
 	if *nodes < 1 {
 		return fmt.Errorf("up: --nodes must be at least 1, got %d", *nodes)
 	}
+	if *controllerQPS < 1 {
+		return fmt.Errorf("up: --controller-qps must be at least 1, got %d", *controllerQPS)
+	}
+	if *jobBatchPeriod <= 0 {
+		return fmt.Errorf("up: --job-batch-period must be greater than 0, got %s", *jobBatchPeriod)
+	}
 	root, err := filepath.Abs(*dir)
 	if err != nil {
 		return err
@@ -45,6 +54,10 @@ func up(args []string) error {
 	logs := filepath.Join(root, "logs")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return fmt.Errorf("up: %w", err)
+	}
+	auditFlags, err := auditOption(root, *auditLog)
+	if err != nil {
+		return fmt.Errorf("up: --audit-log: %w", err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -76,7 +89,7 @@ func up(args []string) error {
 	if err := s.wait(ctx, readyTimeout, "etcd", func(ctx context.Context) error { return etcdHealthy(ctx, etcdURL) }); err != nil {
 		return err
 	}
-	if err := s.start("kube-apiserver", apiServerArgs(root, p, ports[2], etcdURL)...); err != nil {
+	if err := s.start("kube-apiserver", append(apiServerArgs(root, p, ports[2], etcdURL), auditFlags...)...); err != nil {
 		return err
 	}
 	c, err := newReadiness(kubeconfig)
@@ -86,7 +99,7 @@ func up(args []string) error {
 	if err := s.wait(ctx, readyTimeout, "kube-apiserver", c.apiServerReady); err != nil {
 		return err
 	}
-	if err := s.start("kube-controller-manager", controllerManagerArgs(kubeconfig, p)...); err != nil {
+	if err := s.start("kube-controller-manager", controllerManagerArgs(kubeconfig, p, *jobBatchPeriod, *controllerQPS)...); err != nil {
 		return err
 	}
 	if err := s.start("kubelet", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(*nodes)); err != nil {

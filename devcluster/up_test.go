@@ -25,15 +25,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// startUp runs "up" in a new directory and waits for its ready line.
-func startUp(t *testing.T) (*exec.Cmd, string) {
+// startUp runs "up" in a new directory, with extra arguments, and waits for its ready line.
+func startUp(t *testing.T, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
 	dir := t.TempDir()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "up", "--dir", dir)
+	cmd := exec.Command(self, append([]string{"up", "--dir", dir}, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -127,9 +127,22 @@ func TestComponentsDieWithKilledUp(t *testing.T) {
 }
 
 func TestUpRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{}, {"--dir", t.TempDir(), "--nodes", "0"}, {"--bogus"}} {
-		if err := up(args); err == nil {
-			t.Errorf("up %v: no error", args)
+	tests := []struct {
+		args    []string
+		wantErr string // a part of the error naming the flag; "" for any error
+	}{
+		{nil, "--dir"},
+		{[]string{"--dir", t.TempDir(), "--nodes", "0"}, "--nodes"},
+		{[]string{"--bogus"}, "bogus"},
+		{[]string{"--dir", t.TempDir(), "--job-batch-period", "0s"}, "--job-batch-period"},
+		{[]string{"--dir", t.TempDir(), "--job-batch-period", "-1s"}, "--job-batch-period"},
+		{[]string{"--dir", t.TempDir(), "--job-batch-period", "soon"}, "job-batch-period"},
+		{[]string{"--dir", t.TempDir(), "--controller-qps", "0"}, "--controller-qps"},
+	}
+	for _, tt := range tests {
+		err := up(tt.args)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("up %v: error %v, want one containing %q", tt.args, err, tt.wantErr)
 		}
 	}
 }
