@@ -97,13 +97,20 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 		case <-ctx.Done():
 		}
 	}
-	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { send(obj, false) },
 		UpdateFunc: func(_, obj any) { send(obj, false) },
 		DeleteFunc: func(obj any) { send(obj, true) },
 	})
+	if err != nil {
+		return
+	}
 	go inf.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	// Wait on the handler's sync channel rather than polling HasSynced: a poll (cache.
+	// WaitForCacheSync checks every 100 ms) would delay every hook and every wait by up to that.
+	select {
+	case <-reg.HasSyncedChecker().Done():
+	case <-ctx.Done():
 		return
 	}
 	synced <- struct{}{}
