@@ -15,6 +15,8 @@ func addKubeFlags(flags *pflag.FlagSet) {
 	flags.String("kubeconfig", "", "path to the kubeconfig file")
 	flags.String("kube-context", "", "name of the kubeconfig context to use")
 	flags.StringP("namespace", "n", "", "namespace scope for this request")
+	flags.Float32("qps", kube.DefaultQPS, "queries per second used when communicating with the Kubernetes API, not including bursting")
+	flags.Int("burst-limit", kube.DefaultBurst, "client-side throttling limit; -1 turns client-side throttling off")
 }
 
 // kubeFlags returns the cluster selection flags of the command line cmd runs in.
@@ -23,7 +25,9 @@ func kubeFlags(cmd *cobra.Command) kube.Flags {
 		v, _ := cmd.Flags().GetString(name)
 		return v
 	}
-	return kube.Flags{Kubeconfig: get("kubeconfig"), Context: get("kube-context"), Namespace: get("namespace")}
+	qps, _ := cmd.Flags().GetFloat32("qps")
+	burst, _ := cmd.Flags().GetInt("burst-limit")
+	return kube.Flags{Kubeconfig: get("kubeconfig"), Context: get("kube-context"), Namespace: get("namespace"), QPS: qps, Burst: burst}
 }
 
 // loadClients builds the clients the flags select and checks that the cluster answers.

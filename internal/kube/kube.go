@@ -18,9 +18,12 @@ import (
 )
 
 const (
-	// QPS and Burst are generous: an install of a large chart makes many calls at once.
-	defaultQPS   = 100
-	defaultBurst = 200
+	// DefaultQPS and DefaultBurst are generous: an install of a large chart makes three calls an
+	// object (read, dry run, apply), a few hundred at once, and client-side throttling would
+	// make it wait for nothing. The engine's bounded concurrency keeps the load in check; the API
+	// server's priority and fairness protects it.
+	DefaultQPS   = 500
+	DefaultBurst = 1000
 	userAgent    = "berth"
 )
 
@@ -32,6 +35,10 @@ type Flags struct {
 	Context string
 	// Namespace overrides the context's namespace; empty means the context's, then "default".
 	Namespace string
+	// QPS and Burst limit the requests per second, as Helm's --qps and --burst-limit do: zero
+	// means DefaultQPS and DefaultBurst; a negative Burst turns client-side throttling off.
+	QPS   float32
+	Burst int
 }
 
 // Clients are the clients of one cluster and the namespace commands act in.
@@ -70,17 +77,19 @@ func (f Flags) Load() (*Clients, error) {
 	if ns == "" {
 		ns = "default"
 	}
+	cfg.QPS, cfg.Burst = f.QPS, f.Burst
 	return newClients(cfg, ns, source)
 }
 
 // NewClients builds clients from a ready configuration (tests use this with a test cluster's config).
+// Its QPS and Burst are taken as Flags takes them.
 func NewClients(cfg *rest.Config, namespace string) (*Clients, error) {
-	return newClients(cfg, namespace, fmt.Sprintf("server %q", cfg.Host))
+	return newClients(rest.CopyConfig(cfg), namespace, fmt.Sprintf("server %q", cfg.Host))
 }
 
+// newClients builds the clients of cfg, which it may change.
 func newClients(cfg *rest.Config, namespace, source string) (*Clients, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
+	throttle(cfg)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = userAgent
 	}
@@ -129,4 +138,22 @@ func (f Flags) describe(rules *clientcmd.ClientConfigLoadingRules, loader client
 		return fmt.Sprintf("kubeconfig %q", files)
 	}
 	return fmt.Sprintf("kubeconfig %q, context %q", files, name)
+}
+
+// throttle sets cfg's client-side rate limit from its QPS and Burst, read as Flags reads them.
+func throttle(cfg *rest.Config) {
+	switch {
+	case cfg.Burst < 0:
+		// client-go makes no rate limiter for a negative QPS.
+		cfg.QPS, cfg.Burst = -1, 0
+		return
+	case cfg.Burst == 0:
+		cfg.Burst = DefaultBurst
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = DefaultQPS
+	}
+	if float32(cfg.Burst) < cfg.QPS {
+		cfg.Burst = int(cfg.QPS)
+	}
 }

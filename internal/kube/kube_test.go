@@ -60,11 +60,38 @@ func TestLoad(t *testing.T) {
 			if c.Config.Host != tt.wantHost || c.Namespace != tt.wantNamespace {
 				t.Errorf("Load = host %q namespace %q, want %q %q", c.Config.Host, c.Namespace, tt.wantHost, tt.wantNamespace)
 			}
-			if c.Config.QPS != defaultQPS || c.Config.Burst != defaultBurst {
-				t.Errorf("QPS/Burst = %v/%d, want %v/%d", c.Config.QPS, c.Config.Burst, defaultQPS, defaultBurst)
+			if c.Config.QPS != DefaultQPS || c.Config.Burst != DefaultBurst {
+				t.Errorf("QPS/Burst = %v/%d, want %v/%d", c.Config.QPS, c.Config.Burst, DefaultQPS, DefaultBurst)
 			}
 			if c.Client == nil || c.Dynamic == nil || c.Mapper == nil {
 				t.Error("Load left a client unset")
+			}
+		})
+	}
+}
+
+func TestLoadThrottle(t *testing.T) {
+	path := writeKubeconfig(t, twoContexts)
+	tests := []struct {
+		name      string
+		qps       float32
+		burst     int
+		wantQPS   float32
+		wantBurst int
+	}{
+		{"defaults", 0, 0, DefaultQPS, DefaultBurst},
+		{"as given", 20, 40, 20, 40},
+		{"burst at least qps", 2000, 0, 2000, 2000},
+		{"negative burst turns throttling off", 0, -1, -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Flags{Kubeconfig: path, QPS: tt.qps, Burst: tt.burst}.Load()
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.Config.QPS != tt.wantQPS || c.Config.Burst != tt.wantBurst {
+				t.Errorf("QPS/Burst = %v/%d, want %v/%d", c.Config.QPS, c.Config.Burst, tt.wantQPS, tt.wantBurst)
 			}
 		})
 	}
