@@ -114,21 +114,16 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 		undo()
 		return nil, err
 	}
-	before, err := live(ctx, d.Cluster, p.objects)
+	s := surveyCluster(ctx, d.Cluster, p, p.objects)
+	before, crds := s.before, s.crds
+	err = s.liveErr
+	if err == nil {
+		err = checkOwnership(o.Name, o.Namespace, p.objects, before, o.TakeOwnership)
+	}
+	if err == nil {
+		err = errors.Join(s.crdErr, s.validationErr)
+	}
 	if err != nil {
-		undo()
-		return nil, err
-	}
-	if err := checkOwnership(o.Name, o.Namespace, p.objects, before, o.TakeOwnership); err != nil {
-		undo()
-		return nil, err
-	}
-	crds, err := p.missingCRDs(ctx, d.Cluster)
-	if err != nil {
-		undo()
-		return nil, err
-	}
-	if err := preflight(ctx, d.Cluster, p, crds); err != nil {
 		undo()
 		return nil, err
 	}

@@ -85,11 +85,16 @@ func (o *operation) hookDone(event resource.HookEvent) bool {
 	return o != nil && !o.muted && o.j.HookDone(string(event))
 }
 
-func (o *operation) recordStep(ctx context.Context, id string) error {
+// recordStep notes step id as completed; persist writes the journal, which otherwise records it
+// with the next write.
+func (o *operation) recordStep(ctx context.Context, id string, persist bool) error {
 	if o == nil || o.j == nil || o.muted {
 		return nil
 	}
 	o.j.Steps = append(o.j.Steps, id)
+	if !persist {
+		return nil
+	}
 	return o.write(ctx)
 }
 
@@ -158,7 +163,7 @@ func (o *operation) interrupt(ctx context.Context) error {
 // a signal asks to.
 func (d Deps) execute(ctx context.Context, pl *plan.Plan, opts engine.Options) (*engine.Result, error) {
 	res := &engine.Result{Changes: map[resource.Identity]engine.Change{}, Live: map[resource.Identity]*unstructured.Unstructured{}}
-	for _, step := range pl.Steps {
+	for i, step := range pl.Steps {
 		if d.op.stepDone(step.ID) {
 			continue
 		}
@@ -173,7 +178,13 @@ func (d Deps) execute(ctx context.Context, pl *plan.Plan, opts engine.Options) (
 		if err != nil {
 			return res, err
 		}
-		if err := d.op.recordStep(ctx, step.ID); err != nil {
+		// A run of steps of one action (apply kind after kind, delete kind after kind) is recorded
+		// once, after its last step, and the plan's last step with whatever comes next (hooks, the
+		// end): redoing a step after a crash changes nothing, as an apply of the same object is
+		// idempotent, a delete is by UID and finds the object already gone, and a wait that is
+		// over ends at once.
+		persist := i < len(pl.Steps)-1 && pl.Steps[i+1].Action != step.Action
+		if err := d.op.recordStep(ctx, step.ID, persist); err != nil {
 			return res, err
 		}
 	}

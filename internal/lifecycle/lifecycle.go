@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -160,22 +161,47 @@ func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstr
 // live returns the live state of each object that exists.
 func live(ctx context.Context, c Cluster, objs []*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error) {
 	out := map[resource.Identity]*unstructured.Unstructured{}
-	var errs []error
-	for _, obj := range objs {
+	var mu sync.Mutex
+	err := forEach(ctx, objs, func(ctx context.Context, obj *unstructured.Unstructured) error {
 		id := resource.IdentityOf(obj)
 		got, err := c.Get(ctx, id)
 		if cluster.IsUnknownKind(err) {
-			continue // its CRD is not installed yet, so neither is it
+			return nil // its CRD is not installed yet, so neither is it
 		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		if err != nil || got == nil {
+			return err
 		}
-		if got != nil {
-			out[id] = got
+		mu.Lock()
+		out[id] = got
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// survey is what berth learns of the cluster before it changes anything: the live objects, the
+// CRDs of the chart that are missing, and whether the API server accepts every object (server-side
+// dry run). Each has its error.
+type survey struct {
+	before          map[resource.Identity]*unstructured.Unstructured
+	crds            []*unstructured.Unstructured
+	liveErr, crdErr error
+	validationErr   error
+}
+
+// surveyCluster reads the live state of objs while it validates the prepared objects: neither
+// changes anything, so they go at once.
+func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstructured.Unstructured) survey {
+	var s survey
+	var wg sync.WaitGroup
+	wg.Go(func() { s.before, s.liveErr = live(ctx, c, objs) })
+	wg.Go(func() {
+		if s.crds, s.crdErr = p.missingCRDs(ctx, c); s.crdErr == nil {
+			s.validationErr = preflight(ctx, c, p, s.crds)
 		}
-	}
-	return out, errors.Join(errs...)
+	})
+	wg.Wait()
+	return s
 }
 
 // OwnershipError says an object exists but belongs to someone else.
@@ -217,16 +243,17 @@ func checkOwnership(name, namespace string, desired []*unstructured.Unstructured
 // admission with a server-side dry run, so that an operation that cannot succeed fails before its
 // first change.
 func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured.Unstructured) error {
-	var errs []error
+	var checked []*unstructured.Unstructured
 	for _, obj := range append(slices.Clone(crds), p.objects...) {
-		if p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
-			continue
-		}
-		if _, err := c.Apply(ctx, obj, cluster.ApplyOptions{DryRun: true}); err != nil {
-			errs = append(errs, err)
+		if !p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
+			checked = append(checked, obj)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	err := forEach(ctx, checked, func(ctx context.Context, obj *unstructured.Unstructured) error {
+		_, err := c.Apply(ctx, obj, cluster.ApplyOptions{DryRun: true})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("validation failed, nothing was changed:\n%w", err)
 	}
 	return nil
@@ -236,17 +263,15 @@ func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured
 // them removes what left the chart (a release Helm installed, an object adopted with
 // --take-ownership).
 func (d Deps) adopt(ctx context.Context, desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) error {
-	var errs []error
+	var adopted []*unstructured.Unstructured
 	for _, obj := range desired {
-		id := resource.IdentityOf(obj)
-		if before[id] == nil || !cluster.SetByHelm(before[id]) {
-			continue
-		}
-		if err := d.Cluster.AdoptFields(ctx, id); err != nil {
-			errs = append(errs, err)
+		if b := before[resource.IdentityOf(obj)]; b != nil && cluster.SetByHelm(b) {
+			adopted = append(adopted, obj)
 		}
 	}
-	return errors.Join(errs...)
+	return forEach(ctx, adopted, func(ctx context.Context, obj *unstructured.Unstructured) error {
+		return d.Cluster.AdoptFields(ctx, resource.IdentityOf(obj))
+	})
 }
 
 // uids returns the UID of each live object.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -208,10 +209,15 @@ func (d Deps) purge(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	for _, rel := range history {
-		if _, err := d.Store.Delete(ctx, name, rel.Version); err != nil {
-			return fmt.Errorf("delete the record of release %s revision %d: %w", name, rel.Version, err)
-		}
+	errs := make([]error, len(history))
+	var wg sync.WaitGroup
+	for i, rel := range history {
+		wg.Go(func() {
+			if _, err := d.Store.Delete(ctx, name, rel.Version); err != nil {
+				errs[i] = fmt.Errorf("delete the record of release %s revision %d: %w", name, rel.Version, err)
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -153,18 +153,15 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 		}
 		recorded = union(recorded, objs)
 	}
-	before, err := live(ctx, d.Cluster, union(p.objects, recorded))
-	if err != nil {
-		return err
+	s := surveyCluster(ctx, d.Cluster, p, union(p.objects, recorded))
+	if s.liveErr != nil {
+		return s.liveErr
 	}
+	before, crds := s.before, s.crds
 	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, before, r.takeOwnership); err != nil {
 		return err
 	}
-	crds, err := p.missingCRDs(ctx, d.Cluster)
-	if err != nil {
-		return err
-	}
-	if err := preflight(ctx, d.Cluster, p, crds); err != nil {
+	if err := errors.Join(s.crdErr, s.validationErr); err != nil {
 		return err
 	}
 	if r.dryRun == ServerDryRun {

@@ -87,7 +87,7 @@ func Build(in Input) (*Plan, error) {
 	for _, wave := range waves(desired) {
 		kind := waveKind(wave)
 		ids := identities(wave)
-		p.Steps = append(p.Steps, Step{ID: "apply/" + kind, Action: Apply, Objects: ids, Reason: "install order: " + kind})
+		p.Steps = append(p.Steps, Step{ID: "apply/" + kind, Action: Apply, Objects: ids, Reason: "install order: " + describeKind(kind)})
 		if wave[0].GetKind() == "CustomResourceDefinition" {
 			p.Steps = append(p.Steps, Step{ID: "wait-ready/" + kind, Action: WaitReady, Objects: ids,
 				Reason: "CustomResourceDefinitions must be Established before they are used"})
@@ -111,7 +111,7 @@ func Build(in Input) (*Plan, error) {
 		kind := waveKind(wave)
 		ids := identities(wave)
 		deleted = append(deleted, ids...)
-		p.Steps = append(p.Steps, Step{ID: "delete/" + kind, Action: Delete, Objects: ids, Reason: "left the release; uninstall order: " + kind})
+		p.Steps = append(p.Steps, Step{ID: "delete/" + kind, Action: Delete, Objects: ids, Reason: "left the release; uninstall order: " + describeKind(kind)})
 	}
 	if in.Wait {
 		if ready := identities(desired); len(ready) > 0 {
@@ -124,11 +124,15 @@ func Build(in Input) (*Plan, error) {
 	return p, nil
 }
 
-// waves splits sorted objects into runs of one kind (and group).
+// waves splits sorted objects into runs of one kind (and group). Objects of kinds Helm's order does
+// not name (custom resources, mostly) come last and make one run: Helm gives them no order beyond
+// their names, and one step at a time would make each wait on the slowest object of the last;
+// the first write of a kind just defined can take a while.
 func waves(sorted []*unstructured.Unstructured) [][]*unstructured.Unstructured {
 	var out [][]*unstructured.Unstructured
 	for i, obj := range sorted {
-		if i == 0 || resource.IdentityOf(sorted[i-1]).GroupKind() != resource.IdentityOf(obj).GroupKind() {
+		if i == 0 || (resource.IdentityOf(sorted[i-1]).GroupKind() != resource.IdentityOf(obj).GroupKind() &&
+			(resource.Ordered(sorted[i-1].GetKind()) || resource.Ordered(obj.GetKind()))) {
 			out = append(out, nil)
 		}
 		out[len(out)-1] = append(out[len(out)-1], obj)
@@ -136,8 +140,24 @@ func waves(sorted []*unstructured.Unstructured) [][]*unstructured.Unstructured {
 	return out
 }
 
+// otherKinds names a step of objects of several kinds that Helm's order does not name.
+const otherKinds = "other-kinds"
+
 func waveKind(wave []*unstructured.Unstructured) string {
-	return resource.IdentityOf(wave[0]).GroupKind().String()
+	gk := resource.IdentityOf(wave[0]).GroupKind()
+	for _, obj := range wave[1:] {
+		if resource.IdentityOf(obj).GroupKind() != gk {
+			return otherKinds
+		}
+	}
+	return gk.String()
+}
+
+func describeKind(kind string) string {
+	if kind == otherKinds {
+		return "kinds Helm's order does not name, together, after the others"
+	}
+	return kind
 }
 
 func identities(objs []*unstructured.Unstructured) []resource.Identity {

@@ -72,8 +72,7 @@ func TestBuildInstall(t *testing.T) {
 		"wait-ready/CustomResourceDefinition.apiextensions.k8s.io: CustomResourceDefinition.apiextensions.k8s.io/shirts.stable.example.com",
 		"apply/Service: Service/ns/web",
 		"apply/Deployment.apps: Deployment.apps/ns/web",
-		"apply/Shirt.stable.example.com: Shirt.stable.example.com/ns/s",
-		"apply/Shirt.beta.example.com: Shirt.beta.example.com/ns/s",
+		"apply/other-kinds: Shirt.stable.example.com/ns/s, Shirt.beta.example.com/ns/s",
 		"wait-ready: ConfigMap/ns/settings, ConfigMap/ns/other, CustomResourceDefinition.apiextensions.k8s.io/shirts.stable.example.com, Service/ns/web, Deployment.apps/ns/web, Shirt.stable.example.com/ns/s, Shirt.beta.example.com/ns/s",
 	}
 	if diff := cmp.Diff(want, ids(p.Steps)); diff != "" {

@@ -93,6 +93,10 @@ var uninstallOrder = [...]string{
 	"PriorityClass",
 }
 
+// Ordered reports whether Helm's install (and uninstall) order names kind; Helm puts every other
+// kind after them.
+func Ordered(kind string) bool { return slices.Contains(installOrder[:], kind) }
+
 // InstallOrder returns the kinds in the order Helm installs them.
 func InstallOrder() []string { return slices.Clone(installOrder[:]) }
 
