@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all build berth devcluster test demo clean
+.PHONY: all build berth devcluster test demo bench clean
 
 all: build
 
@@ -33,6 +33,15 @@ test: devcluster
 ## demo: start a local cluster and show berth against it
 demo: build
 	./scripts/demo.sh
+
+## bench: berth against Helm v4 and the client-go floor on a local cluster (see bench/README.md);
+## BENCH_FLAGS passes flags to "berth-bench run", e.g. BENCH_FLAGS="--pairs 3 --cases large"
+BENCH_FLAGS ?=
+bench: build
+	$(GO) build -o bin/helm helm.sh/helm/v4/cmd/helm
+	$(GO) build -o bin/berth-bench ./bench
+	$(GO) build -o bin/berth-bench-measure ./bench/measure
+	bin/berth-bench run $(BENCH_FLAGS)
 
 ## clean: remove build output
 clean:

@@ -1,0 +1,377 @@
+// Command berth-bench measures berth against Helm v4 and against the client-go floor on one local
+// cluster: install --wait, upgrade --wait and uninstall --wait --cascade=foreground of generated
+// charts, the tools taking turns, each run in a fresh namespace. See README.md.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const usage = `berth-bench measures berth against Helm v4 and the client-go floor.
+
+Usage:
+  berth-bench run [flags]      start a devcluster and run the benchmark (see run -h)
+  berth-bench charts DIR       write the generated charts into DIR
+  berth-bench floor [flags]    one operation of the client-go floor (run by "run")
+`
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "berth-bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("missing command")
+	}
+	switch args[0] {
+	case "run":
+		return runBench(args[1:])
+	case "floor":
+		return runFloor(args[1:])
+
+	case "charts":
+		if len(args) != 2 {
+			return errors.New("charts: want one directory")
+		}
+		for _, c := range charts() {
+			path, err := c.write(args[1])
+			if err != nil {
+				return err
+			}
+			fmt.Println(path)
+		}
+		return nil
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return nil
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+// config is what "run" was asked to do.
+type config struct {
+	berth, helm, devcluster string
+	// measurer is berth-bench-measure, which runs each command.
+	measurer string
+	// self is this binary, which runs the floor.
+	self           string
+	pairs          int
+	cases          []string
+	tools          []string
+	out, work      string
+	readme         string
+	jobBatchPeriod time.Duration
+	controllerQPS  int
+}
+
+var allCases = []string{"small", "large", "hooks", "hooks-base"}
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var cfg config
+	var cases string
+	fs.StringVar(&cfg.berth, "berth", "bin/berth", "berth binary")
+	fs.StringVar(&cfg.helm, "helm", "bin/helm", "Helm v4 binary")
+	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
+	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs each command and reads its peak memory")
+	fs.IntVar(&cfg.pairs, "pairs", 5, "counted rounds per case after the warm-up; each round runs every tool once")
+	fs.StringVar(&cases, "cases", strings.Join(allCases, ","), "cases to run: small, large, hooks, hooks-base (the hooks chart without its hooks)")
+	fs.StringVar(&cfg.out, "out", "bench/results", "directory for latest.json and latest.md")
+	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose results section is replaced by the new table (empty: none)")
+	fs.StringVar(&cfg.work, "work", "", "work directory for the cluster and charts (default: a new temporary directory)")
+	fs.DurationVar(&cfg.jobBatchPeriod, "job-batch-period", 10*time.Millisecond,
+		"the devcluster Job controller's batching of Pod updates (upstream: 1s); short, so that hook overhead is the tools'")
+	fs.IntVar(&cfg.controllerQPS, "controller-qps", 1000,
+		"the devcluster controllers' requests per second (upstream: 20); high, so that the garbage collector's foreground deletions do not set the pace")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.pairs < 1 {
+		return fmt.Errorf("--pairs must be at least 1, got %d", cfg.pairs)
+	}
+	cfg.tools = []string{"berth", "helm", "floor"}
+	for _, c := range strings.Split(cases, ",") {
+		if !contains(allCases, c) {
+			return fmt.Errorf("--cases: unknown case %q (known: %s)", c, strings.Join(allCases, ", "))
+		}
+		cfg.cases = append(cfg.cases, c)
+	}
+	for _, bin := range []*string{&cfg.berth, &cfg.helm, &cfg.devcluster, &cfg.measurer} {
+		abs, err := filepath.Abs(*bin)
+		if err != nil {
+			return err
+		}
+		if !fileExists(abs) {
+			return fmt.Errorf("%s not found: build it first (make bench builds everything)", *bin)
+		}
+		*bin = abs
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg.self = self
+	if cfg.work == "" {
+		if cfg.work, err = os.MkdirTemp("", "berth-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(cfg.work)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	fmt.Printf("starting devcluster in %s\n", cfg.work)
+	cluster, err := startCluster(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer cluster.stop()
+	h, err := newHarness(cfg, cluster.kubeconfig, cluster.audit, os.Stdout)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	for _, name := range cfg.cases {
+		c := caseNamed(name)
+		fmt.Printf("\n== %s: %d objects (%d CRDs from crds/), %d hooks\n", c.Name, c.Chart.Objects+c.Chart.CRDs, c.Chart.CRDs, c.hooks())
+		if err := h.runCase(ctx, &c); err != nil {
+			return fmt.Errorf("case %s: %w", name, err)
+		}
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+	}
+	hooks, _ := chartByName("hooks")
+	run, _ := time.ParseDuration(hookRun)
+	sum := summarize(h.samples, cfg.cases, cfg.tools, hooks.Hooks, run)
+	res := results{Machine: describeMachine(cfg), Started: started, Finished: time.Now(), Pairs: cfg.pairs,
+		Cases: cfg.cases, Tools: cfg.tools, Summary: sum, Samples: h.samples}
+	return res.write(cfg)
+}
+
+func caseNamed(name string) benchCase {
+	switch name {
+	case "hooks-base":
+		c, _ := chartByName("hooks")
+		return benchCase{Name: name, Chart: c, Hooks: false}
+	default:
+		c, _ := chartByName(name)
+		return benchCase{Name: name, Chart: c, Hooks: true}
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// results is what latest.json holds.
+type results struct {
+	Machine  machine   `json:"machine"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Pairs    int       `json:"pairs"`
+	Cases    []string  `json:"cases"`
+	Tools    []string  `json:"tools"`
+	Summary  summary   `json:"summary"`
+	Samples  []sample  `json:"samples"`
+}
+
+func (r results) write(cfg config) error {
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.out, "latest.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	md := r.markdown()
+	if err := os.WriteFile(filepath.Join(cfg.out, "latest.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Print(md)
+	if cfg.readme != "" {
+		return replaceResults(cfg.readme, md)
+	}
+	return nil
+}
+
+func (r results) markdown() string {
+	m := r.Machine
+	return fmt.Sprintf("Measured %s on %s (%d CPUs, %s, %s), %s; berth %s, Helm %s; %d counted rounds after a warm-up; devcluster with the Job controller's batch period at %s and the controllers' rate limit at %d requests/s.\n\n%s",
+		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm, r.Pairs, m.JobBatchPeriod, m.ControllerQPS,
+		r.Summary.markdown(r.Tools))
+}
+
+const resultsStart, resultsEnd = "<!-- results: written by berth-bench -->", "<!-- end of results -->"
+
+// replaceResults puts md between the results markers of the README.
+func replaceResults(path, md string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	text := string(data)
+	i, j := strings.Index(text, resultsStart), strings.Index(text, resultsEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no results markers (%q ... %q)", path, resultsStart, resultsEnd)
+	}
+	text = text[:i+len(resultsStart)] + "\n" + md + text[j:]
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+// machine describes where the benchmark ran.
+type machine struct {
+	CPU            string `json:"cpu"`
+	CPUs           int    `json:"cpus"`
+	Memory         string `json:"memory"`
+	Kernel         string `json:"kernel"`
+	Go             string `json:"go"`
+	Berth          string `json:"berth"`
+	Helm           string `json:"helm"`
+	JobBatchPeriod string `json:"job_batch_period"`
+	ControllerQPS  int    `json:"controller_qps"`
+}
+
+func describeMachine(cfg config) machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), JobBatchPeriod: cfg.jobBatchPeriod.String(), ControllerQPS: cfg.controllerQPS}
+	m.CPU = procField("/proc/cpuinfo", "model name")
+	if kb := procField("/proc/meminfo", "MemTotal"); kb != "" {
+		var n int64
+		fmt.Sscanf(kb, "%d", &n)
+		m.Memory = fmt.Sprintf("%.0f GiB", float64(n)/(1<<20))
+	}
+	var u syscall.Utsname
+	if syscall.Uname(&u) == nil {
+		m.Kernel = "Linux " + utsString(u.Release[:])
+	}
+	m.Berth = firstLine(exec.Command(cfg.berth, "version").Output())
+	m.Helm = firstLine(exec.Command(cfg.helm, "version", "--short").Output())
+	return m
+}
+
+func procField(path, field string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == field {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func utsString(cs []int8) string {
+	var b strings.Builder
+	for _, c := range cs {
+		if c == 0 {
+			break
+		}
+		b.WriteByte(byte(c))
+	}
+	return b.String()
+}
+
+func firstLine(out []byte, err error) string {
+	if err != nil {
+		return "unknown"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+// devcluster is a running local cluster.
+type devcluster struct {
+	cmd        *exec.Cmd
+	kubeconfig string
+	audit      string
+}
+
+// startCluster starts "berth-devcluster up" with an audit log and waits for it to be ready.
+func startCluster(ctx context.Context, cfg config) (*devcluster, error) {
+	dir := filepath.Join(cfg.work, "cluster")
+	audit := filepath.Join(dir, "audit.log")
+	cmd := exec.Command(cfg.devcluster, "up", "--dir", dir, "--audit-log", audit,
+		"--job-batch-period", cfg.jobBatchPeriod.String(), "--controller-qps", strconv.Itoa(cfg.controllerQPS))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d := &devcluster{cmd: cmd, audit: audit}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			if rest, ok := strings.CutPrefix(line, "devcluster ready: kubeconfig="); ok {
+				kc, _, _ := strings.Cut(rest, " ")
+				ready <- kc
+			}
+		}
+		io.Copy(io.Discard, out)
+		close(ready)
+	}()
+	select {
+	case kc, ok := <-ready:
+		if !ok {
+			cmd.Wait()
+			return nil, fmt.Errorf("devcluster exited before it was ready; see %s", filepath.Join(dir, "logs"))
+		}
+		d.kubeconfig = kc
+		return d, nil
+	case <-time.After(5 * time.Minute):
+		d.stop()
+		return nil, errors.New("devcluster not ready after 5 minutes")
+	case <-ctx.Done():
+		d.stop()
+		return nil, errInterrupted
+	}
+}
+
+func (d *devcluster) stop() {
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+	}
+}

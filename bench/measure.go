@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// process is what one run of a tool's command cost.
+type process struct {
+	Start, End time.Time
+	// PeakRSS is the process's peak resident set size in bytes (getrusage's ru_maxrss).
+	PeakRSS int64
+	Output  string
+	Err     error
+}
+
+func (p process) Wall() time.Duration { return p.End.Sub(p.Start) }
+
+// runProcess runs argv with env added to the harness's environment and measures it. It starts
+// argv through berth-bench-measure (measurer): the kernel counts the peak memory of a process
+// started by fork and exec from its parent's at that moment, and the harness (like any program
+// linking client-go) is bigger than some of what it measures, where berth-bench-measure is tiny.
+func runProcess(ctx context.Context, measurer string, env []string, argv ...string) process {
+	report, err := os.CreateTemp("", "berth-bench-measure-")
+	if err != nil {
+		return process{Err: err}
+	}
+	report.Close()
+	defer os.Remove(report.Name())
+	cmd := exec.CommandContext(ctx, measurer, append([]string{"--report", report.Name(), "--"}, argv...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	p := process{Start: time.Now()}
+	err = cmd.Run()
+	p.End = time.Now()
+	p.Output = out.String()
+	if err != nil {
+		p.Err = fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, lastLines(p.Output, 20))
+	}
+	var m measurement
+	data, rerr := os.ReadFile(report.Name())
+	if rerr == nil {
+		rerr = json.Unmarshal(data, &m)
+	}
+	if rerr != nil {
+		p.Err = errors.Join(p.Err, fmt.Errorf("%s: no measurement: %v", strings.Join(argv, " "), rerr))
+		return p
+	}
+	// The command's own span, without this binary's start.
+	p.Start, p.End = m.Start, m.End
+	p.PeakRSS = m.PeakRSS
+	return p
+}
+
+// measurement is what berth-bench-measure reports of the command it ran.
+type measurement struct {
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	PeakRSS int64     `json:"peak_rss_bytes"`
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// auditEvent is the part of an API server audit event the harness reads.
+type auditEvent struct {
+	UserAgent string    `json:"userAgent"`
+	Verb      string    `json:"verb"`
+	Received  time.Time `json:"requestReceivedTimestamp"`
+}
+
+// auditLog reads the API server's audit log (one JSON event a line, one event a request) as it
+// grows.
+type auditLog struct {
+	path   string
+	offset int64
+	events []auditEvent
+}
+
+// read takes in the lines written since the last read.
+func (a *auditLog) read() error {
+	f, err := os.Open(a.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // a partial line is read again next time
+		}
+		if err != nil {
+			return err
+		}
+		a.offset += int64(len(line))
+		var ev auditEvent
+		if json.Unmarshal(line, &ev) == nil {
+			a.events = append(a.events, ev)
+		}
+	}
+}
+
+// requests counts, by verb, the requests of the client whose user agent matches that the API
+// server received between start and end, and forgets every event received before end.
+func (a *auditLog) requests(start, end time.Time, matches func(userAgent string) bool) (int, map[string]int, error) {
+	if err := a.read(); err != nil {
+		return 0, nil, err
+	}
+	byVerb := map[string]int{}
+	total := 0
+	var later []auditEvent
+	for _, ev := range a.events {
+		if ev.Received.After(end) {
+			later = append(later, ev)
+			continue
+		}
+		if ev.Received.Before(start) || !matches(ev.UserAgent) {
+			continue
+		}
+		total++
+		byVerb[ev.Verb]++
+	}
+	a.events = later
+	return total, byVerb, nil
+}
+
+// userAgentOf returns the matcher of a tool's requests.
+func userAgentOf(tool string) func(string) bool {
+	return func(ua string) bool {
+		switch tool {
+		case "berth":
+			return ua == "berth" || strings.HasPrefix(ua, "berth/")
+		case "helm":
+			return strings.HasPrefix(ua, "Helm/")
+		case "floor":
+			return ua == floorUserAgent
+		}
+		return false
+	}
+}

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// spread is the median and range of a set of measurements.
+type spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+}
+
+func spreadOf(xs []float64) spread {
+	if len(xs) == 0 {
+		return spread{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return spread{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+func (s spread) valid() bool { return s.N > 0 }
+
+// toolStats summarizes one tool's runs of one operation of one case.
+type toolStats struct {
+	Seconds         spread `json:"seconds"`
+	PeakRSSMiB      spread `json:"peak_rss_mib"`
+	APIRequests     spread `json:"api_requests"`
+	DeletionLatency spread `json:"deletion_latency_ms"`
+	Failures        int    `json:"failures"`
+}
+
+// row summarizes one operation of one case.
+type row struct {
+	Case  string               `json:"case"`
+	Op    string               `json:"op"`
+	Tools map[string]toolStats `json:"tools"`
+	// BerthOverHelm and BerthOverFloor are wall-time ratios computed round by round.
+	BerthOverHelm  spread `json:"berth_over_helm"`
+	BerthOverFloor spread `json:"berth_over_floor"`
+}
+
+// hookOverhead is a tool's cost per hook beyond the hook's simulated run time: the difference
+// between the hooks case and the same chart without hooks, divided by the number of hooks run.
+type hookOverhead struct {
+	Tool string `json:"tool"`
+	// PerOpMS is by operation; AllMS over the three operations together. An operation some run
+	// of which failed is left out.
+	PerOpMS map[string]float64 `json:"per_op_ms"`
+	AllMS   *float64           `json:"all_ms,omitempty"`
+}
+
+// goal is one of the targets the harness measures berth against.
+type goal struct {
+	Goal     string `json:"goal"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+type summary struct {
+	Rows  []row          `json:"rows"`
+	Hooks []hookOverhead `json:"hook_overhead"`
+	Goals []goal         `json:"goals"`
+}
+
+// measured returns the counted samples of a case, operation and tool.
+func measured(samples []sample, c, op, tool string) (ok, failed []sample) {
+	for _, s := range samples {
+		if s.Round == 0 || s.Case != c || s.Op != op || s.Tool != tool {
+			continue
+		}
+		if s.Error != "" {
+			failed = append(failed, s)
+		} else {
+			ok = append(ok, s)
+		}
+	}
+	return ok, failed
+}
+
+func summarize(samples []sample, cases []string, tools []string, hookCounts map[string]int, hookRunTime time.Duration) summary {
+	var out summary
+	for _, c := range cases {
+		for _, op := range ops {
+			r := row{Case: c, Op: op, Tools: map[string]toolStats{}}
+			for _, tool := range tools {
+				ok, failed := measured(samples, c, op, tool)
+				var secs, rss, reqs, lat []float64
+				for _, s := range ok {
+					secs = append(secs, s.Seconds)
+					rss = append(rss, float64(s.PeakRSSBytes)/(1<<20))
+					reqs = append(reqs, float64(s.APIRequests))
+					if s.DeletionLatencyMS != nil {
+						lat = append(lat, *s.DeletionLatencyMS)
+					}
+				}
+				r.Tools[tool] = toolStats{Seconds: spreadOf(secs), PeakRSSMiB: spreadOf(rss), APIRequests: spreadOf(reqs),
+					DeletionLatency: spreadOf(lat), Failures: len(failed)}
+			}
+			r.BerthOverHelm = pairwise(samples, c, op, "berth", "helm")
+			r.BerthOverFloor = pairwise(samples, c, op, "berth", "floor")
+			out.Rows = append(out.Rows, r)
+		}
+	}
+	if slices.Contains(cases, "hooks") && slices.Contains(cases, "hooks-base") {
+		for _, tool := range tools {
+			out.Hooks = append(out.Hooks, overheadOf(out.Rows, tool, hookCounts, hookRunTime))
+		}
+	}
+	out.Goals = goals(out, samples)
+	return out
+}
+
+// pairwise is the ratio a/b of wall times, taken round by round.
+func pairwise(samples []sample, c, op, a, b string) spread {
+	as, _ := measured(samples, c, op, a)
+	bs, _ := measured(samples, c, op, b)
+	byRound := map[int]float64{}
+	for _, s := range bs {
+		byRound[s.Round] = s.Seconds
+	}
+	var ratios []float64
+	for _, s := range as {
+		if d, ok := byRound[s.Round]; ok && d > 0 {
+			ratios = append(ratios, s.Seconds/d)
+		}
+	}
+	return spreadOf(ratios)
+}
+
+func findRow(rows []row, c, op string) (row, bool) {
+	for _, r := range rows {
+		if r.Case == c && r.Op == op {
+			return r, true
+		}
+	}
+	return row{}, false
+}
+
+func overheadOf(rows []row, tool string, counts map[string]int, run time.Duration) hookOverhead {
+	h := hookOverhead{Tool: tool, PerOpMS: map[string]float64{}}
+	var with, without float64
+	total := 0
+	for _, op := range ops {
+		rh, ok1 := findRow(rows, "hooks", op)
+		rb, ok2 := findRow(rows, "hooks-base", op)
+		n := counts[op]
+		if !ok1 || !ok2 || n == 0 {
+			continue
+		}
+		a, b := rh.Tools[tool].Seconds, rb.Tools[tool].Seconds
+		if !a.valid() || !b.valid() {
+			continue
+		}
+		h.PerOpMS[op] = ((a.Median-b.Median)/float64(n) - run.Seconds()) * 1000
+		with += a.Median
+		without += b.Median
+		total += n
+	}
+	if total > 0 {
+		all := ((with-without)/float64(total) - run.Seconds()) * 1000
+		h.AllMS = &all
+	}
+	return h
+}
+
+func goals(s summary, samples []sample) []goal {
+	var out []goal
+	for _, op := range []string{"install", "uninstall"} {
+		r, ok := findRow(s.Rows, "large", op)
+		if !ok {
+			continue
+		}
+		out = append(out,
+			goal{Goal: fmt.Sprintf("large %s --wait: berth at most 0.5x Helm v4", op),
+				Measured: ratioText(r.BerthOverHelm), Met: r.BerthOverHelm.valid() && r.BerthOverHelm.Median <= 0.5},
+			goal{Goal: fmt.Sprintf("large %s --wait: berth within 1.5x of the client-go floor", op),
+				Measured: ratioText(r.BerthOverFloor), Met: r.BerthOverFloor.valid() && r.BerthOverFloor.Median <= 1.5})
+	}
+	for _, h := range s.Hooks {
+		if h.Tool == "berth" && h.AllMS != nil {
+			out = append(out, goal{Goal: "hooks: per-hook overhead under 100 ms (median)",
+				Measured: fmt.Sprintf("%.0f ms", *h.AllMS), Met: *h.AllMS < 100})
+		}
+	}
+	var lat []float64
+	for _, sm := range samples {
+		if sm.Round > 0 && sm.Tool == "berth" && sm.DeletionLatencyMS != nil {
+			lat = append(lat, *sm.DeletionLatencyMS)
+		}
+	}
+	if l := spreadOf(lat); l.valid() {
+		out = append(out, goal{Goal: "deletion latency under 100 ms (median of every berth uninstall)",
+			Measured: fmt.Sprintf("%.0f ms (%.0f–%.0f)", l.Median, l.Min, l.Max), Met: l.Median < 100})
+	}
+	worst, where := 0.0, ""
+	for _, r := range s.Rows {
+		b, h := r.Tools["berth"].PeakRSSMiB, r.Tools["helm"].PeakRSSMiB
+		if !b.valid() || !h.valid() {
+			continue
+		}
+		if ratio := b.Median / h.Median; ratio > worst {
+			worst, where = ratio, r.Case+" "+r.Op
+		}
+	}
+	if where != "" {
+		out = append(out, goal{Goal: "peak memory no more than Helm v4's (every case and operation)",
+			Measured: fmt.Sprintf("at most %.2fx Helm's (%s)", worst, where), Met: worst <= 1})
+	}
+	return out
+}
+
+func msText(ms map[string]float64, op string) string {
+	v, ok := ms[op]
+	if !ok {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func ratioText(s spread) string {
+	if !s.valid() {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx (%.2f–%.2f)", s.Median, s.Min, s.Max)
+}
+
+func secondsText(s spread) string {
+	if !s.valid() {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f s (%.2f–%.2f)", s.Median, s.Min, s.Max)
+}
+
+func intText(s spread) string {
+	if !s.valid() {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", s.Median)
+}
+
+// markdown renders the summary as tables.
+func (s summary) markdown(tools []string) string {
+	var b strings.Builder
+	b.WriteString("Wall time: median (min–max) of the counted rounds; ratios are taken round by round.\n\n")
+	b.WriteString("| case | op | " + strings.Join(tools, " | ") + " | berth/helm | berth/floor |\n")
+	b.WriteString("|---|---|" + strings.Repeat("---|", len(tools)+2) + "\n")
+	for _, r := range s.Rows {
+		cells := []string{r.Case, r.Op}
+		for _, t := range tools {
+			cell := secondsText(r.Tools[t].Seconds)
+			if f := r.Tools[t].Failures; f > 0 {
+				cell += fmt.Sprintf(" (%d failed)", f)
+			}
+			cells = append(cells, cell)
+		}
+		cells = append(cells, ratioText(r.BerthOverHelm), ratioText(r.BerthOverFloor))
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	b.WriteString("\nPeak resident memory (MiB, median) and API requests (median count, from the API server's audit log);\n")
+	b.WriteString("deletion latency: the tool's exit minus the last object's disappearance seen by the harness's watch (ms, median).\n\n")
+	b.WriteString("| case | op | peak RSS " + strings.Join(tools, " / ") + " | requests " + strings.Join(tools, " / ") + " | deletion latency " + strings.Join(tools, " / ") + " |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	for _, r := range s.Rows {
+		var rss, reqs, lat []string
+		for _, t := range tools {
+			rss = append(rss, intText(r.Tools[t].PeakRSSMiB))
+			reqs = append(reqs, intText(r.Tools[t].APIRequests))
+			lat = append(lat, intText(r.Tools[t].DeletionLatency))
+		}
+		latText := strings.Join(lat, " / ")
+		if r.Op != "uninstall" {
+			latText = ""
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Case, r.Op, strings.Join(rss, " / "), strings.Join(reqs, " / "), latText)
+	}
+	if len(s.Hooks) > 0 {
+		b.WriteString("\nPer-hook overhead: (hooks − hooks-base) / hooks run − the hook's simulated run time (ms, from medians).\n\n")
+		b.WriteString("| tool | install | upgrade | uninstall | all |\n|---|---|---|---|---|\n")
+		hooks := slices.Clone(s.Hooks)
+		slices.SortStableFunc(hooks, func(a, b hookOverhead) int {
+			return cmp.Compare(slices.Index(tools, a.Tool), slices.Index(tools, b.Tool))
+		})
+		for _, h := range hooks {
+			cells := []string{h.Tool}
+			for _, op := range ops {
+				cells = append(cells, msText(h.PerOpMS, op))
+			}
+			all := "n/a"
+			if h.AllMS != nil {
+				all = fmt.Sprintf("%.0f", *h.AllMS)
+			}
+			b.WriteString("| " + strings.Join(append(cells, all), " | ") + " |\n")
+		}
+	}
+	if len(s.Goals) > 0 {
+		b.WriteString("\n| goal | measured | met |\n|---|---|---|\n")
+		for _, g := range s.Goals {
+			met := "no"
+			if g.Met {
+				met = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Goal, g.Measured, met)
+		}
+	}
+	return b.String()
+}

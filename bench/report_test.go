@@ -1,0 +1,162 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSpreadOf(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want spread
+	}{
+		{nil, spread{}},
+		{[]float64{3}, spread{Median: 3, Min: 3, Max: 3, N: 1}},
+		{[]float64{5, 1, 3}, spread{Median: 3, Min: 1, Max: 5, N: 3}},
+		{[]float64{4, 1, 3, 2}, spread{Median: 2.5, Min: 1, Max: 4, N: 4}},
+	}
+	for _, tt := range tests {
+		if got := spreadOf(tt.in); got != tt.want {
+			t.Errorf("spreadOf(%v) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	var samples []sample
+	add := func(c, tool, op string, round int, seconds float64, latency *float64, failed bool) {
+		s := sample{Case: c, Tool: tool, Op: op, Round: round, Seconds: seconds, PeakRSSBytes: 100 << 20, APIRequests: 10, DeletionLatencyMS: latency}
+		if tool == "helm" {
+			s.PeakRSSBytes = 120 << 20
+		}
+		if failed {
+			s.Error = "boom"
+		}
+		samples = append(samples, s)
+	}
+	for round := 0; round <= 3; round++ {
+		// Round 0 is the warm-up: its numbers must not count.
+		slow := 1.0
+		if round == 0 {
+			slow = 100
+		}
+		for _, op := range ops {
+			var lat *float64
+			if op == "uninstall" {
+				lat = ms(20 * float64(round))
+			}
+			add("large", "berth", op, round, slow*float64(round), lat, false)
+			add("large", "helm", op, round, slow*4*float64(round), nil, false)
+			add("large", "floor", op, round, slow*float64(round), nil, round == 3)
+			add("hooks", "berth", op, round, slow*10, nil, false)
+			add("hooks-base", "berth", op, round, slow*1, nil, false)
+		}
+	}
+	counts := map[string]int{"install": 9, "upgrade": 8, "uninstall": 3}
+	s := summarize(samples, []string{"large", "hooks", "hooks-base"}, []string{"berth", "helm", "floor"}, counts, 500*time.Millisecond)
+
+	r, ok := findRow(s.Rows, "large", "install")
+	if !ok {
+		t.Fatal("no row for large install")
+	}
+	if got := r.Tools["berth"].Seconds; got.Median != 2 || got.N != 3 {
+		t.Errorf("berth seconds = %+v, want median 2 of 3 rounds", got)
+	}
+	if r.BerthOverHelm.Median != 0.25 || r.BerthOverHelm.N != 3 {
+		t.Errorf("berth/helm = %+v, want 0.25 in each of 3 rounds", r.BerthOverHelm)
+	}
+	if f := r.Tools["floor"]; f.Failures != 1 || f.Seconds.N != 2 || r.BerthOverFloor.N != 2 {
+		t.Errorf("floor = %+v, berth/floor = %+v: want the failed round left out", f, r.BerthOverFloor)
+	}
+	var berthHooks *hookOverhead
+	for i := range s.Hooks {
+		if s.Hooks[i].Tool == "berth" {
+			berthHooks = &s.Hooks[i]
+		}
+	}
+	// (10 s - 1 s) / 9 hooks - 0.5 s = 500 ms on install; over all three: 27 s / 20 - 0.5 s.
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	if berthHooks == nil || !near(berthHooks.PerOpMS["install"], 500) || berthHooks.AllMS == nil || !near(*berthHooks.AllMS, 850) {
+		t.Errorf("berth hook overhead = %+v, want 500 ms on install and 850 ms in all", berthHooks)
+	}
+	met := map[string]bool{}
+	for _, g := range s.Goals {
+		met[g.Goal] = g.Met
+	}
+	for goal, want := range map[string]bool{
+		"large install --wait: berth at most 0.5x Helm v4":                true,
+		"large install --wait: berth within 1.5x of the client-go floor":  true,
+		"hooks: per-hook overhead under 100 ms (median)":                  false,
+		"deletion latency under 100 ms (median of every berth uninstall)": true,
+		"peak memory no more than Helm v4's (every case and operation)":   true,
+	} {
+		if got, ok := met[goal]; !ok || got != want {
+			t.Errorf("goal %q: met %v (present %v), want %v", goal, got, ok, want)
+		}
+	}
+	md := s.markdown([]string{"berth", "helm", "floor"})
+	for _, want := range []string{"| large | install | 2.00 s (1.00–3.00) | 8.00 s (4.00–12.00) |", "(1 failed)", "| berth | 500 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestReplaceResults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	text := "# Bench\n\nbefore\n" + resultsStart + "\nold table\n" + resultsEnd + "\nafter\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceResults(path, "new table\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	want := "# Bench\n\nbefore\n" + resultsStart + "\nnew table\n" + resultsEnd + "\nafter\n"
+	if string(got) != want {
+		t.Errorf("README =\n%s\nwant\n%s", got, want)
+	}
+	if err := replaceResults(filepath.Join(t.TempDir(), "missing.md"), "x"); err == nil {
+		t.Error("no error for a missing README")
+	}
+}
+
+func TestAuditLogCountsOneClientInItsWindow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	at := func(s string) string { return "2026-11-21T10:00:" + s + "Z" }
+	lines := []string{
+		`{"userAgent":"berth","verb":"get","requestReceivedTimestamp":"` + at("00.500000") + `"}`, // before the window
+		`{"userAgent":"berth","verb":"patch","requestReceivedTimestamp":"` + at("01.000000") + `"}`,
+		`{"userAgent":"berth/v1 (linux)","verb":"patch","requestReceivedTimestamp":"` + at("01.500000") + `"}`,
+		`{"userAgent":"Helm/4.3.1","verb":"get","requestReceivedTimestamp":"` + at("01.600000") + `"}`,
+		`{"userAgent":"berth-bench-harness","verb":"list","requestReceivedTimestamp":"` + at("01.700000") + `"}`,
+		`{"userAgent":"berth","verb":"watch","requestReceivedTimestamp":"` + at("02.000000") + `"}`,
+		`{"userAgent":"berth","verb":"get","requestReceivedTimestamp":"` + at("03.000000") + `"}`, // after it
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start, _ := time.Parse(time.RFC3339, at("01"))
+	end, _ := time.Parse(time.RFC3339, at("02"))
+	a := &auditLog{path: path}
+	n, byVerb, err := a.requests(start, end, userAgentOf("berth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || byVerb["patch"] != 2 || byVerb["watch"] != 1 {
+		t.Errorf("berth made %d requests %v, want 3: 2 patch, 1 watch", n, byVerb)
+	}
+	n, _, _ = a.requests(start, end, userAgentOf("helm"))
+	if n != 0 {
+		t.Errorf("a second count of the same window found %d requests: events before its end are forgotten", n)
+	}
+	later, _ := time.Parse(time.RFC3339, at("04"))
+	if n, _, _ := a.requests(end, later, userAgentOf("berth")); n != 1 {
+		t.Errorf("the next window holds %d berth requests, want 1", n)
+	}
+}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berthdev/berth/internal/chart"
+)
+
+const (
+	harnessUserAgent = "berth-bench-harness"
+	releaseName      = "bench"
+	// toolTimeout is every tool's --timeout.
+	toolTimeout = "10m"
+	// gcSettle is how long after an install of new CRDs the harness waits before uninstalling:
+	// the garbage collector learns of new resource types on a 30-second rediscovery, and until it
+	// has, a foreground deletion of a custom resource waits for it, whatever the tool.
+	gcSettle = 40 * time.Second
+	// auditSettle lets the API server write the events of requests that ended with the process
+	// (its watches) before they are counted.
+	auditSettle = 500 * time.Millisecond
+)
+
+var ops = []string{"install", "upgrade", "uninstall"}
+
+// benchCase is a chart and how it is installed.
+type benchCase struct {
+	Name  string
+	Chart chartSpec
+	// Hooks is the chart's hooks value; hooks-base runs the hooks chart without them.
+	Hooks bool
+	path  string
+	// objects are the release's objects as rendered (names and kinds), for the deletion watch.
+	objects []*unstructured.Unstructured
+}
+
+// sample is one operation of one tool.
+type sample struct {
+	Case           string         `json:"case"`
+	Tool           string         `json:"tool"`
+	Round          int            `json:"round"` // 0 is the warm-up, not counted
+	Op             string         `json:"op"`
+	Seconds        float64        `json:"seconds"`
+	PeakRSSBytes   int64          `json:"peak_rss_bytes"`
+	APIRequests    int            `json:"api_requests"`
+	RequestsByVerb map[string]int `json:"requests_by_verb"`
+	// DeletionLatencyMS is, for uninstall, the time from the last object's disappearance, as the
+	// harness's watch saw it, to the tool's exit.
+	DeletionLatencyMS *float64 `json:"deletion_latency_ms,omitempty"`
+	Error             string   `json:"error,omitempty"`
+}
+
+type harness struct {
+	cfg        config
+	kubeconfig string
+	env        []string
+	dynamic    dynamic.Interface
+	client     kubernetes.Interface
+	mapper     *restmapper.DeferredDiscoveryRESTMapper
+	audit      *auditLog
+	log        io.Writer
+	samples    []sample
+}
+
+func newHarness(cfg config, kubeconfig, auditPath string, log io.Writer) (*harness, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = harnessUserAgent
+	rc.QPS, rc.Burst = 200, 400
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	home := filepath.Join(cfg.work, "home")
+	env := []string{
+		"KUBECONFIG=" + kubeconfig,
+		"HOME=" + home,
+		"HELM_CONFIG_HOME=" + filepath.Join(home, "helm", "config"),
+		"HELM_CACHE_HOME=" + filepath.Join(home, "helm", "cache"),
+		"HELM_DATA_HOME=" + filepath.Join(home, "helm", "data"),
+		"NO_COLOR=1",
+	}
+	return &harness{cfg: cfg, kubeconfig: kubeconfig, env: env, dynamic: dyn, client: cs, log: log,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery())),
+		audit:  &auditLog{path: auditPath}}, nil
+}
+
+// prepare writes the case's chart and renders it for the names of its objects.
+func (h *harness) prepare(ctx context.Context, c *benchCase) error {
+	path, err := c.Chart.write(filepath.Join(h.cfg.work, "charts"))
+	if err != nil {
+		return err
+	}
+	c.path = path
+	ch, err := chart.Load(path)
+	if err != nil {
+		return err
+	}
+	r, err := chart.Render(ctx, ch, map[string]any{"hooks": c.Hooks}, chart.RenderOptions{ReleaseName: releaseName, Namespace: "default"})
+	if err != nil {
+		return fmt.Errorf("chart %s: %w", c.Chart.Name, err)
+	}
+	if len(r.Resources) != c.Chart.Objects {
+		return fmt.Errorf("chart %s renders %d objects, want %d", c.Chart.Name, len(r.Resources), c.Chart.Objects)
+	}
+	c.objects = r.Resources
+	return nil
+}
+
+// runCase runs every round of a case: round 0 warms up, then each round runs every tool in turn.
+func (h *harness) runCase(ctx context.Context, c *benchCase) error {
+	if err := h.prepare(ctx, c); err != nil {
+		return err
+	}
+	for round := 0; round <= h.cfg.pairs; round++ {
+		for _, tool := range h.cfg.tools {
+			if err := h.runTool(ctx, c, tool, round); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runTool takes one tool through install, upgrade and uninstall of the case in a fresh namespace.
+// A failed operation is recorded and ends the tool's round; an error is returned only when the
+// cluster could not be prepared or cleaned.
+func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round int) error {
+	ns := fmt.Sprintf("bench-%s-%s-%d", c.Name, tool, round)
+	if err := h.createNamespace(ctx, ns); err != nil {
+		return err
+	}
+	var installed time.Time
+	for _, op := range ops {
+		if op == "uninstall" && c.Chart.CRDs > 0 {
+			sleep(ctx, time.Until(installed.Add(gcSettle)))
+		}
+		var dw *deletionWatch
+		if op == "uninstall" {
+			w, err := h.watchDeletion(ctx, ns, c.objects)
+			if err != nil {
+				return err
+			}
+			dw = w
+		}
+		p := runProcess(ctx, h.cfg.measurer, h.env, h.command(tool, op, c, ns)...)
+		if op == "install" {
+			installed = p.Start
+		}
+		sleep(ctx, auditSettle)
+		n, byVerb, err := h.audit.requests(p.Start, p.End, userAgentOf(tool))
+		if err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+		s := sample{Case: c.Name, Tool: tool, Round: round, Op: op, Seconds: p.Wall().Seconds(),
+			PeakRSSBytes: p.PeakRSS, APIRequests: n, RequestsByVerb: byVerb}
+		if dw != nil {
+			last, missing := dw.lastGone(ctx, 5*time.Second)
+			switch {
+			case p.Err != nil:
+			case len(missing) > 0:
+				slices.Sort(missing)
+				fmt.Fprintf(h.log, "  the harness's watch did not see %d objects go (%s); no deletion latency\n", len(missing), strings.Join(missing[:min(3, len(missing))], ", "))
+			default:
+				ms := float64(p.End.Sub(last).Microseconds()) / 1000
+				s.DeletionLatencyMS = &ms
+			}
+			dw.stop()
+		}
+		if p.Err != nil {
+			s.Error = p.Err.Error()
+		}
+		h.samples = append(h.samples, s)
+		h.logSample(s)
+		if p.Err != nil {
+			break
+		}
+	}
+	return h.cleanup(ctx, c, ns)
+}
+
+func (h *harness) logSample(s sample) {
+	round := "warm-up"
+	if s.Round > 0 {
+		round = "round " + strconv.Itoa(s.Round)
+	}
+	line := fmt.Sprintf("%-10s %-7s %-9s %-5s %7.2fs  rss %4.0f MiB  %4d requests", s.Case, round, s.Op, s.Tool,
+		s.Seconds, float64(s.PeakRSSBytes)/(1<<20), s.APIRequests)
+	if s.DeletionLatencyMS != nil {
+		line += fmt.Sprintf("  deletion latency %.0f ms", *s.DeletionLatencyMS)
+	}
+	if s.Error != "" {
+		line += "\n  FAILED: " + s.Error
+	}
+	fmt.Fprintln(h.log, line)
+}
+
+// command is the tool's command line for op; both tools get the same flags.
+func (h *harness) command(tool, op string, c *benchCase, ns string) []string {
+	hooks := "hooks=" + strconv.FormatBool(c.Hooks)
+	switch tool {
+	case "floor":
+		gen := "1"
+		if op == "upgrade" {
+			gen = "2"
+		}
+		return []string{h.cfg.self, "floor", "--op", op, "--chart", c.path, "--release", releaseName,
+			"--namespace", ns, "--kubeconfig", h.kubeconfig, "--generation", gen, "--hooks=" + strconv.FormatBool(c.Hooks)}
+	}
+	bin := h.cfg.berth
+	if tool == "helm" {
+		bin = h.cfg.helm
+	}
+	switch op {
+	case "install":
+		return []string{bin, "install", releaseName, c.path, "-n", ns, "--wait", "--timeout", toolTimeout,
+			"--set", "generation=1", "--set", hooks}
+	case "upgrade":
+		return []string{bin, "upgrade", releaseName, c.path, "-n", ns, "--wait", "--timeout", toolTimeout,
+			"--set", "generation=2", "--set", hooks}
+	default:
+		return []string{bin, "uninstall", releaseName, "-n", ns, "--wait", "--cascade=foreground", "--timeout", toolTimeout}
+	}
+}
+
+// createNamespace creates ns and waits for its default ServiceAccount, so that no tool pays for
+// a new namespace's setup.
+func (h *harness) createNamespace(ctx context.Context, ns string) error {
+	_, err := h.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := h.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// cleanup deletes the namespace and the chart's CRDs and waits until they are gone, so that the
+// next run starts from the same cluster.
+func (h *harness) cleanup(ctx context.Context, c *benchCase, ns string) error {
+	crds := h.dynamic.Resource(crdResource)
+	var names []string
+	for i := range c.Chart.CRDs {
+		_, plural := widgetKind(i)
+		names = append(names, plural+"."+crdGroup)
+	}
+	for _, name := range names {
+		if err := crds.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete CRD %s: %w", name, err)
+		}
+	}
+	// Pods left by hook Jobs would hold the namespace for their grace period.
+	zero := int64(0)
+	if err := h.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete pods of %s: %w", ns, err)
+	}
+	if err := h.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete namespace %s: %w", ns, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			if _, err := crds.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, nil
+			}
+		}
+		_, err := h.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s and the chart's CRDs not gone: %w", ns, err)
+	}
+	if len(names) > 0 {
+		h.mapper.Reset()
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+var errInterrupted = errors.New("interrupted")
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
