@@ -5,6 +5,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +23,10 @@ const FieldManager = "berth"
 type Client struct {
 	dynamic dynamic.Interface
 	mapper  meta.ResettableRESTMapper
+	// mappings remembers what the mapper answered, until ResetMapper: an operation asks for the
+	// same few kinds once per object and request, and the mapper allocates on every answer.
+	mu       sync.Mutex
+	mappings map[schema.GroupVersionKind]*meta.RESTMapping
 	// podLogs reads Pod logs for hook reports (see WithPodLogs); may be nil.
 	podLogs corev1client.PodsGetter
 }
@@ -33,7 +38,12 @@ func New(dyn dynamic.Interface, mapper meta.ResettableRESTMapper) *Client {
 }
 
 // ResetMapper forgets what the mapper learnt from discovery.
-func (c *Client) ResetMapper() { c.mapper.Reset() }
+func (c *Client) ResetMapper() {
+	c.mu.Lock()
+	c.mappings = nil
+	c.mu.Unlock()
+	c.mapper.Reset()
+}
 
 // UnknownKindError says the API server serves no such kind.
 type UnknownKindError struct {
@@ -49,6 +59,26 @@ func (e *UnknownKindError) Unwrap() error { return e.Err }
 
 // Mapping returns how an object of gvk is reached. An unversioned gvk takes the preferred version.
 func (c *Client) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	c.mu.Lock()
+	m, ok := c.mappings[gvk]
+	c.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.mappings == nil {
+		c.mappings = map[schema.GroupVersionKind]*meta.RESTMapping{}
+	}
+	c.mappings[gvk] = m
+	c.mu.Unlock()
+	return m, nil
+}
+
+func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	var versions []string
 	if gvk.Version != "" {
 		versions = []string{gvk.Version}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/readiness"
@@ -48,13 +50,70 @@ func (e *WaitError) Error() string {
 func (e *WaitError) Unwrap() error { return e.Cause }
 
 // WaitReady waits, by watching, until every target is ready, one of them fails, or ctx ends.
+// A CustomResourceDefinition is ready once it is Established and discovery serves its kind: only
+// then can objects of the kind be reached (discovery follows Established by a moment).
 func (c *Client) WaitReady(ctx context.Context, targets []resource.Identity, opts readiness.Options, progress Progress) error {
-	return c.waitFor(ctx, "ready", targets, progress, func(_ resource.Identity, obj *unstructured.Unstructured) readiness.Result {
+	var crds []*unstructured.Unstructured
+	err := c.waitFor(ctx, "ready", targets, progress, func(_ resource.Identity, obj *unstructured.Unstructured) readiness.Result {
 		if obj == nil {
 			return readiness.Result{State: readiness.InProgress, Message: "not found"}
 		}
-		return readiness.Compute(obj, opts)
+		r := readiness.Compute(obj, opts)
+		if r.State == readiness.Ready && obj.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, obj)
+		}
+		return r
 	})
+	if err != nil || len(crds) == 0 {
+		return err
+	}
+	return c.waitServed(ctx, crds)
+}
+
+// servedPoll is how often discovery is asked again for the kinds of new CRDs.
+const servedPoll = 20 * time.Millisecond
+
+// waitServed waits until discovery serves the kind of every CRD, each at every version it serves.
+func (c *Client) waitServed(ctx context.Context, crds []*unstructured.Unstructured) error {
+	for {
+		c.ResetMapper()
+		var missing []string
+		for _, crd := range crds {
+			for _, gvk := range servedKinds(crd) {
+				if _, err := c.Mapping(gvk); err != nil {
+					missing = append(missing, gvk.Kind+"."+gvk.Group+"/"+gvk.Version)
+				}
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-time.After(servedPoll):
+		case <-ctx.Done():
+			return fmt.Errorf("CustomResourceDefinitions are Established but discovery does not serve %s: %w",
+				strings.Join(missing, ", "), context.Cause(ctx))
+		}
+	}
+}
+
+// servedKinds returns the kind a CRD defines at each version it serves.
+func servedKinds(crd *unstructured.Unstructured) []schema.GroupVersionKind {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var out []schema.GroupVersionKind
+	for _, v := range versions {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, _ := m["name"].(string)
+		if served, _ := m["served"].(bool); served && name != "" {
+			out = append(out, schema.GroupVersionKind{Group: group, Version: name, Kind: kind})
+		}
+	}
+	return out
 }
 
 // WaitAbsent waits, by watching, until no target exists any more with the UID it had (an object

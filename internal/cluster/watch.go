@@ -76,6 +76,10 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 		}
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, g.gvr, g.namespace, 0, cache.Indexers{}, tweak).Informer()
+	// What a wait judges never needs the managed fields, often the biggest part of an object.
+	if err := inf.SetTransform(dropManagedFields); err != nil {
+		return
+	}
 	send := func(obj any, gone bool) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -125,6 +129,13 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 		}
 	}
 	<-ctx.Done()
+}
+
+func dropManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 func key(namespace, name string) string {
