@@ -73,8 +73,6 @@ func DefaultOptions() Options {
 // Result is what an execution did to each object.
 type Result struct {
 	Changes map[resource.Identity]Change
-	// Live holds the objects as the API server stored them after apply.
-	Live map[resource.Identity]*unstructured.Unstructured
 }
 
 // Change is what happened to one object.
@@ -97,10 +95,7 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 	if opts.Events == nil {
 		opts.Events = func(Event) {}
 	}
-	x := &execution{c: c, opts: opts, res: &Result{
-		Changes: map[resource.Identity]Change{},
-		Live:    map[resource.Identity]*unstructured.Unstructured{},
-	}}
+	x := &execution{c: c, opts: opts, res: &Result{Changes: map[resource.Identity]Change{}}}
 	for _, step := range p.Steps {
 		start := time.Now()
 		opts.Events(Event{Type: StepStarted, Step: step.ID, Message: step.Reason})
@@ -232,7 +227,6 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 	}
 	x.mu.Lock()
 	x.res.Changes[id] = change
-	x.res.Live[id] = live
 	x.mu.Unlock()
 	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
 	return nil
