@@ -113,15 +113,21 @@ func (d Deps) runEventHooks(ctx context.Context, rel *release.Release, event res
 	return logs, d.deleteSucceeded(ctx, event, ran)
 }
 
-// deleteSucceeded deletes, last first, the hooks with the hook-succeeded policy.
+// deleteSucceeded deletes, last first, the hooks with the hook-succeeded policy, then waits until
+// they are all gone. Every hook of the event has finished, so none needs another any more.
 func (d Deps) deleteSucceeded(ctx context.Context, event resource.HookEvent, ran []ranHook) error {
+	gone := map[resource.Identity]types.UID{}
 	for _, h := range slices.Backward(ran) {
 		if !deletable(h.Hook, resource.HookSucceeded) {
 			continue
 		}
-		if err := d.removeHook(ctx, event, h.id, h.uid); err != nil {
-			return fmt.Errorf("%s: delete hook (hook-succeeded): %w", event, err)
+		if _, err := d.Cluster.Delete(ctx, h.id, h.uid, cluster.DeleteOptions{Propagation: metav1.DeletePropagationBackground}); err != nil {
+			return fmt.Errorf("%s: delete hook %s (hook-succeeded): %w", event, h.id, err)
 		}
+		gone[h.id] = h.uid
+	}
+	if err := d.waitHooksGone(ctx, event, gone); err != nil {
+		return fmt.Errorf("%s: delete hooks (hook-succeeded): %w", event, err)
 	}
 	return nil
 }
@@ -213,8 +219,16 @@ func (d Deps) removeHook(ctx context.Context, event resource.HookEvent, id resou
 	if _, err := d.Cluster.Delete(ctx, id, uid, cluster.DeleteOptions{Propagation: metav1.DeletePropagationBackground}); err != nil {
 		return fmt.Errorf("hook %s: %w", id, err)
 	}
+	return d.waitHooksGone(ctx, event, map[resource.Identity]types.UID{id: uid})
+}
+
+// waitHooksGone waits until the hook objects, by UID, are gone.
+func (d Deps) waitHooksGone(ctx context.Context, event resource.HookEvent, targets map[resource.Identity]types.UID) error {
+	if len(targets) == 0 {
+		return nil
+	}
 	emit := d.emitter()
-	return d.Cluster.WaitAbsent(ctx, map[resource.Identity]types.UID{id: uid}, func(id resource.Identity, r readiness.Result) {
+	return d.Cluster.WaitAbsent(ctx, targets, func(id resource.Identity, r readiness.Result) {
 		emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
 	})
 }

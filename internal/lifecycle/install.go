@@ -147,7 +147,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 		err = d.adopt(ctx, p.objects, before)
 	}
 	if err == nil {
-		_, err = d.execute(ctx, pl, d.engineOptions(p, before, nil, o.WaitOptions))
+		_, err = d.execute(ctx, pl, newLateCheck(d.Cluster, p), d.engineOptions(p, before, nil, o.WaitOptions))
 	}
 	if err == nil {
 		err = d.hooks(ctx, rel, resource.HookPostInstall, o.NoHooks)

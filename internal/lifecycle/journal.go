@@ -161,8 +161,11 @@ func (o *operation) interrupt(ctx context.Context) error {
 // execute runs the plan's steps one at a time, skipping those the journal of an interrupted
 // operation records as completed, recording each completed step, and stopping between steps when
 // a signal asks to.
-func (d Deps) execute(ctx context.Context, pl *plan.Plan, opts engine.Options) (*engine.Result, error) {
-	res := &engine.Result{Changes: map[resource.Identity]engine.Change{}, Live: map[resource.Identity]*unstructured.Unstructured{}}
+// Objects of kinds the release's CRDs define (late) are validated once those are Established.
+func (d Deps) execute(ctx context.Context, pl *plan.Plan, late *lateCheck, opts engine.Options) (*engine.Result, error) {
+	res := &engine.Result{Changes: map[resource.Identity]engine.Change{}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for i, step := range pl.Steps {
 		if d.op.stepDone(step.ID) {
 			continue
@@ -170,14 +173,17 @@ func (d Deps) execute(ctx context.Context, pl *plan.Plan, opts engine.Options) (
 		if err := d.op.checkpoint(); err != nil {
 			return res, err
 		}
+		if err := late.before(ctx, step); err != nil {
+			return res, &engine.StepError{Step: step.ID, Err: err}
+		}
 		r, err := engine.Execute(ctx, d.Cluster, &plan.Plan{Steps: []plan.Step{step}, Kept: pl.Kept}, opts)
 		if r != nil {
 			maps.Copy(res.Changes, r.Changes)
-			maps.Copy(res.Live, r.Live)
 		}
 		if err != nil {
 			return res, err
 		}
+		late.after(ctx, step)
 		// A run of steps of one action (apply kind after kind, delete kind after kind) is recorded
 		// once, after its last step, and the plan's last step with whatever comes next (hooks, the
 		// end): redoing a step after a crash changes nothing, as an apply of the same object is

@@ -123,7 +123,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	}
 	eo := d.engineOptions(nil, before, uids(before), o.WaitOptions)
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
-	res, err := d.execute(ctx, pl, eo)
+	res, err := d.execute(ctx, pl, newLateCheck(d.Cluster, nil), eo)
 	if res != nil {
 		for id, c := range res.Changes {
 			if c == engine.Deleted || c == engine.Gone {

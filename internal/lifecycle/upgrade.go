@@ -191,7 +191,7 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 		err = d.adopt(ctx, p.objects, before)
 	}
 	if err == nil {
-		_, err = d.execute(ctx, pl, d.engineOptions(p, before, uids(before), r.wait))
+		_, err = d.execute(ctx, pl, newLateCheck(d.Cluster, p), d.engineOptions(p, before, uids(before), r.wait))
 	}
 	if err == nil {
 		err = d.hooks(ctx, rel, r.post, r.noHooks)
