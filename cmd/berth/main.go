@@ -20,8 +20,10 @@ func main() {
 	// record where it stopped; a second one ends berth at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	context.AfterFunc(ctx, stop)
+	writeProfiles := startProfiles()
 	err := cli.Run(ctx, cli.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
 	stop()
+	writeProfiles()
 	code := cli.ExitCode(err)
 	if errors.Is(err, lifecycle.ErrInterrupted) {
 		code = exitInterrupted
