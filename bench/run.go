@@ -34,7 +34,7 @@ const (
 	// gcSettle is how long after an install of new CRDs the harness waits before uninstalling:
 	// the garbage collector learns of new resource types on a 30-second rediscovery, and until it
 	// has, a foreground deletion of a custom resource waits for it, whatever the tool.
-	gcSettle = 40 * time.Second
+	gcSettle = 35 * time.Second
 	// auditSettle lets the API server write the events of requests that ended with the process
 	// (its watches) before they are counted.
 	auditSettle = 500 * time.Millisecond
