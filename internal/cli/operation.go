@@ -40,7 +40,7 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 		return nil, err
 	}
 	return &session{clients: clients, deps: lifecycle.Deps{
-		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()),
+		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()).WithMetadata(clients.Metadata),
 		Store:      release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace),
 		Namespaces: cluster.Namespaces{Client: clients.Client},
 		Events:     progressFor(errOut),

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -29,6 +30,8 @@ type Client struct {
 	mappings map[schema.GroupVersionKind]*meta.RESTMapping
 	// podLogs reads Pod logs for hook reports (see WithPodLogs); may be nil.
 	podLogs corev1client.PodsGetter
+	// metadata reads objects' metadata alone (see WithMetadata); may be nil.
+	metadata metadata.Interface
 }
 
 // New returns a Client. The mapper should be discovery-based: ResetMapper makes it see kinds

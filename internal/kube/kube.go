@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -48,6 +49,8 @@ type Clients struct {
 	Namespace string
 	Client    kubernetes.Interface
 	Dynamic   dynamic.Interface
+	// Metadata reads objects' metadata alone.
+	Metadata metadata.Interface
 	// Mapper discovers on first use; Reset it after creating CRDs so their kinds are found.
 	Mapper meta.ResettableRESTMapper
 	// Source names the kubeconfig and context the clients were built from, for messages.
@@ -101,12 +104,17 @@ func newClients(cfg *rest.Config, namespace, source string) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create dynamic client for %s: %w", source, err)
 	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create metadata client for %s: %w", source, err)
+	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
 	return &Clients{
 		Config:    cfg,
 		Namespace: namespace,
 		Client:    client,
 		Dynamic:   dyn,
+		Metadata:  meta,
 		Mapper:    mapper,
 		Source:    source,
 	}, nil

@@ -30,6 +30,8 @@ type Cluster interface {
 	engine.Cluster // apply, delete, wait and diagnose
 	Normalize(obj *unstructured.Unstructured, defaultNamespace string) error
 	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
+	// Live returns the metadata of the objects of ids that exist.
+	Live(ctx context.Context, ids []resource.Identity) (map[resource.Identity]*unstructured.Unstructured, error)
 	// AdoptFields makes berth the owner of the fields Helm set on an object.
 	AdoptFields(ctx context.Context, id resource.Identity) error
 	// Dependents lists the objects that name id as their owner.
@@ -158,25 +160,14 @@ func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstr
 	return p, errors.Join(errs...)
 }
 
-// live returns the live state of each object that exists.
+// live returns the metadata of each object that exists (all an operation needs of what is there:
+// owner annotations, keep policy, UID, resourceVersion, managed fields).
 func live(ctx context.Context, c Cluster, objs []*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error) {
-	out := map[resource.Identity]*unstructured.Unstructured{}
-	var mu sync.Mutex
-	err := forEach(ctx, objs, func(ctx context.Context, obj *unstructured.Unstructured) error {
-		id := resource.IdentityOf(obj)
-		got, err := c.Get(ctx, id)
-		if cluster.IsUnknownKind(err) {
-			return nil // its CRD is not installed yet, so neither is it
-		}
-		if err != nil || got == nil {
-			return err
-		}
-		mu.Lock()
-		out[id] = got
-		mu.Unlock()
-		return nil
-	})
-	return out, err
+	ids := make([]resource.Identity, len(objs))
+	for i, obj := range objs {
+		ids[i] = resource.IdentityOf(obj)
+	}
+	return c.Live(ctx, ids)
 }
 
 // survey is what berth learns of the cluster before it changes anything: the live objects, the

@@ -1,0 +1,174 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// listThreshold is how many objects of one resource in one namespace make Live list them rather
+// than read them one by one.
+const listThreshold = 8
+
+// liveConcurrency bounds Live's reads at once.
+const liveConcurrency = 16
+
+// WithMetadata lets Live read objects' metadata alone, and list many of one resource at once.
+func (c *Client) WithMetadata(m metadata.Interface) *Client {
+	c.metadata = m
+	return c
+}
+
+// Live returns the metadata (apiVersion, kind and metadata: names, UID, resourceVersion, labels,
+// annotations, owners, managed fields) of every object of ids that exists. Objects whose kind is not
+// served are left out: their CRD is not installed, so neither are they. Many objects of one
+// resource in one namespace are listed in one request; the others are read one by one. Without
+// WithMetadata, whole objects are read one by one.
+func (c *Client) Live(ctx context.Context, ids []resource.Identity) (map[resource.Identity]*unstructured.Unstructured, error) {
+	type group struct {
+		mapping   *meta.RESTMapping
+		namespace string
+		ids       []resource.Identity
+	}
+	groups := map[string]*group{}
+	var order []string
+	var errs []error
+	for _, id := range ids {
+		m, err := c.Mapping(schema.GroupVersionKind{Group: id.Group, Kind: id.Kind})
+		if IsUnknownKind(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		ns := id.Namespace
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			ns = ""
+		}
+		key := m.Resource.String() + "/" + ns
+		if groups[key] == nil {
+			groups[key] = &group{mapping: m, namespace: ns}
+			order = append(order, key)
+		}
+		groups[key].ids = append(groups[key].ids, id)
+	}
+
+	out := map[resource.Identity]*unstructured.Unstructured{}
+	var mu sync.Mutex
+	found := func(id resource.Identity, obj *unstructured.Unstructured) {
+		mu.Lock()
+		out[id] = obj
+		mu.Unlock()
+	}
+	var reads []func(context.Context) error
+	for _, key := range order {
+		g := groups[key]
+		if c.metadata != nil && g.namespace != "" && len(g.ids) >= listThreshold {
+			reads = append(reads, func(ctx context.Context) error {
+				list, err := c.metadata.Resource(g.mapping.Resource).Namespace(g.namespace).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return fmt.Errorf("list %s in namespace %s: %w", g.mapping.Resource.Resource, g.namespace, err)
+				}
+				byName := make(map[string]*metav1.PartialObjectMetadata, len(list.Items))
+				for i := range list.Items {
+					byName[list.Items[i].Name] = &list.Items[i]
+				}
+				for _, id := range g.ids {
+					if item := byName[id.Name]; item != nil {
+						obj, err := fromMetadata(item, g.mapping.GroupVersionKind)
+						if err != nil {
+							return fmt.Errorf("%s: %w", id, err)
+						}
+						found(id, obj)
+					}
+				}
+				return nil
+			})
+			continue
+		}
+		for _, id := range g.ids {
+			reads = append(reads, func(ctx context.Context) error {
+				obj, err := c.readOne(ctx, g.mapping, g.namespace, id)
+				if err != nil || obj == nil {
+					return err
+				}
+				found(id, obj)
+				return nil
+			})
+		}
+	}
+	errs = append(errs, runAll(ctx, reads, liveConcurrency)...)
+	return out, errors.Join(errs...)
+}
+
+// readOne reads one object's metadata (the whole object without a metadata client); nil when it
+// does not exist.
+func (c *Client) readOne(ctx context.Context, m *meta.RESTMapping, namespace string, id resource.Identity) (*unstructured.Unstructured, error) {
+	if c.metadata == nil {
+		return c.Get(ctx, id)
+	}
+	ri := c.metadata.Resource(m.Resource)
+	var item *metav1.PartialObjectMetadata
+	var err error
+	if namespace != "" {
+		item, err = ri.Namespace(namespace).Get(ctx, id.Name, metav1.GetOptions{})
+	} else {
+		item, err = ri.Get(ctx, id.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: get: %w", id, err)
+	}
+	obj, err := fromMetadata(item, m.GroupVersionKind)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	return obj, nil
+}
+
+// fromMetadata turns an object's metadata into an object of kind gvk that has nothing else.
+func fromMetadata(item *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(item)
+	if err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{Object: content}
+	obj.SetGroupVersionKind(gvk)
+	return obj, nil
+}
+
+// runAll runs every function, at most limit at once, and returns their errors in order.
+func runAll(ctx context.Context, fns []func(context.Context) error, limit int) []error {
+	errs := make([]error, len(fns))
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = fn(ctx)
+		})
+	}
+	wg.Wait()
+	var out []error
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
