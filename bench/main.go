@@ -257,7 +257,7 @@ func (r results) write(cfg config) error {
 
 func (r results) markdown() string {
 	m := r.Machine
-	return fmt.Sprintf("Measured %s on %s (%d CPUs, %s, %s), %s; berth %s, Helm %s; %d counted rounds after a warm-up; devcluster with the Job controller's batch period at %s and the controllers' rate limit at %d requests/s.\n\n%s",
+	return fmt.Sprintf("Measured %s on %s (%d CPUs, %s, %s), %s; %s, Helm %s; %d counted rounds after a warm-up; devcluster with the Job controller's batch period at %s and the controllers' rate limit at %d requests/s.\n\n%s",
 		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm, r.Pairs, m.JobBatchPeriod, m.ControllerQPS,
 		r.Summary.markdown(r.Tools))
 }
