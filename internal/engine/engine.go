@@ -129,7 +129,7 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 	switch step.Action {
 	case plan.Apply:
 		err := x.each(ctx, step, x.apply)
-		if err == nil && isCRDs(step.Objects) {
+		if err == nil && resource.OnlyCRDs(step.Objects) {
 			x.c.ResetMapper()
 		}
 		return err
@@ -137,7 +137,7 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 		return x.each(ctx, step, x.delete)
 	case plan.WaitReady:
 		err := x.c.WaitReady(ctx, step.Objects, x.opts.Readiness, x.progress(step.ID))
-		if err == nil && isCRDs(step.Objects) {
+		if err == nil && resource.OnlyCRDs(step.Objects) {
 			x.c.ResetMapper()
 		}
 		return err
@@ -254,13 +254,4 @@ func (x *execution) progress(stepID string) cluster.Progress {
 	return func(id resource.Identity, r readiness.Result) {
 		x.opts.Events(Event{Type: ObjectProgress, Step: stepID, Object: id, State: r.State, Message: r.Message})
 	}
-}
-
-func isCRDs(ids []resource.Identity) bool {
-	for _, id := range ids {
-		if id.GroupKind().String() != "CustomResourceDefinition.apiextensions.k8s.io" {
-			return false
-		}
-	}
-	return len(ids) > 0
 }

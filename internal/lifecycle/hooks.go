@@ -135,7 +135,7 @@ func (d Deps) deleteSucceeded(ctx context.Context, event resource.HookEvent, ran
 // deletable reports whether a hook is deleted on policy p; as in Helm, a CustomResourceDefinition
 // never is (its deletion would take every object of its kind along).
 func deletable(h resource.Hook, p resource.DeletePolicy) bool {
-	return h.HasDeletePolicy(p) && !(h.Identity.Group == "apiextensions.k8s.io" && h.Identity.Kind == "CustomResourceDefinition")
+	return h.HasDeletePolicy(p) && !h.Identity.IsCRD()
 }
 
 // runHook runs one hook to its outcome. It returns the hook as it ran, the report of its run

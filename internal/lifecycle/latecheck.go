@@ -41,7 +41,7 @@ func newLateCheck(c Cluster, p *prepared) *lateCheck {
 
 // after starts the check once a step that made CRDs Established is done.
 func (k *lateCheck) after(ctx context.Context, step plan.Step) {
-	if k.started || len(k.pending) == 0 || step.Action != plan.WaitReady || !onlyCRDs(step.Objects) {
+	if k.started || len(k.pending) == 0 || step.Action != plan.WaitReady || !resource.OnlyCRDs(step.Objects) {
 		return
 	}
 	k.started = true
@@ -74,13 +74,4 @@ func (k *lateCheck) before(ctx context.Context, step plan.Step) error {
 		return fmt.Errorf("validation of the custom resources failed, none of them was applied:\n%w", err)
 	}
 	return nil
-}
-
-func onlyCRDs(ids []resource.Identity) bool {
-	for _, id := range ids {
-		if id.Group != "apiextensions.k8s.io" || id.Kind != "CustomResourceDefinition" {
-			return false
-		}
-	}
-	return len(ids) > 0
 }

@@ -118,7 +118,7 @@ type prepared struct {
 func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstructured) (*prepared, error) {
 	defined := map[schema.GroupKind]string{} // kind -> scope, from the release's own CRDs
 	for _, obj := range append(append([]*unstructured.Unstructured{}, crds...), objs...) {
-		if obj.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+		if !resource.IdentityOf(obj).IsCRD() {
 			continue
 		}
 		var crd apiextensionsv1.CustomResourceDefinition

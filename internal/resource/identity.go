@@ -33,6 +33,22 @@ func (id Identity) GroupKind() schema.GroupKind {
 	return schema.GroupKind{Group: id.Group, Kind: id.Kind}
 }
 
+// CRDKind is the group and kind of a CustomResourceDefinition.
+var CRDKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+
+// IsCRD reports whether the identity names a CustomResourceDefinition.
+func (id Identity) IsCRD() bool { return id.GroupKind() == CRDKind }
+
+// OnlyCRDs reports whether ids are some CustomResourceDefinitions and nothing else.
+func OnlyCRDs(ids []Identity) bool {
+	for _, id := range ids {
+		if !id.IsCRD() {
+			return false
+		}
+	}
+	return len(ids) > 0
+}
+
 // String prints the identity as Kind/namespace/name, or Kind/name when cluster-scoped, with the
 // group after the kind (Kind.group) when it is not the core group.
 func (id Identity) String() string {
