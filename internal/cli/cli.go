@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
+	helmcli "helm.sh/helm/v4/pkg/cli"
 
 	"github.com/berthdev/berth/internal/engine"
 )
@@ -42,12 +45,13 @@ func ExitCode(err error) int {
 // Run executes the berth command line args (without the program name).
 // Errors are printed to streams.ErrOut and returned; only main exits.
 func Run(ctx context.Context, streams Streams, args []string) error {
-	root := newRootCommand(streams)
+	settings := newSettings(os.Getenv)
+	root := newRootCommand(streams, settings)
 	root.SetArgs(args)
-	return root.ExecuteContext(ctx)
+	return root.ExecuteContext(withSettings(ctx, settings))
 }
 
-func newRootCommand(streams Streams) *cobra.Command {
+func newRootCommand(streams Streams, settings *helmcli.EnvSettings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "berth",
 		Short: "Install, upgrade, roll back and uninstall Helm charts with a lifecycle that never lies",
@@ -62,7 +66,14 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	addKubeFlags(cmd.PersistentFlags())
+	// Helm's global flags, bound to Helm's settings: the same names, defaults, help text and
+	// HELM_* variables as helm's.
+	settings.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if settings.Debug {
+			slog.SetDefault(slog.New(slog.NewTextHandler(streams.ErrOut, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		}
+	}
 	cmd.AddCommand(newVersionCommand(streams))
 	cmd.AddCommand(newStatusCommand(streams))
 	cmd.AddCommand(newListCommand(streams))

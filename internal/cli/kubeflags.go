@@ -4,30 +4,29 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
+	helmcli "helm.sh/helm/v4/pkg/cli"
 
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
 )
 
-// addKubeFlags adds Helm's cluster selection flags, with Helm's names and help text.
-func addKubeFlags(flags *pflag.FlagSet) {
-	flags.String("kubeconfig", "", "path to the kubeconfig file")
-	flags.String("kube-context", "", "name of the kubeconfig context to use")
-	flags.StringP("namespace", "n", "", "namespace scope for this request")
-	flags.Float32("qps", kube.DefaultQPS, "queries per second used when communicating with the Kubernetes API, not including bursting")
-	flags.Int("burst-limit", kube.DefaultBurst, "client-side throttling limit; -1 turns client-side throttling off")
+// kubeFlags returns the cluster selection of the command line cmd runs in: Helm's --kube-* flags,
+// -n and the HELM_* variables behind them, read through Helm's settings.
+func kubeFlags(cmd *cobra.Command) kube.Flags {
+	return kubeFlagsOf(helmSettings(cmd), cmd)
 }
 
-// kubeFlags returns the cluster selection flags of the command line cmd runs in.
-func kubeFlags(cmd *cobra.Command) kube.Flags {
-	get := func(name string) string {
-		v, _ := cmd.Flags().GetString(name)
-		return v
+func kubeFlagsOf(s *helmcli.EnvSettings, cmd *cobra.Command) kube.Flags {
+	// Helm's settings resolve the namespace through the kubeconfig; berth does that itself,
+	// naming the kubeconfig when it cannot be read, so only an explicit namespace is taken.
+	// The flag's default is HELM_NAMESPACE.
+	ns, _ := cmd.Flags().GetString("namespace")
+	return kube.Flags{
+		Kubeconfig: s.KubeConfig, Context: s.KubeContext, Namespace: ns,
+		APIServer: s.KubeAPIServer, Token: s.KubeToken, AsUser: s.KubeAsUser, AsGroups: s.KubeAsGroups,
+		CAFile: s.KubeCaFile, TLSServerName: s.KubeTLSServerName, InsecureSkipTLSVerify: s.KubeInsecureSkipTLSVerify,
+		QPS: s.QPS, Burst: s.BurstLimit,
 	}
-	qps, _ := cmd.Flags().GetFloat32("qps")
-	burst, _ := cmd.Flags().GetInt("burst-limit")
-	return kube.Flags{Kubeconfig: get("kubeconfig"), Context: get("kube-context"), Namespace: get("namespace"), QPS: qps, Burst: burst}
 }
 
 // loadClients builds the clients the flags select and checks that the cluster answers.

@@ -1,5 +1,5 @@
 // Package kube builds Kubernetes clients the way kubectl and Helm do: from --kubeconfig,
-// --kube-context, KUBECONFIG and -n/--namespace.
+// --kube-context, KUBECONFIG, -n/--namespace and Helm's other --kube-* settings.
 package kube
 
 import (
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -28,7 +29,8 @@ const (
 	userAgent    = "berth"
 )
 
-// Flags select the cluster, user and namespace, as kubectl's and Helm's flags of the same names do.
+// Flags select the cluster, user and namespace, as kubectl's and Helm's flags of the same names do
+// (Helm's settings fill them from its --kube-* flags and HELM_KUBE* variables).
 type Flags struct {
 	// Kubeconfig is the path of the kubeconfig file; empty means KUBECONFIG, then ~/.kube/config.
 	Kubeconfig string
@@ -36,6 +38,19 @@ type Flags struct {
 	Context string
 	// Namespace overrides the context's namespace; empty means the context's, then "default".
 	Namespace string
+	// APIServer overrides the context's server address.
+	APIServer string
+	// Token is a bearer token that overrides the context's credentials.
+	Token string
+	// AsUser and AsGroups are the user and groups to impersonate.
+	AsUser   string
+	AsGroups []string
+	// CAFile is a certificate authority file for the API server's certificate.
+	CAFile string
+	// TLSServerName is the name to check the API server's certificate against.
+	TLSServerName string
+	// InsecureSkipTLSVerify does not check the API server's certificate.
+	InsecureSkipTLSVerify bool
 	// QPS and Burst limit the requests per second, as Helm's --qps and --burst-limit do: zero
 	// means DefaultQPS and DefaultBurst; a negative Burst turns client-side throttling off.
 	QPS   float32
@@ -59,13 +74,8 @@ type Clients struct {
 
 // Load reads the kubeconfig and builds the clients. It does not contact the cluster; see Reachable.
 func (f Flags) Load() (*Clients, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.Kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.Context}
-	overrides.Context.Namespace = f.Namespace
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-
-	source := f.describe(rules, loader)
+	loader := f.Loader()
+	source := f.describe(loader)
 	cfg, err := loader.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
@@ -130,11 +140,29 @@ func (c *Clients) Reachable(ctx context.Context) error {
 	return nil
 }
 
+// Loader is the kubeconfig loader with f's overrides applied, the one kubectl's and Helm's
+// flags of the same names build.
+func (f Flags) Loader() clientcmd.ClientConfig {
+	groups := f.AsGroups
+	return (&genericclioptions.ConfigFlags{
+		KubeConfig:       &f.Kubeconfig,
+		Context:          &f.Context,
+		Namespace:        &f.Namespace,
+		APIServer:        &f.APIServer,
+		BearerToken:      &f.Token,
+		Impersonate:      &f.AsUser,
+		ImpersonateGroup: &groups,
+		CAFile:           &f.CAFile,
+		TLSServerName:    &f.TLSServerName,
+		Insecure:         &f.InsecureSkipTLSVerify,
+	}).ToRawKubeConfigLoader()
+}
+
 // describe names the kubeconfig files and the context: kubeconfig "FILE", context "NAME".
-func (f Flags) describe(rules *clientcmd.ClientConfigLoadingRules, loader clientcmd.ClientConfig) string {
+func (f Flags) describe(loader clientcmd.ClientConfig) string {
 	files := f.Kubeconfig
 	if files == "" {
-		files = strings.Join(rules.GetLoadingPrecedence(), string(filepath.ListSeparator))
+		files = strings.Join(loader.ConfigAccess().GetLoadingPrecedence(), string(filepath.ListSeparator))
 	}
 	name := f.Context
 	if name == "" {
