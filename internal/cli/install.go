@@ -10,6 +10,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/source"
 )
 
 type installFlags struct {
@@ -22,6 +23,7 @@ type installFlags struct {
 	dryRun            lifecycle.DryRun
 	description       string
 	output            output.Format
+	source            source.Options
 }
 
 func newInstallCommand(streams Streams) *cobra.Command {
@@ -29,7 +31,11 @@ func newInstallCommand(streams Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install NAME CHART",
 		Short: "install a chart as a new release",
-		Long: `Install a chart (a directory or a packaged .tgz) as a new release.
+		Long: `Install a chart as a new release. The chart is a reference as helm takes it:
+a chart directory, a packaged .tgz, REPO/CHART from the repositories added with
+'berth repo add' or 'helm repo add', CHART with --repo URL, an https:// URL of a
+packaged chart, or oci://HOST/PATH/CHART (with :TAG or @sha256:DIGEST). Without
+--version the latest stable version is used.
 
 Every object is validated by the API server (a server-side dry run) before the
 first change: an invalid object, an unknown kind or an object that belongs to
@@ -38,7 +44,7 @@ with server-side apply in Helm's install order, and the release is recorded in
 Helm's format, so helm sees it too.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, c, err := newChartSession(cmd, streams, args[1], flags.values)
+			s, c, err := newChartSession(cmd, streams, args[1], flags.source, flags.values)
 			if err != nil {
 				return err
 			}
@@ -53,6 +59,7 @@ Helm's format, so helm sees it too.`,
 	}
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
+	addChartSourceFlags(f, &flags.source)
 	addWaitFlags(f, &flags.wait, false)
 	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
@@ -72,14 +79,14 @@ type chartInput struct {
 	caps   *common.Capabilities
 }
 
-// newChartSession loads the chart and merges the values (bad input fails before the cluster is
-// contacted), then connects to the cluster and reads its capabilities.
-func newChartSession(cmd *cobra.Command, streams Streams, path string, values chart.ValueOptions) (*session, *chartInput, error) {
+// newChartSession merges the values and locates and loads the chart ref names (bad input fails
+// before the cluster is contacted), then connects to the cluster and reads its capabilities.
+func newChartSession(cmd *cobra.Command, streams Streams, ref string, src source.Options, values chart.ValueOptions) (*session, *chartInput, error) {
 	vals, err := values.Merge()
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := chart.Load(path)
+	ch, err := loadChart(cmd, streams, ref, src)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/source"
 )
 
 type templateFlags struct {
@@ -19,6 +20,7 @@ type templateFlags struct {
 	skipTests            bool
 	isUpgrade            bool
 	skipSchemaValidation bool
+	source               source.Options
 }
 
 // defaultTemplateName is the release name helm template uses when none is given.
@@ -35,7 +37,11 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 --api-versions.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, chartPath, err := templateNameAndChart(args, flags.generateName)
+			name, ref, err := templateNameAndChart(args, flags.generateName)
+			if err != nil {
+				return err
+			}
+			chartPath, err := locateChart(cmd, streams, ref, flags.source)
 			if err != nil {
 				return err
 			}
@@ -63,6 +69,7 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 	}
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
+	addChartSourceFlags(f, &flags.source)
 	f.BoolVar(&flags.includeCRDs, "include-crds", false, "include CRDs in the templated output")
 	f.StringVar(&flags.kubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
 	f.StringSliceVarP(&flags.apiVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions (multiple can be specified)")

@@ -36,7 +36,7 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 			if err != nil {
 				return err
 			}
-			s, c, err := newChartSession(cmd, streams, args[1], flags.values)
+			s, c, err := newChartSession(cmd, streams, args[1], flags.source, flags.values)
 			if err != nil {
 				return err
 			}
@@ -51,6 +51,7 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 	}
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
+	addChartSourceFlags(f, &flags.source)
 	addWaitFlags(f, &flags.wait, false)
 	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVarP(&flags.install, "install", "i", false, "if the release does not exist, install it")
