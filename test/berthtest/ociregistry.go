@@ -6,11 +6,16 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"log"
 	"maps"
 	"math/big"
 	"net"
@@ -26,6 +31,7 @@ import (
 	"github.com/distribution/distribution/v3/registry/handlers"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/crypto/bcrypt"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content/memory"
@@ -91,11 +97,15 @@ func StartOCIRegistry(t testing.TB, opts OCIRegistryOptions) *OCIRegistry {
 		}
 		conf.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "berth-test", "path": htpasswd}}
 	}
+	// The registry logs every request through logrus's standard logger, the only logger it
+	// takes outside its own command.
+	logrus.SetOutput(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	// handlers.NewApp is the registry's HTTP API; registry.NewRegistry wraps it with process-wide
 	// health checks and telemetry that allow one registry per process, and picks no free port.
 	app := handlers.NewApp(ctx, conf)
 	srv := httptest.NewUnstartedServer(app)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are what some tests do
 	reg := &OCIRegistry{Username: opts.Username, Password: opts.Password}
 	if opts.PlainHTTP {
 		srv.Start()
@@ -244,4 +254,23 @@ func (r *OCIRegistry) PushArtifact(t testing.TB, repo, tag string) string {
 		t.Fatalf("push artifact %s:%s: %v", repo, tag, err)
 	}
 	return manifest.Digest.String()
+}
+
+// FileDigests returns the SHA-256 of every file under dir, by path: compare two of them to see
+// that a command changed no file there. A missing dir has none.
+func FileDigests(t testing.TB, dir string) map[string][32]byte {
+	t.Helper()
+	files := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		files[path] = sha256.Sum256(b)
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return files
 }
