@@ -133,6 +133,8 @@ func withRegistryHint(err error) error {
 		hint   string
 	)
 	switch {
+	case errors.As(err, &srcErr) && srcErr.Host != "" && strings.Contains(srcErr.Version, "@"):
+		hint = "--version takes a version or a range, not a digest: put the digest in the reference (oci://HOST/PATH/CHART@sha256:...), with --version to check that it is that version's"
 	case errors.As(err, &srcErr) && srcErr.Host != "":
 		hint = registryHint(srcErr.Kind, srcErr.Host, false)
 	case errors.As(err, &regErr):

@@ -126,6 +126,7 @@ func TestOCIRegistryLifecycle(t *testing.T) {
 		{name: "unknown CA", args: []string{"install", "bad", chartRef, "--version", "0.1.0"}, hint: "--ca-file"},
 		{name: "no such version", args: []string{"install", "bad", chartRef, "--version", "9.9.9", "--ca-file", reg.CAFile}, hint: "check the reference and --version"},
 		{name: "digest of another version", args: []string{"install", "bad", chartRef + "@" + digests[1], "--version", "0.1.0", "--ca-file", reg.CAFile}, hint: "the digest is not that of the version"},
+		{name: "digest in --version", args: []string{"install", "bad", chartRef, "--version", "0.1.0@" + digests[0], "--ca-file", reg.CAFile}, hint: "put the digest in the reference"},
 		{name: "not a chart", args: []string{"install", "bad", reg.Ref("charts/image@" + artifact), "--ca-file", reg.CAFile}, hint: "not a Helm chart"},
 		{name: "upgrade to no such version", args: []string{"upgrade", "web", chartRef, "--version", "0.3.0", "--ca-file", reg.CAFile}, hint: "check the reference and --version"},
 		{name: "template of no such version", args: []string{"template", "bad", chartRef, "--version", "0.3.0", "--ca-file", reg.CAFile}, hint: "check the reference and --version"},
