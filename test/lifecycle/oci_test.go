@@ -55,6 +55,10 @@ func TestOCIRegistryLifecycle(t *testing.T) {
 	ca := []string{"--ca-file", reg.CAFile}
 	chartRef := reg.Ref("charts/web")
 
+	// Without a terminal to ask on, a login without a password says how to give one.
+	if out, err := berthWithStdin(t, "", "registry", "login", reg.Host, "-u", "ci", "--ca-file", reg.CAFile); err == nil || !strings.Contains(err.Error(), "--password-stdin") {
+		t.Fatalf("login without a password: got %v, want an error that names --password-stdin\n%s", err, out)
+	}
 	// A refused login stores nothing.
 	out, err := berthWithStdin(t, "wrong\n", "registry", "login", reg.Host, "-u", "ci", "--password-stdin", "--ca-file", reg.CAFile)
 	if err == nil || !strings.Contains(err.Error(), "refused the username and password") {
