@@ -2,12 +2,10 @@ package source_test
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -42,24 +40,6 @@ func push(t *testing.T, settings *helmcli.EnvSettings, path, remote string, opts
 		t.Fatalf("push printed no digest:\n%s", out.String())
 	}
 	return m[1]
-}
-
-// snapshot is the content of every file under dir, by path.
-func snapshot(t *testing.T, dir string) map[string][32]byte {
-	t.Helper()
-	files := map[string][32]byte{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		files[path] = sha256.Sum256(b)
-		return err
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return files
 }
 
 // TestRegistryLoginPushLocate logs in to a TLS registry with basic auth, pushes two versions of
@@ -181,7 +161,7 @@ func TestLocateFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := snapshot(t, files.Home)
+			before := berthtest.FileDigests(t, files.Home)
 			var opts source.Options
 			tt.opts(&opts)
 			var out bytes.Buffer
@@ -198,7 +178,7 @@ func TestLocateFailures(t *testing.T) {
 			if srcErr.Kind != tt.want || srcErr.Host != source.OCIHost(tt.ref) {
 				t.Errorf("locate %s: got kind %v host %q, want %v %q (%v)", tt.ref, srcErr.Kind, srcErr.Host, tt.want, source.OCIHost(tt.ref), err)
 			}
-			if diff := cmp.Diff(before, snapshot(t, files.Home)); diff != "" {
+			if diff := cmp.Diff(before, berthtest.FileDigests(t, files.Home)); diff != "" {
 				t.Errorf("locate %s changed Helm's files (-before +after):\n%s", tt.ref, diff)
 			}
 		})
