@@ -39,7 +39,8 @@ func locateChart(cmd *cobra.Command, streams Streams, ref string, opts source.Op
 	if err != nil {
 		return "", err
 	}
-	return r.Locate(cmd.Context(), ref)
+	path, err := r.Locate(cmd.Context(), ref)
+	return path, withRegistryHint(err)
 }
 
 // loadChart locates the chart ref names and loads it.

@@ -55,20 +55,18 @@ type Resolver struct {
 // NewResolver returns a resolver of references with opts; out receives what Helm's registry
 // client reports (pulled digests and the like).
 func NewResolver(settings *helmcli.EnvSettings, opts Options, out io.Writer) (*Resolver, error) {
-	rc, err := NewRegistryClient(settings, RegistryOptions{
-		CertFile: opts.CertFile, KeyFile: opts.KeyFile, CAFile: opts.CaFile,
-		InsecureSkipTLSVerify: opts.InsecureSkipTLSVerify, PlainHTTP: opts.PlainHTTP,
-		Username: opts.Username, Password: opts.Password,
-	}, out)
+	r := &Resolver{Settings: settings, Options: opts}
+	rc, err := NewRegistryClient(settings, r.registryOptions(), out)
 	if err != nil {
 		return nil, err
 	}
-	return &Resolver{Settings: settings, Options: opts, Registry: rc}, nil
+	r.Registry = rc
+	return r, nil
 }
 
 // Locate returns the local path of the chart ref names: ref itself for a directory or archive
 // on disk, otherwise the archive Helm downloaded into its cache (verified first with Verify).
-func (r *Resolver) Locate(_ context.Context, ref string) (string, error) {
+func (r *Resolver) Locate(ctx context.Context, ref string) (string, error) {
 	if IsLocal(ref, r.Options) && !r.namesRepository(ref) {
 		if _, err := os.Stat(ref); err != nil {
 			return "", &Error{Ref: ref, Err: fmt.Errorf("%w: give a chart directory, a packaged chart (.tgz), REPO/CHART of an added repository, a URL or an oci:// reference", err)}
@@ -80,9 +78,30 @@ func (r *Resolver) Locate(_ context.Context, ref string) (string, error) {
 	inst.SetRegistryClient(r.Registry)
 	path, err := inst.LocateChart(ref, r.Settings)
 	if err != nil {
-		return "", &Error{Ref: ref, Repo: r.Options.RepoURL, Version: inst.Version, Err: err}
+		e := &Error{Ref: ref, Repo: r.Options.RepoURL, Version: inst.Version, Err: err}
+		if registry.IsOCI(ref) {
+			e.Host = OCIHost(ref)
+			e.Kind = classify(err, hasCredentials(ctx, r.Settings, e.Host, r.registryOptions()))
+		}
+		return "", e
 	}
 	return path, nil
+}
+
+// OCIHost is the registry HOST[:PORT] of the oci:// reference ref.
+func OCIHost(ref string) string {
+	host, _, _ := strings.Cut(strings.TrimPrefix(ref, registry.OCIScheme+"://"), "/")
+	return host
+}
+
+// registryOptions are the registry client options of r's chart path options.
+func (r *Resolver) registryOptions() RegistryOptions {
+	o := r.Options
+	return RegistryOptions{
+		CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CaFile,
+		InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, PlainHTTP: o.PlainHTTP,
+		Username: o.Username, Password: o.Password,
+	}
 }
 
 // Load locates ref and loads the chart it names.
@@ -149,7 +168,8 @@ func NewRegistryClient(settings *helmcli.EnvSettings, opts RegistryOptions, out 
 // tlsConfig is the TLS configuration of opts' client certificate, CA file and verification.
 func tlsConfig(opts RegistryOptions) (*tls.Config, error) {
 	conf := &tls.Config{InsecureSkipVerify: opts.InsecureSkipTLSVerify} //nolint:gosec // the user asked for it
-	if opts.CertFile != "" && opts.KeyFile != "" {
+	// As Helm: a certificate or a key alone is an error once TLS is configured at all.
+	if opts.CertFile != "" || opts.KeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("registry client: load client certificate %s and key %s: %w", opts.CertFile, opts.KeyFile, err)
