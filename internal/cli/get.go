@@ -23,7 +23,8 @@ get extended information about the release, including:
 - The values used to generate the release
 - The generated manifest file
 - The notes provided by the chart of the release
-- The hooks associated with the release`,
+- The hooks associated with the release
+- The metadata of the release`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(
@@ -40,6 +41,8 @@ charts, those resources will also be included in the manifest.`, writeManifest),
 
 Hooks are formatted in YAML and separated by the YAML '---\n' separator.`, writeHooks),
 		newGetValuesCommand(streams),
+		newGetMetadataCommand(streams),
+		newGetAllCommand(streams),
 	)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/cli/output"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
@@ -71,6 +72,8 @@ type statusWriter struct {
 	kept []resource.Identity
 	// operation says what operation holds the release or was left unfinished (berth's own line).
 	operation string
+	// all prints what helm get all prints: the chart's metadata, the values, hooks and manifest.
+	all bool
 }
 
 // keptObjects lists the objects of a revision that carry helm.sh/resource-policy: keep, by full
@@ -111,6 +114,9 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "NAMESPACE: %s\n", rel.Namespace)
 	fmt.Fprintf(&b, "STATUS: %s\n", rel.Info.Status)
 	fmt.Fprintf(&b, "REVISION: %d\n", rel.Version)
+	if w.all {
+		fmt.Fprintf(&b, "CHART: %s\nVERSION: %s\nAPP_VERSION: %s\n", rel.Chart.Metadata.Name, rel.Chart.Metadata.Version, rel.Chart.Metadata.AppVersion)
+	}
 	fmt.Fprintf(&b, "DESCRIPTION: %s\n", rel.Info.Description)
 	if w.operation != "" {
 		fmt.Fprintf(&b, "%s\n", w.operation)
@@ -128,7 +134,12 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 			h.Name, h.LastRun.StartedAt.Format(time.ANSIC), h.LastRun.CompletedAt.Format(time.ANSIC), h.LastRun.Phase)
 	}
 
-	if strings.EqualFold(rel.Info.Description, "Dry run complete") {
+	if w.all {
+		if err := writeAllValues(&b, rel); err != nil {
+			return err
+		}
+	}
+	if strings.EqualFold(rel.Info.Description, "Dry run complete") || w.all {
 		b.WriteString("HOOKS:\n")
 		for _, h := range rel.Hooks {
 			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
@@ -159,4 +170,22 @@ func testHooks(rel *release.Release) []*release.Hook {
 		}
 	}
 	return tests
+}
+
+// writeAllValues prints a revision's user-supplied and computed values as helm get all does.
+func writeAllValues(b *strings.Builder, rel *release.Release) error {
+	b.WriteString("USER-SUPPLIED VALUES:\n")
+	if err := output.EncodeYAML(b, rel.Config); err != nil {
+		return err
+	}
+	b.WriteString("\nCOMPUTED VALUES:\n")
+	vals, err := util.CoalesceValues(rel.Chart, rel.Config)
+	if err != nil {
+		return fmt.Errorf("release %s/%s: compute values of revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	if err := output.EncodeYAML(b, vals.AsMap()); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	return nil
 }
