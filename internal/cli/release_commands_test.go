@@ -33,7 +33,7 @@ func seedReleases(t *testing.T, env *testenv.Env, token string) {
 			Annotations:  map[string]string{"category": "demo"},
 			Dependencies: []*chart.Dependency{{Name: "redis", Version: "1.0.0"}, {Name: "cache", Version: "2.0.0"}},
 		},
-		Values:   map[string]any{"replicas": 1, "image": map[string]any{"repository": "nginx", "tag": "1.27"}},
+		Values: map[string]any{"replicas": 1, "image": map[string]any{"repository": "nginx", "tag": "1.27"}},
 	}
 	rev := func(name string, version int, status release.Status, desc string) *release.Release {
 		return &release.Release{
