@@ -75,5 +75,6 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newUninstallCommand(streams))
 	cmd.AddCommand(newRecoverCommand(streams))
 	cmd.AddCommand(newTestCommand(streams))
+	cmd.AddCommand(newCompletionCommand(streams))
 	return cmd
 }

@@ -18,7 +18,8 @@ func newGetAllCommand(streams Streams) *cobra.Command {
 		Short: "download all information for a named release",
 		Long: `This command prints a human readable collection of information about the
 notes, hooks, supplied values, and generated manifest file of the given release.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var t *template.Template
 			if tmpl != "" {
@@ -43,6 +44,7 @@ notes, hooks, supplied values, and generated manifest file of the given release.
 	}
 	f := cmd.Flags()
 	f.IntVar(&revision, "revision", 0, "get the named release with revision")
+	completeRevisionFlag(cmd)
 	f.StringVar(&tmpl, "template", "", "go template for formatting the output, eg: {{.Release.Name}}")
 	return cmd
 }

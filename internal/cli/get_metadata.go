@@ -21,9 +21,10 @@ func newGetMetadataCommand(streams Streams) *cobra.Command {
 	var revision int
 	var format output.Format
 	cmd := &cobra.Command{
-		Use:   "metadata RELEASE_NAME",
-		Short: "This command fetches metadata for a given release",
-		Args:  cobra.ExactArgs(1),
+		Use:               "metadata RELEASE_NAME",
+		Short:             "This command fetches metadata for a given release",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rel, err := lookupRelease(cmd, args[0], revision)
 			if err != nil {
@@ -37,6 +38,7 @@ func newGetMetadataCommand(streams Streams) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&revision, "revision", 0, "specify release revision")
+	completeRevisionFlag(cmd)
 	addOutputFlag(cmd, &format)
 	return cmd
 }

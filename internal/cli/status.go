@@ -37,7 +37,8 @@ The status consists of:
 - description of the release (can be completion message or error message)
 - details on last test suite run, if applicable
 - additional notes provided by the chart`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			clients, err := loadClients(cmd.Context(), cmd)
 			if err != nil {
@@ -62,6 +63,7 @@ The status consists of:
 		},
 	}
 	cmd.Flags().IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
+	completeRevisionFlag(cmd)
 	addOutputFlag(cmd, &flags.output)
 	return cmd
 }

@@ -42,7 +42,8 @@ Several releases are uninstalled one after another; each is reported, a release
 that fails or is blocked does not stop the others, and the exit code is that of
 the worst outcome (3 when every failure is a blocked deletion). With -o json or
 yaml, one release prints one object and several print a list.`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prop, err := cascade(flags.cascade)
 			if err != nil {
