@@ -122,7 +122,7 @@ func helmIn(t *testing.T, env *testenv.Env, args ...string) (string, error) {
 }
 
 // resourcesSection is the RESOURCES part of helm status, which berth status does not print.
-var resourcesSection = regexp.MustCompile(`(?s)RESOURCES:\n.*?\n\n\n?`)
+var resourcesSection = regexp.MustCompile(`(?s)RESOURCES:\n.*?(TEST SUITE:)`)
 
 // withoutResources removes what Helm's status adds from the cluster: the RESOURCES section of
 // the table and info.resources of JSON and YAML.
@@ -143,7 +143,7 @@ func withoutResources(t *testing.T, args []string, out string) string {
 		b, _ := json.Marshal(v)
 		return string(b)
 	}
-	return resourcesSection.ReplaceAllString(out, "")
+	return resourcesSection.ReplaceAllString(out, "$1")
 }
 
 func format(args []string) string {

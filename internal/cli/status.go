@@ -19,8 +19,10 @@ import (
 )
 
 type statusFlags struct {
-	revision int
-	output   output.Format
+	revision      int
+	showResources bool
+	showDesc      bool
+	output        output.Format
 }
 
 func newStatusCommand(streams Streams) *cobra.Command {
@@ -35,6 +37,7 @@ The status consists of:
 - state of the release (can be: unknown, deployed, uninstalled, superseded, failed, uninstalling, pending-install, pending-upgrade or pending-rollback)
 - revision of the release
 - description of the release (can be completion message or error message)
+- list of resources that this release consists of, and whether each is ready
 - details on last test suite run, if applicable
 - additional notes provided by the chart`,
 		Args:              cobra.ExactArgs(1),
@@ -49,20 +52,30 @@ The status consists of:
 			if err != nil {
 				return err
 			}
-			kept := keptObjects(cluster.New(clients.Dynamic, clients.Mapper), rel)
-			var op string
+			c := cluster.New(clients.Dynamic, clients.Mapper)
+			kept := keptObjects(c, rel)
+			w := statusWriter{rel: rel, kept: kept}
+			if flags.showResources && rel.Info.Status != release.StatusUninstalled {
+				w.objects, w.readErr = releaseObjects(cmd.Context(), c, rel)
+				rel.Info.Resources = liveByGroup(w.objects)
+			}
 			if flags.revision <= 0 {
 				in, err := lifecycle.Inspect(cmd.Context(), store, release.NewJournals(clients.Client.CoreV1(), clients.Namespace),
 					release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace), args[0])
 				if err != nil {
 					return err
 				}
-				op = operationLine(in, args[0])
+				w.operation = operationLine(in, args[0])
 			}
-			return flags.output.Write(streams.Out, statusWriter{rel: rel, kept: kept, operation: op})
+			return flags.output.Write(streams.Out, w)
 		},
 	}
-	cmd.Flags().IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
+	f := cmd.Flags()
+	f.IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
+	f.BoolVar(&flags.showResources, "show-resources", true,
+		"read the release's objects from the cluster and show each, grouped by kind, with whether it is ready (info.resources with -o json|yaml); --show-resources=false skips it")
+	f.BoolVar(&flags.showDesc, "show-desc", false, "if set, display the description message of the named release")
+	_ = f.MarkDeprecated("show-desc", "the description is always shown")
 	completeRevisionFlag(cmd)
 	addOutputFlag(cmd, &flags.output)
 	return cmd
@@ -76,6 +89,10 @@ type statusWriter struct {
 	operation string
 	// all prints what helm get all prints: the chart's metadata, the values, hooks and manifest.
 	all bool
+	// objects are the revision's objects as they stand in the cluster, and readErr why some
+	// could not be read.
+	objects []releaseObject
+	readErr error
 }
 
 // keptObjects lists the objects of a revision that carry helm.sh/resource-policy: keep, by full
@@ -122,6 +139,9 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "DESCRIPTION: %s\n", rel.Info.Description)
 	if w.operation != "" {
 		fmt.Fprintf(&b, "%s\n", w.operation)
+	}
+	if err := writeResources(&b, rel.Namespace, w.objects, w.readErr); err != nil {
+		return err
 	}
 
 	tests := testHooks(rel)
