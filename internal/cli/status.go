@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -57,6 +58,8 @@ The status consists of:
 			w := statusWriter{rel: rel, kept: kept}
 			if flags.showResources && rel.Info.Status != release.StatusUninstalled {
 				w.objects, w.readErr = releaseObjects(cmd.Context(), c, rel)
+				pods, err := relatedPods(cmd.Context(), clients.Client.CoreV1(), w.objects)
+				w.objects, w.readErr = append(w.objects, pods...), errors.Join(w.readErr, err)
 				rel.Info.Resources = liveByGroup(w.objects)
 			}
 			if flags.revision <= 0 {
@@ -73,7 +76,7 @@ The status consists of:
 	f := cmd.Flags()
 	f.IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
 	f.BoolVar(&flags.showResources, "show-resources", true,
-		"read the release's objects from the cluster and show each, grouped by kind, with whether it is ready (info.resources with -o json|yaml); --show-resources=false skips it")
+		"read the release's objects (and the Pods of its workloads) from the cluster and show each, grouped by kind, with whether it is ready (info.resources with -o json|yaml); --show-resources=false skips it")
 	f.BoolVar(&flags.showDesc, "show-desc", false, "if set, display the description message of the named release")
 	_ = f.MarkDeprecated("show-desc", "the description is always shown")
 	completeRevisionFlag(cmd)

@@ -3,13 +3,17 @@ package cli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"text/tabwriter"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/readiness"
@@ -65,6 +69,65 @@ func releaseObjects(ctx context.Context, c *cluster.Client, rel *release.Release
 		return cmp.Or(cmp.Compare(a.group, b.group), resource.Compare(a.id, b.id))
 	})
 	return out, readErr
+}
+
+// relatedGroup is the group Helm's status puts the Pods of a release's workloads under.
+const relatedGroup = "v1/Pod(related)"
+
+// relatedPods lists the Pods the release's workloads select (each selector once), as Helm's
+// status shows them, with whether each is ready.
+func relatedPods(ctx context.Context, pods corev1client.PodsGetter, objs []releaseObject) ([]releaseObject, error) {
+	var out []releaseObject
+	var errs []error
+	seen := map[string]bool{}
+	for _, o := range objs {
+		if o.live == nil {
+			continue
+		}
+		selector, ok := podSelector(o.live)
+		if !ok || len(selector) == 0 {
+			continue
+		}
+		key := o.live.GetNamespace() + "/" + labels.SelectorFromSet(selector).String()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		list, err := pods.Pods(o.live.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(selector).String()})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list the Pods of %s: %w", o.id, err))
+			continue
+		}
+		for i := range list.Items {
+			content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&list.Items[i])
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			pod := &unstructured.Unstructured{Object: content}
+			pod.SetAPIVersion("v1")
+			pod.SetKind("Pod")
+			out = append(out, releaseObject{
+				id: resource.IdentityOf(pod), group: relatedGroup, live: pod,
+				ready: readiness.Compute(pod, readiness.Options{}),
+			})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b releaseObject) int { return resource.Compare(a.id, b.id) })
+	return out, errors.Join(errs...)
+}
+
+// podSelector is the label selector of a workload's Pods, for the kinds Helm's status follows.
+func podSelector(obj *unstructured.Unstructured) (map[string]string, bool) {
+	var sel map[string]string
+	var found bool
+	switch obj.GroupVersionKind().GroupKind().String() {
+	case "Deployment.apps", "StatefulSet.apps", "DaemonSet.apps", "ReplicaSet.apps", "Job.batch":
+		sel, found, _ = unstructured.NestedStringMap(obj.Object, "spec", "selector", "matchLabels")
+	case "ReplicationController":
+		sel, found, _ = unstructured.NestedStringMap(obj.Object, "spec", "selector")
+	}
+	return sel, found
 }
 
 // liveByGroup is what helm status puts in info.resources: the live objects by apiVersion/Kind.

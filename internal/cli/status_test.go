@@ -84,6 +84,7 @@ func TestStatusResources(t *testing.T) {
 		"DESCRIPTION: Install complete\nRESOURCES:\n==> apps/v1/Deployment\nNAME",
 		"\nfast \\s+Ready", "\nslow \\s+InProgress", "\nbooks \\s+Ready", "\nmaps \\s+Missing \\s+not found in the cluster\n",
 		"==> v1/ConfigMap\n", "\n\nTEST SUITE: None\n",
+		"==> v1/Pod\\(related\\)\nNAME +STATUS +MESSAGE\nfast-[a-z0-9]+-[a-z0-9]+ +Ready +Pod is ready\nslow-[a-z0-9]+-[a-z0-9]+ +InProgress +Pod is \\w+ and not ready\n",
 	} {
 		if !regexpMatch(t, want, got) {
 			t.Errorf("berth status printed\n%s\nwithout %q", got, want)
@@ -130,6 +131,10 @@ func TestStatusResources(t *testing.T) {
 			names[group] = append(names[group], o.Metadata.Name)
 		}
 	}
+	if pods := names["v1/Pod(related)"]; len(pods) != 2 || !strings.HasPrefix(pods[0], "fast-") || !strings.HasPrefix(pods[1], "slow-") {
+		t.Errorf("status -o json: related Pods %v, want one of fast and one of slow", pods)
+	}
+	delete(names, "v1/Pod(related)")
 	wantNames := map[string][]string{"apps/v1/Deployment": {"fast", "slow"}, "v1/ConfigMap": {"books"}}
 	if diff := cmp.Diff(wantNames, names); diff != "" {
 		t.Errorf("status -o json info.resources (-want +got):\n%s", diff)
