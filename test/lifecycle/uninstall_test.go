@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/cli"
+	berthlifecycle "github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -22,7 +24,7 @@ func TestUninstallSeveralReleases(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	chart := berthtest.WriteChart(t, "one", oneConfigMap)
-	for _, name := range []string{"a", "b", "c", "d", "e"} {
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		berthtest.MustBerth(t, env, "install", name, chart)
 	}
 
@@ -53,6 +55,18 @@ func TestUninstallSeveralReleases(t *testing.T) {
 			t.Errorf("release c: status %q, description %q; want uninstalled, %q", rel.Info.Status, rel.Info.Description, "retired for good")
 		}
 		berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "c")
+	})
+
+	t.Run("-o json of several releases is a list", func(t *testing.T) {
+		stdout, _ := berthtest.MustBerth(t, env, "uninstall", "f", "g", "-o", "json")
+		var results []berthlifecycle.UninstallResult
+		if err := json.Unmarshal([]byte(stdout), &results); err != nil {
+			t.Fatalf("uninstall f g -o json: %v\n%s", err, stdout)
+		}
+		if len(results) != 2 || results[0].Name != "f" || results[1].Name != "g" || len(results[1].Deleted) != 1 {
+			t.Errorf("uninstall f g -o json printed %s, want the results of f and g, each with its ConfigMap deleted", stdout)
+		}
+		berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "f", "g")
 	})
 
 	t.Run("a blocked release does not stop the others", func(t *testing.T) {
