@@ -244,6 +244,7 @@ func TestReleaseCommandsOutput(t *testing.T) {
 			"Phase:          Failed\n", "NOTES:\nVisit http://web.example.com\n",
 		}},
 		{[]string{"status", web, "--revision", "1"}, []string{"STATUS: superseded\n", "REVISION: 1\n", "TEST SUITE: None\n"}},
+		{[]string{"status", web, "--show-desc"}, []string{"DESCRIPTION: Upgrade complete\n"}},
 		{[]string{"list"}, []string{"NAME", "APP VERSION", web, "demo-1.2.3", "4.5.6", "failed", "uninstalled", "deployed"}},
 		{[]string{"list", "--deployed", "-o", "json"}, []string{`"name":"` + web + `"`, `"revision":"2"`, `"status":"deployed"`}},
 		{[]string{"history", web}, []string{"REVISION", "DESCRIPTION", "superseded", "Install complete", "Upgrade complete"}},

@@ -38,10 +38,11 @@ dependents included, before removing the release's record. Objects annotated
 helm.sh/resource-policy: keep stay and are listed. If something blocks, the
 release stays recorded as uninstalling and running uninstall again goes on.
 
-Several releases are uninstalled one after another; each is reported, a release
-that fails or is blocked does not stop the others, and the exit code is that of
-the worst outcome (3 when every failure is a blocked deletion). With -o json or
-yaml, one release prints one object and several print a list.`,
+Several releases are uninstalled one after another; each is reported, and a
+release that fails or is blocked does not stop the others. The exit code is 0
+when every release was uninstalled, 3 when every failure was a blocked deletion,
+and 1 otherwise. With -o json or yaml, one release prints one object and several
+print a list.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
