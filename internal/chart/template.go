@@ -28,6 +28,13 @@ type TemplateOptions struct {
 	ShowOnly []string
 	// SkipTests leaves out the test hooks.
 	SkipTests bool
+	// NoHooks leaves out every hook (--no-hooks).
+	NoHooks bool
+	// OutputDir, when set, makes Template write each template's documents to a file under it
+	// instead of printing them, as --output-dir does; UseReleaseName puts them under
+	// OutputDir/RELEASE (--release-name).
+	OutputDir      string
+	UseReleaseName bool
 }
 
 // Template loads, renders and prints a chart exactly as `helm template` does: the manifest, then
@@ -51,23 +58,38 @@ func Template(ctx context.Context, opts TemplateOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return r.TemplateOutput(opts.ShowOnly, opts.SkipTests)
+	if opts.OutputDir != "" {
+		return r.writeFiles(opts)
+	}
+	return r.TemplateOutput(opts.ShowOnly, opts.SkipTests, opts.NoHooks)
 }
 
-// TemplateOutput prints r as `helm template` does, with its --show-only and --skip-tests.
-func (r *Rendered) TemplateOutput(showOnly []string, skipTests bool) (string, error) {
+// TemplateOutput prints r as `helm template` does, with its --show-only, --skip-tests and
+// --no-hooks.
+func (r *Rendered) TemplateOutput(showOnly []string, skipTests, noHooks bool) (string, error) {
 	var b strings.Builder
 	fmt.Fprintln(&b, strings.TrimSpace(r.Manifest))
-	for _, h := range r.ReleaseHooks {
-		if skipTests && slices.Contains(h.Events, release.HookTest) {
-			continue
-		}
+	for _, h := range r.templateHooks(skipTests, noHooks) {
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
 	}
 	if len(showOnly) == 0 {
 		return b.String(), nil
 	}
 	return selectTemplates(b.String(), showOnly)
+}
+
+// templateHooks are the hooks helm template shows.
+func (r *Rendered) templateHooks(skipTests, noHooks bool) []*release.Hook {
+	if noHooks {
+		return nil
+	}
+	var hooks []*release.Hook
+	for _, h := range r.ReleaseHooks {
+		if !skipTests || !slices.Contains(h.Events, release.HookTest) {
+			hooks = append(hooks, h)
+		}
+	}
+	return hooks
 }
 
 var templateSource = regexp.MustCompile("# Source: [^/]+/(.+)")

@@ -23,7 +23,8 @@ get extended information about the release, including:
 - The values used to generate the release
 - The generated manifest file
 - The notes provided by the chart of the release
-- The hooks associated with the release`,
+- The hooks associated with the release
+- The metadata of the release`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(
@@ -40,6 +41,8 @@ charts, those resources will also be included in the manifest.`, writeManifest),
 
 Hooks are formatted in YAML and separated by the YAML '---\n' separator.`, writeHooks),
 		newGetValuesCommand(streams),
+		newGetMetadataCommand(streams),
+		newGetAllCommand(streams),
 	)
 	return cmd
 }
@@ -48,10 +51,11 @@ Hooks are formatted in YAML and separated by the YAML '---\n' separator.`, write
 func newGetPartCommand(streams Streams, part, short, long string, write func(io.Writer, *release.Release) error) *cobra.Command {
 	var revision int
 	cmd := &cobra.Command{
-		Use:   part + " RELEASE_NAME",
-		Short: short,
-		Long:  long,
-		Args:  cobra.ExactArgs(1),
+		Use:               part + " RELEASE_NAME",
+		Short:             short,
+		Long:              long,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rel, err := lookupRelease(cmd, args[0], revision)
 			if err != nil {
@@ -61,6 +65,7 @@ func newGetPartCommand(streams Streams, part, short, long string, write func(io.
 		},
 	}
 	cmd.Flags().IntVar(&revision, "revision", 0, "get the named release with revision")
+	completeRevisionFlag(cmd)
 	return cmd
 }
 
@@ -103,10 +108,11 @@ type getValuesFlags struct {
 func newGetValuesCommand(streams Streams) *cobra.Command {
 	var flags getValuesFlags
 	cmd := &cobra.Command{
-		Use:   "values RELEASE_NAME",
-		Short: "download the values file for a named release",
-		Long:  "This command downloads a values file for a given release.",
-		Args:  cobra.ExactArgs(1),
+		Use:               "values RELEASE_NAME",
+		Short:             "download the values file for a named release",
+		Long:              "This command downloads a values file for a given release.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rel, err := lookupRelease(cmd, args[0], flags.revision)
 			if err != nil {
@@ -123,6 +129,7 @@ func newGetValuesCommand(streams Streams) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.IntVar(&flags.revision, "revision", 0, "get the named release with revision")
+	completeRevisionFlag(cmd)
 	f.BoolVarP(&flags.all, "all", "a", false, "dump all (computed) values")
 	addOutputFlag(cmd, &flags.output)
 	return cmd

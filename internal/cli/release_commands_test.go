@@ -28,8 +28,12 @@ func seedReleases(t *testing.T, env *testenv.Env, token string) {
 	t.Helper()
 	epoch := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	c := &chart.Chart{
-		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "demo", Version: "1.2.3", AppVersion: "4.5.6"},
-		Values:   map[string]any{"replicas": 1, "image": map[string]any{"repository": "nginx", "tag": "1.27"}},
+		Metadata: &chart.Metadata{
+			APIVersion: chart.APIVersionV2, Name: "demo", Version: "1.2.3", AppVersion: "4.5.6",
+			Annotations:  map[string]string{"category": "demo"},
+			Dependencies: []*chart.Dependency{{Name: "redis", Version: "1.0.0"}, {Name: "cache", Version: "2.0.0"}},
+		},
+		Values: map[string]any{"replicas": 1, "image": map[string]any{"repository": "nginx", "tag": "1.27"}},
 	}
 	rev := func(name string, version int, status release.Status, desc string) *release.Release {
 		return &release.Release{
@@ -44,6 +48,7 @@ func seedReleases(t *testing.T, env *testenv.Env, token string) {
 	web1 := rev("web", 1, release.StatusSuperseded, "Install complete")
 	web2 := rev("web", 2, release.StatusDeployed, "Upgrade complete")
 	web2.Config = map[string]any{"replicas": 3}
+	web2.Labels = map[string]string{"team": "blue"}
 	web2.Info.Notes = "  Visit http://web.example.com\n"
 	web2.Info.RollbackRevision = 1
 	web2.Hooks = []*release.Hook{
@@ -117,7 +122,7 @@ func helmIn(t *testing.T, env *testenv.Env, args ...string) (string, error) {
 }
 
 // resourcesSection is the RESOURCES part of helm status, which berth status does not print.
-var resourcesSection = regexp.MustCompile(`(?s)RESOURCES:\n.*?\n\n\n?`)
+var resourcesSection = regexp.MustCompile(`(?s)RESOURCES:\n.*?(TEST SUITE:)`)
 
 // withoutResources removes what Helm's status adds from the cluster: the RESOURCES section of
 // the table and info.resources of JSON and YAML.
@@ -138,7 +143,7 @@ func withoutResources(t *testing.T, args []string, out string) string {
 		b, _ := json.Marshal(v)
 		return string(b)
 	}
-	return resourcesSection.ReplaceAllString(out, "")
+	return resourcesSection.ReplaceAllString(out, "$1")
 }
 
 func format(args []string) string {
@@ -194,6 +199,16 @@ func TestReleaseCommandsMatchHelm(t *testing.T) {
 		{"get", "notes", web},
 		{"get", "notes", db},
 		{"get", "hooks", web},
+		{"get", "hooks", web, "--revision", "1"},
+		{"get", "notes", web, "--revision", "1"},
+		{"get", "all", web},
+		{"get", "all", web, "--revision", "1"},
+		{"get", "all", db},
+		{"get", "all", web, "--template", "{{.Release.Name}} {{.Release.Version}} {{.Release.Info.Status}}"},
+		{"get", "metadata", web},
+		{"get", "metadata", web, "--revision", "1"},
+		{"get", "metadata", web, "-o", "json"},
+		{"get", "metadata", web, "-o", "yaml"},
 	}
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -229,6 +244,7 @@ func TestReleaseCommandsOutput(t *testing.T) {
 			"Phase:          Failed\n", "NOTES:\nVisit http://web.example.com\n",
 		}},
 		{[]string{"status", web, "--revision", "1"}, []string{"STATUS: superseded\n", "REVISION: 1\n", "TEST SUITE: None\n"}},
+		{[]string{"status", web, "--show-desc"}, []string{"DESCRIPTION: Upgrade complete\n"}},
 		{[]string{"list"}, []string{"NAME", "APP VERSION", web, "demo-1.2.3", "4.5.6", "failed", "uninstalled", "deployed"}},
 		{[]string{"list", "--deployed", "-o", "json"}, []string{`"name":"` + web + `"`, `"revision":"2"`, `"status":"deployed"`}},
 		{[]string{"history", web}, []string{"REVISION", "DESCRIPTION", "superseded", "Install complete", "Upgrade complete"}},
@@ -237,6 +253,16 @@ func TestReleaseCommandsOutput(t *testing.T) {
 		{[]string{"get", "manifest", web}, []string{"name: " + web + "-v2\n"}},
 		{[]string{"get", "hooks", web}, []string{"# Source: demo/templates/migrate.yaml\n", "# Source: demo/templates/tests/test.yaml\n"}},
 		{[]string{"get", "notes", web}, []string{"NOTES:\n"}},
+		{[]string{"get", "all", web}, []string{
+			"NAME: " + web + "\n", "CHART: demo\nVERSION: 1.2.3\nAPP_VERSION: 4.5.6\n", "USER-SUPPLIED VALUES:\nreplicas: 3\n",
+			"COMPUTED VALUES:\n", "repository: nginx", "HOOKS:\n", "# Source: demo/templates/migrate.yaml\n",
+			"MANIFEST:\n", "name: " + web + "-v2\n", "NOTES:\nVisit http://web.example.com\n",
+		}},
+		{[]string{"get", "metadata", web}, []string{
+			"CHART: demo\n", "ANNOTATIONS: category=demo\n", "team=blue", "DEPENDENCIES: cache,redis\n",
+			"REVISION: 2\n", "STATUS: deployed\n", "DEPLOYED_AT: 2024-05-01T14:00:00Z\n",
+		}},
+		{[]string{"get", "metadata", web, "-o", "json"}, []string{`"appVersion":"4.5.6"`, `"team":"blue"`, `"revision":2`}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -281,6 +307,8 @@ func TestReleaseNotFound(t *testing.T) {
 		{"get", "values", "nope"},
 		{"get", "notes", "nope"},
 		{"get", "hooks", "nope"},
+		{"get", "all", "nope"},
+		{"get", "metadata", "nope"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			_, err := berthIn(t, env, args...)

@@ -26,7 +26,8 @@ func newRollbackCommand(streams Streams) *cobra.Command {
 chart, values and manifest of the earlier one, and the cluster is made to match
 it. Without REVISION, or with 0, the release goes back to the revision before
 the last.`,
-		Args: cobra.RangeArgs(1, 2),
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeReleaseThenRevision,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			version := 0
 			if len(args) == 2 {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/cli/output"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
@@ -18,8 +20,10 @@ import (
 )
 
 type statusFlags struct {
-	revision int
-	output   output.Format
+	revision      int
+	showResources bool
+	showDesc      bool
+	output        output.Format
 }
 
 func newStatusCommand(streams Streams) *cobra.Command {
@@ -34,9 +38,11 @@ The status consists of:
 - state of the release (can be: unknown, deployed, uninstalled, superseded, failed, uninstalling, pending-install, pending-upgrade or pending-rollback)
 - revision of the release
 - description of the release (can be completion message or error message)
+- list of resources that this release consists of, and whether each is ready
 - details on last test suite run, if applicable
 - additional notes provided by the chart`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			clients, err := loadClients(cmd.Context(), cmd)
 			if err != nil {
@@ -47,20 +53,33 @@ The status consists of:
 			if err != nil {
 				return err
 			}
-			kept := keptObjects(cluster.New(clients.Dynamic, clients.Mapper), rel)
-			var op string
+			c := cluster.New(clients.Dynamic, clients.Mapper)
+			kept := keptObjects(c, rel)
+			w := statusWriter{rel: rel, kept: kept}
+			if flags.showResources && rel.Info.Status != release.StatusUninstalled {
+				w.objects, w.readErr = releaseObjects(cmd.Context(), c, rel)
+				pods, err := relatedPods(cmd.Context(), clients.Client.CoreV1(), w.objects)
+				w.objects, w.readErr = append(w.objects, pods...), errors.Join(w.readErr, err)
+				rel.Info.Resources = liveByGroup(w.objects)
+			}
 			if flags.revision <= 0 {
 				in, err := lifecycle.Inspect(cmd.Context(), store, release.NewJournals(clients.Client.CoreV1(), clients.Namespace),
 					release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace), args[0])
 				if err != nil {
 					return err
 				}
-				op = operationLine(in, args[0])
+				w.operation = operationLine(in, args[0])
 			}
-			return flags.output.Write(streams.Out, statusWriter{rel: rel, kept: kept, operation: op})
+			return flags.output.Write(streams.Out, w)
 		},
 	}
-	cmd.Flags().IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
+	f := cmd.Flags()
+	f.IntVar(&flags.revision, "revision", 0, "if set, display the status of the named release with revision")
+	f.BoolVar(&flags.showResources, "show-resources", true,
+		"read the release's objects (and the Pods of its workloads) from the cluster and show each, grouped by kind, with whether it is ready (info.resources with -o json|yaml); --show-resources=false skips it")
+	f.BoolVar(&flags.showDesc, "show-desc", false, "if set, display the description message of the named release")
+	_ = f.MarkDeprecated("show-desc", "the description is always shown")
+	completeRevisionFlag(cmd)
 	addOutputFlag(cmd, &flags.output)
 	return cmd
 }
@@ -71,6 +90,12 @@ type statusWriter struct {
 	kept []resource.Identity
 	// operation says what operation holds the release or was left unfinished (berth's own line).
 	operation string
+	// all prints what helm get all prints: the chart's metadata, the values, hooks and manifest.
+	all bool
+	// objects are the revision's objects as they stand in the cluster, and readErr why some
+	// could not be read.
+	objects []releaseObject
+	readErr error
 }
 
 // keptObjects lists the objects of a revision that carry helm.sh/resource-policy: keep, by full
@@ -111,9 +136,15 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 	fmt.Fprintf(&b, "NAMESPACE: %s\n", rel.Namespace)
 	fmt.Fprintf(&b, "STATUS: %s\n", rel.Info.Status)
 	fmt.Fprintf(&b, "REVISION: %d\n", rel.Version)
+	if w.all {
+		fmt.Fprintf(&b, "CHART: %s\nVERSION: %s\nAPP_VERSION: %s\n", rel.Chart.Metadata.Name, rel.Chart.Metadata.Version, rel.Chart.Metadata.AppVersion)
+	}
 	fmt.Fprintf(&b, "DESCRIPTION: %s\n", rel.Info.Description)
 	if w.operation != "" {
 		fmt.Fprintf(&b, "%s\n", w.operation)
+	}
+	if err := writeResources(&b, rel.Namespace, w.objects, w.readErr); err != nil {
+		return err
 	}
 
 	tests := testHooks(rel)
@@ -128,7 +159,12 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 			h.Name, h.LastRun.StartedAt.Format(time.ANSIC), h.LastRun.CompletedAt.Format(time.ANSIC), h.LastRun.Phase)
 	}
 
-	if strings.EqualFold(rel.Info.Description, "Dry run complete") {
+	if w.all {
+		if err := writeAllValues(&b, rel); err != nil {
+			return err
+		}
+	}
+	if strings.EqualFold(rel.Info.Description, "Dry run complete") || w.all {
 		b.WriteString("HOOKS:\n")
 		for _, h := range rel.Hooks {
 			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
@@ -159,4 +195,22 @@ func testHooks(rel *release.Release) []*release.Hook {
 		}
 	}
 	return tests
+}
+
+// writeAllValues prints a revision's user-supplied and computed values as helm get all does.
+func writeAllValues(b *strings.Builder, rel *release.Release) error {
+	b.WriteString("USER-SUPPLIED VALUES:\n")
+	if err := output.EncodeYAML(b, rel.Config); err != nil {
+		return err
+	}
+	b.WriteString("\nCOMPUTED VALUES:\n")
+	vals, err := util.CoalesceValues(rel.Chart, rel.Config)
+	if err != nil {
+		return fmt.Errorf("release %s/%s: compute values of revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	if err := output.EncodeYAML(b, vals.AsMap()); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	return nil
 }

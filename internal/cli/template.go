@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"helm.sh/helm/v4/pkg/action"
+
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/source"
 )
@@ -21,6 +23,10 @@ type templateFlags struct {
 	isUpgrade            bool
 	skipSchemaValidation bool
 	source               source.Options
+	noHooks              bool
+	nameTemplate         string
+	outputDir            string
+	useReleaseName       bool
 }
 
 // defaultTemplateName is the release name helm template uses when none is given.
@@ -37,7 +43,7 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 --api-versions.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, ref, err := templateNameAndChart(args, flags.generateName)
+			name, ref, err := templateNameAndChart(args, flags.generateName, flags.nameTemplate)
 			if err != nil {
 				return err
 			}
@@ -59,11 +65,14 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 				APIVersions: flags.apiVersions,
 				ShowOnly:    flags.showOnly,
 				SkipTests:   flags.skipTests,
+				NoHooks:     flags.noHooks,
+
+				OutputDir:      flags.outputDir,
+				UseReleaseName: flags.useReleaseName,
 			})
-			if err != nil {
-				return err
+			if _, werr := fmt.Fprint(streams.Out, out); werr != nil && err == nil {
+				err = werr
 			}
-			_, err = fmt.Fprint(streams.Out, out)
 			return err
 		},
 	}
@@ -78,6 +87,10 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 	f.BoolVar(&flags.skipTests, "skip-tests", false, "skip tests from templated output")
 	f.BoolVar(&flags.isUpgrade, "is-upgrade", false, "set .Release.IsUpgrade instead of .Release.IsInstall")
 	f.BoolVar(&flags.skipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
+	f.BoolVar(&flags.noHooks, "no-hooks", false, "prevent hooks from running during install")
+	f.StringVar(&flags.nameTemplate, "name-template", "", "specify template used to name the release")
+	f.StringVar(&flags.outputDir, "output-dir", "", "writes the executed templates to files in output-dir instead of stdout")
+	f.BoolVar(&flags.useReleaseName, "release-name", false, "use release name in the output-dir path.")
 	return cmd
 }
 
@@ -92,15 +105,25 @@ func addValueFlags(cmd *cobra.Command, v *chart.ValueOptions) {
 	f.StringArrayVar(&v.LiteralValues, "set-literal", nil, "set a literal STRING value on the command line")
 }
 
-// templateNameAndChart reads the arguments as helm template does: NAME CHART, or CHART alone
-// for the release name "release-name" (with or without --generate-name, which helm template
-// accepts but does not use).
-func templateNameAndChart(args []string, generateName bool) (name, chartPath string, err error) {
+// templateNameAndChart reads the arguments as helm template does: NAME CHART; or CHART alone, for
+// the name --name-template renders, else "release-name" (with or without --generate-name, which
+// helm template accepts but does not use).
+func templateNameAndChart(args []string, generateName bool, nameTemplate string) (name, chartPath string, err error) {
 	if len(args) == 2 {
 		if generateName {
 			return "", "", errors.New("cannot set --generate-name and also specify a name")
 		}
+		if nameTemplate != "" {
+			return "", "", errors.New("cannot set --name-template and also specify a name")
+		}
 		return args[0], args[1], nil
+	}
+	if nameTemplate != "" {
+		name, err := action.TemplateName(nameTemplate)
+		if err != nil {
+			return "", "", fmt.Errorf("invalid --name-template %q: %w", nameTemplate, err)
+		}
+		return name, args[0], nil
 	}
 	return defaultTemplateName, args[0], nil
 }

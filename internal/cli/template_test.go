@@ -169,6 +169,8 @@ func TestTemplateErrors(t *testing.T) {
 		{"show-only of a missing template", []string{"template", "web", app, "-s", "templates/none.yaml"}, []string{"could not find template templates/none.yaml in chart"}},
 		{"template error", []string{"template", "web", badTemplate}, []string{"badtemplate/templates/cm.yaml:6", "nosuchfunc"}},
 		{"invalid release name", []string{"template", "Web_1", app}, []string{`release name "Web_1"`}},
+		{"name template with a name", []string{"template", "web", app, "--name-template", "x"}, []string{"cannot set --name-template and also specify a name"}},
+		{"bad name template", []string{"template", app, "--name-template", "{{ nope"}, []string{`invalid --name-template "{{ nope"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

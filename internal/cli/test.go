@@ -31,7 +31,8 @@ order (by weight, then name) and with their delete policies, each to an observed
 outcome. The last run of each test is recorded in the release, where helm status
 and berth status show it. A failed test is named with its Pods' last state,
 events and logs.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := flags.options(args[0])
 			if err != nil {

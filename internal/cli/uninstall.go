@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -8,30 +9,42 @@ import (
 	"helm.sh/helm/v4/pkg/cli/output"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
 )
 
 type uninstallFlags struct {
-	wait        lifecycle.WaitOptions
-	cascade     string
-	keepHistory bool
-	noHooks     bool
-	dryRun      bool
-	output      output.Format
+	wait           lifecycle.WaitOptions
+	cascade        string
+	keepHistory    bool
+	noHooks        bool
+	dryRun         bool
+	ignoreNotFound bool
+	description    string
+	output         output.Format
 }
 
 func newUninstallCommand(streams Streams) *cobra.Command {
 	var flags uninstallFlags
 	cmd := &cobra.Command{
-		Use:     "uninstall RELEASE_NAME",
-		Aliases: []string{"del", "delete", "un"},
-		Short:   "uninstall a release and wait until its objects are gone",
+		Use:        "uninstall RELEASE_NAME [...]",
+		Aliases:    []string{"del", "delete", "un"},
+		SuggestFor: []string{"remove", "rm"},
+		Short:      "uninstall a release and wait until its objects are gone",
 		Long: `Uninstall a release: delete its objects in Helm's uninstall order, each only if
 it still has the UID it had, and wait (by watching) until every one is gone,
 dependents included, before removing the release's record. Objects annotated
 helm.sh/resource-policy: keep stay and are listed. If something blocks, the
-release stays recorded as uninstalling and running uninstall again goes on.`,
-		Args: cobra.ExactArgs(1),
+release stays recorded as uninstalling and running uninstall again goes on.
+
+Several releases are uninstalled one after another; each is reported, and a
+release that fails or is blocked does not stop the others. The exit code is 0
+when every release was uninstalled, 3 when every failure was a blocked deletion,
+and 1 otherwise. With -o json or yaml, one release prints one object and several
+print a list.`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prop, err := cascade(flags.cascade)
 			if err != nil {
@@ -41,23 +54,32 @@ release stays recorded as uninstalling and running uninstall again goes on.`,
 			if err != nil {
 				return err
 			}
-			res, err := lifecycle.Uninstall(cmd.Context(), s.deps, lifecycle.UninstallOptions{
-				Name: args[0], WaitOptions: flags.wait, Cascade: prop, KeepHistory: flags.keepHistory,
-				NoHooks: flags.noHooks, DryRun: flags.dryRun,
-			})
-			if res == nil {
-				return err
+			var results []*lifecycle.UninstallResult
+			var errs []error
+			for _, name := range args {
+				res, err := flags.uninstall(cmd, s, name, prop)
+				if res != nil && flags.output == output.Table {
+					if werr := (uninstallWriter{res}).WriteTable(streams.Out); werr != nil {
+						return werr
+					}
+				}
+				if res != nil {
+					results = append(results, res)
+				}
+				if err != nil {
+					errs = append(errs, err)
+				}
 			}
-			if flags.output != output.Table {
-				if werr := flags.output.Write(streams.Out, uninstallWriter{res}); werr != nil {
+			if flags.output != output.Table && len(results) > 0 {
+				var w output.Writer = uninstallWriter{results[0]}
+				if len(args) > 1 {
+					w = uninstallListWriter(results)
+				}
+				if werr := flags.output.Write(streams.Out, w); werr != nil {
 					return werr
 				}
-				return err
 			}
-			if werr := (uninstallWriter{res}).WriteTable(streams.Out); werr != nil {
-				return werr
-			}
-			return err
+			return joinUninstallErrors(errs)
 		},
 	}
 	f := cmd.Flags()
@@ -66,8 +88,67 @@ release stays recorded as uninstalling and running uninstall again goes on.`,
 	f.BoolVar(&flags.keepHistory, "keep-history", false, "remove all associated resources and mark the release as deleted, but retain the release history")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "prevent hooks from running during uninstallation")
 	f.BoolVar(&flags.dryRun, "dry-run", false, "show the plan and run every deletion through the API server's dry run (admission webhooks included); nothing is deleted")
+	f.BoolVar(&flags.ignoreNotFound, "ignore-not-found", false, `Treat "release not found" as a successful uninstall`)
+	f.StringVar(&flags.description, "description", "", "add a custom description")
 	addOutputFlag(cmd, &flags.output)
 	return cmd
+}
+
+// uninstall uninstalls one release; a release that is not there is uninstalled already with
+// --ignore-not-found.
+func (flags uninstallFlags) uninstall(cmd *cobra.Command, s *session, name string, prop metav1.DeletionPropagation) (*lifecycle.UninstallResult, error) {
+	res, err := lifecycle.Uninstall(cmd.Context(), s.deps, lifecycle.UninstallOptions{
+		Name: name, WaitOptions: flags.wait, Cascade: prop, KeepHistory: flags.keepHistory,
+		NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
+	})
+	if flags.ignoreNotFound && errors.Is(err, release.ErrNotFound) {
+		return &lifecycle.UninstallResult{Name: name}, nil
+	}
+	return res, err
+}
+
+// uninstallErrors are the failures of an uninstall of several releases. It counts as blocked
+// (for the exit code) only when every failure is a blocked deletion.
+type uninstallErrors []error
+
+func joinUninstallErrors(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return uninstallErrors(errs)
+}
+
+func (e uninstallErrors) Error() string { return errors.Join(e...).Error() }
+
+func (e uninstallErrors) Unwrap() []error {
+	var unblocked []error
+	for _, err := range e {
+		var blocked *engine.BlockedError
+		if !errors.As(err, &blocked) {
+			unblocked = append(unblocked, err)
+		}
+	}
+	if len(unblocked) > 0 {
+		return unblocked
+	}
+	return e
+}
+
+// uninstallListWriter prints what the uninstalls of several releases did, as a list.
+type uninstallListWriter []*lifecycle.UninstallResult
+
+func (w uninstallListWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w) }
+func (w uninstallListWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w) }
+func (w uninstallListWriter) WriteTable(out io.Writer) error {
+	for _, res := range w {
+		if err := (uninstallWriter{res}).WriteTable(out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // uninstallWriter prints what an uninstall did: helm's lines for a success, the plan for a dry run,

@@ -30,7 +30,8 @@ applied with server-side apply; objects that left the chart are deleted by their
 exact identity (group, kind, namespace, name), unless they carry
 helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 --reset-values, the previous values are reused only when no new ones are given.`,
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeReleaseThenChart,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			strategy, err := flags.valuesStrategy()
 			if err != nil {

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ type UninstallOptions struct {
 	// DryRun shows the plan and runs every deletion through the API server's dry run (admission
 	// webhooks included), changing nothing.
 	DryRun bool
+	// Description replaces "Uninstallation complete" on the record KeepHistory keeps.
+	Description string
 }
 
 // UninstallResult is what an uninstall did, or for a dry run would do.
@@ -78,7 +81,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		if o.KeepHistory {
 			return nil, fmt.Errorf("release %s is already uninstalled (revision %d)", o.Name, last.Version)
 		}
-		return &UninstallResult{Release: last}, d.purge(ctx, o.Name)
+		return &UninstallResult{Release: last, Name: o.Name}, d.purge(ctx, o.Name)
 	}
 	recorded, err := recordedObjects(d.Cluster, last)
 	if err != nil {
@@ -144,7 +147,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	if o.KeepHistory {
 		last.Info.Status = release.StatusUninstalled
 		last.Info.Deleted = d.now()
-		last.Info.Description = "Uninstallation complete"
+		last.Info.Description = cmp.Or(o.Description, "Uninstallation complete")
 		return out, d.Store.Update(ctx, last)
 	}
 	return out, d.purge(ctx, o.Name)
