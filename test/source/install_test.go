@@ -97,7 +97,6 @@ func TestBadSourceChangesNothing(t *testing.T) {
 				t.Fatal("install succeeded")
 			}
 			msg := err.Error()
-			t.Log(msg)
 			if strings.Contains(msg, "\n") {
 				t.Errorf("error is more than one line:\n%s", msg)
 			}
