@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -27,26 +28,36 @@ added with 'helm repo add' is there for berth, and the other way round.`,
 }
 
 // explainRepositoryError adds what to do to the errors of adding, updating and removing
-// repositories.
-func explainRepositoryError(err error) error {
+// repositories. adding says the error is that of `repo add`, whose flags fix what an updated
+// repository's entry lacks.
+func explainRepositoryError(err error, adding bool) error {
 	var re *source.RepositoryError
 	var none *source.NoRepositoryError
 	switch {
 	case errors.As(err, &re):
-		hint := ""
+		fix := "with"
+		if !adding {
+			fix = fmt.Sprintf("with `berth repo add %s %s --force-update` and", re.Name, re.URL)
+		}
+		var hint string
 		switch re.Kind {
 		case source.Unreachable:
 			hint = "check the URL, the network and any proxy (HTTPS_PROXY)"
 		case source.Unauthorized:
-			hint = "give the repository's credentials with --username and --password (or --password-stdin)"
+			hint = fmt.Sprintf("give the repository's credentials %s --username and --password-stdin", fix)
 		case source.TLS:
-			hint = "give the CA that signed the server's certificate with --ca-file (or skip the check with --insecure-skip-tls-verify)"
+			hint = fmt.Sprintf("give the CA that signed the server's certificate %s --ca-file (or skip the check with --insecure-skip-tls-verify)", fix)
 		case source.Missing:
 			hint = "there is no index.yaml at that URL: give the URL of a chart repository"
 		default:
 			hint = "check that the URL is that of a chart repository (it serves index.yaml)"
 		}
-		return &hintedError{err: err, hint: "nothing was added: " + hint}
+		if adding {
+			hint = "nothing was added: " + hint
+		} else {
+			hint = "its cached index is kept: " + hint
+		}
+		return &hintedError{err: err, hint: hint}
 	case errors.Is(err, source.ErrRepositoryExists):
 		return &hintedError{err: err, hint: "choose another name, or replace it with --force-update"}
 	case errors.As(err, &none):

@@ -58,7 +58,7 @@ not added, and Helm's files stay as they were.`,
 			}
 			res, err := source.AddRepository(cmd.Context(), helmSettings(cmd), e, source.AddOptions{Force: flags.forceUpdate, Timeout: flags.timeout})
 			if err != nil {
-				return explainRepositoryError(err)
+				return explainRepositoryError(err, true)
 			}
 			if res == source.Unchanged {
 				fmt.Fprintf(streams.Out, "%q already exists with the same configuration, skipping\n", e.Name)

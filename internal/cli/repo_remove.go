@@ -18,7 +18,7 @@ not a repository, nothing is removed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := source.RemoveRepositories(cmd.Context(), helmSettings(cmd), args); err != nil {
-				return explainRepositoryError(err)
+				return explainRepositoryError(err, false)
 			}
 			for _, name := range args {
 				fmt.Fprintf(streams.Out, "%q has been removed from your repositories\n", name)

@@ -26,13 +26,13 @@ index cached before.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			results, err := source.UpdateRepositories(helmSettings(cmd), args, timeout)
 			if err != nil {
-				return explainRepositoryError(err)
+				return explainRepositoryError(err, false)
 			}
 			fmt.Fprintln(streams.Out, "Hang tight while we grab the latest from your chart repositories...")
 			var failed []string
 			for _, r := range results {
 				if r.Err != nil {
-					fmt.Fprintf(streams.Out, "...Unable to get an update from the %q chart repository (%s):\n\t%s\n", r.Name, r.URL, explainRepositoryError(r.Err))
+					fmt.Fprintf(streams.Out, "...Unable to get an update from the %q chart repository (%s):\n\t%s\n", r.Name, r.URL, explainRepositoryError(r.Err, false))
 					failed = append(failed, r.URL)
 					continue
 				}

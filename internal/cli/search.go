@@ -109,7 +109,7 @@ func searchRepositories(paths repoPaths, args []string, flags searchRepoFlags) (
 	}
 	rf, err := repo.LoadFile(paths.config)
 	if err != nil || len(rf.Repositories) == 0 {
-		return nil, explainRepositoryError(source.ErrNoRepositories)
+		return nil, explainRepositoryError(source.ErrNoRepositories, false)
 	}
 	index := search.NewIndex()
 	for _, e := range rf.Repositories {

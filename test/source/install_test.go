@@ -67,6 +67,7 @@ func TestBadSourceChangesNothing(t *testing.T) {
 	private := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{Username: "alice", Password: "s3cret"}, charts...)
 	tlsRepo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{TLS: true}, charts...)
 	mustBerth(t, "repo", "add", "charts", r.URL)
+	berthtest.MustBerth(t, env, "install", "good", "charts/web", "--version", "1.0.0")
 	// A version published after the last repo update is not in the cached index.
 	r.Publish(t, berthtest.VersionedChart(t, "web", "3.0.0", nil))
 	notAChart := filepath.Join(r.Dir, "junk-1.0.0.tgz")
@@ -107,9 +108,73 @@ func TestBadSourceChangesNothing(t *testing.T) {
 			}
 			berthtest.AssertNotRecorded(t, env, "bad")
 			berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-bad", "junk-bad")
+			if _, _, err := berthtest.Berth(t, env, append([]string{"upgrade", "good"}, tt.args...)...); err == nil {
+				t.Error("upgrade succeeded")
+			}
+			if rel := berthtest.LastRecord(t, env, "good"); rel.Version != 1 || rel.Chart.Metadata.Version != "1.0.0" {
+				t.Errorf("after a failed upgrade, release good is at revision %d of chart version %s, want 1 of 1.0.0", rel.Version, rel.Chart.Metadata.Version)
+			}
+			if got := deployedVersion(t, env, "web", "good"); got != "1.0.0" {
+				t.Errorf("after a failed upgrade, release good's ConfigMap says version %q, want 1.0.0", got)
+			}
 			if diff := cmp.Diff(before, home.Files(t)); diff != "" {
 				t.Errorf("Helm's files changed (-before +after):\n%s", diff)
 			}
+		})
+	}
+}
+
+// TestBadSourceOnAFreshHelmHome: with no Helm files yet, a failed repo add, install or pull
+// creates none, not even a directory.
+func TestBadSourceOnAFreshHelmHome(t *testing.T) {
+	env := testenv.New(t)
+	charts := webCharts(t)
+	r := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, charts...)
+	private := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{Username: "alice", Password: "s3cret"}, charts...)
+	tlsRepo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{TLS: true}, charts...)
+	if err := os.MkdirAll(filepath.Join(r.Dir, "notrepo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "notrepo", "index.yaml"), []byte("entries: [not an index"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "junk-1.0.0.tgz"), []byte("<html>not a chart</html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dest := t.TempDir()
+
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"repo add of an unreachable URL", []string{"repo", "add", "x", "http://127.0.0.1:1"}, "nothing was added"},
+		{"repo add without credentials", []string{"repo", "add", "x", private.URL}, "--username"},
+		{"repo add with wrong credentials", []string{"repo", "add", "x", private.URL, "--username", "alice", "--password", "wrong"}, "--username"},
+		{"repo add of a TLS repository without its CA", []string{"repo", "add", "x", tlsRepo.URL}, "--ca-file"},
+		{"repo add of a URL without an index", []string{"repo", "add", "x", r.URL + "/nothing"}, "index.yaml"},
+		{"repo add of a URL whose index does not parse", []string{"repo", "add", "x", r.URL + "/notrepo"}, "chart repository"},
+		{"install of a missing archive", []string{"install", "bad", r.ArchiveURL("web", "9.9.9")}, "check the URL"},
+		{"install of an archive that is not a chart", []string{"install", "bad", r.URL + "/junk-1.0.0.tgz"}, "not a chart"},
+		{"install --verify of an archive without provenance", []string{"install", "bad", r.ArchiveURL("web", "1.0.0"), "--verify"}, "provenance"},
+		{"install over TLS without the CA", []string{"install", "bad", tlsRepo.ArchiveURL("web", "1.0.0")}, "--ca-file"},
+		{"pull --verify", []string{"pull", r.ArchiveURL("web", "1.0.0"), "--verify", "-d", dest}, "provenance"},
+		{"pull of an archive that is not a chart", []string{"pull", r.URL + "/junk-1.0.0.tgz", "-d", dest, "--untar"}, "not a chart"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := berthtest.UseHelmHome(t)
+			_, _, err := berthtest.Berth(t, env, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one saying %q", err, tt.want)
+			}
+			if got := home.Files(t); len(got) != 0 {
+				t.Errorf("Helm's files after the failure: %v, want none", got)
+			}
+			if got := listTree(t, dest); len(got) != 0 {
+				t.Errorf("pull's destination after the failure: %v, want nothing", got)
+			}
+			berthtest.AssertNotRecorded(t, env, "bad")
 		})
 	}
 }
