@@ -74,15 +74,13 @@ func AddRepository(ctx context.Context, settings *helmcli.EnvSettings, e repo.En
 	if strings.Contains(e.Name, "/") {
 		return 0, fmt.Errorf("repository name %q contains '/'", e.Name)
 	}
-	f, err := loadRepositories(settings.RepositoryConfig)
-	if err != nil {
-		return 0, err
-	}
-	if existing := f.Get(e.Name); existing != nil && !opts.Force {
-		if *existing == e {
-			return Unchanged, nil
+	// A first look without the lock spares the download when the answer is known; helm writes
+	// repositories.yaml in place, so what this reads may be half-written, and is read again
+	// under the lock.
+	if f, err := loadRepositories(settings.RepositoryConfig); err == nil {
+		if res, err := checkExisting(f, e, opts.Force); res == Unchanged || err != nil {
+			return res, err
 		}
-		return 0, fmt.Errorf("repository %s: %w", e.Name, ErrRepositoryExists)
 	}
 
 	// The index goes to a directory of its own first: when the repository cannot be added,
@@ -101,12 +99,12 @@ func AddRepository(ctx context.Context, settings *helmcli.EnvSettings, e repo.En
 		return 0, err
 	}
 	defer unlock()
-	f, err = loadRepositories(settings.RepositoryConfig)
+	f, err := loadRepositories(settings.RepositoryConfig)
 	if err != nil {
 		return 0, err
 	}
-	if existing := f.Get(e.Name); existing != nil && !opts.Force && *existing != e {
-		return 0, fmt.Errorf("repository %s: %w", e.Name, ErrRepositoryExists)
+	if res, err := checkExisting(f, e, opts.Force); res == Unchanged || err != nil {
+		return res, err
 	}
 	for _, name := range []string{helmpath.CacheIndexFile(e.Name), helmpath.CacheChartsFile(e.Name)} {
 		if err := moveInto(filepath.Join(staging, name), filepath.Join(settings.RepositoryCache, name)); err != nil {
@@ -115,6 +113,20 @@ func AddRepository(ctx context.Context, settings *helmcli.EnvSettings, e repo.En
 	}
 	f.Update(&e)
 	return Added, writeRepositories(settings.RepositoryConfig, f)
+}
+
+// checkExisting answers Unchanged when f has e already, and ErrRepositoryExists when it has
+// another repository of e's name and force is not set; Added otherwise.
+func checkExisting(f *repo.File, e repo.Entry, force bool) (AddResult, error) {
+	existing := f.Get(e.Name)
+	switch {
+	case existing == nil || force:
+		return Added, nil
+	case *existing == e:
+		return Unchanged, nil
+	default:
+		return Added, fmt.Errorf("repository %s: %w", e.Name, ErrRepositoryExists)
+	}
 }
 
 // downloadIndex downloads the index of e into dir, as Helm's repository cache holds it.
