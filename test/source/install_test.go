@@ -178,3 +178,31 @@ func TestBadSourceOnAFreshHelmHome(t *testing.T) {
 		})
 	}
 }
+
+// TestInstallWithDependencyUpdate: install and upgrade --dependency-update fetch what the
+// chart declares from the user's repositories before anything is applied.
+func TestInstallWithDependencyUpdate(t *testing.T) {
+	berthtest.UseHelmHome(t)
+	env := testenv.New(t)
+	r := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, webCharts(t)...)
+	mustBerth(t, "repo", "add", "charts", r.URL)
+	app := func(webVersion string) string {
+		return berthtest.WriteChart(t, "app", map[string]string{
+			"Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: web\n  version: \"" + webVersion + "\"\n  repository: \"@charts\"\n",
+		})
+	}
+
+	if _, _, err := berthtest.Berth(t, env, "install", "app", app("1.0.0")); err == nil {
+		t.Error("install of a chart whose dependencies are missing succeeded")
+	}
+	berthtest.AssertNotRecorded(t, env, "app")
+
+	berthtest.MustBerth(t, env, "install", "app", app("1.0.0"), "--dependency-update")
+	if got := deployedVersion(t, env, "web", "app"); got != "1.0.0" {
+		t.Errorf("installed dependency web at %q, want 1.0.0", got)
+	}
+	berthtest.MustBerth(t, env, "upgrade", "app", app("~1.1"), "--dependency-update")
+	if got := deployedVersion(t, env, "web", "app"); got != "1.1.0" {
+		t.Errorf("upgraded dependency web to %q, want 1.1.0", got)
+	}
+}
