@@ -60,7 +60,7 @@ type Resolver struct {
 	// Out receives the progress of fetching dependencies (DependencyUpdate).
 	Out io.Writer
 	// SourceDateEpoch is SOURCE_DATE_EPOCH, the time stamped on the dependency archives Helm
-	// writes; empty for now.
+	// writes; empty when unset.
 	SourceDateEpoch string
 }
 
