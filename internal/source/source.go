@@ -101,7 +101,8 @@ func (r *Resolver) locate(_ context.Context, ref string) (string, error) {
 		return "", &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Err: err}
 	}
 	repoName := r.repositoryOf(ref)
-	if IsLocal(ref, r.Options) && repoName == "" {
+	onDisk := IsLocal(ref, r.Options) && repoName == ""
+	if onDisk {
 		if _, err := os.Stat(ref); err != nil {
 			return fail(NotFound, err)
 		}
@@ -111,7 +112,11 @@ func (r *Resolver) locate(_ context.Context, ref string) (string, error) {
 			return "", err
 		}
 	}
-	guard := newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache, helmpath.CachePath("repository"))
+	// A chart on disk is used where it is; anything else is fetched into Helm's caches.
+	guard := &cacheGuard{}
+	if !onDisk {
+		guard = newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache, helmpath.CachePath("repository"))
+	}
 	inst := action.NewInstall(&action.Configuration{})
 	inst.ChartPathOptions = r.Options.ChartPathOptions
 	inst.Version = version
