@@ -90,6 +90,9 @@ func oneLine(err error) string {
 // HTTP getter reports an HTTP status only in its message ("failed to fetch URL : 401
 // Unauthorized"), so statuses are read from there.
 func KindOf(err error) Kind {
+	if err == nil {
+		return Failed
+	}
 	var (
 		unknownAuthority x509.UnknownAuthorityError
 		invalidCert      x509.CertificateInvalidError
@@ -103,8 +106,6 @@ func KindOf(err error) Kind {
 	)
 	msg := err.Error()
 	switch {
-	case err == nil:
-		return Failed
 	case errors.As(err, &unknownAuthority), errors.As(err, &invalidCert), errors.As(err, &hostname),
 		errors.As(err, &verification), errors.As(err, &recordHeader), errors.As(err, &alert),
 		strings.Contains(msg, "x509: "), strings.Contains(msg, "tls: "):
