@@ -88,5 +88,10 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newTestCommand(streams))
 	cmd.AddCommand(newRegistryCommand(streams), newPushCommand(streams))
 	cmd.AddCommand(newCompletionCommand(streams))
+	cmd.AddCommand(newRepoCommand(streams))
+	cmd.AddCommand(newSearchCommand(streams))
+	cmd.AddCommand(newPullCommand(streams))
+	cmd.AddCommand(newShowCommand(streams))
+	cmd.AddCommand(newDependencyCommand(streams))
 	return cmd
 }

@@ -60,6 +60,7 @@ Helm's format, so helm sees it too.`,
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
+	addDependencyUpdateFlag(f, &flags.source)
 	addWaitFlags(f, &flags.wait, false)
 	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")

@@ -17,8 +17,14 @@ import (
 // addChartSourceFlags adds Helm's flags that say where a chart comes from and how to fetch it,
 // with Helm's names and help text.
 func addChartSourceFlags(f *pflag.FlagSet, o *source.Options) {
-	f.StringVar(&o.Version, "version", "", "specify a version constraint for the chart version to use. This constraint can be a specific tag (e.g. 1.1.1) or it may reference a valid range (e.g. ^2.0.0). If this is not specified, the latest version is used")
 	f.BoolVar(&o.Devel, "devel", false, "use development versions, too. Equivalent to version '>0.0.0-0'. If --version is set, this is ignored")
+	addChartPathFlags(f, o)
+}
+
+// addChartPathFlags adds Helm's chart path flags (--version, --repo, credentials, TLS,
+// --verify), with Helm's names and help text.
+func addChartPathFlags(f *pflag.FlagSet, o *source.Options) {
+	f.StringVar(&o.Version, "version", "", "specify a version constraint for the chart version to use. This constraint can be a specific tag (e.g. 1.1.1) or it may reference a valid range (e.g. ^2.0.0). If this is not specified, the latest version is used")
 	f.BoolVar(&o.Verify, "verify", false, "verify the package before using it")
 	f.StringVar(&o.Keyring, "keyring", defaultKeyring(), "location of public keys used for verification")
 	f.StringVar(&o.RepoURL, "repo", "", "chart repository url where to locate the requested chart")
@@ -32,15 +38,30 @@ func addChartSourceFlags(f *pflag.FlagSet, o *source.Options) {
 	f.BoolVar(&o.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
 }
 
+// addDependencyUpdateFlag adds Helm's --dependency-update of install, upgrade and template.
+func addDependencyUpdateFlag(f *pflag.FlagSet, o *source.Options) {
+	f.BoolVar(&o.DependencyUpdate, "dependency-update", false, "update dependencies if they are missing before installing the chart")
+}
+
+// newResolver returns a resolver of chart references with the user's Helm settings and opts.
+func newResolver(cmd *cobra.Command, streams Streams, opts source.Options) (*source.Resolver, error) {
+	r, err := source.NewResolver(helmSettings(cmd), opts, streams.ErrOut)
+	if err != nil {
+		return nil, err
+	}
+	r.SourceDateEpoch = os.Getenv("SOURCE_DATE_EPOCH")
+	return r, nil
+}
+
 // locateChart returns the local path of the chart ref names, fetching it into Helm's cache
 // with the user's Helm settings when it is not on disk.
 func locateChart(cmd *cobra.Command, streams Streams, ref string, opts source.Options) (string, error) {
-	r, err := source.NewResolver(helmSettings(cmd), opts, streams.ErrOut)
+	r, err := newResolver(cmd, streams, opts)
 	if err != nil {
 		return "", err
 	}
 	path, err := r.Locate(cmd.Context(), ref)
-	return path, withRegistryHint(err)
+	return path, explainSourceError(err)
 }
 
 // loadChart locates the chart ref names and loads it.

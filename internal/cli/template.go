@@ -79,6 +79,7 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
+	addDependencyUpdateFlag(f, &flags.source)
 	f.BoolVar(&flags.includeCRDs, "include-crds", false, "include CRDs in the templated output")
 	f.StringVar(&flags.kubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
 	f.StringSliceVarP(&flags.apiVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions (multiple can be specified)")

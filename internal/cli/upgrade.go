@@ -53,6 +53,7 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
+	addDependencyUpdateFlag(f, &flags.source)
 	addWaitFlags(f, &flags.wait, false)
 	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVarP(&flags.install, "install", "i", false, "if the release does not exist, install it")

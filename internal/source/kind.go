@@ -40,14 +40,31 @@ const (
 	KindNotFound
 	// KindDigestMismatch: the digest asked for is not that of the version or content fetched.
 	KindDigestMismatch
-	// KindNotChart: the artifact is not a Helm chart.
+	// KindNotChart: what was fetched or found is not a chart that loads (for a registry: the
+	// artifact is not a Helm chart).
 	KindNotChart
+	// KindNoChart: the reference is no chart on disk, and not REPO/CHART of a repository in the
+	// user's repositories.yaml, a URL or an oci:// reference.
+	KindNoChart
+	// KindNotIndexed: REPO/CHART, or the version asked for, is not in the repository's index as
+	// cached on this machine, or no index of the repository is cached.
+	KindNotIndexed
+	// KindNotInRepository: the repository given by URL, freshly read, has no such chart or no
+	// version matching the constraint.
+	KindNotInRepository
+	// KindMissing: a chart repository's server answered that the URL does not exist (404).
+	KindMissing
+	// KindUnverified: the chart's provenance file is missing or does not verify against the
+	// keyring.
+	KindUnverified
 )
 
 var kindNames = map[Kind]string{
-	KindUnknown: "unknown", KindUnreachable: "unreachable", KindTLS: "tls", KindPlainHTTP: "plain-http",
-	KindNoCredentials: "no-credentials", KindUnauthorized: "unauthorized", KindNotFound: "not-found",
-	KindDigestMismatch: "digest-mismatch", KindNotChart: "not-chart",
+	KindUnknown: "failed", KindUnreachable: "unreachable", KindTLS: "TLS failure", KindPlainHTTP: "plain HTTP",
+	KindNoCredentials: "no credentials", KindUnauthorized: "unauthorized", KindNotFound: "not found",
+	KindDigestMismatch: "digest mismatch", KindNotChart: "not a chart", KindNoChart: "no such chart",
+	KindNotIndexed: "not in the cached index", KindNotInRepository: "not in the repository", KindMissing: "missing",
+	KindUnverified: "provenance check failed",
 }
 
 func (k Kind) String() string { return kindNames[k] }

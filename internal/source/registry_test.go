@@ -23,7 +23,7 @@ var pushedDigest = regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`)
 // webChart packages the chart "web" at version.
 func webChart(t *testing.T, version string) string {
 	t.Helper()
-	return berthtest.PackageChart(t, "web", version, map[string]string{
+	return berthtest.PackageNewChart(t, "web", version, map[string]string{
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  version: {{ .Chart.Version }}\n",
 	})
 }

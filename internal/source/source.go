@@ -10,15 +10,19 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/loader"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	helmcli "helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/helmpath"
 	"helm.sh/helm/v4/pkg/registry"
 	"helm.sh/helm/v4/pkg/repo/v1"
 
@@ -33,6 +37,9 @@ type Options struct {
 	// Devel allows development versions (alpha, beta, release candidates) when Version is empty:
 	// Helm's version '>0.0.0-0'.
 	Devel bool
+	// DependencyUpdate fetches the dependencies a chart directory declares but lacks, as Helm's
+	// --dependency-update does, before the chart is loaded.
+	DependencyUpdate bool
 }
 
 // version is the version constraint Helm resolves with.
@@ -50,12 +57,17 @@ type Resolver struct {
 	Options  Options
 	// Registry is the client for oci:// references; NewResolver makes it from Options.
 	Registry *registry.Client
+	// Out receives the progress of fetching dependencies (DependencyUpdate).
+	Out io.Writer
+	// SourceDateEpoch is SOURCE_DATE_EPOCH, the time stamped on the dependency archives Helm
+	// writes; empty when unset.
+	SourceDateEpoch string
 }
 
 // NewResolver returns a resolver of references with opts; out receives what Helm's registry
 // client reports (pulled digests and the like).
 func NewResolver(settings *helmcli.EnvSettings, opts Options, out io.Writer) (*Resolver, error) {
-	r := &Resolver{Settings: settings, Options: opts}
+	r := &Resolver{Settings: settings, Options: opts, Out: out}
 	rc, err := NewRegistryClient(settings, r.registryOptions(), out)
 	if err != nil {
 		return nil, err
@@ -66,26 +78,114 @@ func NewResolver(settings *helmcli.EnvSettings, opts Options, out io.Writer) (*R
 
 // Locate returns the local path of the chart ref names: ref itself for a directory or archive
 // on disk, otherwise the archive Helm downloaded into its cache (verified first with Verify).
+// The chart at the path loads. When Locate fails, it leaves Helm's caches as it found them: no
+// archive, provenance file or directory of its own making remains.
 func (r *Resolver) Locate(ctx context.Context, ref string) (string, error) {
-	if IsLocal(ref, r.Options) && !r.namesRepository(ref) {
+	return r.locate(ctx, ref)
+}
+
+// Load locates ref and loads the chart it names, with its dependencies checked.
+func (r *Resolver) Load(ctx context.Context, ref string) (*chartv2.Chart, error) {
+	path, err := r.Locate(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return chart.Load(path)
+}
+
+func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
+	version := r.Options.version()
+	host := ""
+	if registry.IsOCI(ref) {
+		host = OCIHost(ref)
+	}
+	fail := func(kind Kind, err error) (string, error) {
+		return "", &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Host: host, Err: err}
+	}
+	repoName := r.repositoryOf(ref)
+	onDisk := IsLocal(ref, r.Options) && repoName == ""
+	if onDisk {
 		if _, err := os.Stat(ref); err != nil {
-			return "", &Error{Ref: ref, Err: fmt.Errorf("%w: give a chart directory, a packaged chart (.tgz), REPO/CHART of an added repository, a URL or an oci:// reference", err)}
+			return fail(KindNoChart, err)
 		}
+	}
+	if repoName != "" {
+		if err := r.checkIndexed(ref, repoName, version); err != nil {
+			return "", err
+		}
+	}
+	// A chart on disk is used where it is; anything else is fetched into Helm's caches.
+	guard := &cacheGuard{}
+	if !onDisk {
+		guard = newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache, helmpath.CachePath("repository"))
 	}
 	inst := action.NewInstall(&action.Configuration{})
 	inst.ChartPathOptions = r.Options.ChartPathOptions
-	inst.Version = r.Options.version()
+	inst.Version = version
 	inst.SetRegistryClient(r.Registry)
 	path, err := inst.LocateChart(ref, r.Settings)
 	if err != nil {
-		e := &Error{Ref: ref, Repo: r.Options.RepoURL, Version: inst.Version, Err: err}
-		if registry.IsOCI(ref) {
-			e.Host = OCIHost(ref)
-			e.Kind = classify(err, hasCredentials(ctx, r.Settings, e.Host, r.registryOptions()))
+		guard.undo()
+		kind := KindOf(err)
+		if host != "" {
+			kind = classify(err, hasCredentials(ctx, r.Settings, host, r.registryOptions()))
 		}
-		return "", e
+		if r.Options.Verify && kind == KindUnknown {
+			kind = KindUnverified
+		}
+		return fail(kind, err)
+	}
+	if r.Options.DependencyUpdate {
+		if err := r.updateDependencies(path); err != nil {
+			guard.undo()
+			return fail(KindOf(err), err)
+		}
+	}
+	if _, err := loader.Load(path); err != nil {
+		guard.undo()
+		return fail(KindNotChart, err)
 	}
 	return path, nil
+}
+
+// checkIndexed checks that REPO/CHART ref, at version, is in the index of repository name as
+// cached on this machine, as Helm's downloader will look it up.
+func (r *Resolver) checkIndexed(ref, name, version string) error {
+	fail := func(err error) error {
+		return &Error{Ref: ref, RepoName: name, Version: version, Kind: KindNotIndexed, Err: err}
+	}
+	idx, err := repo.LoadIndexFile(filepath.Join(r.Settings.RepositoryCache, helmpath.CacheIndexFile(name)))
+	if err != nil {
+		return fail(fmt.Errorf("no cached index of repository %s: %w", name, err))
+	}
+	_, chartName, _ := strings.Cut(ref, "/")
+	if _, err := idx.Get(chartName, version); err != nil {
+		if errors.Is(err, repo.ErrNoChartName) {
+			return fail(fmt.Errorf("repository %s has no chart %s in its cached index", name, chartName))
+		}
+		return fail(fmt.Errorf("no version of %s in the cached index of repository %s matches: %w", chartName, name, err))
+	}
+	return nil
+}
+
+// repositoryOf returns the name of the repository in the user's repositories.yaml that ref,
+// as REPO/CHART, names, or "" when ref names none (or is on disk, or was given with a URL).
+func (r *Resolver) repositoryOf(ref string) string {
+	if !IsLocal(ref, r.Options) {
+		return ""
+	}
+	if _, err := os.Stat(ref); err == nil {
+		return ""
+	}
+	name, _, ok := strings.Cut(ref, "/")
+	if !ok {
+		return ""
+	}
+	f, err := repo.LoadFile(r.Settings.RepositoryConfig)
+	if err != nil || !f.Has(name) {
+		return ""
+	}
+	return name
 }
 
 // OCIHost is the registry HOST[:PORT] of the oci:// reference ref.
@@ -102,26 +202,6 @@ func (r *Resolver) registryOptions() RegistryOptions {
 		InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, PlainHTTP: o.PlainHTTP,
 		Username: o.Username, Password: o.Password,
 	}
-}
-
-// Load locates ref and loads the chart it names.
-func (r *Resolver) Load(ctx context.Context, ref string) (*chartv2.Chart, error) {
-	path, err := r.Locate(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	return chart.Load(path)
-}
-
-// namesRepository reports whether ref is REPO/CHART of a repository in the user's
-// repositories.yaml.
-func (r *Resolver) namesRepository(ref string) bool {
-	name, _, ok := strings.Cut(ref, "/")
-	if !ok {
-		return false
-	}
-	f, err := repo.LoadFile(r.Settings.RepositoryConfig)
-	return err == nil && f.Has(name)
 }
 
 // IsLocal reports whether ref names a chart on disk rather than one to fetch.

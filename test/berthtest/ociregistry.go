@@ -39,8 +39,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/retry"
 
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
 	// The registry's access controller and storage driver, registered by name.
 	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd"
@@ -191,21 +189,13 @@ func IsolateHelmFiles(t *testing.T) HelmFiles {
 	return f
 }
 
-// PackageChart writes a chart named name at version with files (as WriteChart takes them) and
-// packages it as helm package does; it returns the path of NAME-VERSION.tgz.
-func PackageChart(t testing.TB, name, version string, files map[string]string) string {
+// PackageNewChart writes a chart named name at version with files (as WriteChart takes them)
+// and packages it as helm package does; it returns the path of NAME-VERSION.tgz.
+func PackageNewChart(t testing.TB, name, version string, files map[string]string) string {
 	t.Helper()
 	all := map[string]string{"Chart.yaml": fmt.Sprintf("apiVersion: v2\nname: %s\nversion: %s\n", name, version)}
 	maps.Copy(all, files)
-	ch, err := loader.LoadDir(WriteChart(t, name, all))
-	if err != nil {
-		t.Fatalf("load chart %s: %v", name, err)
-	}
-	path, err := chartutil.Save(ch, t.TempDir())
-	if err != nil {
-		t.Fatalf("package chart %s: %v", name, err)
-	}
-	return path
+	return PackageChart(t, WriteChart(t, name, all), t.TempDir())
 }
 
 // PushArtifact pushes to repo:tag on the registry an OCI artifact that is not a Helm chart (a

@@ -22,7 +22,7 @@ var pushedDigest = regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`)
 // ociChart packages the chart "web" at version: one ConfigMap per release that says the version.
 func ociChart(t *testing.T, version string) string {
 	t.Helper()
-	return berthtest.PackageChart(t, "web", version, map[string]string{
+	return berthtest.PackageNewChart(t, "web", version, map[string]string{
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n",
 	})
 }
