@@ -136,7 +136,7 @@ type HelmHome struct {
 
 // UseHelmHome points Helm's settings (berth's and the helm binary's run with RunHelmShared) at
 // new temporary directories for the rest of the test, through HELM_CONFIG_HOME,
-// HELM_CACHE_HOME and HELM_DATA_HOME, with every variable that would override a path within
+// HELM_CACHE_HOME, HELM_DATA_HOME and DOCKER_CONFIG, with every variable that would override a path within
 // them unset. The machine's Helm files are never touched.
 func UseHelmHome(t *testing.T) HelmHome {
 	t.Helper()
@@ -145,6 +145,8 @@ func UseHelmHome(t *testing.T) HelmHome {
 	t.Setenv("HELM_CONFIG_HOME", h.Config)
 	t.Setenv("HELM_CACHE_HOME", h.Cache)
 	t.Setenv("HELM_DATA_HOME", h.Data)
+	// Helm's registry client falls back to Docker's credentials.
+	t.Setenv("DOCKER_CONFIG", filepath.Join(base, "docker"))
 	for _, name := range []string{"HELM_REPOSITORY_CONFIG", "HELM_REPOSITORY_CACHE", "HELM_REGISTRY_CONFIG", "HELM_CONTENT_CACHE", "HELM_PLUGINS"} {
 		t.Setenv(name, "")
 		os.Unsetenv(name)

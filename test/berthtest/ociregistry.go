@@ -179,13 +179,9 @@ type HelmFiles struct {
 // a test never reads or writes the machine's. The test cannot run in parallel.
 func IsolateHelmFiles(t *testing.T) HelmFiles {
 	t.Helper()
-	home := t.TempDir()
-	f := HelmFiles{Home: home, RegistryConfig: filepath.Join(home, "config", "registry", "config.json")}
-	t.Setenv("HELM_CONFIG_HOME", filepath.Join(home, "config"))
-	t.Setenv("HELM_CACHE_HOME", filepath.Join(home, "cache"))
-	t.Setenv("HELM_DATA_HOME", filepath.Join(home, "data"))
+	h := UseHelmHome(t)
+	f := HelmFiles{Home: filepath.Dir(h.Config), RegistryConfig: filepath.Join(h.Config, "registry", "config.json")}
 	t.Setenv("HELM_REGISTRY_CONFIG", f.RegistryConfig)
-	t.Setenv("DOCKER_CONFIG", filepath.Join(home, "docker"))
 	return f
 }
 
