@@ -15,6 +15,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -38,6 +39,9 @@ type RenderOptions struct {
 	SubchartNotes bool
 	// SkipSchemaValidation skips values.schema.json (--skip-schema-validation).
 	SkipSchemaValidation bool
+	// Cluster is the cluster the templates' lookup function reads, as Helm's install and
+	// upgrade do; nil renders offline, with lookup returning nothing, as helm template does.
+	Cluster *rest.Config
 }
 
 // Rendered is a chart rendered for one release revision.
@@ -106,6 +110,9 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 		return nil, fmt.Errorf("chart %s: %w", name, err)
 	}
 	var e engine.Engine
+	if opts.Cluster != nil {
+		e = engine.New(opts.Cluster)
+	}
 	files, err := e.RenderWithContext(ctx, ch, top)
 	if err != nil {
 		return nil, fmt.Errorf("render chart %s: %w", name, err)

@@ -44,6 +44,7 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 		Store:      release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace),
 		Namespaces: cluster.Namespaces{Client: clients.Client},
 		Events:     progressFor(errOut),
+		Lookup:     clients.Config,
 
 		Leases:         release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace),
 		Journals:       release.NewJournals(clients.Client.CoreV1(), clients.Namespace),

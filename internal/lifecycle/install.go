@@ -84,6 +84,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	}
 	rendered, err := chart.Render(ctx, o.Chart, o.Values, chart.RenderOptions{
 		ReleaseName: o.Name, Namespace: o.Namespace, Revision: revision, Capabilities: o.Capabilities,
+		Cluster: d.lookup(o.DryRun),
 	})
 	if err != nil {
 		return nil, err

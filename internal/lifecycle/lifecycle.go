@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/engine"
@@ -48,6 +49,9 @@ type Deps struct {
 	Namespaces Namespaces
 	// Events is told of the engine's progress; may be nil.
 	Events func(engine.Event)
+	// Lookup is the cluster that templates read with lookup while an install or upgrade renders
+	// (not with a client dry run, as in Helm); nil renders offline.
+	Lookup *rest.Config
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -312,4 +316,13 @@ func recordedObjects(c Cluster, rel *release.Release) ([]*unstructured.Unstructu
 		out = append(out, obj)
 	}
 	return out, nil
+}
+
+// lookup is the cluster rendering reads with lookup in mode dryRun: none for a client dry run,
+// which talks to no cluster.
+func (d Deps) lookup(dryRun DryRun) *rest.Config {
+	if dryRun == ClientDryRun {
+		return nil
+	}
+	return d.Lookup
 }

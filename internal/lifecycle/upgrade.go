@@ -84,6 +84,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 	}
 	rendered, err := chart.Render(ctx, ch, vals, chart.RenderOptions{
 		ReleaseName: o.Name, Namespace: o.Namespace, Revision: last.Version + 1, IsUpgrade: true, Capabilities: o.Capabilities,
+		Cluster: d.lookup(o.DryRun),
 	})
 	if err != nil {
 		return nil, err
