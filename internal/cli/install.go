@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/cli/output"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -23,6 +24,7 @@ type installFlags struct {
 	dryRun            lifecycle.DryRun
 	description       string
 	output            output.Format
+	labels            map[string]string
 	source            source.Options
 }
 
@@ -51,7 +53,7 @@ Helm's format, so helm sees it too.`,
 			rel, err := lifecycle.Install(cmd.Context(), s.deps, lifecycle.InstallOptions{
 				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
 				CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
-				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
+				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description, Labels: flags.labels,
 				Capabilities: c.caps,
 			})
 			return printRelease(streams, flags.output, rel, err)
@@ -65,7 +67,9 @@ Helm's format, so helm sees it too.`,
 	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
-	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created")
+	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
+	addAtomicFlag(f, &flags.rollbackOnFailure)
+	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be divided by comma.")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
 	f.StringVar(&flags.description, "description", "", "add a custom description")
 	addOutputFlag(cmd, &flags.output)
@@ -110,4 +114,11 @@ func printRelease(streams Streams, format output.Format, rel *release.Release, e
 		return err
 	}
 	return format.Write(streams.Out, statusWriter{rel: rel})
+}
+
+// addAtomicFlag adds --atomic, Helm's deprecated spelling of --rollback-on-failure, with Helm's
+// warning.
+func addAtomicFlag(f *pflag.FlagSet, rollbackOnFailure *bool) {
+	f.BoolVar(rollbackOnFailure, "atomic", false, "deprecated")
+	_ = f.MarkDeprecated("atomic", "use --rollback-on-failure instead")
 }

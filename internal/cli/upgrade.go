@@ -37,6 +37,9 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 			if err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("history-max") {
+				flags.historyMax = helmSettings(cmd).MaxHistory // HELM_MAX_HISTORY, as helm
+			}
 			s, c, err := newChartSession(cmd, streams, args[1], flags.source, flags.values)
 			if err != nil {
 				return err
@@ -45,7 +48,7 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, ValuesStrategy: strategy,
 				WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
 				TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
-				HistoryMax: flags.historyMax, Description: flags.description, Capabilities: c.caps,
+				HistoryMax: flags.historyMax, Description: flags.description, Labels: flags.labels, Capabilities: c.caps,
 			})
 			return printRelease(streams, flags.output, rel, err)
 		},
@@ -59,12 +62,14 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 	f.BoolVarP(&flags.install, "install", "i", false, "if the release does not exist, install it")
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "with --install, create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
-	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision")
+	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
+	addAtomicFlag(f, &flags.rollbackOnFailure)
+	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be separated by comma. Original release labels will be merged with upgrade labels. You can unset label using null.")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
 	f.BoolVar(&flags.reuseValues, "reuse-values", false, "merge the new values over the last release's, rendering with its chart defaults")
 	f.BoolVar(&flags.resetValues, "reset-values", false, "forget the last release's values; use the chart's defaults and the new values")
 	f.BoolVar(&flags.resetThenReuseValues, "reset-then-reuse-values", false, "merge the new values over the last release's, rendering with the new chart's defaults")
-	f.IntVar(&flags.historyMax, "history-max", 10, "limit the number of revisions kept per release; 0 for no limit")
+	f.IntVar(&flags.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release (HELM_MAX_HISTORY sets the default). Use 0 for no limit")
 	f.StringVar(&flags.description, "description", "", "add a custom description")
 	addOutputFlag(cmd, &flags.output)
 	return cmd

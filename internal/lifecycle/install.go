@@ -33,6 +33,8 @@ type InstallOptions struct {
 	Description string
 	// Capabilities of the cluster, for rendering.
 	Capabilities *common.Capabilities
+	// Labels are recorded on the release, as Helm's --labels.
+	Labels map[string]string
 }
 
 // DryRun says whether and how an operation only pretends.
@@ -47,6 +49,9 @@ const (
 // Install installs a chart as a new release, or as the next revision of a release whose history
 // was kept when it was uninstalled.
 func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, error) {
+	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
+	// be seen to be rolled back.
+	o.Wait = o.Wait || o.RollbackOnFailure
 	if o.DryRun == NoDryRun && d.op == nil {
 		var rel *release.Release
 		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
@@ -90,8 +95,11 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 		return nil, err
 	}
 	now := d.now()
+	if err := release.CheckLabels(o.Labels); err != nil {
+		return nil, err
+	}
 	rel := &release.Release{
-		Name: o.Name, Namespace: o.Namespace, Version: revision,
+		Name: o.Name, Namespace: o.Namespace, Version: revision, Labels: o.Labels, ApplyMethod: release.ApplyMethod,
 		Chart: rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
 		Info: &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusPendingInstall,
 			Description: "Initial install underway", Notes: rendered.Notes},

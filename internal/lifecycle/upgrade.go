@@ -36,12 +36,16 @@ type UpgradeOptions struct {
 	HistoryMax   int
 	Description  string
 	Capabilities *common.Capabilities
+	// Labels are merged over the last revision's labels, as Helm's --labels: a label whose
+	// value is "null" is removed.
+	Labels map[string]string
 }
 
 // Upgrade moves a release to a new revision of its chart and values: it applies the new
 // objects, deletes by exact identity the ones that left the chart (unless kept) and records the
 // new revision as deployed and the previous one as superseded.
 func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, error) {
+	o.Wait = o.Wait || o.RollbackOnFailure // as Install
 	if o.DryRun == NoDryRun && d.op == nil {
 		var rel *release.Release
 		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
@@ -63,6 +67,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 			Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 			CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 			NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
+			Labels: o.Labels,
 		})
 	}
 	if err != nil {
@@ -90,8 +95,12 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 		return nil, err
 	}
 	now := d.now()
+	if err := release.CheckLabels(o.Labels); err != nil {
+		return nil, err
+	}
 	rel := &release.Release{
 		Name: o.Name, Namespace: o.Namespace, Version: last.Version + 1,
+		Labels: release.MergeLabels(last.Labels, o.Labels), ApplyMethod: release.ApplyMethod,
 		Chart: rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
 		Info: &release.Info{FirstDeployed: current.Info.FirstDeployed, LastDeployed: now, Status: release.StatusPendingUpgrade,
 			Description: "Preparing upgrade", Notes: rendered.Notes},
