@@ -130,12 +130,12 @@ const completionTimeout = 5 * time.Second
 
 // completionStore is the release store of the namespace the flags select, without checking
 // that the cluster answers.
-func completionStore(cmd *cobra.Command) (*release.SecretStore, error) {
+func completionStore(cmd *cobra.Command) (*release.HelmStore, error) {
 	clients, err := kubeFlags(cmd).Load()
 	if err != nil {
 		return nil, err
 	}
-	return release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace), nil
+	return storeOf(clients)
 }
 
 // releaseNames lists the releases of the namespace as completions, "NAME\tCHART-VERSION -> STATUS"

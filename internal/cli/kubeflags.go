@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	helmcli "helm.sh/helm/v4/pkg/cli"
@@ -42,10 +44,20 @@ func loadClients(ctx context.Context, cmd *cobra.Command) (*kube.Clients, error)
 }
 
 // releaseStore returns the release store of the namespace the flags select.
-func releaseStore(ctx context.Context, cmd *cobra.Command) (*release.SecretStore, error) {
+func releaseStore(ctx context.Context, cmd *cobra.Command) (*release.HelmStore, error) {
 	clients, err := loadClients(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
-	return release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace), nil
+	return storeOf(clients)
+}
+
+// storeOf returns the release store of clients' namespace on the storage driver HELM_DRIVER
+// names (Secrets by default), as helm chooses it.
+func storeOf(clients *kube.Clients) (*release.HelmStore, error) {
+	store, err := release.NewStore(os.Getenv("HELM_DRIVER"), clients.Client.CoreV1(), clients.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("HELM_DRIVER: %w", err)
+	}
+	return store, nil
 }

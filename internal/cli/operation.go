@@ -39,9 +39,13 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 	if err != nil {
 		return nil, err
 	}
+	store, err := storeOf(clients)
+	if err != nil {
+		return nil, err
+	}
 	return &session{clients: clients, deps: lifecycle.Deps{
 		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()).WithMetadata(clients.Metadata),
-		Store:      release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace),
+		Store:      store,
 		Namespaces: cluster.Namespaces{Client: clients.Client},
 		Events:     progressFor(errOut),
 		Lookup:     clients.Config,

@@ -48,7 +48,10 @@ The status consists of:
 			if err != nil {
 				return err
 			}
-			store := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace)
+			store, err := storeOf(clients)
+			if err != nil {
+				return err
+			}
 			rel, err := release.Lookup(cmd.Context(), store, args[0], flags.revision)
 			if err != nil {
 				return err

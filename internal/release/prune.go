@@ -15,7 +15,7 @@ import (
 // calls it with max = history-max - 1 before it records a new revision. A negative max keeps
 // everything; a release with no revisions has nothing to prune. It deletes as many revisions as
 // it can and joins the errors of those it could not delete.
-func (s *SecretStore) Prune(ctx context.Context, name string, max int) ([]int, error) {
+func (s *HelmStore) Prune(ctx context.Context, name string, max int) ([]int, error) {
 	if max < 0 {
 		return nil, nil
 	}

@@ -34,3 +34,29 @@ func (s ctxSecrets) Update(_ context.Context, secret *corev1.Secret, opts metav1
 func (s ctxSecrets) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
 	return s.SecretInterface.Delete(s.ctx, name, opts)
 }
+
+// ctxConfigMaps does for the ConfigMap calls of Helm's configmap driver what ctxSecrets does.
+type ctxConfigMaps struct {
+	typedcorev1.ConfigMapInterface
+	ctx context.Context
+}
+
+func (c ctxConfigMaps) Get(_ context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	return c.ConfigMapInterface.Get(c.ctx, name, opts)
+}
+
+func (c ctxConfigMaps) List(_ context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	return c.ConfigMapInterface.List(c.ctx, opts)
+}
+
+func (c ctxConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	return c.ConfigMapInterface.Create(c.ctx, cm, opts)
+}
+
+func (c ctxConfigMaps) Update(_ context.Context, cm *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	return c.ConfigMapInterface.Update(c.ctx, cm, opts)
+}
+
+func (c ctxConfigMaps) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
+	return c.ConfigMapInterface.Delete(c.ctx, name, opts)
+}

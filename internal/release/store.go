@@ -49,42 +49,87 @@ type Store interface {
 	Namespace() string
 }
 
-// SecretStore keeps revisions in Secrets through Helm's own Secrets driver, in Helm's format.
-type SecretStore struct {
-	secrets   typedcorev1.SecretsGetter
+// HelmStore keeps revisions through Helm's own storage drivers, in Helm's format: in Secrets
+// (Helm's default), in ConfigMaps, or in memory, as HELM_DRIVER chooses for helm.
+type HelmStore struct {
+	// driver returns Helm's driver over the records of namespace ("" for all namespaces),
+	// making its API calls with ctx.
+	driver    func(ctx context.Context, namespace string) driver.Driver
 	namespace string
 }
 
-var _ Store = (*SecretStore)(nil)
+var _ Store = (*HelmStore)(nil)
 
 // NewSecretStore returns the store of the releases of namespace, kept as Secrets through secrets
 // (a clientset's CoreV1()).
-func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *SecretStore {
-	return &SecretStore{secrets: secrets, namespace: namespace}
+func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
+	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
+		return driver.NewSecrets(ctxSecrets{SecretInterface: secrets.Secrets(ns), ctx: ctx})
+	}}
+}
+
+// NewConfigMapStore returns the store of the releases of namespace, kept as ConfigMaps through
+// configMaps (a clientset's CoreV1()), as Helm's configmap driver keeps them.
+func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
+	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
+		return driver.NewConfigMaps(ctxConfigMaps{ConfigMapInterface: configMaps.ConfigMaps(ns), ctx: ctx})
+	}}
+}
+
+// Drivers are the names HELM_DRIVER takes, as helm takes them.
+const (
+	DriverSecret    = "secret"
+	DriverConfigMap = "configmap"
+	DriverMemory    = "memory"
+)
+
+// UnknownDriverError is a storage driver name helm does not know.
+type UnknownDriverError struct{ Name string }
+
+func (e *UnknownDriverError) Error() string {
+	return fmt.Sprintf("unknown release storage driver %q: use %s, %s or %s", e.Name, DriverSecret, DriverConfigMap, DriverMemory)
+}
+
+// NewStore returns the store of the releases of namespace on the driver name ("" or "secret(s)"
+// for Secrets, "configmap(s)", "memory"), as helm chooses its driver from HELM_DRIVER. A memory
+// store lives as long as the process.
+func NewStore(name string, core typedcorev1.CoreV1Interface, namespace string) (*HelmStore, error) {
+	switch name {
+	case "", DriverSecret, "secrets":
+		return NewSecretStore(core, namespace), nil
+	case DriverConfigMap, "configmaps":
+		return NewConfigMapStore(core, namespace), nil
+	case DriverMemory:
+		return NewMemoryStore(namespace), nil
+	default:
+		return nil, &UnknownDriverError{Name: name}
+	}
 }
 
 // In returns the store of another namespace on the same backend.
-func (s *SecretStore) In(namespace string) *SecretStore {
-	return &SecretStore{secrets: s.secrets, namespace: namespace}
+func (s *HelmStore) In(namespace string) *HelmStore {
+	return &HelmStore{driver: s.driver, namespace: namespace}
 }
 
 // Namespace returns the namespace whose releases the store holds.
-func (s *SecretStore) Namespace() string { return s.namespace }
+func (s *HelmStore) Namespace() string { return s.namespace }
 
-// storage returns Helm's storage over the Secrets of namespace ("" for all namespaces), making
+// storage returns Helm's storage over the records of namespace ("" for all namespaces), making
 // its API calls with ctx and logging nothing.
-func (s *SecretStore) storage(ctx context.Context, namespace string) *storage.Storage {
-	d := driver.NewSecrets(ctxSecrets{SecretInterface: s.secrets.Secrets(namespace), ctx: ctx})
-	d.SetLogger(slog.DiscardHandler)
+func (s *HelmStore) storage(ctx context.Context, namespace string) *storage.Storage {
+	d := s.driver(ctx, namespace)
+	if l, ok := d.(interface{ SetLogger(slog.Handler) }); ok {
+		l.SetLogger(slog.DiscardHandler)
+	}
 	return storage.Init(d)
 }
 
-func (s *SecretStore) notFound(name string, version int, err error) error {
+func (s *HelmStore) notFound(name string, version int, err error) error {
 	return &NotFoundError{Name: name, Namespace: s.namespace, Version: version, Err: err}
 }
 
 // Get returns one revision of a release.
-func (s *SecretStore) Get(ctx context.Context, name string, version int) (*Release, error) {
+func (s *HelmStore) Get(ctx context.Context, name string, version int) (*Release, error) {
 	r, err := s.storage(ctx, s.namespace).Get(name, version)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, s.notFound(name, version, ErrNotFound)
@@ -96,7 +141,7 @@ func (s *SecretStore) Get(ctx context.Context, name string, version int) (*Relea
 }
 
 // Last returns the newest revision of a release, whatever its status.
-func (s *SecretStore) Last(ctx context.Context, name string) (*Release, error) {
+func (s *HelmStore) Last(ctx context.Context, name string) (*Release, error) {
 	h, err := s.History(ctx, name)
 	if err != nil {
 		return nil, err
@@ -105,7 +150,7 @@ func (s *SecretStore) Last(ctx context.Context, name string) (*Release, error) {
 }
 
 // History returns every recorded revision of a release, oldest first.
-func (s *SecretStore) History(ctx context.Context, name string) ([]*Release, error) {
+func (s *HelmStore) History(ctx context.Context, name string) ([]*Release, error) {
 	rs, err := s.storage(ctx, s.namespace).History(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, s.notFound(name, 0, ErrNotFound)
@@ -125,7 +170,7 @@ func (s *SecretStore) History(ctx context.Context, name string) ([]*Release, err
 }
 
 // Deployed returns the newest deployed revision of a release.
-func (s *SecretStore) Deployed(ctx context.Context, name string) (*Release, error) {
+func (s *HelmStore) Deployed(ctx context.Context, name string) (*Release, error) {
 	r, err := s.storage(ctx, s.namespace).Deployed(name)
 	if errors.Is(err, driver.ErrNoDeployedReleases) {
 		return nil, s.notFound(name, 0, ErrNoDeployed)
@@ -137,7 +182,7 @@ func (s *SecretStore) Deployed(ctx context.Context, name string) (*Release, erro
 }
 
 // List returns the newest revision of each release that matches opts.
-func (s *SecretStore) List(ctx context.Context, opts ListOptions) ([]*Release, error) {
+func (s *HelmStore) List(ctx context.Context, opts ListOptions) ([]*Release, error) {
 	namespace := s.namespace
 	if opts.AllNamespaces {
 		namespace = ""
@@ -154,7 +199,7 @@ func (s *SecretStore) List(ctx context.Context, opts ListOptions) ([]*Release, e
 }
 
 // Create records a new revision; it fails with ErrExists if the revision is recorded.
-func (s *SecretStore) Create(ctx context.Context, rel *Release) error {
+func (s *HelmStore) Create(ctx context.Context, rel *Release) error {
 	if err := s.check(rel); err != nil {
 		return err
 	}
@@ -166,7 +211,7 @@ func (s *SecretStore) Create(ctx context.Context, rel *Release) error {
 }
 
 // Update replaces a recorded revision.
-func (s *SecretStore) Update(ctx context.Context, rel *Release) error {
+func (s *HelmStore) Update(ctx context.Context, rel *Release) error {
 	if err := s.check(rel); err != nil {
 		return err
 	}
@@ -181,7 +226,7 @@ func (s *SecretStore) Update(ctx context.Context, rel *Release) error {
 }
 
 // Delete removes one revision and returns what it held.
-func (s *SecretStore) Delete(ctx context.Context, name string, version int) (*Release, error) {
+func (s *HelmStore) Delete(ctx context.Context, name string, version int) (*Release, error) {
 	r, err := s.storage(ctx, s.namespace).Delete(name, version)
 	if isNotFound(err) {
 		return nil, s.notFound(name, version, ErrNotFound)
@@ -193,7 +238,7 @@ func (s *SecretStore) Delete(ctx context.Context, name string, version int) (*Re
 }
 
 // check refuses a revision that cannot be recorded in this store.
-func (s *SecretStore) check(rel *Release) error {
+func (s *HelmStore) check(rel *Release) error {
 	switch {
 	case rel == nil:
 		return errors.New("record release: no release")

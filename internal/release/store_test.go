@@ -9,7 +9,7 @@ import (
 )
 
 // testStore checks the behaviour every Store must have, on an empty store of namespace ns.
-func testStore(t *testing.T, s *SecretStore) {
+func testStore(t *testing.T, s *HelmStore) {
 	ctx := t.Context()
 	ns := s.Namespace()
 	t.Run("not found", func(t *testing.T) {
@@ -159,7 +159,7 @@ func TestMemoryStoreAllNamespaces(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		store *SecretStore
+		store *HelmStore
 		all   bool
 		want  []string
 	}{
