@@ -12,6 +12,7 @@ import (
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
+	"helm.sh/helm/v4/pkg/postrenderer"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,6 +43,9 @@ type RenderOptions struct {
 	// Cluster is the cluster the templates' lookup function reads, as Helm's install and
 	// upgrade do; nil renders offline, with lookup returning nothing, as helm template does.
 	Cluster *rest.Config
+	// PostRenderer, when set, rewrites the rendered templates before they are split into
+	// resources and hooks, as Helm v4's --post-renderer does.
+	PostRenderer postrenderer.PostRenderer
 }
 
 // Rendered is a chart rendered for one release revision.
@@ -119,6 +123,11 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 	}
 
 	r := &Rendered{Chart: ch, Config: vals, Notes: takeNotes(files, name, opts.SubchartNotes)}
+	if opts.PostRenderer != nil {
+		if files, err = postRender(opts.PostRenderer, files); err != nil {
+			return nil, fmt.Errorf("render chart %s: %w", name, err)
+		}
+	}
 	if v, ok := top["Values"].(common.Values); ok {
 		r.Values = v.AsMap()
 	}

@@ -25,6 +25,7 @@ type installFlags struct {
 	description       string
 	output            output.Format
 	labels            map[string]string
+	postRender        postRenderFlags
 	source            source.Options
 }
 
@@ -46,6 +47,10 @@ with server-side apply in Helm's install order, and the release is recorded in
 Helm's format, so helm sees it too.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			pr, err := flags.postRender.renderer(cmd)
+			if err != nil {
+				return err
+			}
 			s, c, err := newChartSession(cmd, streams, args[1], flags.source, flags.values)
 			if err != nil {
 				return err
@@ -53,7 +58,7 @@ Helm's format, so helm sees it too.`,
 			rel, err := lifecycle.Install(cmd.Context(), s.deps, lifecycle.InstallOptions{
 				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
 				CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
-				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description, Labels: flags.labels,
+				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description, Labels: flags.labels, PostRenderer: pr,
 				Capabilities: c.caps,
 			})
 			return printRelease(streams, flags.output, rel, err)
@@ -69,6 +74,7 @@ Helm's format, so helm sees it too.`,
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
+	addPostRenderFlags(f, &flags.postRender)
 	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be divided by comma.")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
 	f.StringVar(&flags.description, "description", "", "add a custom description")

@@ -27,6 +27,7 @@ type templateFlags struct {
 	nameTemplate         string
 	outputDir            string
 	useReleaseName       bool
+	postRender           postRenderFlags
 }
 
 // defaultTemplateName is the release name helm template uses when none is given.
@@ -51,6 +52,10 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 			if err != nil {
 				return err
 			}
+			pr, err := flags.postRender.renderer(cmd)
+			if err != nil {
+				return err
+			}
 			out, err := chart.Template(cmd.Context(), chart.TemplateOptions{
 				ChartPath: chartPath,
 				Values:    flags.values,
@@ -60,6 +65,7 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 					IsUpgrade:            flags.isUpgrade,
 					IncludeCRDs:          flags.includeCRDs,
 					SkipSchemaValidation: flags.skipSchemaValidation,
+					PostRenderer:         pr,
 				},
 				KubeVersion: flags.kubeVersion,
 				APIVersions: flags.apiVersions,
@@ -79,6 +85,7 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
+	addPostRenderFlags(f, &flags.postRender)
 	addDependencyUpdateFlag(f, &flags.source)
 	f.BoolVar(&flags.includeCRDs, "include-crds", false, "include CRDs in the templated output")
 	f.StringVar(&flags.kubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")

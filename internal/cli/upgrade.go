@@ -40,6 +40,10 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 			if !cmd.Flags().Changed("history-max") {
 				flags.historyMax = helmSettings(cmd).MaxHistory // HELM_MAX_HISTORY, as helm
 			}
+			pr, err := flags.postRender.renderer(cmd)
+			if err != nil {
+				return err
+			}
 			s, c, err := newChartSession(cmd, streams, args[1], flags.source, flags.values)
 			if err != nil {
 				return err
@@ -48,7 +52,7 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, ValuesStrategy: strategy,
 				WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
 				TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
-				HistoryMax: flags.historyMax, Description: flags.description, Labels: flags.labels, Capabilities: c.caps,
+				HistoryMax: flags.historyMax, Description: flags.description, Labels: flags.labels, PostRenderer: pr, Capabilities: c.caps,
 			})
 			return printRelease(streams, flags.output, rel, err)
 		},
@@ -64,6 +68,7 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
+	addPostRenderFlags(f, &flags.postRender)
 	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be separated by comma. Original release labels will be merged with upgrade labels. You can unset label using null.")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
 	f.BoolVar(&flags.reuseValues, "reuse-values", false, "merge the new values over the last release's, rendering with its chart defaults")

@@ -7,6 +7,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/postrenderer"
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/plan"
@@ -35,6 +36,8 @@ type InstallOptions struct {
 	Capabilities *common.Capabilities
 	// Labels are recorded on the release, as Helm's --labels.
 	Labels map[string]string
+	// PostRenderer rewrites the rendered templates, as Helm's --post-renderer.
+	PostRenderer postrenderer.PostRenderer
 }
 
 // DryRun says whether and how an operation only pretends.
@@ -89,7 +92,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	}
 	rendered, err := chart.Render(ctx, o.Chart, o.Values, chart.RenderOptions{
 		ReleaseName: o.Name, Namespace: o.Namespace, Revision: revision, Capabilities: o.Capabilities,
-		Cluster: d.lookup(o.DryRun),
+		Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/postrenderer"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -39,6 +40,8 @@ type UpgradeOptions struct {
 	// Labels are merged over the last revision's labels, as Helm's --labels: a label whose
 	// value is "null" is removed.
 	Labels map[string]string
+	// PostRenderer rewrites the rendered templates, as Helm's --post-renderer.
+	PostRenderer postrenderer.PostRenderer
 }
 
 // Upgrade moves a release to a new revision of its chart and values: it applies the new
@@ -67,7 +70,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 			Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 			CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 			NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
-			Labels: o.Labels,
+			Labels: o.Labels, PostRenderer: o.PostRenderer,
 		})
 	}
 	if err != nil {
@@ -89,7 +92,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 	}
 	rendered, err := chart.Render(ctx, ch, vals, chart.RenderOptions{
 		ReleaseName: o.Name, Namespace: o.Namespace, Revision: last.Version + 1, IsUpgrade: true, Capabilities: o.Capabilities,
-		Cluster: d.lookup(o.DryRun),
+		Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
 	})
 	if err != nil {
 		return nil, err
