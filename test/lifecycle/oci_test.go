@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"bytes"
 	"net"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -194,6 +195,11 @@ func TestOCIRegistryHelmInterop(t *testing.T) {
 	berthtest.MustBerth(t, env, "install", "web", reg.Ref("charts/web"), "--version", "0.1.0", "--ca-file", reg.CAFile)
 	if got := configMapVersion(t, env, "web"); got != "0.1.0" {
 		t.Errorf("the release's ConfigMap says %q, want 0.1.0", got)
+	}
+	pulled := t.TempDir()
+	berthtest.MustBerth(t, env, "pull", reg.Ref("charts/web"), "--version", "0.1.0", "--ca-file", reg.CAFile, "--untar", "-d", pulled)
+	if _, err := os.Stat(filepath.Join(pulled, "web", "Chart.yaml")); err != nil {
+		t.Errorf("berth pull --untar after helm registry login: %v", err)
 	}
 
 	// berth logs in (over plain HTTP) and pushes; helm pulls and shows the chart.
