@@ -102,7 +102,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 		return nil, err
 	}
 	rel := &release.Release{
-		Name: o.Name, Namespace: o.Namespace, Version: revision, Labels: o.Labels, ApplyMethod: release.ApplyMethod,
+		Name: o.Name, Namespace: o.Namespace, Version: revision, Labels: o.Labels,
 		Chart: rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
 		Info: &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusPendingInstall,
 			Description: "Initial install underway", Notes: rendered.Notes},

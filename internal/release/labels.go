@@ -4,13 +4,8 @@ import (
 	"fmt"
 	"maps"
 
-	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 )
-
-// ApplyMethod is how berth applies objects, recorded on every revision as Helm v4 records it:
-// server-side apply.
-const ApplyMethod = string(releasev1.ApplyMethodServerSideApply)
 
 // ReservedLabelsError is a release label that Helm's storage keeps for itself.
 type ReservedLabelsError struct {

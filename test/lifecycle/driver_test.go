@@ -23,8 +23,7 @@ func TestHelmDriverConfigMap(t *testing.T) {
 	if got := berthtest.MustHelm(t, env, "list", "-q"); got != "web\n" {
 		t.Errorf("helm list with HELM_DRIVER=configmap printed %q, want web", got)
 	}
-	// helm's server-side apply takes the fields berth's field manager owns only by force.
-	berthtest.MustHelm(t, env, "upgrade", "web", chart, "--set", "replicas=2", "--force-conflicts")
+	berthtest.MustHelm(t, env, "upgrade", "web", chart, "--set", "replicas=2")
 	berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "replicas=3")
 	history, err := release.NewConfigMapStore(env.Client.CoreV1(), env.Namespace).History(t.Context(), "web")
 	if err != nil || len(history) != 3 {

@@ -13,11 +13,10 @@ import (
 	"github.com/berthdev/berth/test/berthtest"
 )
 
-// helmMetadata is what `helm get metadata -o json` says of a release's labels and apply method.
+// helmMetadata is what `helm get metadata -o json` says of a release's labels.
 type helmMetadata struct {
-	Revision    int               `json:"revision"`
-	Labels      map[string]string `json:"labels"`
-	ApplyMethod string            `json:"applyMethod"`
+	Revision int               `json:"revision"`
+	Labels   map[string]string `json:"labels"`
 }
 
 func getHelmMetadata(t *testing.T, env *testenv.Env, name string) helmMetadata {
@@ -32,10 +31,10 @@ func getHelmMetadata(t *testing.T, env *testenv.Env, name string) helmMetadata {
 	return m
 }
 
-// TestLabelsAndApplyMethodAsHelm records --labels on install, merges them on upgrade as Helm
-// does (null removes one), keeps them on rollback and through an upgrade without --labels, and
-// records server-side apply; helm reads them all from berth's records.
-func TestLabelsAndApplyMethodAsHelm(t *testing.T) {
+// TestLabelsAsHelm records --labels on install, merges them on upgrade as Helm does (null
+// removes one), keeps them on rollback and through an upgrade without --labels; helm reads them
+// from berth's records.
+func TestLabelsAsHelm(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	chart := berthtest.WriteChart(t, "keeper", lookupChart)
@@ -44,8 +43,8 @@ func TestLabelsAndApplyMethodAsHelm(t *testing.T) {
 	berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "replicas=2", "--labels", "tier=null,env=prod")
 	berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "replicas=3")
 	want := map[string]string{"team": "a", "env": "prod"}
-	if got := getHelmMetadata(t, env, "web"); !cmp.Equal(got, helmMetadata{Revision: 3, Labels: want, ApplyMethod: "ssa"}) {
-		t.Errorf("helm get metadata after the upgrades (-want +got):\n%s", cmp.Diff(helmMetadata{Revision: 3, Labels: want, ApplyMethod: "ssa"}, got))
+	if got := getHelmMetadata(t, env, "web"); !cmp.Equal(got, helmMetadata{Revision: 3, Labels: want}) {
+		t.Errorf("helm get metadata after the upgrades (-want +got):\n%s", cmp.Diff(helmMetadata{Revision: 3, Labels: want}, got))
 	}
 	stdout, _ := berthtest.MustBerth(t, env, "list", "-q", "-l", "env=prod,team=a")
 	if stdout != "web\n" {
@@ -61,8 +60,8 @@ func TestLabelsAndApplyMethodAsHelm(t *testing.T) {
 	other := testenv.New(t)
 	berthtest.MustHelm(t, other, "install", "fromhelm", chart, "--labels", "owner-team=b")
 	berthtest.MustBerth(t, other, "upgrade", "fromhelm", chart, "--set", "replicas=2")
-	if got := getHelmMetadata(t, other, "fromhelm"); !cmp.Equal(got.Labels, map[string]string{"owner-team": "b"}) || got.ApplyMethod != "ssa" {
-		t.Errorf("helm's release after berth's upgrade: labels %v, apply method %q; want owner-team=b and ssa", got.Labels, got.ApplyMethod)
+	if got := getHelmMetadata(t, other, "fromhelm"); !cmp.Equal(got.Labels, map[string]string{"owner-team": "b"}) {
+		t.Errorf("helm's release after berth's upgrade: labels %v, want owner-team=b", got.Labels)
 	}
 
 	// Labels Helm's storage keeps for itself are refused before anything changes.
