@@ -48,28 +48,39 @@ Helm's format, so helm sees it too.`,
 			if err != nil {
 				return err
 			}
-			rel, err := lifecycle.Install(cmd.Context(), s.deps, lifecycle.InstallOptions{
-				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
-				CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
-				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
-				Capabilities: c.caps,
-			})
+			rel, err := lifecycle.Install(cmd.Context(), s.deps, flags.options(args[0], s, c))
 			return printRelease(streams, flags.output, rel, err)
 		},
 	}
+	flags.addFlags(cmd)
+	addDryRunFlag(cmd.Flags(), &flags.dryRun)
+	addOutputFlag(cmd, &flags.output)
+	return cmd
+}
+
+// options are the install's options for release name.
+func (flags installFlags) options(name string, s *session, c *chartInput) lifecycle.InstallOptions {
+	return lifecycle.InstallOptions{
+		Name: name, Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
+		CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
+		RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
+		Capabilities: c.caps,
+	}
+}
+
+// addFlags adds install's flags but --dry-run and --output, which berth diff install has its
+// own way.
+func (flags *installFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
 	addDependencyUpdateFlag(f, &flags.source)
 	addWaitFlags(f, &flags.wait, false)
-	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
 	f.StringVar(&flags.description, "description", "", "add a custom description")
-	addOutputFlag(cmd, &flags.output)
-	return cmd
 }
 
 // chartInput is what install and upgrade render: a chart, the values given on the command line,

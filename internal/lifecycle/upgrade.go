@@ -36,6 +36,9 @@ type UpgradeOptions struct {
 	HistoryMax   int
 	Description  string
 	Capabilities *common.Capabilities
+
+	// preview, when set with a server dry run, is filled with what the upgrade would do.
+	preview *Preview
 }
 
 // Upgrade moves a release to a new revision of its chart and values: it applies the new
@@ -63,6 +66,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 			Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 			CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 			NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
+			preview: o.preview,
 		})
 	}
 	if err != nil {
@@ -114,6 +118,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 			return err
 		},
 		rollbackOnFailure: o.RollbackOnFailure,
+		preview:           o.preview,
 	})
 }
 
@@ -137,6 +142,8 @@ type replacement struct {
 	historyMax        int
 	rollbackOnFailure bool
 	undo              func(context.Context) error
+	// preview, when set with a server dry run, is filled with what the operation would do.
+	preview *Preview
 }
 
 func (d Deps) replace(ctx context.Context, r replacement) error {
@@ -164,9 +171,16 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if err := errors.Join(s.crdErr, s.validationErr); err != nil {
 		return err
 	}
+	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait})
+	if err != nil {
+		return err
+	}
 	if r.dryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
-		return nil
+		return r.preview.fill(ctx, d, previewInput{
+			op: r.op, rel: rel, previous: r.previous, plan: pl, p: p, before: before, applied: s.applied,
+			pre: r.pre, post: r.post, noHooks: r.noHooks,
+		})
 	}
 	if r.historyMax > 0 && !r.recorded {
 		// Make room for the new revision, as Helm does.
@@ -178,10 +192,6 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 		if err := d.Store.Create(ctx, rel); err != nil {
 			return fmt.Errorf("record release %s revision %d: %w", rel.Name, rel.Version, err)
 		}
-	}
-	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait})
-	if err != nil {
-		return err
 	}
 	err = d.op.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership))
 	if err == nil {
