@@ -193,7 +193,7 @@ func (df diffFlags) print(cmd *cobra.Command, streams Streams, pv *lifecycle.Pre
 		if werr := output.EncodeJSON(streams.Out, r); werr != nil {
 			return werr
 		}
-	} else if _, werr := fmt.Fprint(streams.Out, r.Text(isTerminal(streams.Out))); werr != nil {
+	} else if _, werr := fmt.Fprint(streams.Out, r.Text(colorFor(cmd, streams))); werr != nil {
 		return werr
 	}
 	if err != nil {
@@ -204,4 +204,16 @@ func (df diffFlags) print(cmd *cobra.Command, streams Streams, pv *lifecycle.Pre
 		return changesFound{}
 	}
 	return nil
+}
+
+// colorFor says whether to colour the output: Helm's --color (and NO_COLOR, HELM_COLOR), where
+// auto means on a terminal.
+func colorFor(cmd *cobra.Command, streams Streams) bool {
+	switch helmSettings(cmd).ColorMode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return isTerminal(streams.Out)
 }

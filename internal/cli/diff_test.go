@@ -228,3 +228,95 @@ func TestDiffUninstall(t *testing.T) {
 		t.Errorf("after berth diff uninstall: %v", err)
 	}
 }
+
+func TestDiffRollback(t *testing.T) {
+	env := testenv.New(t)
+	ch := diffChart(t)
+	if _, err := berthIn(t, env, "install", "dock", ch); err != nil {
+		t.Fatalf("berth install: %v", err)
+	}
+	if _, err := berthIn(t, env, "upgrade", "dock", ch, "--set", "mode=slow"); err != nil {
+		t.Fatalf("berth upgrade: %v", err)
+	}
+	r, err := berthDiff(t, env, "rollback", "dock")
+	if err != nil {
+		t.Fatalf("berth diff rollback: %v", err)
+	}
+	cm := resource.Identity{Kind: "ConfigMap", Namespace: env.Namespace, Name: "settings"}
+	if got := objectsWith(r, diff.Changed); !cmp.Equal(got, []resource.Identity{cm}) {
+		t.Fatalf("changed objects = %v, want only %s", got, cm)
+	}
+	want := []string{`-  mode: slow`, `+  mode: fast`}
+	if got := changedLines(r.Objects[slices.IndexFunc(r.Objects, func(o diff.Object) bool { return o.Identity == cm })].Diff); !cmp.Equal(got, want) {
+		t.Errorf("diff of %s changes %q, want %q", cm, got, want)
+	}
+	if r.Record.Revision != 3 || !slices.Equal(r.Record.Superseded, []int{2}) {
+		t.Errorf("record = %+v, want revision 3 with revision 2 superseded", r.Record)
+	}
+}
+
+// TestDiffUnservedKind previews a chart whose CRD defines the kind of one of its objects: the
+// CRD is dry-run, the object, whose kind is not served yet, is shown as rendered.
+func TestDiffUnservedKind(t *testing.T) {
+	env := testenv.New(t)
+	group := strings.ReplaceAll(env.Namespace, "-", "") + ".example.com"
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.` + group + `}
+spec:
+  group: ` + group + `
+  scope: Namespaced
+  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+	ch := writeChart(t, "gadgets", map[string]string{
+		"crds/gadget.yaml":      crd,
+		"templates/gadget.yaml": "apiVersion: " + group + "/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 3}\n",
+	})
+	r, err := berthDiff(t, env, "install", "gadgets", ch)
+	if err != nil {
+		t.Fatalf("berth diff install: %v", err)
+	}
+	byKind := map[string]diff.Object{}
+	for _, o := range r.Objects {
+		byKind[o.Kind] = o
+	}
+	if o := byKind["CustomResourceDefinition"]; o.Change != diff.Created || o.NotDryRun {
+		t.Errorf("CRD: %+v, want created and dry-run", o)
+	}
+	o := byKind["Gadget"]
+	if o.Change != diff.Created || !o.NotDryRun || !strings.Contains(o.Diff, "+  size: 3") {
+		t.Errorf("Gadget: %+v, want created as rendered, not dry-run", o)
+	}
+	out, err := berthIn(t, env, "diff", "install", "gadgets", ch)
+	if err != nil || !strings.Contains(out, "not dry-run") {
+		t.Errorf("berth diff install does not say the Gadget was not dry-run (%v):\n%s", err, out)
+	}
+}
+
+// TestDiffAdoptFromHelm previews berth's first upgrade of a release Helm installed.
+func TestDiffAdoptFromHelm(t *testing.T) {
+	env := testenv.New(t)
+	ch := diffChart(t)
+	if _, err := helmIn(t, env, "install", "dock", ch); err != nil {
+		t.Fatal(err)
+	}
+	r, err := berthDiff(t, env, "upgrade", "dock", ch, "--set", "mode=slow")
+	if err != nil {
+		t.Fatalf("berth diff upgrade: %v", err)
+	}
+	if r.Summary.Adopted != 3 || r.Summary.Changed != 1 {
+		t.Errorf("summary = %+v, want 3 adopted from Helm, 1 changed", r.Summary)
+	}
+	out, err := berthIn(t, env, "diff", "upgrade", "dock", ch, "--color", "always")
+	if err != nil {
+		t.Fatalf("berth diff upgrade: %v", err)
+	}
+	if !strings.Contains(out, "Adopted from Helm") || !strings.Contains(out, "\x1b[") {
+		t.Errorf("berth diff upgrade --color always printed no colours or no adoption:\n%s", out)
+	}
+}
