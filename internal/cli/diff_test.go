@@ -320,3 +320,22 @@ func TestDiffAdoptFromHelm(t *testing.T) {
 		t.Errorf("berth diff upgrade --color always printed no colours or no adoption:\n%s", out)
 	}
 }
+
+func TestDiffBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"diff", "upgrade", "web", "./chart", "-o", "yaml"}, want: "--output"},
+		{args: []string{"diff", "rollback", "web", "--context", "-1"}, want: "--context"},
+		{args: []string{"diff", "uninstall", "web", "--dry-run"}, want: "--dry-run"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, _, err := run(t, append(tt.args, "--kubeconfig", "/nonexistent")...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("berth %s: %v, want an error about %s", strings.Join(tt.args, " "), err, tt.want)
+			}
+		})
+	}
+}
