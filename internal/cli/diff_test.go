@@ -224,6 +224,13 @@ func TestDiffUninstall(t *testing.T) {
 	if r.Record.Status != "removed" {
 		t.Errorf("record = %+v, want the records removed", r.Record)
 	}
+	r, err = berthDiff(t, env, "uninstall", "dock", "--keep-history")
+	if err != nil {
+		t.Fatalf("berth diff uninstall --keep-history: %v", err)
+	}
+	if r.Record.Status != "uninstalled" || r.Record.Revision != 1 {
+		t.Errorf("with --keep-history, record = %+v, want revision 1 uninstalled", r.Record)
+	}
 	if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "settings", metav1.GetOptions{}); err != nil {
 		t.Errorf("after berth diff uninstall: %v", err)
 	}
@@ -337,5 +344,37 @@ func TestDiffBadFlags(t *testing.T) {
 				t.Errorf("berth %s: %v, want an error about %s", strings.Join(tt.args, " "), err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDiffUpgradeDeletesAndKeeps previews an upgrade whose chart drops two objects: one is
+// deleted, the other kept by its resource policy.
+func TestDiffUpgradeDeletesAndKeeps(t *testing.T) {
+	env := testenv.New(t)
+	files := map[string]string{
+		"templates/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
+		"templates/old.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old}\ndata: {a: b}\n",
+		"templates/keep.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: keep, annotations: {helm.sh/resource-policy: keep}}\ndata: {k: dg==}\n",
+	}
+	if _, err := berthIn(t, env, "install", "dock", writeChart(t, "dock", files)); err != nil {
+		t.Fatalf("berth install: %v", err)
+	}
+	delete(files, "templates/old.yaml")
+	delete(files, "templates/keep.yaml")
+	r, err := berthDiff(t, env, "upgrade", "dock", writeChart(t, "dock", files))
+	if err != nil {
+		t.Fatalf("berth diff upgrade: %v", err)
+	}
+	old := resource.Identity{Kind: "ConfigMap", Namespace: env.Namespace, Name: "old"}
+	keep := resource.Identity{Kind: "Secret", Namespace: env.Namespace, Name: "keep"}
+	if got := objectsWith(r, diff.Deleted); !cmp.Equal(got, []resource.Identity{old}) {
+		t.Errorf("deleted = %v, want %s", got, old)
+	}
+	if got := objectsWith(r, diff.Kept); !cmp.Equal(got, []resource.Identity{keep}) {
+		t.Errorf("kept = %v, want %s", got, keep)
+	}
+	i := slices.IndexFunc(r.Objects, func(o diff.Object) bool { return o.Identity == old })
+	if want := "-  a: b"; i < 0 || !slices.Contains(changedLines(r.Objects[i].Diff), want) {
+		t.Errorf("diff of the deleted %s does not remove %q", old, want)
 	}
 }
