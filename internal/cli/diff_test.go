@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -376,5 +377,30 @@ func TestDiffUpgradeDeletesAndKeeps(t *testing.T) {
 	i := slices.IndexFunc(r.Objects, func(o diff.Object) bool { return o.Identity == old })
 	if want := "-  a: b"; i < 0 || !slices.Contains(changedLines(r.Objects[i].Diff), want) {
 		t.Errorf("diff of the deleted %s does not remove %q", old, want)
+	}
+}
+
+// TestDiffUninstallBlocked previews an uninstall that a webhook would block: the preview is
+// printed, and the exit code says blocked, as uninstall's own.
+func TestDiffUninstallBlocked(t *testing.T) {
+	env := testenv.New(t)
+	if _, err := berthIn(t, env, "install", "dock", diffChart(t)); err != nil {
+		t.Fatalf("berth install: %v", err)
+	}
+	wh := testenv.StartWebhook(t, testenv.Deny("configmaps are pinned"))
+	env.RegisterValidatingWebhook(t, wh, testenv.WebhookOptions{
+		Name: "pin.configmaps.berth.dev",
+		Rules: []admissionregistrationv1.RuleWithOperations{testenv.Rule(
+			[]admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, []string{""}, []string{"v1"}, []string{"configmaps"})},
+	})
+	r, err := berthDiff(t, env, "uninstall", "dock")
+	if ExitCode(err) != ExitBlocked {
+		t.Fatalf("berth diff uninstall: exit code %d (%v), want %d", ExitCode(err), err, ExitBlocked)
+	}
+	if err == nil || !strings.Contains(err.Error(), "pin.configmaps.berth.dev") {
+		t.Errorf("berth diff uninstall does not name the webhook: %v", err)
+	}
+	if r == nil || r.Summary.Deleted != 3 {
+		t.Fatalf("berth diff uninstall printed %+v, want the 3 deletions", r)
 	}
 }
