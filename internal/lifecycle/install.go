@@ -132,6 +132,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	}
 	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait})
 	if err != nil {
+		undo()
 		return nil, err
 	}
 	if o.DryRun == ServerDryRun {
