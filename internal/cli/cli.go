@@ -35,6 +35,8 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, new(changesFound)):
+		return ExitChanges
 	case errors.As(err, &blocked):
 		return ExitBlocked
 	default:
@@ -93,5 +95,6 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newPullCommand(streams))
 	cmd.AddCommand(newShowCommand(streams))
 	cmd.AddCommand(newDependencyCommand(streams))
+	cmd.AddCommand(newDiffCommand(streams))
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/postrenderer"
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -47,29 +48,38 @@ with server-side apply in Helm's install order, and the release is recorded in
 Helm's format, so helm sees it too.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pr, err := flags.postRender.renderer(cmd)
+			s, c, err := newChartSession(cmd, streams, args[1], &flags)
 			if err != nil {
 				return err
 			}
-			s, c, err := newChartSession(cmd, streams, args[1], flags.source, flags.values)
-			if err != nil {
-				return err
-			}
-			rel, err := lifecycle.Install(cmd.Context(), s.deps, lifecycle.InstallOptions{
-				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
-				CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
-				RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description, Labels: flags.labels, PostRenderer: pr,
-				Capabilities: c.caps,
-			})
+			rel, err := lifecycle.Install(cmd.Context(), s.deps, flags.options(args[0], s, c))
 			return printRelease(streams, flags.output, rel, err)
 		},
 	}
+	flags.addFlags(cmd)
+	addDryRunFlag(cmd.Flags(), &flags.dryRun)
+	addOutputFlag(cmd, &flags.output)
+	return cmd
+}
+
+// options are the install's options for release name.
+func (flags installFlags) options(name string, s *session, c *chartInput) lifecycle.InstallOptions {
+	return lifecycle.InstallOptions{
+		Name: name, Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
+		CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
+		RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
+		Capabilities: c.caps, Labels: flags.labels, PostRenderer: c.postRenderer,
+	}
+}
+
+// addFlags adds install's flags but --dry-run and --output, which berth diff install has its
+// own way.
+func (flags *installFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
 	addDependencyUpdateFlag(f, &flags.source)
 	addWaitFlags(f, &flags.wait, false)
-	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
@@ -78,8 +88,6 @@ Helm's format, so helm sees it too.`,
 	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be divided by comma.")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
 	f.StringVar(&flags.description, "description", "", "add a custom description")
-	addOutputFlag(cmd, &flags.output)
-	return cmd
 }
 
 // chartInput is what install and upgrade render: a chart, the values given on the command line,
@@ -88,16 +96,23 @@ type chartInput struct {
 	chart  *chartv2.Chart
 	values map[string]any
 	caps   *common.Capabilities
+	// postRenderer is the --post-renderer plugin; nil without one.
+	postRenderer postrenderer.PostRenderer
 }
 
-// newChartSession merges the values and locates and loads the chart ref names (bad input fails
-// before the cluster is contacted), then connects to the cluster and reads its capabilities.
-func newChartSession(cmd *cobra.Command, streams Streams, ref string, src source.Options, values chart.ValueOptions) (*session, *chartInput, error) {
-	vals, err := values.Merge()
+// newChartSession merges the values, finds the post-renderer and locates and loads the chart ref
+// names (bad input fails before the cluster is contacted), then connects to the cluster and reads
+// its capabilities.
+func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *installFlags) (*session, *chartInput, error) {
+	vals, err := flags.values.Merge()
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := loadChart(cmd, streams, ref, src)
+	pr, err := flags.postRender.renderer(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := loadChart(cmd, streams, ref, flags.source)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,7 +124,7 @@ func newChartSession(cmd *cobra.Command, streams Streams, ref string, src source
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, &chartInput{chart: ch, values: vals, caps: caps}, nil
+	return s, &chartInput{chart: ch, values: vals, caps: caps, postRenderer: pr}, nil
 }
 
 // printRelease prints the outcome of an install, upgrade or rollback as helm does: the release's

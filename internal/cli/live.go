@@ -17,10 +17,16 @@ import (
 
 // progressFor renders progress for w: a live view on a terminal, plain lines otherwise.
 func progressFor(w io.Writer) func(engine.Event) {
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
+	if isTerminal(w) {
 		return newLiveView(w).handle
 	}
 	return progressPrinter(w)
+}
+
+// isTerminal reports whether w is a terminal that can show colours and redraw lines.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
 }
 
 // maxWaiting bounds the lines the live view redraws.

@@ -29,22 +29,15 @@ the last.`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeReleaseThenRevision,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			version := 0
-			if len(args) == 2 {
-				v, err := strconv.Atoi(args[1])
-				if err != nil || v < 0 {
-					return fmt.Errorf("invalid revision %q: want a revision number", args[1])
-				}
-				version = v
+			name, version, err := rollbackArgs(args)
+			if err != nil {
+				return err
 			}
 			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
 			if err != nil {
 				return err
 			}
-			_, err = lifecycle.Rollback(cmd.Context(), s.deps, lifecycle.RollbackOptions{
-				Name: args[0], Namespace: s.clients.Namespace, Version: version, WaitOptions: flags.wait,
-				TakeOwnership: flags.takeOwnership, NoHooks: flags.noHooks, DryRun: flags.dryRun, HistoryMax: flags.historyMax,
-			})
+			_, err = lifecycle.Rollback(cmd.Context(), s.deps, flags.options(name, version, s))
 			if err != nil {
 				return err
 			}
@@ -52,11 +45,37 @@ the last.`,
 			return err
 		},
 	}
+	flags.addFlags(cmd)
+	addDryRunFlag(cmd.Flags(), &flags.dryRun)
+	return cmd
+}
+
+// rollbackArgs reads RELEASE [REVISION]; no revision, or 0, is the one before the last.
+func rollbackArgs(args []string) (string, int, error) {
+	version := 0
+	if len(args) == 2 {
+		v, err := strconv.Atoi(args[1])
+		if err != nil || v < 0 {
+			return "", 0, fmt.Errorf("invalid revision %q: want a revision number", args[1])
+		}
+		version = v
+	}
+	return args[0], version, nil
+}
+
+// options are the rollback's options for release name.
+func (flags rollbackFlags) options(name string, version int, s *session) lifecycle.RollbackOptions {
+	return lifecycle.RollbackOptions{
+		Name: name, Namespace: s.clients.Namespace, Version: version, WaitOptions: flags.wait,
+		TakeOwnership: flags.takeOwnership, NoHooks: flags.noHooks, DryRun: flags.dryRun, HistoryMax: flags.historyMax,
+	}
+}
+
+// addFlags adds rollback's flags but --dry-run, which berth diff rollback has its own way.
+func (flags *rollbackFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addWaitFlags(f, &flags.wait, false)
-	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	f.IntVar(&flags.historyMax, "history-max", 10, "limit the number of revisions kept per release; 0 for no limit")
-	return cmd
 }

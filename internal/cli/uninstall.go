@@ -82,25 +82,36 @@ print a list.`,
 			return joinUninstallErrors(errs)
 		},
 	}
+	flags.addFlags(cmd)
+	cmd.Flags().BoolVar(&flags.dryRun, "dry-run", false, "show the plan and run every deletion through the API server's dry run (admission webhooks included); nothing is deleted")
+	addOutputFlag(cmd, &flags.output)
+	return cmd
+}
+
+// addFlags adds uninstall's flags but --dry-run and --output, which berth diff uninstall has its
+// own way.
+func (flags *uninstallFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addWaitFlags(f, &flags.wait, true)
 	f.StringVar(&flags.cascade, "cascade", "foreground", `how dependents are deleted: "foreground" (the object goes after its dependents), "background" or "orphan"`)
 	f.BoolVar(&flags.keepHistory, "keep-history", false, "remove all associated resources and mark the release as deleted, but retain the release history")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "prevent hooks from running during uninstallation")
-	f.BoolVar(&flags.dryRun, "dry-run", false, "show the plan and run every deletion through the API server's dry run (admission webhooks included); nothing is deleted")
 	f.BoolVar(&flags.ignoreNotFound, "ignore-not-found", false, `Treat "release not found" as a successful uninstall`)
 	f.StringVar(&flags.description, "description", "", "add a custom description")
-	addOutputFlag(cmd, &flags.output)
-	return cmd
+}
+
+// options are the uninstall's options for release name.
+func (flags uninstallFlags) options(name string, prop metav1.DeletionPropagation) lifecycle.UninstallOptions {
+	return lifecycle.UninstallOptions{
+		Name: name, WaitOptions: flags.wait, Cascade: prop, KeepHistory: flags.keepHistory,
+		NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
+	}
 }
 
 // uninstall uninstalls one release; a release that is not there is uninstalled already with
 // --ignore-not-found.
 func (flags uninstallFlags) uninstall(cmd *cobra.Command, s *session, name string, prop metav1.DeletionPropagation) (*lifecycle.UninstallResult, error) {
-	res, err := lifecycle.Uninstall(cmd.Context(), s.deps, lifecycle.UninstallOptions{
-		Name: name, WaitOptions: flags.wait, Cascade: prop, KeepHistory: flags.keepHistory,
-		NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
-	})
+	res, err := lifecycle.Uninstall(cmd.Context(), s.deps, flags.options(name, prop))
 	if flags.ignoreNotFound && errors.Is(err, release.ErrNotFound) {
 		return &lifecycle.UninstallResult{Name: name}, nil
 	}

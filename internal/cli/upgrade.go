@@ -37,32 +37,47 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("history-max") {
-				flags.historyMax = helmSettings(cmd).MaxHistory // HELM_MAX_HISTORY, as helm
-			}
-			pr, err := flags.postRender.renderer(cmd)
+			flags.defaults(cmd)
+			s, c, err := newChartSession(cmd, streams, args[1], &flags.installFlags)
 			if err != nil {
 				return err
 			}
-			s, c, err := newChartSession(cmd, streams, args[1], flags.source, flags.values)
-			if err != nil {
-				return err
-			}
-			rel, err := lifecycle.Upgrade(cmd.Context(), s.deps, lifecycle.UpgradeOptions{
-				Name: args[0], Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, ValuesStrategy: strategy,
-				WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
-				TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
-				HistoryMax: flags.historyMax, Description: flags.description, Labels: flags.labels, PostRenderer: pr, Capabilities: c.caps,
-			})
+			rel, err := lifecycle.Upgrade(cmd.Context(), s.deps, flags.options(args[0], s, c, strategy))
 			return printRelease(streams, flags.output, rel, err)
 		},
 	}
+	flags.addFlags(cmd)
+	addDryRunFlag(cmd.Flags(), &flags.dryRun)
+	addOutputFlag(cmd, &flags.output)
+	return cmd
+}
+
+// options are the upgrade's options for release name.
+func (flags upgradeFlags) options(name string, s *session, c *chartInput, strategy chart.ValuesStrategy) lifecycle.UpgradeOptions {
+	return lifecycle.UpgradeOptions{
+		Name: name, Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, ValuesStrategy: strategy,
+		WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
+		TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
+		HistoryMax: flags.historyMax, Description: flags.description, Capabilities: c.caps,
+		Labels: flags.labels, PostRenderer: c.postRenderer,
+	}
+}
+
+// defaults sets what Helm's settings default: --history-max from HELM_MAX_HISTORY.
+func (flags *upgradeFlags) defaults(cmd *cobra.Command) {
+	if !cmd.Flags().Changed("history-max") {
+		flags.historyMax = helmSettings(cmd).MaxHistory
+	}
+}
+
+// addFlags adds upgrade's flags but --dry-run and --output, which berth diff upgrade has its
+// own way.
+func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
 	addDependencyUpdateFlag(f, &flags.source)
 	addWaitFlags(f, &flags.wait, false)
-	addDryRunFlag(f, &flags.dryRun)
 	f.BoolVarP(&flags.install, "install", "i", false, "if the release does not exist, install it")
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "with --install, create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
@@ -76,8 +91,6 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 	f.BoolVar(&flags.resetThenReuseValues, "reset-then-reuse-values", false, "merge the new values over the last release's, rendering with the new chart's defaults")
 	f.IntVar(&flags.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release (HELM_MAX_HISTORY sets the default). Use 0 for no limit")
 	f.StringVar(&flags.description, "description", "", "add a custom description")
-	addOutputFlag(cmd, &flags.output)
-	return cmd
 }
 
 func (f upgradeFlags) valuesStrategy() (chart.ValuesStrategy, error) {

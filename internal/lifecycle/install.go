@@ -38,6 +38,9 @@ type InstallOptions struct {
 	Labels map[string]string
 	// PostRenderer rewrites the rendered templates, as Helm's --post-renderer.
 	PostRenderer postrenderer.PostRenderer
+
+	// preview, when set with a server dry run, is filled with what the install would do.
+	preview *Preview
 }
 
 // DryRun says whether and how an operation only pretends.
@@ -139,17 +142,21 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 		undo()
 		return nil, err
 	}
+	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait})
+	if err != nil {
+		undo()
+		return nil, err
+	}
 	if o.DryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
-		return rel, nil
+		return rel, o.preview.fill(ctx, d, previewInput{
+			op: release.OpInstall, rel: rel, plan: pl, p: p, before: before, applied: s.applied,
+			pre: resource.HookPreInstall, post: resource.HookPostInstall, noHooks: o.NoHooks,
+		})
 	}
 
 	if err := d.Store.Create(ctx, rel); err != nil {
 		return nil, fmt.Errorf("record release %s revision %d: %w", o.Name, revision, err)
-	}
-	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait})
-	if err != nil {
-		return nil, err
 	}
 	err = d.op.begin(ctx, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership))
 	if err == nil {

@@ -182,6 +182,8 @@ type survey struct {
 	crds            []*unstructured.Unstructured
 	liveErr, crdErr error
 	validationErr   error
+	// applied are the objects as the API server's dry run returned them.
+	applied map[resource.Identity]*unstructured.Unstructured
 }
 
 // surveyCluster reads the live state of objs while it validates the prepared objects: neither
@@ -192,7 +194,7 @@ func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstruct
 	wg.Go(func() { s.before, s.liveErr = live(ctx, c, objs) })
 	wg.Go(func() {
 		if s.crds, s.crdErr = p.missingCRDs(ctx, c); s.crdErr == nil {
-			s.validationErr = preflight(ctx, c, p, s.crds)
+			s.applied, s.validationErr = preflight(ctx, c, p, s.crds)
 		}
 	})
 	wg.Wait()
@@ -236,37 +238,49 @@ func checkOwnership(name, namespace string, desired []*unstructured.Unstructured
 
 // preflight runs every object (and the CRDs to create) through the API server's validation and
 // admission with a server-side dry run, so that an operation that cannot succeed fails before its
-// first change.
-func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured.Unstructured) error {
+// first change. It returns the objects as the dry run returned them.
+func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error) {
 	var checked []*unstructured.Unstructured
 	for _, obj := range append(slices.Clone(crds), p.objects...) {
 		if !p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
 			checked = append(checked, obj)
 		}
 	}
+	applied := map[resource.Identity]*unstructured.Unstructured{}
+	var mu sync.Mutex
 	err := forEach(ctx, checked, func(ctx context.Context, obj *unstructured.Unstructured) error {
-		_, err := c.Apply(ctx, obj, cluster.ApplyOptions{DryRun: true})
+		out, err := c.Apply(ctx, obj, cluster.ApplyOptions{DryRun: true})
+		if err == nil {
+			mu.Lock()
+			applied[resource.IdentityOf(obj)] = out
+			mu.Unlock()
+		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("validation failed, nothing was changed:\n%w", err)
+		return nil, fmt.Errorf("validation failed, nothing was changed:\n%w", err)
 	}
-	return nil
+	return applied, nil
 }
 
 // adopt takes over the fields Helm set on the desired objects that exist already, so that applying
 // them removes what left the chart (a release Helm installed, an object adopted with
 // --take-ownership).
 func (d Deps) adopt(ctx context.Context, desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) error {
+	return forEach(ctx, adoptedFromHelm(desired, before), func(ctx context.Context, obj *unstructured.Unstructured) error {
+		return d.Cluster.AdoptFields(ctx, resource.IdentityOf(obj))
+	})
+}
+
+// adoptedFromHelm returns the desired objects that exist with fields Helm set.
+func adoptedFromHelm(desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) []*unstructured.Unstructured {
 	var adopted []*unstructured.Unstructured
 	for _, obj := range desired {
 		if b := before[resource.IdentityOf(obj)]; b != nil && cluster.SetByHelm(b) {
 			adopted = append(adopted, obj)
 		}
 	}
-	return forEach(ctx, adopted, func(ctx context.Context, obj *unstructured.Unstructured) error {
-		return d.Cluster.AdoptFields(ctx, resource.IdentityOf(obj))
-	})
+	return adopted
 }
 
 // uids returns the UID of each live object.

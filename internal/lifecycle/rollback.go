@@ -20,6 +20,9 @@ type RollbackOptions struct {
 	NoHooks       bool
 	DryRun        DryRun
 	HistoryMax    int
+
+	// preview, when set with a server dry run, is filled with what the rollback would do.
+	preview *Preview
 }
 
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
@@ -75,7 +78,7 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release,
 		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
 		pre: resource.HookPreRollback, post: resource.HookPostRollback, noHooks: o.NoHooks,
 		success: fmt.Sprintf("Rollback to %d", version), failure: fmt.Sprintf("Rollback %q failed", o.Name),
-		historyMax: o.HistoryMax,
+		historyMax: o.HistoryMax, preview: o.preview,
 	})
 }
 

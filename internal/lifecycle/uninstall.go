@@ -81,6 +81,9 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		if o.KeepHistory {
 			return nil, fmt.Errorf("release %s is already uninstalled (revision %d)", o.Name, last.Version)
 		}
+		if o.DryRun {
+			return &UninstallResult{Release: last, Name: o.Name, DryRun: true, Plan: &plan.Plan{}}, nil
+		}
 		return &UninstallResult{Release: last, Name: o.Name}, d.purge(ctx, o.Name)
 	}
 	recorded, err := recordedObjects(d.Cluster, last)

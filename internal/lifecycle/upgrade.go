@@ -42,6 +42,9 @@ type UpgradeOptions struct {
 	Labels map[string]string
 	// PostRenderer rewrites the rendered templates, as Helm's --post-renderer.
 	PostRenderer postrenderer.PostRenderer
+
+	// preview, when set with a server dry run, is filled with what the upgrade would do.
+	preview *Preview
 }
 
 // Upgrade moves a release to a new revision of its chart and values: it applies the new
@@ -71,6 +74,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 			CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 			NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
 			Labels: o.Labels, PostRenderer: o.PostRenderer,
+			preview: o.preview,
 		})
 	}
 	if err != nil {
@@ -127,6 +131,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 			return err
 		},
 		rollbackOnFailure: o.RollbackOnFailure,
+		preview:           o.preview,
 	})
 }
 
@@ -150,6 +155,8 @@ type replacement struct {
 	historyMax        int
 	rollbackOnFailure bool
 	undo              func(context.Context) error
+	// preview, when set with a server dry run, is filled with what the operation would do.
+	preview *Preview
 }
 
 func (d Deps) replace(ctx context.Context, r replacement) error {
@@ -177,9 +184,16 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if err := errors.Join(s.crdErr, s.validationErr); err != nil {
 		return err
 	}
+	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait})
+	if err != nil {
+		return err
+	}
 	if r.dryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
-		return nil
+		return r.preview.fill(ctx, d, previewInput{
+			op: r.op, rel: rel, previous: r.previous, plan: pl, p: p, before: before, applied: s.applied,
+			pre: r.pre, post: r.post, noHooks: r.noHooks,
+		})
 	}
 	if r.historyMax > 0 && !r.recorded {
 		// Make room for the new revision, as Helm does.
@@ -191,10 +205,6 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 		if err := d.Store.Create(ctx, rel); err != nil {
 			return fmt.Errorf("record release %s revision %d: %w", rel.Name, rel.Version, err)
 		}
-	}
-	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait})
-	if err != nil {
-		return err
 	}
 	err = d.op.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership))
 	if err == nil {

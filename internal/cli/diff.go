@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"helm.sh/helm/v4/pkg/cli/output"
+
+	"github.com/berthdev/berth/internal/diff"
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
+)
+
+// ExitChanges is berth diff's exit code with --detailed-exitcode when the operation would change
+// something.
+const ExitChanges = 2
+
+// changesFound says berth diff --detailed-exitcode found changes. It is not a failure: it only
+// carries the exit code, and nothing is printed for it.
+type changesFound struct{}
+
+func (changesFound) Error() string { return "the operation would change the cluster" }
+
+type diffFlags struct {
+	opts             diff.Options
+	detailedExitCode bool
+	output           string
+}
+
+func newDiffCommand(streams Streams) *cobra.Command {
+	flags := diffFlags{opts: diff.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "diff",
+		Short: "show what install, upgrade, rollback or uninstall would change",
+		Long: `Show what an install, upgrade, rollback or uninstall would do, without changing
+anything. Each subcommand takes the flags of the command it previews (but --dry-run
+and --output) and runs that command's own preparation: the chart is rendered, the
+release's records are read, and every object goes through the API server's
+server-side dry run of berth's apply (admission webhooks included). What is shown
+is the difference between each live object and what the API server says it would
+become, so changes made by hand and the defaults the API server adds show too,
+while fields other field managers own and berth does not set do not.
+
+The output lists, in the order the operation would go: the hooks that would run
+(with weight and delete policy), the objects created, changed (a unified diff of
+their YAML), adopted from Helm, kept and deleted, and the release record written,
+then a summary line. Secret values are masked (each shows only whether it
+changes) unless --show-secrets is given. Colours are used on a terminal only.
+
+With -o json the result follows the schema berth.dev/diff/v1 (see README).
+With --detailed-exitcode the exit code is 0 when nothing would be created,
+changed or deleted, 2 when something would, and 1 on error.`,
+	}
+	pf := cmd.PersistentFlags()
+	pf.BoolVar(&flags.opts.ShowSecrets, "show-secrets", false, "show the values of Secrets; without it each value shows only whether it changes")
+	pf.IntVar(&flags.opts.Context, "context", flags.opts.Context, "lines of context around each change")
+	pf.BoolVar(&flags.detailedExitCode, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 1 on error")
+	pf.StringVarP(&flags.output, "output", "o", "text", `output format: "text" or "json" (schema `+diff.SchemaVersion+`)`)
+	cmd.AddCommand(newDiffInstallCommand(streams, &flags), newDiffUpgradeCommand(streams, &flags),
+		newDiffRollbackCommand(streams, &flags), newDiffUninstallCommand(streams, &flags))
+	return cmd
+}
+
+func newDiffInstallCommand(streams Streams, df *diffFlags) *cobra.Command {
+	var flags installFlags
+	cmd := &cobra.Command{
+		Use:   "install NAME CHART",
+		Short: "show what berth install would do",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := df.check(); err != nil {
+				return err
+			}
+			s, c, err := newChartSession(cmd, streams, args[1], &flags)
+			if err != nil {
+				return err
+			}
+			pv, err := lifecycle.PreviewInstall(cmd.Context(), s.deps, flags.options(args[0], s, c))
+			return df.print(cmd, streams, pv, err)
+		},
+	}
+	flags.addFlags(cmd)
+	return cmd
+}
+
+func newDiffUpgradeCommand(streams Streams, df *diffFlags) *cobra.Command {
+	var flags upgradeFlags
+	cmd := &cobra.Command{
+		Use:               "upgrade RELEASE CHART",
+		Short:             "show what berth upgrade would do",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeReleaseThenChart,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := df.check(); err != nil {
+				return err
+			}
+			strategy, err := flags.valuesStrategy()
+			if err != nil {
+				return err
+			}
+			flags.defaults(cmd)
+			s, c, err := newChartSession(cmd, streams, args[1], &flags.installFlags)
+			if err != nil {
+				return err
+			}
+			pv, err := lifecycle.PreviewUpgrade(cmd.Context(), s.deps, flags.options(args[0], s, c, strategy))
+			return df.print(cmd, streams, pv, err)
+		},
+	}
+	flags.addFlags(cmd)
+	return cmd
+}
+
+func newDiffRollbackCommand(streams Streams, df *diffFlags) *cobra.Command {
+	var flags rollbackFlags
+	cmd := &cobra.Command{
+		Use:               "rollback RELEASE [REVISION]",
+		Short:             "show what berth rollback would do",
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeReleaseThenRevision,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := df.check(); err != nil {
+				return err
+			}
+			name, version, err := rollbackArgs(args)
+			if err != nil {
+				return err
+			}
+			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+			if err != nil {
+				return err
+			}
+			pv, err := lifecycle.PreviewRollback(cmd.Context(), s.deps, flags.options(name, version, s))
+			return df.print(cmd, streams, pv, err)
+		},
+	}
+	flags.addFlags(cmd)
+	return cmd
+}
+
+func newDiffUninstallCommand(streams Streams, df *diffFlags) *cobra.Command {
+	var flags uninstallFlags
+	cmd := &cobra.Command{
+		Use:               "uninstall RELEASE_NAME",
+		Short:             "show what berth uninstall would do",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleaseNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := df.check(); err != nil {
+				return err
+			}
+			prop, err := cascade(flags.cascade)
+			if err != nil {
+				return err
+			}
+			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+			if err != nil {
+				return err
+			}
+			pv, err := lifecycle.PreviewUninstall(cmd.Context(), s.deps, flags.options(args[0], prop))
+			if flags.ignoreNotFound && errors.Is(err, release.ErrNotFound) {
+				return nil
+			}
+			return df.print(cmd, streams, pv, err)
+		},
+	}
+	flags.addFlags(cmd)
+	return cmd
+}
+
+// check refuses bad diff flags before the cluster is contacted.
+func (df diffFlags) check() error {
+	if df.output != "text" && df.output != string(output.JSON) {
+		return fmt.Errorf("invalid --output %q: want text or json", df.output)
+	}
+	if df.opts.Context < 0 {
+		return fmt.Errorf("invalid --context %d: want 0 or more lines", df.opts.Context)
+	}
+	return nil
+}
+
+// print prints what the preview shows (also when the preview comes with an error: a blocked
+// deletion), and with --detailed-exitcode says whether anything would change.
+func (df diffFlags) print(cmd *cobra.Command, streams Streams, pv *lifecycle.Preview, err error) error {
+	if pv == nil {
+		return err
+	}
+	r, cerr := diff.Compute(pv, df.opts)
+	if cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	if df.output == string(output.JSON) {
+		if werr := output.EncodeJSON(streams.Out, r); werr != nil {
+			return werr
+		}
+	} else if _, werr := fmt.Fprint(streams.Out, r.Text(colorFor(cmd, streams))); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return err
+	}
+	if df.detailedExitCode && r.HasChanges() {
+		cmd.SilenceErrors = true
+		return changesFound{}
+	}
+	return nil
+}
+
+// colorFor says whether to colour the output: Helm's --color (and NO_COLOR, HELM_COLOR), where
+// auto means on a terminal.
+func colorFor(cmd *cobra.Command, streams Streams) bool {
+	switch helmSettings(cmd).ColorMode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return isTerminal(streams.Out)
+}

@@ -1,0 +1,406 @@
+// Package diff turns what an operation would do — its plan, the objects it would apply, the live
+// objects and the API server's dry run of berth's apply — into what people read: the hooks that
+// would run, a unified diff per object, the objects kept and deleted, and the record written.
+// It does no I/O.
+package diff
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// SchemaVersion names the JSON form of a Result. It changes whenever a field changes meaning or
+// goes away; new fields may be added within one version.
+const SchemaVersion = "berth.dev/diff/v1"
+
+// Change is what an operation would do to an object.
+type Change string
+
+const (
+	Created   Change = "created"
+	Changed   Change = "changed"
+	Unchanged Change = "unchanged"
+	Deleted   Change = "deleted"
+	// Kept objects leave the release and stay in the cluster (helm.sh/resource-policy: keep).
+	Kept Change = "kept"
+)
+
+// Options change how a diff is computed.
+type Options struct {
+	// ShowSecrets shows the values of Secrets; otherwise each value shows only whether it changed.
+	ShowSecrets bool
+	// Context is the number of unchanged lines around each change.
+	Context int
+}
+
+// DefaultOptions masks Secrets and shows three lines of context.
+func DefaultOptions() Options { return Options{Context: 3} }
+
+// Result is what an operation would do, in the order it would do it.
+type Result struct {
+	SchemaVersion string            `json:"schemaVersion"`
+	Operation     release.Operation `json:"operation"`
+	Release       string            `json:"release"`
+	Namespace     string            `json:"namespace"`
+	Hooks         []Hook            `json:"hooks"`
+	Objects       []Object          `json:"objects"`
+	Record        Record            `json:"record"`
+	Summary       Summary           `json:"summary"`
+}
+
+// Hook is a hook that would run.
+type Hook struct {
+	Event resource.HookEvent `json:"event"`
+	resource.Identity
+	Weight         int                     `json:"weight"`
+	DeletePolicies []resource.DeletePolicy `json:"deletePolicies"`
+}
+
+// Object is what would happen to one object.
+type Object struct {
+	resource.Identity
+	Change Change `json:"change"`
+	// Step is the plan step that would apply or delete the object (empty for kept objects).
+	Step string `json:"step,omitempty"`
+	// AdoptedFromHelm: the object exists with fields Helm set, which berth takes over first.
+	AdoptedFromHelm bool `json:"adoptedFromHelm,omitempty"`
+	// NotDryRun: the object's kind is defined by a CRD of the release and not served yet, so the
+	// API server could not dry-run it; the diff shows the rendered object.
+	NotDryRun bool `json:"notDryRun,omitempty"`
+	// Diff is a unified diff of the object's YAML, live first; empty when unchanged.
+	Diff string `json:"diff,omitempty"`
+}
+
+// Record is the release record the operation would write.
+type Record struct {
+	// Revision is the revision written (install, upgrade, rollback) or removed (uninstall).
+	Revision int `json:"revision"`
+	// Status is the status the revision is recorded with once the operation succeeds; for an
+	// uninstall that removes every record, "removed".
+	Status string `json:"status"`
+	// Superseded are the revisions marked superseded.
+	Superseded []int `json:"superseded,omitempty"`
+}
+
+// Summary counts the objects by change.
+type Summary struct {
+	Created   int `json:"created"`
+	Changed   int `json:"changed"`
+	Deleted   int `json:"deleted"`
+	Unchanged int `json:"unchanged"`
+	Kept      int `json:"kept"`
+	Adopted   int `json:"adoptedFromHelm"`
+}
+
+// HasChanges reports whether the operation would create, change or delete an object.
+func (r *Result) HasChanges() bool {
+	return r.Summary.Created+r.Summary.Changed+r.Summary.Deleted > 0
+}
+
+// Compute turns a preview into a Result.
+func Compute(pv *lifecycle.Preview, o Options) (*Result, error) {
+	r := &Result{SchemaVersion: SchemaVersion, Operation: pv.Operation, Hooks: []Hook{}, Objects: []Object{}}
+	if pv.Release != nil {
+		r.Release, r.Namespace = pv.Release.Name, pv.Release.Namespace
+		r.Record = record(pv)
+	}
+	for _, h := range pv.Hooks {
+		r.Hooks = append(r.Hooks, Hook{Event: h.Event, Identity: h.Identity, Weight: h.Weight, DeletePolicies: h.DeletePolicies})
+	}
+	for _, step := range pv.Plan.Steps {
+		if step.Action != plan.Apply && step.Action != plan.Delete {
+			continue
+		}
+		for _, id := range step.Objects {
+			obj, err := object(pv, step, id, o)
+			if err != nil {
+				return nil, err
+			}
+			r.Objects = append(r.Objects, obj)
+		}
+	}
+	for _, id := range pv.Plan.Kept {
+		r.Objects = append(r.Objects, Object{Identity: id, Change: Kept})
+	}
+	for _, obj := range r.Objects {
+		switch obj.Change {
+		case Created:
+			r.Summary.Created++
+		case Changed:
+			r.Summary.Changed++
+		case Deleted:
+			r.Summary.Deleted++
+		case Unchanged:
+			r.Summary.Unchanged++
+		case Kept:
+			r.Summary.Kept++
+		}
+		if obj.AdoptedFromHelm {
+			r.Summary.Adopted++
+		}
+	}
+	return r, nil
+}
+
+func record(pv *lifecycle.Preview) Record {
+	rel := pv.Release
+	switch {
+	case pv.Operation != release.OpUninstall:
+		return Record{Revision: rel.Version, Status: string(release.StatusDeployed), Superseded: pv.Superseded}
+	case pv.KeepHistory:
+		return Record{Revision: rel.Version, Status: string(release.StatusUninstalled)}
+	default:
+		return Record{Revision: rel.Version, Status: "removed"}
+	}
+}
+
+// object compares the live object with what the step would make of it.
+func object(pv *lifecycle.Preview, step plan.Step, id resource.Identity, o Options) (Object, error) {
+	out := Object{Identity: id, Step: step.ID, AdoptedFromHelm: slices.Contains(pv.Adopted, id)}
+	live := pv.Live[id]
+	var after *unstructured.Unstructured
+	afterLabel := fmt.Sprintf("%s (%s, server-side dry run)", id, pv.Operation)
+	if step.Action == plan.Delete {
+		out.Change = Deleted
+		afterLabel = fmt.Sprintf("%s (deleted)", id)
+	} else {
+		after = pv.Applied[id]
+		if after == nil {
+			after, out.NotDryRun = pv.Objects[id], true
+			afterLabel = fmt.Sprintf("%s (%s, as rendered: its kind is not served yet, so it was not dry-run)", id, pv.Operation)
+		}
+		out.Change = Changed
+		if live == nil {
+			out.Change = Created
+		}
+	}
+	before, afterClean := clean(live), clean(after)
+	if id.Group == "" && id.Kind == "Secret" && !o.ShowSecrets {
+		maskSecret(before, afterClean)
+	}
+	a, err := toYAML(before)
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", id, err)
+	}
+	b, err := toYAML(afterClean)
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", id, err)
+	}
+	if a == b {
+		if out.Change == Changed {
+			out.Change = Unchanged
+		}
+		return out, nil
+	}
+	beforeLabel := fmt.Sprintf("%s (live)", id)
+	if live == nil {
+		beforeLabel = fmt.Sprintf("%s (absent)", id)
+	}
+	out.Diff, err = difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: lines(a), B: lines(b),
+		FromFile: beforeLabel, ToFile: afterLabel, Context: o.Context,
+	})
+	return out, err
+}
+
+// clean returns the object without what the API server keeps for itself and nobody applies.
+func clean(obj *unstructured.Unstructured) map[string]any {
+	if obj == nil {
+		return nil
+	}
+	c := obj.DeepCopy().Object
+	delete(c, "status")
+	if md, ok := c["metadata"].(map[string]any); ok {
+		for _, f := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink"} {
+			delete(md, f)
+		}
+	}
+	return c
+}
+
+// lines splits text into lines that keep their newlines.
+func lines(s string) []string {
+	out := strings.SplitAfter(s, "\n")
+	if out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+func toYAML(obj map[string]any) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	b, err := yaml.Marshal(obj)
+	return string(b), err
+}
+
+// lastApplied is kubectl's annotation, which holds a Secret's values in the clear.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// maskSecret replaces the values of two versions of a Secret (either may be nil) with marks that
+// say only whether each changed.
+func maskSecret(before, after map[string]any) {
+	for _, path := range [][]string{{"data"}, {"stringData"}} {
+		maskValues(field(before, path...), field(after, path...), nil)
+	}
+	maskValues(field(before, "metadata", "annotations"), field(after, "metadata", "annotations"), []string{lastApplied})
+}
+
+func field(obj map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		next, _ := obj[p].(map[string]any)
+		if next == nil {
+			return nil
+		}
+		obj = next
+	}
+	return obj
+}
+
+// maskValues masks the values of a and b (the keys in only, when only is not nil).
+func maskValues(a, b map[string]any, only []string) {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range keys {
+		if only != nil && !slices.Contains(only, k) {
+			continue
+		}
+		av, inA := a[k]
+		bv, inB := b[k]
+		switch {
+		case inA && inB && fmt.Sprint(av) == fmt.Sprint(bv):
+			a[k], b[k] = "(masked, unchanged)", "(masked, unchanged)"
+		case inA && inB:
+			a[k], b[k] = "(masked, before)", "(masked, changed)"
+		case inA:
+			a[k] = "(masked)"
+		case inB:
+			b[k] = "(masked)"
+		}
+	}
+}
+
+// Text renders the result for people; with color, for a terminal.
+func (r *Result) Text(color bool) string {
+	var b strings.Builder
+	p := painter{on: color}
+	if len(r.Hooks) > 0 {
+		b.WriteString(p.bold("Hooks that would run, in order:") + "\n")
+		for _, h := range r.Hooks {
+			policies := make([]string, len(h.DeletePolicies))
+			for i, d := range h.DeletePolicies {
+				policies[i] = string(d)
+			}
+			fmt.Fprintf(&b, "  %-13s %s (weight %d, delete policy %s)\n", h.Event, h.Identity, h.Weight, strings.Join(policies, ","))
+		}
+	}
+	sections := []struct {
+		title string
+		pick  func(Object) bool
+		diff  bool
+	}{
+		{"Created:", func(o Object) bool { return o.Change == Created }, true},
+		{"Changed:", func(o Object) bool { return o.Change == Changed }, true},
+		{"Adopted from Helm (berth takes over the fields Helm set):", func(o Object) bool { return o.AdoptedFromHelm }, false},
+		{"Kept (helm.sh/resource-policy: keep):", func(o Object) bool { return o.Change == Kept }, false},
+		{"Deleted:", func(o Object) bool { return o.Change == Deleted }, true},
+	}
+	for _, s := range sections {
+		var objs []Object
+		for _, o := range r.Objects {
+			if s.pick(o) {
+				objs = append(objs, o)
+			}
+		}
+		if len(objs) == 0 {
+			continue
+		}
+		b.WriteString(p.bold(s.title) + "\n")
+		for _, o := range objs {
+			if !s.diff || o.Diff == "" {
+				fmt.Fprintf(&b, "  %s (%s)\n", o.Identity, o.Change)
+				continue
+			}
+			b.WriteString(p.diff(o.Diff))
+		}
+	}
+	if r.Record.Revision > 0 {
+		b.WriteString(p.bold("Record:") + " " + r.recordLine() + "\n")
+	}
+	s := r.Summary
+	fmt.Fprintf(&b, "%d created, %d changed, %d deleted, %d unchanged", s.Created, s.Changed, s.Deleted, s.Unchanged)
+	if s.Kept > 0 {
+		fmt.Fprintf(&b, ", %d kept", s.Kept)
+	}
+	if s.Adopted > 0 {
+		fmt.Fprintf(&b, ", %d adopted from Helm", s.Adopted)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func (r *Result) recordLine() string {
+	rec := r.Record
+	switch rec.Status {
+	case "removed":
+		return fmt.Sprintf("every record of release %s removed (last revision %d)", r.Release, rec.Revision)
+	case string(release.StatusUninstalled):
+		return fmt.Sprintf("release %s revision %d marked uninstalled (--keep-history)", r.Release, rec.Revision)
+	}
+	line := fmt.Sprintf("release %s revision %d, %s", r.Release, rec.Revision, rec.Status)
+	for _, v := range rec.Superseded {
+		line += fmt.Sprintf("; revision %d superseded", v)
+	}
+	return line
+}
+
+// painter colours text for a terminal, or leaves it alone.
+type painter struct{ on bool }
+
+func (p painter) paint(code, s string) string {
+	if !p.on {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (p painter) bold(s string) string { return p.paint("1", s) }
+
+// diff colours the lines of a unified diff.
+func (p painter) diff(d string) string {
+	if !p.on {
+		return d
+	}
+	lines := strings.SplitAfter(d, "\n")
+	for i, l := range lines {
+		body := strings.TrimSuffix(l, "\n")
+		nl := l[len(body):]
+		switch {
+		case strings.HasPrefix(l, "---"), strings.HasPrefix(l, "+++"):
+			lines[i] = p.bold(body) + nl
+		case strings.HasPrefix(l, "@@"):
+			lines[i] = p.paint("36", body) + nl
+		case strings.HasPrefix(l, "+"):
+			lines[i] = p.paint("32", body) + nl
+		case strings.HasPrefix(l, "-"):
+			lines[i] = p.paint("31", body) + nl
+		}
+	}
+	return strings.Join(lines, "")
+}

@@ -1,0 +1,189 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// Preview is what an operation would do. It comes from the operation's own preparation run as a
+// server-side dry run (the same code, stopped before its first change), so it is the plan the
+// operation would execute.
+type Preview struct {
+	Operation release.Operation
+	// Release is the revision the operation would record; for an uninstall, the revision whose
+	// objects it would delete.
+	Release *release.Release
+	// Superseded are the revisions the new one would mark superseded.
+	Superseded []int
+	// KeepHistory: the uninstall would keep the release's records, marked uninstalled.
+	KeepHistory bool
+	Plan        *plan.Plan
+	// Objects are the objects the operation would apply, normalized and owned by the release.
+	Objects map[resource.Identity]*unstructured.Unstructured
+	// Live are the objects of the plan (and the kept ones) as they are in the cluster now, whole.
+	Live map[resource.Identity]*unstructured.Unstructured
+	// Applied are the objects as the API server's dry run of berth's apply returned them. Objects
+	// whose kind a CRD of the release defines, not served yet, are missing: they could not be
+	// dry-run.
+	Applied map[resource.Identity]*unstructured.Unstructured
+	// Adopted are existing objects Helm set fields of: berth takes those fields over first.
+	Adopted []resource.Identity
+	// Hooks are the hooks that would run, in order.
+	Hooks []PreviewHook
+}
+
+// PreviewHook is a hook that an operation would run at Event.
+type PreviewHook struct {
+	Event resource.HookEvent
+	resource.Hook
+}
+
+// PreviewInstall returns what Install would do with o, changing nothing.
+func PreviewInstall(ctx context.Context, d Deps, o InstallOptions) (*Preview, error) {
+	o.DryRun, o.preview = ServerDryRun, &Preview{}
+	_, err := Install(ctx, d, o)
+	return o.preview.result(err)
+}
+
+// PreviewUpgrade returns what Upgrade would do with o, changing nothing.
+func PreviewUpgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Preview, error) {
+	o.DryRun, o.preview = ServerDryRun, &Preview{}
+	_, err := Upgrade(ctx, d, o)
+	return o.preview.result(err)
+}
+
+// PreviewRollback returns what Rollback would do with o, changing nothing.
+func PreviewRollback(ctx context.Context, d Deps, o RollbackOptions) (*Preview, error) {
+	o.DryRun, o.preview = ServerDryRun, &Preview{}
+	_, err := Rollback(ctx, d, o)
+	return o.preview.result(err)
+}
+
+// PreviewUninstall returns what Uninstall would do with o, changing nothing. Every deletion goes
+// through the API server's dry run; a deletion that would be blocked is the error, with the
+// preview.
+func PreviewUninstall(ctx context.Context, d Deps, o UninstallOptions) (*Preview, error) {
+	o.DryRun = true
+	res, err := Uninstall(ctx, d, o)
+	if res == nil {
+		return nil, err
+	}
+	pv := &Preview{KeepHistory: o.KeepHistory}
+	ferr := pv.fill(ctx, d, previewInput{
+		op: release.OpUninstall, rel: res.Release, plan: res.Plan,
+		pre: resource.HookPreDelete, post: resource.HookPostDelete, noHooks: o.NoHooks,
+	})
+	return pv, errors.Join(err, ferr)
+}
+
+func (pv *Preview) result(err error) (*Preview, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pv, nil
+}
+
+// previewInput is what an operation knows once it has prepared, before its first change.
+type previewInput struct {
+	op       release.Operation
+	rel      *release.Release
+	previous []*release.Release
+	plan     *plan.Plan
+	p        *prepared
+	// before are the live objects' metadata; nil reads every object of the plan.
+	before    map[resource.Identity]*unstructured.Unstructured
+	applied   map[resource.Identity]*unstructured.Unstructured
+	pre, post resource.HookEvent
+	noHooks   bool
+}
+
+// fill completes the preview (when there is one) with what an operation prepared, and reads the
+// live objects whole.
+func (pv *Preview) fill(ctx context.Context, d Deps, in previewInput) error {
+	if pv == nil {
+		return nil
+	}
+	pv.Operation, pv.Release, pv.Plan, pv.Applied = in.op, in.rel, in.plan, in.applied
+	if pv.Plan == nil {
+		pv.Plan = &plan.Plan{}
+	}
+	pv.Objects = map[resource.Identity]*unstructured.Unstructured{}
+	if in.p != nil {
+		pv.Objects = in.p.byID
+		for _, obj := range adoptedFromHelm(in.p.objects, in.before) {
+			pv.Adopted = append(pv.Adopted, resource.IdentityOf(obj))
+		}
+	}
+	for _, prev := range in.previous {
+		if prev != nil && prev.Info.Status == release.StatusDeployed && !slices.Contains(pv.Superseded, prev.Version) {
+			pv.Superseded = append(pv.Superseded, prev.Version)
+		}
+	}
+	if !in.noHooks && in.rel != nil {
+		_, hooks, err := hooksOf(in.rel)
+		if err != nil {
+			return err
+		}
+		for _, event := range []resource.HookEvent{in.pre, in.post} {
+			for _, h := range resource.HooksFor(hooks, event) {
+				// The hook's namespace as the API server will see it.
+				if obj := h.Object.DeepCopy(); d.Cluster.Normalize(obj, in.rel.Namespace) == nil {
+					h.Identity = resource.IdentityOf(obj)
+				}
+				pv.Hooks = append(pv.Hooks, PreviewHook{Event: event, Hook: h})
+			}
+		}
+	}
+	ids := slices.Clone(pv.Plan.Kept)
+	for _, s := range pv.Plan.Steps {
+		for _, id := range s.Objects {
+			if (in.before == nil || in.before[id] != nil) && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	var err error
+	pv.Live, err = getAll(ctx, d.Cluster, ids)
+	return err
+}
+
+// getAll reads the objects of ids whole, as many at once as the engine applies; objects that do
+// not exist, or whose kind is not served, are left out.
+func getAll(ctx context.Context, c Cluster, ids []resource.Identity) (map[resource.Identity]*unstructured.Unstructured, error) {
+	out := map[resource.Identity]*unstructured.Unstructured{}
+	errs := make([]error, len(ids))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, engine.DefaultOptions().Concurrency)
+	for i, id := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			obj, err := c.Get(ctx, id)
+			if cluster.IsUnknownKind(err) {
+				return
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if obj != nil {
+				mu.Lock()
+				out[id] = obj
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
