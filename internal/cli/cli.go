@@ -37,6 +37,9 @@ func ExitCode(err error) int {
 		return 0
 	case errors.As(err, new(changesFound)):
 		return ExitChanges
+	case errors.As(err, new(doctorFound)):
+		code, _ := doctorExitCode(err)
+		return code
 	case errors.As(err, &blocked):
 		return ExitBlocked
 	default:
@@ -90,6 +93,7 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newTestCommand(streams))
 	cmd.AddCommand(newRegistryCommand(streams), newPushCommand(streams))
 	cmd.AddCommand(newCompletionCommand(streams))
+	cmd.AddCommand(newDoctorCommand(streams))
 	cmd.AddCommand(newRepoCommand(streams))
 	cmd.AddCommand(newSearchCommand(streams))
 	cmd.AddCommand(newPullCommand(streams))
