@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	helmcli "helm.sh/helm/v4/pkg/cli"
 
+	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/engine"
 )
 
@@ -40,7 +41,7 @@ func ExitCode(err error) int {
 	case errors.As(err, new(doctorFound)):
 		code, _ := doctorExitCode(err)
 		return code
-	case errors.As(err, &blocked):
+	case errors.As(err, &blocked), errors.As(err, new(*doctor.PreflightError)):
 		return ExitBlocked
 	default:
 		return 1

@@ -3,14 +3,17 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/cli/output"
 
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/doctor"
+	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
 )
 
@@ -67,19 +70,11 @@ Exit code: 0 nothing found, 1 warnings, 2 blockers.`,
 			if err != nil {
 				return err
 			}
-			c := cluster.New(clients.Dynamic, clients.Mapper)
 			opts := doctor.Options{Release: flags.release}
 			if cmd.Flags().Changed("namespace") || os.Getenv("HELM_NAMESPACE") != "" || flags.release != "" {
 				opts.Namespace = clients.Namespace
 			}
-			rep := doctor.Run(cmd.Context(), doctor.Cluster{
-				Dynamic: clients.Dynamic, Metadata: clients.Metadata, Discovery: clients.Client.Discovery(),
-				Backend:  c.WebhookBackend,
-				Releases: func(ns string) release.Reader { return store.In(ns) },
-				LeaseHolder: func(ctx context.Context, ns, name string) (*release.Holder, bool, error) {
-					return release.NewLeases(clients.Client.CoordinationV1(), ns).Holder(ctx, name)
-				},
-			}, opts)
+			rep := doctor.Run(cmd.Context(), doctorCluster(clients, store), opts)
 			if err := flags.output.Write(streams.Out, doctorWriter{rep}); err != nil {
 				return err
 			}
@@ -109,4 +104,42 @@ func doctorExitCode(err error) (int, bool) {
 		return d.code(), true
 	}
 	return 0, false
+}
+
+// doctorCluster is what berth doctor's checks read, through clients.
+func doctorCluster(clients *kube.Clients, store *release.HelmStore) doctor.Cluster {
+	return doctor.Cluster{
+		Dynamic: clients.Dynamic, Metadata: clients.Metadata, Discovery: clients.Client.Discovery(),
+		Backend:  cluster.New(clients.Dynamic, clients.Mapper).WebhookBackend,
+		Releases: func(ns string) release.Reader { return store.In(ns) },
+		LeaseHolder: func(ctx context.Context, ns, name string) (*release.Holder, bool, error) {
+			return release.NewLeases(clients.Client.CoordinationV1(), ns).Holder(ctx, name)
+		},
+	}
+}
+
+// skipPreflightFlag is the flag of install, upgrade, rollback and uninstall that goes on past
+// what their preflight finds.
+const skipPreflightFlag = "skip-preflight"
+
+func addSkipPreflightFlag(f *pflag.FlagSet) {
+	f.Bool(skipPreflightFlag, false, "do not stop when the preflight (berth doctor's checks of the webhooks, APIServices and namespace the operation meets) finds a blocker")
+}
+
+// preflightFor returns the preflight of the operations cmd runs: berth doctor's checks, unless
+// cmd has none or --skip-preflight says to go on anyway.
+func preflightFor(cmd *cobra.Command, clients *kube.Clients, store *release.HelmStore) func(context.Context, release.Operation, string) error {
+	if cmd.Flags().Lookup(skipPreflightFlag) == nil {
+		return nil
+	}
+	if skip, _ := cmd.Flags().GetBool(skipPreflightFlag); skip {
+		return nil
+	}
+	c := doctorCluster(clients, store)
+	return func(ctx context.Context, op release.Operation, name string) error {
+		if err := doctor.Preflight(ctx, c, op, clients.Namespace, name); err != nil {
+			return fmt.Errorf("%w\nfix what is named above and run the command again, or pass --%s to go on anyway", err, skipPreflightFlag)
+		}
+		return nil
+	}
 }

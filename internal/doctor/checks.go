@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -83,7 +84,7 @@ func (r *run) webhook(ctx context.Context, id resource.Identity, w admissionv1.V
 	if w.FailurePolicy != nil {
 		policy = *w.FailurePolicy
 	}
-	if policy != admissionv1.Fail {
+	if policy != admissionv1.Fail || !interceptsAny(w.Rules, r.opts.operations) {
 		return
 	}
 	timeout := int32(10)
@@ -101,11 +102,14 @@ func (r *run) webhook(ctx context.Context, id resource.Identity, w admissionv1.V
 		return
 	}
 	backend, ok := r.Backend(ctx, w.ClientConfig)
+	if !ok {
+		backend += r.missingService(ctx, w.ClientConfig.Service)
+	}
 	switch {
 	case !ok:
 		r.add(Finding{
 			Severity: Blocker, Check: "webhook", Object: id,
-			Problem: fmt.Sprintf("webhook %q (failurePolicy Fail, timeoutSeconds %d) calls %s, which cannot answer", w.Name, timeout, backend),
+			Problem: fmt.Sprintf("webhook %q (failurePolicy Fail, timeoutSeconds %d) cannot answer: it calls %s", w.Name, timeout, backend),
 			Breaks:  fmt.Sprintf("every %s fails while its backend does not answer", what),
 			Fix:     fmt.Sprintf("bring its backend up, or delete %s %s if it is no longer used", id.Kind, id.Name),
 		})
@@ -117,6 +121,21 @@ func (r *run) webhook(ctx context.Context, id resource.Identity, w admissionv1.V
 			Fix:     fmt.Sprintf("lower the webhook's timeoutSeconds to %d or less", longWebhookTimeout),
 		})
 	}
+}
+
+// missingService says whether a webhook's service, or its namespace, does not exist.
+func (r *run) missingService(ctx context.Context, s *admissionv1.ServiceReference) string {
+	if s == nil {
+		return ""
+	}
+	if _, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, s.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return "; namespace " + s.Namespace + " does not exist"
+	}
+	services := corev1.SchemeGroupVersion.WithResource("services")
+	if _, err := r.Dynamic.Resource(services).Namespace(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return "; the service does not exist"
+	}
+	return ""
 }
 
 // badCABundle says what is wrong with a webhook's caBundle, "" when nothing is (an empty one
@@ -144,6 +163,21 @@ func badCABundle(b []byte) string {
 		return "holds no PEM certificate"
 	}
 	return ""
+}
+
+// interceptsAny reports whether rules intercept one of ops (any operation when ops is empty).
+func interceptsAny(rules []admissionv1.RuleWithOperations, ops []admissionv1.OperationType) bool {
+	if len(ops) == 0 {
+		return true
+	}
+	for _, rule := range rules {
+		for _, op := range rule.Operations {
+			if op == admissionv1.OperationAll || slices.Contains(ops, op) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // intercepted says in plain words what a webhook's rules intercept: "DELETE of pods" and the like.

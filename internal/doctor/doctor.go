@@ -38,6 +38,9 @@ type Options struct {
 	Namespace string
 	// Release limits the release checks to one release (of Namespace).
 	Release string
+
+	// operations, when set, limits the webhook checks to webhooks that intercept one of them.
+	operations []admissionv1.OperationType
 }
 
 // Run runs every check and returns what they found. It never fails: what it may not read is a

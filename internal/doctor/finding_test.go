@@ -28,7 +28,7 @@ func sample() Report {
 		{
 			Severity: Blocker, Check: "webhook",
 			Object:  resource.Identity{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration", Name: "guard"},
-			Problem: `webhook "pods.guard.example.com" (failurePolicy Fail, timeoutSeconds 5) calls service shop/guard (no ready endpoints), which cannot answer`,
+			Problem: `webhook "pods.guard.example.com" (failurePolicy Fail, timeoutSeconds 5) cannot answer: it calls service shop/guard (no ready endpoints)`,
 			Breaks:  "every DELETE of pods fails while its backend does not answer",
 			Fix:     "bring its backend up, or delete ValidatingWebhookConfiguration guard if it is no longer used",
 		},

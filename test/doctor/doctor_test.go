@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -287,5 +290,110 @@ spec:
 	}
 	if code != cli.ExitDoctorWarnings {
 		t.Errorf("exit code %d, want %d", code, cli.ExitDoctorWarnings)
+	}
+}
+
+// TestMissingPermissionsAreFindings: a user who may read only one namespace gets findings that
+// name what it may not list, not a crash.
+func TestMissingPermissionsAreFindings(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	ctx := t.Context()
+	if _, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.ApplyAll(t, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader}
+rules: [{apiGroups: ["*"], resources: ["*"], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reader}
+subjects: [{kind: ServiceAccount, name: reader, namespace: %s}]
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}
+`, env.Namespace))
+	token, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).CreateToken(ctx, "reader", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := berthtest.RunBerth(t, "doctor", "-o", "json", "--kubeconfig", empty, "--kube-apiserver", env.Config.Host,
+		"--kube-ca-file", env.Config.CAFile, "--kube-token", token.Status.Token)
+	var rep doctor.Report
+	if jerr := json.Unmarshal([]byte(stdout), &rep); jerr != nil {
+		t.Fatalf("berth doctor as a namespace reader printed no report (%v): %v\n%s%s", err, jerr, stdout, stderr)
+	}
+	if got := find(rep, "permission", ""); len(got) == 0 {
+		t.Fatalf("no permission findings for a namespace reader: %+v", rep.Findings)
+	}
+	named := false
+	for _, f := range rep.Findings {
+		if f.Check == "permission" && strings.Contains(f.Problem, "cannot list validatingwebhookconfigurations") {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("no finding says the reader cannot list validatingwebhookconfigurations: %+v", rep.Findings)
+	}
+	if code := cli.ExitCode(err); code == 0 {
+		t.Errorf("exit code 0 with permission findings")
+	}
+}
+
+// TestPreflightStopsAnOperationABlockerWouldHang: with a webhook that cannot answer intercepting
+// DELETE of ConfigMaps in the namespace, uninstall stops before deleting anything and names it;
+// install, which deletes nothing, is not stopped by it; --skip-preflight goes on.
+func TestPreflightStopsAnOperationABlockerWouldHang(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	chart := berthtest.WriteChart(t, "settings", map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: settings\nversion: 0.1.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n",
+	})
+	berthtest.MustBerth(t, env, "install", "settings", chart)
+
+	name := "cm-guard-" + env.Namespace
+	env.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: %s}
+webhooks:
+- name: configmaps.guard.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}
+  rules: [{operations: [DELETE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  clientConfig: {service: {namespace: %s, name: nobody-home}}
+`, name, env.Namespace, env.Namespace))
+	t.Cleanup(func() {
+		_ = env.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+
+	_, _, err := berthtest.Berth(t, env, "uninstall", "settings")
+	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("uninstall with a dead DELETE webhook: error %v, want the preflight to name %s", err, name)
+	}
+	if code := cli.ExitCode(err); code != cli.ExitBlocked {
+		t.Errorf("exit code %d, want %d", code, cli.ExitBlocked)
+	}
+	if rel := berthtest.LastRecord(t, env, "settings"); rel.Info.Status != release.StatusDeployed {
+		t.Errorf("release is %s after the preflight stopped the uninstall, want deployed", rel.Info.Status)
+	}
+	if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "settings", metav1.GetOptions{}); err != nil {
+		t.Errorf("the release's ConfigMap after the preflight stopped the uninstall: %v", err)
+	}
+
+	// An upgrade that deletes nothing still meets the webhook's DELETE rule: it is stopped too,
+	// and --skip-preflight lets it go on (nothing is deleted, so it succeeds).
+	if _, _, err := berthtest.Berth(t, env, "upgrade", "settings", chart); err == nil {
+		t.Error("upgrade was not stopped by the preflight")
+	}
+	berthtest.MustBerth(t, env, "upgrade", "settings", chart, "--skip-preflight")
+	if rel := berthtest.LastRecord(t, env, "settings"); rel.Version != 2 || rel.Info.Status != release.StatusDeployed {
+		t.Errorf("after upgrade --skip-preflight: revision %d %s, want 2 deployed", rel.Version, rel.Info.Status)
 	}
 }
