@@ -34,7 +34,8 @@ test: devcluster
 demo: build
 	./scripts/demo.sh
 
-## bench: berth against Helm v4 and the client-go floor on a local cluster (see bench/README.md);
+## bench: berth against Helm v4 and the client-go floor on a local cluster (see bench/README.md),
+## then berth doctor over a cluster of 2,000 more objects;
 ## BENCH_FLAGS passes flags to "berth-bench run", e.g. BENCH_FLAGS="--pairs 3 --cases large"
 BENCH_FLAGS ?=
 bench: build
@@ -42,6 +43,7 @@ bench: build
 	$(GO) build -o bin/berth-bench ./bench
 	$(GO) build -o bin/berth-bench-measure ./bench/measure
 	bin/berth-bench run $(BENCH_FLAGS)
+	$(GO) test -run '^$$' -bench BenchmarkDoctor -benchtime 5x ./test/doctor
 
 ## clean: remove build output
 clean:

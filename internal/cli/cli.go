@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	helmcli "helm.sh/helm/v4/pkg/cli"
 
+	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/engine"
 )
 
@@ -37,7 +38,10 @@ func ExitCode(err error) int {
 		return 0
 	case errors.As(err, new(changesFound)):
 		return ExitChanges
-	case errors.As(err, &blocked):
+	case errors.As(err, new(doctorFound)):
+		code, _ := doctorExitCode(err)
+		return code
+	case errors.As(err, &blocked), errors.As(err, new(*doctor.PreflightError)):
 		return ExitBlocked
 	default:
 		return 1
@@ -90,6 +94,7 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newTestCommand(streams))
 	cmd.AddCommand(newRegistryCommand(streams), newPushCommand(streams))
 	cmd.AddCommand(newCompletionCommand(streams))
+	cmd.AddCommand(newDoctorCommand(streams))
 	cmd.AddCommand(newRepoCommand(streams))
 	cmd.AddCommand(newSearchCommand(streams))
 	cmd.AddCommand(newPullCommand(streams))

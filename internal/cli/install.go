@@ -76,6 +76,7 @@ func (flags installFlags) options(name string, s *session, c *chartInput) lifecy
 // own way.
 func (flags *installFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
+	addSkipPreflightFlag(f)
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
 	addDependencyUpdateFlag(f, &flags.source)

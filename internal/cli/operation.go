@@ -49,6 +49,7 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 		Namespaces: cluster.Namespaces{Client: clients.Client},
 		Events:     progressFor(errOut),
 		Lookup:     clients.Config,
+		Preflight:  preflightFor(cmd, clients, store),
 
 		Leases:         release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace),
 		Journals:       release.NewJournals(clients.Client.CoreV1(), clients.Namespace),

@@ -74,6 +74,7 @@ func (flags rollbackFlags) options(name string, version int, s *session) lifecyc
 // addFlags adds rollback's flags but --dry-run, which berth diff rollback has its own way.
 func (flags *rollbackFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
+	addSkipPreflightFlag(f)
 	addWaitFlags(f, &flags.wait, false)
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")

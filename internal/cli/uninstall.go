@@ -92,6 +92,7 @@ print a list.`,
 // own way.
 func (flags *uninstallFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
+	addSkipPreflightFlag(f)
 	addWaitFlags(f, &flags.wait, true)
 	f.StringVar(&flags.cascade, "cascade", "foreground", `how dependents are deleted: "foreground" (the object goes after its dependents), "background" or "orphan"`)
 	f.BoolVar(&flags.keepHistory, "keep-history", false, "remove all associated resources and mark the release as deleted, but retain the release history")

@@ -74,6 +74,7 @@ func (flags *upgradeFlags) defaults(cmd *cobra.Command) {
 // own way.
 func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
+	addSkipPreflightFlag(f)
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
 	addDependencyUpdateFlag(f, &flags.source)

@@ -134,7 +134,7 @@ func (c *Client) Diagnose(ctx context.Context, id resource.Identity, operation s
 	}
 	deps := c.dependents(ctx, live)
 	for _, f := range live.GetFinalizers() {
-		b.Finalizers = append(b.Finalizers, FinalizerReport{Name: f, Owner: finalizerOwner(f)})
+		b.Finalizers = append(b.Finalizers, FinalizerReport{Name: f, Owner: FinalizerOwner(f)})
 	}
 	switch {
 	case len(deps) > 0:
@@ -157,8 +157,8 @@ func (c *Client) Diagnose(ctx context.Context, id resource.Identity, operation s
 	return b
 }
 
-// finalizerOwner says who usually removes a finalizer.
-func finalizerOwner(f string) string {
+// FinalizerOwner says who usually removes a finalizer.
+func FinalizerOwner(f string) string {
 	switch f {
 	case metav1.FinalizerDeleteDependents:
 		return "the garbage collector, once every dependent is gone"
@@ -298,7 +298,7 @@ func (c *Client) webhookReport(ctx context.Context, id resource.Identity, name, 
 	if w.TimeoutSeconds != nil {
 		r.TimeoutSeconds = *w.TimeoutSeconds
 	}
-	r.Backend, r.Reachable = c.backend(ctx, w.ClientConfig)
+	r.Backend, r.Reachable = c.WebhookBackend(ctx, w.ClientConfig)
 	if r.Reachable {
 		r.Detail += "; its backend is reachable"
 	} else {
@@ -331,9 +331,9 @@ func intercepts(w admissionv1.ValidatingWebhook, id resource.Identity, operation
 	return err == nil && sel.Matches(nsLabels)
 }
 
-// backend names a webhook's backend and says whether it can answer: a service with ready
+// WebhookBackend names a webhook's backend and says whether it can answer: a service with ready
 // endpoints, or a URL that accepts connections.
-func (c *Client) backend(ctx context.Context, cc admissionv1.WebhookClientConfig) (string, bool) {
+func (c *Client) WebhookBackend(ctx context.Context, cc admissionv1.WebhookClientConfig) (string, bool) {
 	if s := cc.Service; s != nil {
 		name := "service " + s.Namespace + "/" + s.Name
 		gvr := discoveryv1.SchemeGroupVersion.WithResource("endpointslices")

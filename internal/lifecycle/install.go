@@ -60,6 +60,9 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	o.Wait = o.Wait || o.RollbackOnFailure
 	if o.DryRun == NoDryRun && d.op == nil {
 		var rel *release.Release
+		if err := d.preflight(ctx, release.OpInstall, o.Name); err != nil {
+			return nil, err
+		}
 		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
 			in, err := d.recoverFirst(ctx, o.Name, release.OpInstall)
 			if err != nil {

@@ -49,6 +49,10 @@ type Deps struct {
 	Namespaces Namespaces
 	// Events is told of the engine's progress; may be nil.
 	Events func(engine.Event)
+	// Preflight checks the cluster for what would block operation op on a release before the
+	// operation changes anything (berth doctor's checks); an error stops the operation. May be
+	// nil.
+	Preflight func(ctx context.Context, op release.Operation, name string) error
 	// Lookup is the cluster that templates read with lookup while an install or upgrade renders
 	// (not with a client dry run, as in Helm); nil renders offline.
 	Lookup *rest.Config
@@ -339,4 +343,12 @@ func (d Deps) lookup(dryRun DryRun) *rest.Config {
 		return nil
 	}
 	return d.Lookup
+}
+
+// preflight runs d.Preflight, if any.
+func (d Deps) preflight(ctx context.Context, op release.Operation, name string) error {
+	if d.Preflight == nil {
+		return nil
+	}
+	return d.Preflight(ctx, op, name)
 }

@@ -30,6 +30,9 @@ type RollbackOptions struct {
 func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release, error) {
 	if o.DryRun == NoDryRun && d.op == nil {
 		var rel *release.Release
+		if err := d.preflight(ctx, release.OpRollback, o.Name); err != nil {
+			return nil, err
+		}
 		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
 			if _, err := d.recoverFirst(ctx, o.Name, release.OpRollback); err != nil {
 				return err

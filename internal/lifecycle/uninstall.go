@@ -57,6 +57,9 @@ type UninstallResult struct {
 func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResult, error) {
 	if !o.DryRun && d.op == nil {
 		var res *UninstallResult
+		if err := d.preflight(ctx, release.OpUninstall, o.Name); err != nil {
+			return nil, err
+		}
 		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
 			in, err := d.recoverFirst(ctx, o.Name, release.OpUninstall)
 			if err != nil {

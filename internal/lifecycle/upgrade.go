@@ -54,6 +54,9 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 	o.Wait = o.Wait || o.RollbackOnFailure // as Install
 	if o.DryRun == NoDryRun && d.op == nil {
 		var rel *release.Release
+		if err := d.preflight(ctx, release.OpUpgrade, o.Name); err != nil {
+			return nil, err
+		}
 		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
 			if _, err := d.recoverFirst(ctx, o.Name, release.OpUpgrade); err != nil {
 				return err

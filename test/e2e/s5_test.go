@@ -47,7 +47,8 @@ var deploymentDeletes = []admissionregistrationv1.RuleWithOperations{testenv.Rul
 // S5: an admission webhook with failurePolicy Fail that is down, hangs or denies blocks the
 // deletion of the release's Deployment. berth must not report success: it exits with the blocked
 // code, names the webhook and what was left, keeps the release uninstalling, and finishes the job
-// once the webhook is fixed. A dry run reveals the block before anything is deleted.
+// once the webhook is fixed. A dry run reveals the block before anything is deleted, and a
+// webhook whose backend is down is found by the preflight before the uninstall starts.
 func TestS5WebhookBlocksUninstall(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -86,8 +87,21 @@ func TestS5WebhookBlocksUninstall(t *testing.T) {
 			}
 			assertNotDeleting(t, env, "web")
 
-			// The real uninstall stops, names the webhook and what is left, and says so in JSON.
-			stdout, _, err = berthtest.Berth(t, env, "uninstall", "web", "-o", "json", "--timeout", "1m")
+			// A webhook whose backend is down is found by the preflight: the uninstall stops
+			// before deleting anything, naming it.
+			if tt.stop {
+				_, _, err := berthtest.Berth(t, env, "uninstall", "web")
+				if cli.ExitCode(err) != cli.ExitBlocked || !strings.Contains(err.Error(), cfg.Name) {
+					t.Fatalf("uninstall with the webhook down: exit %d (%v), want %d naming %s", cli.ExitCode(err), err, cli.ExitBlocked, cfg.Name)
+				}
+				if rel := berthtest.LastRecord(t, env, "web"); rel.Info.Status != "deployed" {
+					t.Errorf("release is %s after the preflight stopped the uninstall, want deployed", rel.Info.Status)
+				}
+			}
+
+			// Past the preflight, the real uninstall stops, names the webhook and what is left,
+			// and says so in JSON.
+			stdout, _, err = berthtest.Berth(t, env, "uninstall", "web", "-o", "json", "--timeout", "1m", "--skip-preflight")
 			if cli.ExitCode(err) != cli.ExitBlocked {
 				t.Fatalf("uninstall: exit %d (%v), want %d", cli.ExitCode(err), err, cli.ExitBlocked)
 			}

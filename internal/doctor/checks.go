@@ -1,0 +1,388 @@
+package doctor
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// longWebhookTimeout is a webhook timeout above the API server's default of 10 s.
+const longWebhookTimeout = 10
+
+var (
+	validatingGVR  = admissionv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations")
+	mutatingGVR    = admissionv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations")
+	apiServiceGVR  = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	crdGVR         = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+	namespaceGVR   = corev1.SchemeGroupVersion.WithResource("namespaces")
+	pdbGVR         = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
+	argoHookFinal  = "argocd.argoproj.io/hook-finalizer"
+	jobGVR         = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	podGVR         = corev1.SchemeGroupVersion.WithResource("pods")
+	webhookConfigs = []struct {
+		gvr  schema.GroupVersionResource
+		kind string
+	}{{validatingGVR, "ValidatingWebhookConfiguration"}, {mutatingGVR, "MutatingWebhookConfiguration"}}
+)
+
+// listAll lists gvr in namespace ("" for all), recording a finding when it may not.
+func (r *run) listAll(ctx context.Context, gvr schema.GroupVersionResource, kind, namespace string) ([]unstructured.Unstructured, bool) {
+	l, err := r.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		r.unreadable(gvr, kind, namespace, err)
+		return nil, false
+	}
+	return l.Items, true
+}
+
+// webhooks finds admission webhooks with failurePolicy Fail that cannot answer, whose CA cannot
+// be used, or whose timeout is long.
+func (r *run) webhooks(ctx context.Context) {
+	var nsLabels labels.Set
+	if r.opts.Namespace != "" {
+		if ns, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, r.opts.Namespace, metav1.GetOptions{}); err == nil {
+			nsLabels = ns.GetLabels()
+		}
+	}
+	for _, kind := range webhookConfigs {
+		items, _ := r.listAll(ctx, kind.gvr, kind.kind, "")
+		for _, item := range items {
+			var cfg admissionv1.ValidatingWebhookConfiguration // the mutating one has the same shape for what is read here
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &cfg) != nil {
+				continue
+			}
+			id := resource.Identity{Group: admissionv1.GroupName, Kind: kind.kind, Name: cfg.Name}
+			for _, w := range cfg.Webhooks {
+				if r.opts.Namespace != "" && !selects(w.NamespaceSelector, nsLabels) {
+					continue
+				}
+				r.webhook(ctx, id, w)
+			}
+		}
+	}
+}
+
+func (r *run) webhook(ctx context.Context, id resource.Identity, w admissionv1.ValidatingWebhook) {
+	policy := admissionv1.Fail // the default of admissionregistration/v1
+	if w.FailurePolicy != nil {
+		policy = *w.FailurePolicy
+	}
+	if policy != admissionv1.Fail || !interceptsAny(w.Rules, r.opts.operations) {
+		return
+	}
+	timeout := int32(10)
+	if w.TimeoutSeconds != nil {
+		timeout = *w.TimeoutSeconds
+	}
+	what := intercepted(w.Rules)
+	if bad := badCABundle(w.ClientConfig.CABundle); bad != "" {
+		r.add(Finding{
+			Severity: Blocker, Check: "webhook", Object: id,
+			Problem: fmt.Sprintf("webhook %q (failurePolicy Fail): its caBundle %s, so the API server cannot call it", w.Name, bad),
+			Breaks:  fmt.Sprintf("every %s fails", what),
+			Fix:     "set the webhook's caBundle to the PEM certificate of the CA that signed its server's certificate",
+		})
+		return
+	}
+	backend, ok := r.Backend(ctx, w.ClientConfig)
+	if !ok {
+		backend += r.missingService(ctx, w.ClientConfig.Service)
+	}
+	switch {
+	case !ok:
+		r.add(Finding{
+			Severity: Blocker, Check: "webhook", Object: id,
+			Problem: fmt.Sprintf("webhook %q (failurePolicy Fail, timeoutSeconds %d) cannot answer: it calls %s", w.Name, timeout, backend),
+			Breaks:  fmt.Sprintf("every %s fails while its backend does not answer", what),
+			Fix:     fmt.Sprintf("bring its backend up, or delete %s %s if it is no longer used", id.Kind, id.Name),
+		})
+	case timeout > longWebhookTimeout:
+		r.add(Finding{
+			Severity: Warning, Check: "webhook", Object: id,
+			Problem: fmt.Sprintf("webhook %q (failurePolicy Fail) waits up to %ds for %s", w.Name, timeout, backend),
+			Breaks:  fmt.Sprintf("every %s waits that long when the backend is slow, and fails after", what),
+			Fix:     fmt.Sprintf("lower the webhook's timeoutSeconds to %d or less", longWebhookTimeout),
+		})
+	}
+}
+
+// missingService says whether a webhook's service, or its namespace, does not exist.
+func (r *run) missingService(ctx context.Context, s *admissionv1.ServiceReference) string {
+	if s == nil {
+		return ""
+	}
+	if _, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, s.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return "; namespace " + s.Namespace + " does not exist"
+	}
+	services := corev1.SchemeGroupVersion.WithResource("services")
+	if _, err := r.Dynamic.Resource(services).Namespace(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return "; the service does not exist"
+	}
+	return ""
+}
+
+// badCABundle says what is wrong with a webhook's caBundle, "" when nothing is (an empty one
+// leaves the API server to its own roots).
+func badCABundle(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	found := false
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return "holds a certificate that does not parse (" + err.Error() + ")"
+		}
+		found = true
+	}
+	if !found {
+		return "holds no PEM certificate"
+	}
+	return ""
+}
+
+// interceptsAny reports whether rules intercept one of ops (any operation when ops is empty).
+func interceptsAny(rules []admissionv1.RuleWithOperations, ops []admissionv1.OperationType) bool {
+	if len(ops) == 0 {
+		return true
+	}
+	for _, rule := range rules {
+		for _, op := range rule.Operations {
+			if op == admissionv1.OperationAll || slices.Contains(ops, op) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// intercepted says in plain words what a webhook's rules intercept: "DELETE of pods" and the like.
+func intercepted(rules []admissionv1.RuleWithOperations) string {
+	var parts []string
+	for _, rule := range rules {
+		ops := make([]string, len(rule.Operations))
+		for i, op := range rule.Operations {
+			ops[i] = string(op)
+		}
+		opText := strings.Join(ops, "/")
+		if slices.Contains(rule.Operations, admissionv1.OperationAll) {
+			opText = "request (CREATE, UPDATE, DELETE, CONNECT)"
+		}
+		var res []string
+		for _, g := range rule.APIGroups {
+			for _, rs := range rule.Resources {
+				switch {
+				case rs == "*" && g == "*":
+					res = append(res, "every resource")
+				case g == "" || g == "*":
+					res = append(res, rs)
+				default:
+					res = append(res, rs+"."+g)
+				}
+			}
+		}
+		parts = append(parts, opText+" of "+strings.Join(res, ", "))
+	}
+	if len(parts) == 0 {
+		return "request it intercepts"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// selects reports whether a namespace selector matches a namespace's labels.
+func selects(sel *metav1.LabelSelector, nsLabels labels.Set) bool {
+	if sel == nil {
+		return true
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return err == nil && s.Matches(nsLabels)
+}
+
+// apiServices finds aggregated APIServices that are not Available.
+func (r *run) apiServices(ctx context.Context) {
+	items, _ := r.listAll(ctx, apiServiceGVR, "APIService", "")
+	for _, item := range items {
+		svcNS, _, _ := unstructured.NestedString(item.Object, "spec", "service", "namespace")
+		svcName, _, _ := unstructured.NestedString(item.Object, "spec", "service", "name")
+		if svcName == "" {
+			continue // served by the API server itself
+		}
+		group, _, _ := unstructured.NestedString(item.Object, "spec", "group")
+		version, _, _ := unstructured.NestedString(item.Object, "spec", "version")
+		reason := "no Available condition yet"
+		available := false
+		conds, _, _ := unstructured.NestedSlice(item.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Available" {
+				available = m["status"] == "True"
+				reason = fmt.Sprintf("%v: %v", m["reason"], m["message"])
+			}
+		}
+		if available {
+			continue
+		}
+		gv := group + "/" + version
+		svc := svcNS + "/" + svcName
+		r.add(Finding{
+			Severity: Blocker, Check: "apiservice",
+			Object:  resource.Identity{Group: apiServiceGVR.Group, Kind: "APIService", Name: item.GetName()},
+			Problem: fmt.Sprintf("not Available (%s); it is served by service %s", reason, svc),
+			Breaks:  fmt.Sprintf("discovery of %s fails for every client, and no namespace can finish deleting while it does", gv),
+			Fix:     fmt.Sprintf("bring service %s back, or delete the APIService %s if %s is gone for good", svc, item.GetName(), gv),
+		})
+	}
+}
+
+// conversionWebhooks finds CRDs whose conversion webhook cannot answer.
+func (r *run) conversionWebhooks(ctx context.Context) {
+	items, _ := r.listAll(ctx, crdGVR, "CustomResourceDefinition", "")
+	for _, item := range items {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &crd) != nil {
+			continue
+		}
+		conv := crd.Spec.Conversion
+		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+			continue
+		}
+		cc := conv.Webhook.ClientConfig
+		acc := admissionv1.WebhookClientConfig{URL: cc.URL, CABundle: cc.CABundle}
+		if s := cc.Service; s != nil {
+			acc.Service = &admissionv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port}
+		}
+		backend, ok := r.Backend(ctx, acc)
+		if ok {
+			continue
+		}
+		r.add(Finding{
+			Severity: Blocker, Check: "conversion",
+			Object:  resource.Identity{Group: apiextensionsv1.GroupName, Kind: "CustomResourceDefinition", Name: crd.Name},
+			Problem: fmt.Sprintf("its conversion webhook %s cannot answer", backend),
+			Breaks:  fmt.Sprintf("reading or writing %s in any version but the stored one fails, and so do listing and deleting them", crd.Spec.Names.Plural),
+			Fix:     "bring the conversion webhook's backend up",
+		})
+	}
+}
+
+// namespaces finds namespaces stuck Terminating, with what the namespace controller says is left.
+func (r *run) namespaces(ctx context.Context) {
+	var items []unstructured.Unstructured
+	if r.opts.Namespace != "" {
+		ns, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, r.opts.Namespace, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		items = []unstructured.Unstructured{*ns}
+	} else {
+		items, _ = r.listAll(ctx, namespaceGVR, "Namespace", "")
+	}
+	for _, item := range items {
+		var ns corev1.Namespace
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &ns) != nil || ns.Status.Phase != corev1.NamespaceTerminating {
+			continue
+		}
+		var why []string
+		for _, c := range ns.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && c.Message != "" {
+				why = append(why, c.Message)
+			}
+		}
+		problem := "Terminating"
+		if t := ns.DeletionTimestamp; t != nil {
+			problem += " for " + r.age(t.Time)
+		}
+		if len(why) > 0 {
+			problem += ": " + strings.Join(why, "; ")
+		}
+		r.add(Finding{
+			Severity: Blocker, Check: "namespace",
+			Object:  resource.Identity{Kind: "Namespace", Name: ns.Name},
+			Problem: problem,
+			Breaks:  "nothing can be created in it (hooks, new objects) and its releases cannot be installed or upgraded",
+			Fix:     "let the controllers of the finalizers named run (see the finalizer findings), or remove those finalizers if their controllers are gone for good",
+		})
+	}
+}
+
+// releases finds releases left pending (or uninstalling) with no live operation holding them.
+func (r *run) releases(ctx context.Context) {
+	rels, err := r.Releases(r.opts.Namespace).List(ctx, release.ListOptions{
+		AllNamespaces: r.opts.Namespace == "",
+		Statuses: []release.Status{release.StatusPendingInstall, release.StatusPendingUpgrade,
+			release.StatusPendingRollback, release.StatusUninstalling},
+	})
+	if err != nil {
+		r.unreadable(corev1.SchemeGroupVersion.WithResource("secrets"), "Secret", r.opts.Namespace, err)
+		return
+	}
+	for _, rel := range rels {
+		if r.opts.Release != "" && rel.Name != r.opts.Release {
+			continue
+		}
+		holder, live, err := r.LeaseHolder(ctx, rel.Namespace, rel.Name)
+		if err == nil && live {
+			continue // an operation is under way
+		}
+		problem := fmt.Sprintf("revision %d is %s and no operation holds it", rel.Version, rel.Info.Status)
+		if holder != nil {
+			problem += fmt.Sprintf(" (the last holder, %s, let its lease expire)", holder)
+		}
+		fix := fmt.Sprintf("berth recover %s -n %s (finishes it; --rollback undoes it)", rel.Name, rel.Namespace)
+		if rel.Info.Status == release.StatusUninstalling {
+			fix = fmt.Sprintf("berth uninstall %s -n %s (finishes the uninstall)", rel.Name, rel.Namespace)
+		}
+		r.add(Finding{
+			Severity: Blocker, Check: "release",
+			Object:  resource.Identity{Kind: "Release", Namespace: rel.Namespace, Name: rel.Name},
+			Problem: problem,
+			Breaks:  "helm refuses every operation on it (\"another operation is in progress\"); berth finishes it first",
+			Fix:     fix,
+		})
+	}
+}
+
+// pdbs finds PodDisruptionBudgets that allow no disruption of the Pods they cover.
+func (r *run) pdbs(ctx context.Context) {
+	items, _ := r.listAll(ctx, pdbGVR, "PodDisruptionBudget", r.opts.Namespace)
+	for _, item := range items {
+		var pdb policyv1.PodDisruptionBudget
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &pdb) != nil {
+			continue
+		}
+		if pdb.Status.ExpectedPods == 0 || pdb.Status.DisruptionsAllowed > 0 || pdb.Status.ObservedGeneration < pdb.Generation {
+			continue
+		}
+		r.add(Finding{
+			Severity: Warning, Check: "pdb",
+			Object:  resource.Identity{Group: policyv1.GroupName, Kind: "PodDisruptionBudget", Namespace: pdb.Namespace, Name: pdb.Name},
+			Problem: fmt.Sprintf("allows 0 disruptions of its %d Pod(s) (%d healthy, %d desired)", pdb.Status.ExpectedPods, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy),
+			Breaks:  "evicting any of its Pods (a node drain, an upgrade that evicts) waits until it allows one",
+			Fix:     "scale the workload up or relax the budget's minAvailable/maxUnavailable before draining or upgrading",
+		})
+	}
+}

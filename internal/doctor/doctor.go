@@ -1,0 +1,133 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// Cluster is what the checks read.
+type Cluster struct {
+	Dynamic   dynamic.Interface
+	Metadata  metadata.Interface
+	Discovery discovery.DiscoveryInterface
+	// Backend names a webhook's backend and says whether it can answer.
+	Backend func(ctx context.Context, cc admissionv1.WebhookClientConfig) (string, bool)
+	// Releases reads the release records of a namespace ("" for every namespace).
+	Releases func(namespace string) release.Reader
+	// LeaseHolder says who holds the lease of release name in namespace and whether it is live.
+	LeaseHolder func(ctx context.Context, namespace, name string) (*release.Holder, bool, error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Options say what to check.
+type Options struct {
+	// Namespace limits the namespaced checks to one namespace; "" checks every namespace.
+	Namespace string
+	// Release limits the release checks to one release (of Namespace).
+	Release string
+
+	// operations, when set, limits the webhook checks to webhooks that intercept one of them.
+	operations []admissionv1.OperationType
+}
+
+// Run runs every check and returns what they found. It never fails: what it may not read is a
+// finding too.
+func Run(ctx context.Context, c Cluster, o Options) Report {
+	r := &run{Cluster: c, opts: o}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.webhooks(ctx)
+	r.apiServices(ctx)
+	r.conversionWebhooks(ctx)
+	r.namespaces(ctx)
+	r.stuckObjects(ctx)
+	r.releases(ctx)
+	r.pdbs(ctx)
+	rep := Report{Scope: o.scope(), Findings: r.findings}
+	if rep.Findings == nil {
+		rep.Findings = []Finding{}
+	}
+	rep.sort()
+	return rep
+}
+
+func (o Options) scope() string {
+	switch {
+	case o.Release != "":
+		return fmt.Sprintf("release %s in namespace %s", o.Release, o.Namespace)
+	case o.Namespace != "":
+		return "namespace " + o.Namespace
+	default:
+		return "cluster"
+	}
+}
+
+type run struct {
+	Cluster
+	opts     Options
+	findings []Finding
+}
+
+func (r *run) add(f Finding) { r.findings = append(r.findings, f) }
+
+// unreadable records that the checks could not read a kind of object: a missing permission is
+// named as such, any other error as it is.
+func (r *run) unreadable(gvr schema.GroupVersionResource, kind, namespace string, err error) {
+	what := gvr.Resource
+	if gvr.Group != "" {
+		what += "." + gvr.Group
+	}
+	where := ""
+	if namespace != "" {
+		where = " in namespace " + namespace
+	}
+	f := Finding{
+		Severity: Warning, Check: "permission",
+		Object:  resource.Identity{Group: gvr.Group, Kind: kind, Namespace: namespace},
+		Problem: fmt.Sprintf("cannot list %s%s: %v", what, where, err),
+		Breaks:  "what would be found there is not checked",
+		Fix:     fmt.Sprintf("run berth doctor as a user who may list %s", what),
+	}
+	if !apierrors.IsForbidden(err) {
+		f.Check = "read"
+		f.Fix = "run berth doctor again once the API server answers"
+	}
+	r.add(f)
+}
+
+// age says how long ago t was, roughly.
+func (r *run) age(t time.Time) string {
+	d := r.Now().Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+// list joins up to max names, saying how many more there are.
+func list(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+}
