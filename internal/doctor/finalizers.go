@@ -38,6 +38,9 @@ func (r *run) stuckObjects(ctx context.Context) {
 		}
 		for i := range l.Items {
 			m := &l.Items[i]
+			if gvr.gvr == jobGVR || gvr.gvr == podGVR {
+				r.leftoverHook(ctx, gvr.gvr, gvr.kind, m.ObjectMeta)
+			}
 			if len(m.Finalizers) == 0 {
 				continue
 			}
@@ -86,6 +89,30 @@ func (r *run) argoHook(ctx context.Context, gvr schema.GroupVersionResource, id 
 		Problem: fmt.Sprintf("finished, and still carries Argo CD's hook finalizer %s", argoHookFinal),
 		Breaks:  "deleting it (a hook's delete policy, an uninstall, its namespace's deletion) hangs until Argo CD syncs again",
 		Fix:     fmt.Sprintf("remove the finalizer: kubectl patch %s %s -n %s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'", strings.ToLower(id.Kind), id.Name, id.Namespace),
+	})
+}
+
+// leftoverHook reports a hook Job or Pod that finished and whose delete policy says it should
+// have been deleted then: an operation that stopped before its hook's outcome was handled left
+// it, and the next run of that hook may meet it.
+func (r *run) leftoverHook(ctx context.Context, gvr schema.GroupVersionResource, kind string, m metav1.ObjectMeta) {
+	events, policy := m.Annotations["helm.sh/hook"], m.Annotations["helm.sh/hook-delete-policy"]
+	if events == "" || m.DeletionTimestamp != nil || !(strings.Contains(policy, "hook-succeeded") || strings.Contains(policy, "hook-failed")) {
+		return
+	}
+	if len(m.OwnerReferences) > 0 {
+		return // a hook Job's Pods go with it
+	}
+	obj, err := r.Dynamic.Resource(gvr).Namespace(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+	if err != nil || !finished(obj) {
+		return
+	}
+	id := resource.Identity{Group: gvr.Group, Kind: kind, Namespace: m.Namespace, Name: m.Name}
+	r.add(Finding{
+		Severity: Warning, Check: "hook", Object: id,
+		Problem: fmt.Sprintf("a %s hook that finished and is still here, though its delete policy is %s", events, policy),
+		Breaks:  "the next run of this hook meets it (\"already exists\" for helm); an earlier operation stopped before deleting it",
+		Fix:     fmt.Sprintf("kubectl delete %s %s -n %s", strings.ToLower(kind), m.Name, m.Namespace),
 	})
 }
 

@@ -26,8 +26,8 @@ const (
 // Finding is one thing in the cluster that will get in an operation's way.
 type Finding struct {
 	Severity Severity `json:"severity"`
-	// Check names the check that found it: webhook, apiservice, namespace, finalizer, release,
-	// pdb or permission.
+	// Check names the check that found it: webhook, apiservice, conversion, namespace,
+	// finalizer, hook, release, pdb, or permission and read for what could not be read.
 	Check  string            `json:"check"`
 	Object resource.Identity `json:"object"`
 	// Problem is what is wrong.

@@ -397,3 +397,35 @@ webhooks:
 		t.Errorf("after upgrade --skip-preflight: revision %d %s, want 2 deployed", rel.Version, rel.Info.Status)
 	}
 }
+
+// TestLeftoverHook: a hook Job that completed and whose delete policy says it should then have
+// been deleted was left by an operation that stopped; doctor names it.
+func TestLeftoverHook(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	env.Apply(t, `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: web-migrate
+  annotations: {helm.sh/hook: pre-upgrade, helm.sh/hook-delete-policy: hook-succeeded}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {annotations: {devcluster.berth.dev/run: 0s}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: example.invalid/migrate}]
+`)
+	eventually(t, "the Job completed", func(ctx context.Context) (bool, error) {
+		j, err := env.Client.BatchV1().Jobs(env.Namespace).Get(ctx, "web-migrate", metav1.GetOptions{})
+		return err == nil && j.Status.Succeeded > 0 && j.Status.CompletionTime != nil, nil
+	})
+	rep, code := runDoctor(t, env, "-n", env.Namespace)
+	got := find(rep, "hook", "web-migrate")
+	if len(got) != 1 || got[0].Severity != doctor.Warning || !strings.Contains(got[0].Problem, "hook-succeeded") {
+		t.Fatalf("findings about hook Job web-migrate: %+v", rep.Findings)
+	}
+	if code != cli.ExitDoctorWarnings {
+		t.Errorf("exit code %d, want %d", code, cli.ExitDoctorWarnings)
+	}
+}
