@@ -101,5 +101,15 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newShowCommand(streams))
 	cmd.AddCommand(newDependencyCommand(streams))
 	cmd.AddCommand(newDiffCommand(streams))
+	// Flag warnings (a deprecated flag used) go to stderr, not into output meant for programs.
+	warnTo(cmd, streams.ErrOut)
 	return cmd
+}
+
+// warnTo sends what the flag parser of cmd and its subcommands warns about to w.
+func warnTo(cmd *cobra.Command, w io.Writer) {
+	cmd.Flags().SetOutput(w)
+	for _, c := range cmd.Commands() {
+		warnTo(c, w)
+	}
 }

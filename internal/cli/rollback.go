@@ -33,6 +33,9 @@ the last.`,
 			if err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("history-max") {
+				flags.historyMax = helmSettings(cmd).MaxHistory // HELM_MAX_HISTORY, as upgrade
+			}
 			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
 			if err != nil {
 				return err
@@ -78,5 +81,5 @@ func (flags *rollbackFlags) addFlags(cmd *cobra.Command) {
 	addWaitFlags(f, &flags.wait, false)
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
-	f.IntVar(&flags.historyMax, "history-max", 10, "limit the number of revisions kept per release; 0 for no limit")
+	f.IntVar(&flags.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release (HELM_MAX_HISTORY sets the default). Use 0 for no limit")
 }

@@ -36,9 +36,9 @@ func TestAtomicImpliesWait(t *testing.T) {
 	if err == nil {
 		t.Fatal("install --atomic of a chart whose claim never binds succeeded")
 	}
-	// cobra prints the warning where helm's does: with the command's output.
-	if !strings.Contains(stdout+stderr, "--atomic has been deprecated, use --rollback-on-failure instead") {
-		t.Errorf("no deprecation warning for --atomic in:\n%s%s", stdout, stderr)
+	// The warning goes to stderr, out of the way of -o json.
+	if !strings.Contains(stderr, "--atomic has been deprecated, use --rollback-on-failure instead") || strings.Contains(stdout, "deprecated") {
+		t.Errorf("the deprecation warning for --atomic is not on stderr alone:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	berthtest.AssertNotRecorded(t, env, "unbound")
 	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "settings")
