@@ -87,5 +87,6 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newRecoverCommand(streams))
 	cmd.AddCommand(newTestCommand(streams))
 	cmd.AddCommand(newRegistryCommand(streams), newPushCommand(streams))
+	cmd.AddCommand(newControllerCommand(streams))
 	return cmd
 }

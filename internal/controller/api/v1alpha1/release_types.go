@@ -182,7 +182,8 @@ type OperationSpec struct {
 	// +optional
 	WaitForJobs bool `json:"waitForJobs,omitempty"`
 	// Retries is how many times a failed operation is tried again (with RetryBackoff between
-	// tries) before the Release is Stalled; 0 does not retry until the spec changes.
+	// tries) before the Release is Stalled; 0 does not retry until the spec or the chart
+	// version changes.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
@@ -305,6 +306,16 @@ type ReleaseStatus struct {
 	// ValuesDigest is the sha256 of the deployed values.
 	// +optional
 	ValuesDigest string `json:"valuesDigest,omitempty"`
+
+	// LastAttemptedGeneration, LastAttemptedChartVersion and LastAttemptedValuesDigest are
+	// what the last install or upgrade tried, whatever its outcome: a failed attempt is not
+	// tried again until one of them changes.
+	// +optional
+	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
+	// +optional
+	LastAttemptedChartVersion string `json:"lastAttemptedChartVersion,omitempty"`
+	// +optional
+	LastAttemptedValuesDigest string `json:"lastAttemptedValuesDigest,omitempty"`
 
 	// CurrentStep is the step of the operation under way.
 	// +optional
