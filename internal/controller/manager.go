@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -115,7 +116,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Named("release").
 		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		// Names are unique per process; tests run one manager after another.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true)}).
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("create Release controller: %w", err)

@@ -1,0 +1,230 @@
+package controller_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
+)
+
+// smallestRelease is the smallest Release, as a user writes it.
+func smallestRelease(t *testing.T, ns, repoURL, serviceAccount string) *v1alpha1.Release {
+	t.Helper()
+	var rel v1alpha1.Release
+	err := yaml.Unmarshal(fmt.Appendf(nil, `
+apiVersion: berth.dev/v1alpha1
+kind: Release
+metadata: {name: web, namespace: %s}
+spec:
+  serviceAccountName: %s
+  chart:
+    repository: %s
+    name: web
+    version: "0.3.0"
+  values: {replicas: 2}
+`, ns, serviceAccount, repoURL), &rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rel
+}
+
+func TestReleaseInstallUpgradeSteadyStateUninstall(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+
+	// Installed: Ready, recorded in Helm's format in the target namespace, objects there.
+	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
+	if got.Status.ChartVersion != "0.3.0" || got.Status.ChartName != "web" || !strings.HasPrefix(got.Status.ValuesDigest, "sha256:") {
+		t.Errorf("status after install: chart %s %s, values digest %q", got.Status.ChartName, got.Status.ChartVersion, got.Status.ValuesDigest)
+	}
+	if c := condition(got, controller.ConditionReleased); c == nil || c.Reason != controller.ReasonInstallSucceeded {
+		t.Errorf("Released condition after install: %+v", c)
+	}
+	record := berthtest.LastRecord(t, env, "web")
+	if record.Version != 1 || record.Info.Status != release.StatusDeployed {
+		t.Errorf("record after install: revision %d %s, want 1 deployed", record.Version, record.Info.Status)
+	}
+	assertReplicas(t, env, "2")
+
+	// Values changed: upgraded to revision 2.
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"values":{"replicas":3}}}`))
+	if err := c.Patch(t.Context(), got, patch); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, c, env.Namespace, "web", "is upgraded", readyAt(2))
+	if c := condition(got, controller.ConditionReleased); c == nil || c.Reason != controller.ReasonUpgradeSucceeded {
+		t.Errorf("Released condition after upgrade: %+v", c)
+	}
+	if len(got.Status.History) != 2 || got.Status.History[0].Operation != "upgrade" || got.Status.History[1].Operation != "install" {
+		t.Errorf("history after upgrade: %+v", got.Status.History)
+	}
+	assertReplicas(t, env, "3")
+
+	// Steady state: a reconcile (asked for by an annotation) writes nothing.
+	records := recordNames(t, env)
+	before := reconciles(t)
+	patch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/touched":"1"}}}`))
+	if err := c.Patch(t.Context(), got, patch); err != nil {
+		t.Fatal(err)
+	}
+	annotated := got.ResourceVersion
+	waitUntil(t, "the controller reconciled the annotated Release", func() bool { return reconciles(t) > before })
+	var after v1alpha1.Release
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(got), &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != annotated {
+		out, _ := yaml.Marshal(after.Status)
+		t.Errorf("a reconcile with nothing to do wrote the Release (resourceVersion %s, then %s); status:\n%s", annotated, after.ResourceVersion, out)
+	}
+	if got := recordNames(t, env); strings.Join(got, ",") != strings.Join(records, ",") {
+		t.Errorf("a reconcile with nothing to do changed the records: %v, then %v", records, got)
+	}
+
+	// Deleted: the pre-delete hook ran, the objects are gone, then the Release.
+	if err := c.Delete(t.Context(), &after); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(&after), &v1alpha1.Release{})
+		return apierrors.IsNotFound(err)
+	})
+	job, err := env.Client.BatchV1().Jobs(env.Namespace).Get(t.Context(), "web-drain", metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("pre-delete hook Job web-drain: %v", err)
+	} else if job.Status.Succeeded != 1 {
+		t.Errorf("pre-delete hook Job web-drain did not succeed: %+v", job.Status)
+	}
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
+	berthtest.AssertNoRecords(t, env)
+}
+
+func TestReleaseWithoutRightsNamesThePermission(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	if _, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).Create(t.Context(), serviceAccount("nobody"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "nobody")
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
+		s := condition(rel, controller.ConditionStalled)
+		return s != nil && s.Status == metav1.ConditionTrue && rel.Status.ObservedGeneration == rel.Generation
+	})
+	if s := condition(got, controller.ConditionStalled); s.Reason != controller.ReasonPermissionDenied {
+		t.Errorf("Stalled reason %s (%s), want %s", s.Reason, s.Message, controller.ReasonPermissionDenied)
+	}
+	if r := condition(got, controller.ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
+		t.Errorf("Ready condition: %+v", r)
+	}
+	if len(got.Status.Blockers) == 0 || got.Status.Blockers[0].Kind != "permission" || !strings.Contains(got.Status.Blockers[0].Next, "ServiceAccount") {
+		t.Errorf("blockers: %+v, want a permission blocker", got.Status.Blockers)
+	}
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
+	berthtest.AssertNoRecords(t, env)
+
+	// Nothing was released: deleting the Release has nothing to uninstall.
+	if err := c.Delete(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(got), &v1alpha1.Release{}))
+	})
+}
+
+func TestReleaseWithUnsupportedFieldIsStalled(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	rel := smallestRelease(t, env.Namespace, "https://charts.example.test", "deployer")
+	rel.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "web-values"}}
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
+		s := condition(rel, controller.ConditionStalled)
+		return s != nil && s.Status == metav1.ConditionTrue
+	})
+	s := condition(got, controller.ConditionStalled)
+	if s.Reason != controller.ReasonUnsupported || !strings.Contains(s.Message, "spec.valuesFrom") {
+		t.Errorf("Stalled condition: %s: %s, want %s naming spec.valuesFrom", s.Reason, s.Message, controller.ReasonUnsupported)
+	}
+	if len(got.Finalizers) != 0 {
+		t.Errorf("finalizers %v on a Release the controller cannot act on", got.Finalizers)
+	}
+}
+
+func assertReplicas(t *testing.T, env *testenv.Env, want string) {
+	t.Helper()
+	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "web-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("ConfigMap web-config: %v", err)
+	}
+	if cm.Data["replicas"] != want {
+		t.Errorf("ConfigMap web-config replicas = %q, want %q", cm.Data["replicas"], want)
+	}
+}
+
+// recordNames are the release records of the test's namespace, with their resourceVersions.
+func recordNames(t *testing.T, env *testenv.Env) []string {
+	t.Helper()
+	list, err := env.Client.CoreV1().Secrets(env.Namespace).List(t.Context(), metav1.ListOptions{FieldSelector: "type=helm.sh/release.v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range list.Items {
+		out = append(out, s.Name+"@"+s.ResourceVersion)
+	}
+	return out
+}
+
+// reconciles is how many reconciles the Release controllers of this process completed.
+func reconciles(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "controller") == "release" {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
