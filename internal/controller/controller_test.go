@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -47,6 +49,7 @@ func TestReleaseInstallUpgradeSteadyStateUninstall(t *testing.T) {
 	c := startController(t, env)
 	deployer(t, env, "deployer")
 	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")
+	steps := watchSteps(t, env)
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +67,11 @@ func TestReleaseInstallUpgradeSteadyStateUninstall(t *testing.T) {
 		t.Errorf("record after install: revision %d %s, want 1 deployed", record.Version, record.Info.Status)
 	}
 	assertReplicas(t, env, "2")
+	seen := steps(1)
+	t.Logf("status.currentStep during the install: %q", seen)
+	if len(seen) < 2 || seen[0] != "install" {
+		t.Errorf("status.currentStep during the install: %q, want install, then its steps", seen)
+	}
 
 	// Values changed: upgraded to revision 2.
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"values":{"replicas":3}}}`))
@@ -227,4 +235,125 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+func TestReleaseAdoptsARecordedRelease(t *testing.T) {
+	env := testenv.New(t)
+	chart := webChart(t)
+	berthtest.MustBerth(t, env, "install", "web", chart, "--set", "replicas=5")
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "has upgraded the release berth installed", readyAt(2))
+	if c := condition(got, controller.ConditionReleased); c == nil || c.Reason != controller.ReasonUpgradeSucceeded {
+		t.Errorf("Released condition: %+v, want %s", c, controller.ReasonUpgradeSucceeded)
+	}
+	if record := berthtest.LastRecord(t, env, "web"); record.Version != 2 || record.Info.Status != release.StatusDeployed {
+		t.Errorf("record: revision %d %s, want 2 deployed", record.Version, record.Info.Status)
+	}
+	assertReplicas(t, env, "2")
+	deleteRelease(t, c, got)
+}
+
+func TestReleaseWithFailingHookNamesTheHook(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	chart := berthtest.PackageChart(t, "web", "0.3.0", map[string]string{
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {replicas: \"{{ .Values.replicas }}\"}\n",
+		"templates/migrate.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: web-migrate
+  annotations: {helm.sh/hook: pre-install}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {devcluster.berth.dev/outcome: fail}
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: example.invalid/migrate}]
+`,
+	})
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
+		s := condition(rel, controller.ConditionStalled)
+		return s != nil && s.Status == metav1.ConditionTrue
+	})
+	if s := condition(got, controller.ConditionStalled); s.Reason != controller.ReasonHookFailed {
+		t.Errorf("Stalled reason %s (%s), want %s", s.Reason, s.Message, controller.ReasonHookFailed)
+	}
+	if len(got.Status.Blockers) != 1 || got.Status.Blockers[0].Kind != "hook" || !strings.Contains(got.Status.Blockers[0].Object, "web-migrate") {
+		t.Errorf("blockers: %+v, want the hook Job web-migrate", got.Status.Blockers)
+	}
+	if h := got.Status.History; len(h) != 1 || h[0].Operation != "install" || h[0].Outcome != "Failed" {
+		t.Errorf("history: %+v, want one failed install", h)
+	}
+	if got.Status.CurrentStep != "" {
+		t.Errorf("currentStep %q after the operation ended", got.Status.CurrentStep)
+	}
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
+	waitUntil(t, "a warning event names the hook", func() bool {
+		list, err := env.Client.EventsV1().Events(env.Namespace).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Release" && e.Reason == controller.ReasonHookFailed && strings.Contains(e.Note, "web-migrate") {
+				return true
+			}
+		}
+		return false
+	})
+	deleteRelease(t, c, got)
+}
+
+// deleteRelease deletes a Release and waits until it is gone.
+func deleteRelease(t *testing.T, c client.Client, rel *v1alpha1.Release) {
+	t.Helper()
+	if err := c.Delete(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(rel), &v1alpha1.Release{}))
+	})
+}
+
+// watchSteps watches the test namespace's Releases and returns a function that reads the watch
+// until the Release reaches status.revision and returns the distinct values of
+// status.currentStep seen on the way, in order.
+func watchSteps(t *testing.T, env *testenv.Env) func(revision int64) []string {
+	t.Helper()
+	w, err := env.Resource(t, "berth.dev/v1alpha1", "Release").Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var seen []string
+	return func(revision int64) []string {
+		timeout := time.After(waitTimeout)
+		for {
+			select {
+			case e := <-w.ResultChan():
+				u, ok := e.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				step, _, _ := unstructured.NestedString(u.Object, "status", "currentStep")
+				if step != "" && (len(seen) == 0 || seen[len(seen)-1] != step) {
+					seen = append(seen, step)
+				}
+				if rev, _, _ := unstructured.NestedInt64(u.Object, "status", "revision"); rev == revision {
+					return seen
+				}
+			case <-timeout:
+				t.Fatalf("the watch did not see revision %d; steps seen: %q", revision, seen)
+			}
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
@@ -110,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	orig = rel.DeepCopy()
 
 	start := time.Now()
-	out, err := r.release(ctx, d, clients, ch)
+	out, err := r.release(ctx, d, clients, ch, r.stepReporter(ctx, &rel))
 	revision := 0
 	if out != nil {
 		revision = out.Version
@@ -150,8 +151,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // release installs or upgrades the release: an upgrade with --install, so that a release
 // that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
-func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched) (*release.Release, error) {
-	deps := lifecycle.NewDeps(clients, r.Holder, nil)
+func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event)) (*release.Release, error) {
+	deps := lifecycle.NewDeps(clients, r.Holder, events)
 	caps, err := lifecycle.Capabilities(ctx, clients)
 	if err != nil {
 		return nil, err
@@ -225,7 +226,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			return ctrl.Result{}, false, err
 		}
 		orig = rel.DeepCopy()
-		_, err = lifecycle.Uninstall(ctx, lifecycle.NewDeps(clients, r.Holder, nil), lifecycle.UninstallOptions{
+		_, err = lifecycle.Uninstall(ctx, lifecycle.NewDeps(clients, r.Holder, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
 			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
