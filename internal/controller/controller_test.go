@@ -357,3 +357,49 @@ func watchSteps(t *testing.T, env *testenv.Env) func(revision int64) []string {
 		}
 	}
 }
+
+func TestReleaseBlockedUninstallNamesTheFinalizer(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	chart := berthtest.PackageChart(t, "web", "0.3.0", map[string]string{
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, finalizers: [example.com/hold]}\ndata: {replicas: \"{{ .Values.replicas }}\"}\n",
+	})
+	rel := smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")
+	rel.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second}
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
+	if err := c.Delete(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, c, env.Namespace, "web", "names what blocks the uninstall", func(rel *v1alpha1.Release) bool {
+		return len(rel.Status.Blockers) > 0
+	})
+	if r := condition(got, controller.ConditionReady); r == nil || r.Reason != controller.ReasonBlocked {
+		t.Errorf("Ready condition: %+v, want reason %s", r, controller.ReasonBlocked)
+	}
+	b := got.Status.Blockers[0]
+	if b.Kind != "finalizer" || !strings.Contains(b.Object, "web-config") || !strings.Contains(b.Message+b.Next, "example.com/hold") {
+		t.Errorf("blocker %+v, want the finalizer example.com/hold of ConfigMap web-config", b)
+	}
+	if len(got.Finalizers) == 0 {
+		t.Error("the Release was let go while its release is not uninstalled")
+	}
+
+	// Once the finalizer is gone, the uninstall (asked for again at once by an annotation)
+	// finishes and lets the Release go.
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Patch(t.Context(), "web-config", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	touch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/retry":"1"}}}`))
+	if err := c.Patch(t.Context(), got, touch); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(got), &v1alpha1.Release{}))
+	})
+	berthtest.AssertNoRecords(t, env)
+}

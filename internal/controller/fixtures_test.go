@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -69,7 +70,7 @@ func startController(t *testing.T, env *testenv.Env) client.Client {
 	t.Helper()
 	installCRD(t, env)
 	mgr, err := controller.NewManager(env.Config, controller.Options{
-		Namespace: env.Namespace, MetricsBindAddress: "0", CacheDir: t.TempDir(), Logger: logr.Discard(),
+		Namespace: env.Namespace, MetricsBindAddress: "0", CacheDir: t.TempDir(), Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -125,9 +125,11 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// deleting passes the update that marks an object for deletion.
+// deleting passes the update that marks an object for deletion, and no later one: the status
+// written while the uninstall runs must not start it again.
 type deleting struct{ predicate.Funcs }
 
 func (deleting) Update(e event.UpdateEvent) bool {
-	return e.ObjectNew != nil && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	return e.ObjectOld != nil && e.ObjectNew != nil &&
+		e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 }
