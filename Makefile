@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all build berth devcluster test demo bench clean
+.PHONY: all build berth devcluster generate test demo bench clean
 
 all: build
 
@@ -22,6 +22,14 @@ berth:
 devcluster:
 	devcluster/build.sh $(CURDIR)/bin/berth-devcluster
 	@touch bin/berth-devcluster
+
+## generate: regenerate the controller API's deep-copy functions and CRD from its Go types with
+## controller-gen (from the tools module, so berth's own go.mod does not require it)
+CONTROLLER_API := ./internal/controller/api/...
+generate:
+	$(GO) -C tools build -o $(CURDIR)/bin/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+	bin/controller-gen object paths=$(CONTROLLER_API)
+	bin/controller-gen crd paths=$(CONTROLLER_API) output:crd:dir=internal/controller/api/crds
 
 ## test: run every test, unit and integration (integration tests start devclusters)
 test: devcluster

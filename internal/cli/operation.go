@@ -14,8 +14,6 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 
-	"github.com/berthdev/berth/internal/chart"
-	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -43,19 +41,11 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 	if err != nil {
 		return nil, err
 	}
-	return &session{clients: clients, deps: lifecycle.Deps{
-		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()).WithMetadata(clients.Metadata),
-		Store:      store,
-		Namespaces: cluster.Namespaces{Client: clients.Client},
-		Events:     progressFor(errOut),
-		Lookup:     clients.Config,
-		Preflight:  preflightFor(cmd, clients, store),
-
-		Leases:         release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace),
-		Journals:       release.NewJournals(clients.Client.CoreV1(), clients.Namespace),
-		Holder:         release.Self(operationCommand(cmd)),
-		JournalWritten: written,
-	}}, nil
+	deps := lifecycle.NewDeps(clients, release.Self(operationCommand(cmd)), progressFor(errOut))
+	deps.Store = store
+	deps.Preflight = preflightFor(cmd, clients, store)
+	deps.JournalWritten = written
+	return &session{clients: clients, deps: deps}, nil
 }
 
 // operationCommand is the command line of an operation, for its lease and journal.
@@ -65,16 +55,7 @@ func operationCommand(cmd *cobra.Command) string {
 
 // capabilities are the cluster's, for rendering.
 func (s *session) capabilities(ctx context.Context) (*common.Capabilities, error) {
-	kubeVersion, apiVersions, err := cluster.ServerCapabilities(ctx, s.clients.Client.Discovery())
-	if err != nil {
-		return nil, err
-	}
-	caps, err := chart.Capabilities(kubeVersion, nil)
-	if err != nil {
-		return nil, err
-	}
-	caps.APIVersions = common.VersionSet(apiVersions)
-	return caps, nil
+	return lifecycle.Capabilities(ctx, s.clients)
 }
 
 // progressPrinter renders the engine's events as plain lines. Events come from concurrent steps:

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"log/slog"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/berthdev/berth/internal/controller"
+)
+
+type controllerFlags struct {
+	concurrency             int
+	metricsBindAddress      string
+	healthProbeBindAddress  string
+	leaderElect             bool
+	leaderElectionNamespace string
+}
+
+func newControllerCommand(streams Streams) *cobra.Command {
+	var flags controllerFlags
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "run the controller that reconciles berth.dev/v1alpha1 Releases",
+		Long: `Run the controller that reconciles Release objects (berth.dev/v1alpha1): it
+installs each Release's chart, upgrades it when the chart version or the values
+change, and uninstalls it when the Release is deleted, with the same lifecycle
+as berth install, upgrade and uninstall. Every cluster call for a release is
+made as the Release's spec.serviceAccountName (the namespace's default account
+when empty), never with the controller's own rights. Releases are recorded in
+Helm's format in their target namespace, so helm list sees them.
+
+It runs in a cluster (with its ServiceAccount) or, for development, against
+--kubeconfig. -n/--namespace limits it to the Releases of one namespace.
+The CustomResourceDefinition must be installed first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := logr.FromSlogHandler(slog.NewTextHandler(streams.ErrOut, nil))
+			ctrllog.SetLogger(logger)
+			kf := kubeFlags(cmd)
+			clients, err := kf.Load()
+			if err != nil {
+				return err
+			}
+			mgr, err := controller.NewManager(clients.Config, controller.Options{
+				Concurrency:             flags.concurrency,
+				MetricsBindAddress:      flags.metricsBindAddress,
+				HealthProbeBindAddress:  flags.healthProbeBindAddress,
+				LeaderElection:          flags.leaderElect,
+				LeaderElectionNamespace: flags.leaderElectionNamespace,
+				Namespace:               kf.Namespace,
+				Logger:                  logger,
+			})
+			if err != nil {
+				return err
+			}
+			return mgr.Start(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&flags.concurrency, "concurrency", 4, "how many Releases are reconciled at once")
+	f.StringVar(&flags.metricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" turns it off`)
+	f.StringVar(&flags.healthProbeBindAddress, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz probes; "0" turns them off`)
+	f.BoolVar(&flags.leaderElect, "leader-elect", false, "elect a leader among the controller's replicas, so that one acts at a time")
+	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
+	return cmd
+}

@@ -1,0 +1,368 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Release is a Helm chart released into a namespace: berth installs it, upgrades it when its
+// chart or values change, and uninstalls it when the Release is deleted. The release is recorded
+// in Helm's format in the target namespace, so helm sees it too.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=brel
+// +kubebuilder:printcolumn:name="Chart",type=string,JSONPath=`.status.chartName`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.chartVersion`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.revision`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Release struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ReleaseSpec   `json:"spec"`
+	Status ReleaseStatus `json:"status,omitempty"`
+}
+
+// ReleaseList is a list of Releases.
+//
+// +kubebuilder:object:root=true
+type ReleaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Release `json:"items"`
+}
+
+// ReleaseSpec is the release wanted.
+type ReleaseSpec struct {
+	// Chart says where the chart comes from.
+	Chart ChartSource `json:"chart"`
+
+	// Values are the chart's values, as a values file gives them.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// ValuesFrom are values taken from keys of ConfigMaps and Secrets of the Release's
+	// namespace, merged in order before Values.
+	// +optional
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// ReleaseName is the name of the Helm release; default: the Release's name.
+	// +kubebuilder:validation:MaxLength=53
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	ReleaseName string `json:"releaseName,omitempty"`
+
+	// TargetNamespace is the namespace the release is installed into and recorded in;
+	// default: the Release's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount of the Release's namespace as which every
+	// cluster call for the release is made; default: the namespace's "default" account. The
+	// controller never acts with its own rights on the release.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// DependsOn are Releases of the same namespace that must be Ready before this one is
+	// installed or upgraded, and that are uninstalled after it.
+	// +optional
+	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
+
+	// Suspend stops reconciling the Release: nothing is installed, upgraded or uninstalled
+	// until it is false again. Deleting a suspended Release leaves the release in place.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Interval is how often the Release is checked against its chart source and cluster;
+	// default 10m.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Timeout bounds each operation (install, upgrade, uninstall) as a whole; default 5m.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Install configures installs.
+	// +optional
+	Install *InstallSpec `json:"install,omitempty"`
+	// Upgrade configures upgrades.
+	// +optional
+	Upgrade *UpgradeSpec `json:"upgrade,omitempty"`
+	// Uninstall configures the uninstall run when the Release is deleted.
+	// +optional
+	Uninstall *UninstallSpec `json:"uninstall,omitempty"`
+	// Test runs the chart's test hooks after each install and upgrade.
+	// +optional
+	Test *TestSpec `json:"test,omitempty"`
+	// Drift compares the release's objects with the cluster between operations.
+	// +optional
+	Drift *DriftSpec `json:"drift,omitempty"`
+}
+
+// ChartSource says where a chart comes from: a Helm repository or an OCI registry (Repository,
+// Name, Version or Digest), or a packaged chart kept in a Secret or ConfigMap of the Release's
+// namespace. Exactly one of Repository, SecretRef and ConfigMapRef is set.
+type ChartSource struct {
+	// Repository is the URL of a Helm chart repository (https://charts.example.com), or an OCI
+	// reference (oci://registry.example.com/charts/web, or oci://registry.example.com/charts
+	// with Name).
+	// +optional
+	Repository string `json:"repository,omitempty"`
+	// Name is the chart's name in Repository. For an oci:// Repository that names the chart
+	// itself, leave it empty.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Version is the chart version or a range of versions (^1.2.0); empty means the latest
+	// stable version.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Digest pins an OCI chart to the manifest digest sha256:...
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// SecretRef names a key of a Secret of the Release's namespace that holds a packaged chart
+	// (.tgz).
+	// +optional
+	SecretRef *KeyReference `json:"secretRef,omitempty"`
+	// ConfigMapRef names a key of a ConfigMap of the Release's namespace that holds a packaged
+	// chart (.tgz, in binaryData).
+	// +optional
+	ConfigMapRef *KeyReference `json:"configMapRef,omitempty"`
+}
+
+// KeyReference names a key of an object of the Release's namespace.
+type KeyReference struct {
+	// Name of the object.
+	Name string `json:"name"`
+	// Key in the object's data.
+	Key string `json:"key"`
+}
+
+// ValuesReference names values kept in a ConfigMap or Secret of the Release's namespace.
+type ValuesReference struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// Name of the ConfigMap or Secret.
+	Name string `json:"name"`
+	// Key holding a values file; default values.yaml.
+	// +optional
+	Key string `json:"key,omitempty"`
+	// TargetPath, when set, puts the key's content as one value at this path (a.b.c) instead
+	// of reading it as a values file.
+	// +optional
+	TargetPath string `json:"targetPath,omitempty"`
+	// Optional makes a missing object or key count as no values instead of an error.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// DependencyReference names another Release of the same namespace.
+type DependencyReference struct {
+	// Name of the Release.
+	Name string `json:"name"`
+}
+
+// OperationSpec are the options every operation shares.
+type OperationSpec struct {
+	// DisableHooks skips the chart's hooks.
+	// +optional
+	DisableHooks bool `json:"disableHooks,omitempty"`
+	// DisableWait returns once the API server accepted the changes, instead of waiting until
+	// every object is ready (or, for deletions, gone).
+	// +optional
+	DisableWait bool `json:"disableWait,omitempty"`
+	// WaitForJobs also waits until every Job of the release completed.
+	// +optional
+	WaitForJobs bool `json:"waitForJobs,omitempty"`
+	// Retries is how many times a failed operation is tried again (with RetryBackoff between
+	// tries) before the Release is Stalled; 0 does not retry until the spec or the chart
+	// version changes.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
+	// RetryBackoff is the wait before the first retry, doubled for each further one.
+	// +optional
+	RetryBackoff *metav1.Duration `json:"retryBackoff,omitempty"`
+}
+
+// InstallSpec configures installs.
+type InstallSpec struct {
+	OperationSpec `json:",inline"`
+	// CreateNamespace creates the target namespace when it does not exist.
+	// +optional
+	CreateNamespace bool `json:"createNamespace,omitempty"`
+	// RollbackOnFailure uninstalls what a failed install created.
+	// +optional
+	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
+}
+
+// UpgradeSpec configures upgrades.
+type UpgradeSpec struct {
+	OperationSpec `json:",inline"`
+	// RollbackOnFailure rolls a failed upgrade back to the deployed revision.
+	// +optional
+	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
+	// HistoryMax bounds the revisions kept; 0 keeps all. Default 10.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	HistoryMax *int32 `json:"historyMax,omitempty"`
+}
+
+// UninstallSpec configures the uninstall run when the Release is deleted.
+type UninstallSpec struct {
+	// KeepHistory keeps the release's records, marked uninstalled.
+	// +optional
+	KeepHistory bool `json:"keepHistory,omitempty"`
+	// DisableHooks skips the pre-delete and post-delete hooks: the way out when a pre-delete
+	// hook can never succeed. Off by default.
+	// +optional
+	DisableHooks bool `json:"disableHooks,omitempty"`
+	// DisableWait deletes the objects without waiting until they are gone.
+	// +optional
+	DisableWait bool `json:"disableWait,omitempty"`
+	// DeletionPropagation is foreground (default), background or orphan.
+	// +kubebuilder:validation:Enum=foreground;background;orphan
+	// +optional
+	DeletionPropagation string `json:"deletionPropagation,omitempty"`
+}
+
+// TestSpec runs the chart's test hooks.
+type TestSpec struct {
+	// Enable runs the test hooks after each install and upgrade.
+	// +optional
+	Enable bool `json:"enable,omitempty"`
+	// Filters select tests by name: "name=x" runs only x, "!name=x" skips x.
+	// +optional
+	Filters []string `json:"filters,omitempty"`
+}
+
+// DriftMode says what is done when the cluster's objects differ from the release's.
+// +kubebuilder:validation:Enum=disabled;detect;correct
+type DriftMode string
+
+const (
+	DriftDisabled DriftMode = "disabled"
+	DriftDetect   DriftMode = "detect"
+	DriftCorrect  DriftMode = "correct"
+)
+
+// DriftSpec configures drift detection.
+type DriftSpec struct {
+	// Mode is disabled (default), detect (the Drifted condition says what differs) or correct
+	// (what differs is applied again).
+	// +optional
+	Mode DriftMode `json:"mode,omitempty"`
+	// Ignore are fields that may differ.
+	// +optional
+	Ignore []DriftIgnore `json:"ignore,omitempty"`
+}
+
+// DriftIgnore are JSON pointers (/spec/replicas) ignored in some or all objects.
+type DriftIgnore struct {
+	// Paths are JSON pointers into the objects.
+	Paths []string `json:"paths"`
+	// Kind, when set, limits the rule to objects of this kind.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Name, when set, limits the rule to objects of this name.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// ReleaseStatus is what the controller observed and did.
+type ReleaseStatus struct {
+	// ObservedGeneration is the generation of the spec the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling and Stalled (kstatus), Released, Tested, Drifted.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ReleaseName and TargetNamespace are where the release is recorded.
+	// +optional
+	ReleaseName string `json:"releaseName,omitempty"`
+	// +optional
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+	// Revision is the release's deployed revision.
+	// +optional
+	Revision int `json:"revision,omitempty"`
+	// ChartName and ChartVersion are the deployed chart's; ChartDigest is the sha256 of its
+	// package.
+	// +optional
+	ChartName string `json:"chartName,omitempty"`
+	// +optional
+	ChartVersion string `json:"chartVersion,omitempty"`
+	// +optional
+	ChartDigest string `json:"chartDigest,omitempty"`
+	// ValuesDigest is the sha256 of the deployed values.
+	// +optional
+	ValuesDigest string `json:"valuesDigest,omitempty"`
+
+	// LastAttemptedGeneration, LastAttemptedChartVersion and LastAttemptedValuesDigest are
+	// what the last install or upgrade tried, whatever its outcome: a failed attempt is not
+	// tried again until one of them changes.
+	// +optional
+	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
+	// +optional
+	LastAttemptedChartVersion string `json:"lastAttemptedChartVersion,omitempty"`
+	// +optional
+	LastAttemptedValuesDigest string `json:"lastAttemptedValuesDigest,omitempty"`
+
+	// CurrentStep is the step of the operation under way.
+	// +optional
+	CurrentStep string `json:"currentStep,omitempty"`
+	// Blockers are what stopped the last operation: an admission webhook, a finalizer,
+	// dependents, a missing permission or a failing hook.
+	// +optional
+	Blockers []Blocker `json:"blockers,omitempty"`
+	// History are the last operations, newest first.
+	// +optional
+	History []OperationRecord `json:"history,omitempty"`
+}
+
+// Blocker is what stopped an operation, and what to do about it.
+type Blocker struct {
+	// Kind is webhook, finalizer, dependents, permission, hook or other.
+	Kind string `json:"kind"`
+	// Object is the object concerned, as Kind/namespace/name.
+	// +optional
+	Object string `json:"object,omitempty"`
+	// Message says what holds the object.
+	Message string `json:"message"`
+	// Next says what to do.
+	// +optional
+	Next string `json:"next,omitempty"`
+	// LogTail is the end of a failing hook's logs.
+	// +optional
+	LogTail string `json:"logTail,omitempty"`
+}
+
+// OperationRecord is one operation the controller ran.
+type OperationRecord struct {
+	// Operation is install, upgrade or uninstall.
+	Operation string `json:"operation"`
+	// Outcome is Succeeded, Failed or Blocked.
+	Outcome string `json:"outcome"`
+	// Revision is the release revision the operation made, if any.
+	// +optional
+	Revision int `json:"revision,omitempty"`
+	// ChartVersion is the chart version the operation used.
+	// +optional
+	ChartVersion string `json:"chartVersion,omitempty"`
+	// StartedAt is when the operation started.
+	StartedAt metav1.Time `json:"startedAt"`
+	// Duration is how long it ran.
+	Duration metav1.Duration `json:"duration"`
+	// Message is the operation's error, if any.
+	// +optional
+	Message string `json:"message,omitempty"`
+}

@@ -1,0 +1,78 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+	helmcli "helm.sh/helm/v4/pkg/cli"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/source"
+)
+
+// Charts fetches charts with Helm's SDK into a cache of the controller's own, never reading or
+// writing the Helm files of the user the controller runs as.
+type Charts struct {
+	settings *helmcli.EnvSettings
+}
+
+// NewCharts returns a chart fetcher whose Helm repository index, chart and registry caches are
+// under dir.
+func NewCharts(dir string) *Charts {
+	s := helmcli.New()
+	s.RepositoryConfig = filepath.Join(dir, "repositories.yaml")
+	s.RepositoryCache = filepath.Join(dir, "repository")
+	s.ContentCache = filepath.Join(dir, "content")
+	s.RegistryConfig = filepath.Join(dir, "registry", "config.json")
+	s.PluginsDirectory = filepath.Join(dir, "plugins")
+	s.Debug = false
+	return &Charts{settings: s}
+}
+
+// fetched is a chart and the digest of its package.
+type fetched struct {
+	chart  *chartv2.Chart
+	digest string
+}
+
+// fetch downloads (or finds in the cache) and loads the chart ref names.
+func (c *Charts) fetch(ctx context.Context, ref chartRef) (*fetched, error) {
+	opts := source.Options{}
+	opts.RepoURL, opts.Version = ref.RepoURL, ref.Version
+	r, err := source.NewResolver(c.settings, opts, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	path, err := r.Locate(ctx, ref.Ref)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := fileDigest(path)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := chart.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return &fetched{chart: ch, digest: digest}, nil
+}
+
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("digest of %s: %w", path, err)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}

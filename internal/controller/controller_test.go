@@ -1,0 +1,405 @@
+package controller_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
+)
+
+// smallestRelease is the smallest Release, as a user writes it.
+func smallestRelease(t *testing.T, ns, repoURL, serviceAccount string) *v1alpha1.Release {
+	t.Helper()
+	var rel v1alpha1.Release
+	err := yaml.Unmarshal(fmt.Appendf(nil, `
+apiVersion: berth.dev/v1alpha1
+kind: Release
+metadata: {name: web, namespace: %s}
+spec:
+  serviceAccountName: %s
+  chart:
+    repository: %s
+    name: web
+    version: "0.3.0"
+  values: {replicas: 2}
+`, ns, serviceAccount, repoURL), &rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rel
+}
+
+func TestReleaseInstallUpgradeSteadyStateUninstall(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")
+	steps := watchSteps(t, env)
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+
+	// Installed: Ready, recorded in Helm's format in the target namespace, objects there.
+	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
+	if got.Status.ChartVersion != "0.3.0" || got.Status.ChartName != "web" || !strings.HasPrefix(got.Status.ValuesDigest, "sha256:") {
+		t.Errorf("status after install: chart %s %s, values digest %q", got.Status.ChartName, got.Status.ChartVersion, got.Status.ValuesDigest)
+	}
+	if c := condition(got, controller.ConditionReleased); c == nil || c.Reason != controller.ReasonInstallSucceeded {
+		t.Errorf("Released condition after install: %+v", c)
+	}
+	record := berthtest.LastRecord(t, env, "web")
+	if record.Version != 1 || record.Info.Status != release.StatusDeployed {
+		t.Errorf("record after install: revision %d %s, want 1 deployed", record.Version, record.Info.Status)
+	}
+	assertReplicas(t, env, "2")
+	seen := steps(1)
+	t.Logf("status.currentStep during the install: %q", seen)
+	if len(seen) < 2 || seen[0] != "install" {
+		t.Errorf("status.currentStep during the install: %q, want install, then its steps", seen)
+	}
+
+	// Values changed: upgraded to revision 2.
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"values":{"replicas":3}}}`))
+	if err := c.Patch(t.Context(), got, patch); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, c, env.Namespace, "web", "is upgraded", readyAt(2))
+	if c := condition(got, controller.ConditionReleased); c == nil || c.Reason != controller.ReasonUpgradeSucceeded {
+		t.Errorf("Released condition after upgrade: %+v", c)
+	}
+	if len(got.Status.History) != 2 || got.Status.History[0].Operation != "upgrade" || got.Status.History[1].Operation != "install" {
+		t.Errorf("history after upgrade: %+v", got.Status.History)
+	}
+	assertReplicas(t, env, "3")
+
+	// Steady state: a reconcile (asked for by an annotation) writes nothing.
+	records := recordNames(t, env)
+	before := reconciles(t)
+	patch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/touched":"1"}}}`))
+	if err := c.Patch(t.Context(), got, patch); err != nil {
+		t.Fatal(err)
+	}
+	annotated := got.ResourceVersion
+	waitUntil(t, "the controller reconciled the annotated Release", func() bool { return reconciles(t) > before })
+	var after v1alpha1.Release
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(got), &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != annotated {
+		out, _ := yaml.Marshal(after.Status)
+		t.Errorf("a reconcile with nothing to do wrote the Release (resourceVersion %s, then %s); status:\n%s", annotated, after.ResourceVersion, out)
+	}
+	if got := recordNames(t, env); strings.Join(got, ",") != strings.Join(records, ",") {
+		t.Errorf("a reconcile with nothing to do changed the records: %v, then %v", records, got)
+	}
+
+	// Deleted: the pre-delete hook ran, the objects are gone, then the Release.
+	if err := c.Delete(t.Context(), &after); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(&after), &v1alpha1.Release{})
+		return apierrors.IsNotFound(err)
+	})
+	job, err := env.Client.BatchV1().Jobs(env.Namespace).Get(t.Context(), "web-drain", metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("pre-delete hook Job web-drain: %v", err)
+	} else if job.Status.Succeeded != 1 {
+		t.Errorf("pre-delete hook Job web-drain did not succeed: %+v", job.Status)
+	}
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
+	berthtest.AssertNoRecords(t, env)
+}
+
+func TestReleaseWithoutRightsNamesThePermission(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	if _, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).Create(t.Context(), serviceAccount("nobody"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "nobody")
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
+		s := condition(rel, controller.ConditionStalled)
+		return s != nil && s.Status == metav1.ConditionTrue && rel.Status.ObservedGeneration == rel.Generation
+	})
+	if s := condition(got, controller.ConditionStalled); s.Reason != controller.ReasonPermissionDenied {
+		t.Errorf("Stalled reason %s (%s), want %s", s.Reason, s.Message, controller.ReasonPermissionDenied)
+	}
+	if r := condition(got, controller.ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
+		t.Errorf("Ready condition: %+v", r)
+	}
+	if len(got.Status.Blockers) == 0 || got.Status.Blockers[0].Kind != "permission" || !strings.Contains(got.Status.Blockers[0].Next, "ServiceAccount") {
+		t.Errorf("blockers: %+v, want a permission blocker", got.Status.Blockers)
+	}
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
+	berthtest.AssertNoRecords(t, env)
+
+	// Nothing was released: deleting the Release has nothing to uninstall.
+	if err := c.Delete(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(got), &v1alpha1.Release{}))
+	})
+}
+
+func TestReleaseWithUnsupportedFieldIsStalled(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	rel := smallestRelease(t, env.Namespace, "https://charts.example.test", "deployer")
+	rel.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "web-values"}}
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
+		s := condition(rel, controller.ConditionStalled)
+		return s != nil && s.Status == metav1.ConditionTrue
+	})
+	s := condition(got, controller.ConditionStalled)
+	if s.Reason != controller.ReasonUnsupported || !strings.Contains(s.Message, "spec.valuesFrom") {
+		t.Errorf("Stalled condition: %s: %s, want %s naming spec.valuesFrom", s.Reason, s.Message, controller.ReasonUnsupported)
+	}
+	if len(got.Finalizers) != 0 {
+		t.Errorf("finalizers %v on a Release the controller cannot act on", got.Finalizers)
+	}
+}
+
+func assertReplicas(t *testing.T, env *testenv.Env, want string) {
+	t.Helper()
+	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "web-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("ConfigMap web-config: %v", err)
+	}
+	if cm.Data["replicas"] != want {
+		t.Errorf("ConfigMap web-config replicas = %q, want %q", cm.Data["replicas"], want)
+	}
+}
+
+// recordNames are the release records of the test's namespace, with their resourceVersions.
+func recordNames(t *testing.T, env *testenv.Env) []string {
+	t.Helper()
+	list, err := env.Client.CoreV1().Secrets(env.Namespace).List(t.Context(), metav1.ListOptions{FieldSelector: "type=helm.sh/release.v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range list.Items {
+		out = append(out, s.Name+"@"+s.ResourceVersion)
+	}
+	return out
+}
+
+// reconciles is how many reconciles the Release controllers of this process completed.
+func reconciles(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "controller") == "release" {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func TestReleaseAdoptsARecordedRelease(t *testing.T) {
+	env := testenv.New(t)
+	chart := webChart(t)
+	berthtest.MustBerth(t, env, "install", "web", chart, "--set", "replicas=5")
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "has upgraded the release berth installed", readyAt(2))
+	if c := condition(got, controller.ConditionReleased); c == nil || c.Reason != controller.ReasonUpgradeSucceeded {
+		t.Errorf("Released condition: %+v, want %s", c, controller.ReasonUpgradeSucceeded)
+	}
+	if record := berthtest.LastRecord(t, env, "web"); record.Version != 2 || record.Info.Status != release.StatusDeployed {
+		t.Errorf("record: revision %d %s, want 2 deployed", record.Version, record.Info.Status)
+	}
+	assertReplicas(t, env, "2")
+	deleteRelease(t, c, got)
+}
+
+func TestReleaseWithFailingHookNamesTheHook(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	chart := berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {replicas: \"{{ .Values.replicas }}\"}\n",
+		"templates/migrate.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: web-migrate
+  annotations: {helm.sh/hook: pre-install}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {devcluster.berth.dev/outcome: fail}
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: example.invalid/migrate}]
+`,
+	})
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
+		s := condition(rel, controller.ConditionStalled)
+		return s != nil && s.Status == metav1.ConditionTrue
+	})
+	if s := condition(got, controller.ConditionStalled); s.Reason != controller.ReasonHookFailed {
+		t.Errorf("Stalled reason %s (%s), want %s", s.Reason, s.Message, controller.ReasonHookFailed)
+	}
+	if len(got.Status.Blockers) != 1 || got.Status.Blockers[0].Kind != "hook" || !strings.Contains(got.Status.Blockers[0].Object, "web-migrate") {
+		t.Errorf("blockers: %+v, want the hook Job web-migrate", got.Status.Blockers)
+	}
+	if h := got.Status.History; len(h) != 1 || h[0].Operation != "install" || h[0].Outcome != "Failed" {
+		t.Errorf("history: %+v, want one failed install", h)
+	}
+	if got.Status.CurrentStep != "" {
+		t.Errorf("currentStep %q after the operation ended", got.Status.CurrentStep)
+	}
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
+	waitUntil(t, "a warning event names the hook", func() bool {
+		list, err := env.Client.EventsV1().Events(env.Namespace).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Release" && e.Reason == controller.ReasonHookFailed && strings.Contains(e.Note, "web-migrate") {
+				return true
+			}
+		}
+		return false
+	})
+	deleteRelease(t, c, got)
+}
+
+// deleteRelease deletes a Release and waits until it is gone.
+func deleteRelease(t *testing.T, c client.Client, rel *v1alpha1.Release) {
+	t.Helper()
+	if err := c.Delete(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(rel), &v1alpha1.Release{}))
+	})
+}
+
+// watchSteps watches the test namespace's Releases and returns a function that reads the watch
+// until the Release reaches status.revision and returns the distinct values of
+// status.currentStep seen on the way, in order.
+func watchSteps(t *testing.T, env *testenv.Env) func(revision int64) []string {
+	t.Helper()
+	w, err := env.Resource(t, "berth.dev/v1alpha1", "Release").Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var seen []string
+	return func(revision int64) []string {
+		timeout := time.After(waitTimeout)
+		for {
+			select {
+			case e := <-w.ResultChan():
+				u, ok := e.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				step, _, _ := unstructured.NestedString(u.Object, "status", "currentStep")
+				if step != "" && (len(seen) == 0 || seen[len(seen)-1] != step) {
+					seen = append(seen, step)
+				}
+				if rev, _, _ := unstructured.NestedInt64(u.Object, "status", "revision"); rev == revision {
+					return seen
+				}
+			case <-timeout:
+				t.Fatalf("the watch did not see revision %d; steps seen: %q", revision, seen)
+			}
+		}
+	}
+}
+
+func TestReleaseBlockedUninstallNamesTheFinalizer(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	chart := berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, finalizers: [example.com/hold]}\ndata: {replicas: \"{{ .Values.replicas }}\"}\n",
+	})
+	rel := smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")
+	rel.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second}
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
+	if err := c.Delete(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, c, env.Namespace, "web", "names what blocks the uninstall", func(rel *v1alpha1.Release) bool {
+		return len(rel.Status.Blockers) > 0
+	})
+	if r := condition(got, controller.ConditionReady); r == nil || r.Reason != controller.ReasonBlocked {
+		t.Errorf("Ready condition: %+v, want reason %s", r, controller.ReasonBlocked)
+	}
+	b := got.Status.Blockers[0]
+	if b.Kind != "finalizer" || !strings.Contains(b.Object, "web-config") || !strings.Contains(b.Message+b.Next, "example.com/hold") {
+		t.Errorf("blocker %+v, want the finalizer example.com/hold of ConfigMap web-config", b)
+	}
+	if len(got.Finalizers) == 0 {
+		t.Error("the Release was let go while its release is not uninstalled")
+	}
+
+	// Once the finalizer is gone, the uninstall (asked for again at once by an annotation)
+	// finishes and lets the Release go.
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Patch(t.Context(), "web-config", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	touch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/retry":"1"}}}`))
+	if err := c.Patch(t.Context(), got, touch); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(got), &v1alpha1.Release{}))
+	})
+	berthtest.AssertNoRecords(t, env)
+}

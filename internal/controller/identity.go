@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/release"
+)
+
+// impersonate returns a copy of cfg that acts as the ServiceAccount name of namespace ns, with
+// the groups the API server gives a ServiceAccount's own token.
+func impersonate(cfg *rest.Config, ns, name string) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Impersonate = rest.ImpersonationConfig{
+		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, name),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}
+	return out
+}
+
+// clientsFor returns the clients with which every cluster call for d's release is made: the
+// Release's ServiceAccount's, in the target namespace.
+func (r *Reconciler) clientsFor(d *desired) (*kube.Clients, error) {
+	return kube.NewClients(impersonate(r.Config, d.Namespace, d.ServiceAccount), d.TargetNamespace)
+}
+
+// lastRecord reads the release's last Helm record; nil when it has none.
+func lastRecord(ctx context.Context, clients *kube.Clients, name string) (*recorded, error) {
+	last, err := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Last(ctx, name)
+	if errors.Is(err, release.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the records of release %s in namespace %s: %w", name, clients.Namespace, err)
+	}
+	return &recorded{
+		Exists:   last.Info.Status != release.StatusUninstalled,
+		Version:  last.Version,
+		Deployed: last.Info.Status == release.StatusDeployed,
+	}, nil
+}
+
+// reasonFor is the Ready reason of a deployed record.
+func reasonFor(last *recorded) string {
+	if last.Version == 1 {
+		return ReasonInstallSucceeded
+	}
+	return ReasonUpgradeSucceeded
+}

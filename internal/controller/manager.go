@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/release"
+)
+
+// Name is the controller's name: in its events, metrics and leader election lease.
+const Name = "berth-controller"
+
+// Options configure the controller's manager.
+type Options struct {
+	// Concurrency is how many Releases are reconciled at once.
+	Concurrency int
+	// MetricsBindAddress serves Prometheus metrics; "0" serves none.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" or empty serves none.
+	HealthProbeBindAddress string
+	// LeaderElection makes one replica of several act at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the leader election Lease; empty means the namespace the
+	// controller runs in (in a cluster) or Namespace.
+	LeaderElectionNamespace string
+	// Namespace, when set, is the only namespace whose Releases are reconciled.
+	Namespace string
+	// CacheDir holds the controller's chart caches; empty means a directory under the user's
+	// cache directory.
+	CacheDir string
+	// Logger receives the controller's logs.
+	Logger logr.Logger
+}
+
+// Scheme is the scheme of the controller's clients.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewManager returns a manager running the Release controller against the cluster of cfg.
+func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mo := ctrl.Options{
+		Scheme:                  scheme,
+		Logger:                  o.Logger,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        Name + ".berth.dev",
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	}
+	if mo.HealthProbeBindAddress == "" {
+		mo.HealthProbeBindAddress = "0"
+	}
+	if o.Namespace != "" {
+		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}}
+		if mo.LeaderElectionNamespace == "" {
+			mo.LeaderElectionNamespace = o.Namespace
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("create controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	dir := o.CacheDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, "berth-controller")
+	}
+	r := &Reconciler{
+		Client:   mgr.GetClient(),
+		Config:   mgr.GetConfig(),
+		Recorder: mgr.GetEventRecorder(Name),
+		Charts:   NewCharts(dir),
+		Holder:   release.Self(Name),
+	}
+	concurrency := max(o.Concurrency, 1)
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("release").
+		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
+		// Names are unique per process; tests run one manager after another.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true)}).
+		Complete(r)
+	if err != nil {
+		return nil, fmt.Errorf("create Release controller: %w", err)
+	}
+	return mgr, nil
+}
+
+// deleting passes the update that marks an object for deletion, and no later one: the status
+// written while the uninstall runs must not start it again.
+type deleting struct{ predicate.Funcs }
+
+func (deleting) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld != nil && e.ObjectNew != nil &&
+		e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}

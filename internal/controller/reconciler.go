@@ -1,0 +1,270 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
+)
+
+// Finalizer holds a Release until its release is uninstalled.
+const Finalizer = "berth.dev/uninstall"
+
+// retryAfter is when a Release that the controller could not act on for a reason that may go
+// away by itself (a chart repository down, a lease held by someone else) is looked at again.
+const retryAfter = 30 * time.Second
+
+// Reconciler drives each Release's release through berth's lifecycle.
+type Reconciler struct {
+	// Client reads Releases and writes their metadata and status, with the controller's rights.
+	Client client.Client
+	// Config is the controller's client configuration; operations run with a copy that
+	// impersonates the Release's ServiceAccount.
+	Config   *rest.Config
+	Recorder events.EventRecorder
+	Charts   *Charts
+	// Holder names the controller in the leases and journals of its operations.
+	Holder release.Holder
+}
+
+// Reconcile reads the Release, decides the one next action from its spec and status, performs
+// it through the lifecycle package and records the outcome in its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var rel v1alpha1.Release
+	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rel.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &rel)
+	}
+	if rel.Spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	orig := rel.DeepCopy()
+	d, err := desiredOf(&rel)
+	if err != nil {
+		// Nothing happens until the spec changes: no requeue.
+		markFailed(&rel, reasonOf(err, ReasonInvalidSpec), err, true)
+		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
+	}
+	if !controllerutil.ContainsFinalizer(&rel, Finalizer) {
+		patch := client.MergeFrom(rel.DeepCopy())
+		controllerutil.AddFinalizer(&rel, Finalizer)
+		if err := r.Client.Patch(ctx, &rel, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+		orig = rel.DeepCopy()
+	}
+
+	ch, err := r.Charts.fetch(ctx, d.Chart)
+	if err != nil {
+		markFailed(&rel, ReasonChartUnavailable, err, false)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+	}
+	version := ch.chart.Metadata.Version
+	clients, err := r.clientsFor(d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	last, err := lastRecord(ctx, clients, d.ReleaseName)
+	if err != nil {
+		markFailed(&rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+	}
+
+	switch nextAction(&rel, last, version, d.ValuesDigest) {
+	case actNone, actWaitForChange:
+		return ctrl.Result{RequeueAfter: d.Interval}, nil
+	case actStatus:
+		markReady(&rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+	}
+
+	op := "upgrade"
+	if last == nil || !last.Exists {
+		op = "install"
+	}
+	markReconciling(&rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
+	rel.Status.CurrentStep = op
+	rel.Status.ReleaseName, rel.Status.TargetNamespace = d.ReleaseName, d.TargetNamespace
+	rel.Status.LastAttemptedGeneration = rel.Generation
+	rel.Status.LastAttemptedChartVersion, rel.Status.LastAttemptedValuesDigest = version, d.ValuesDigest
+	if err := r.patchStatus(ctx, orig, &rel); err != nil {
+		return ctrl.Result{}, err
+	}
+	orig = rel.DeepCopy()
+
+	start := time.Now()
+	out, err := r.release(ctx, d, clients, ch, r.stepReporter(ctx, &rel))
+	revision := 0
+	if out != nil {
+		revision = out.Version
+	}
+	addHistory(&rel, operationRecord(op, start, time.Now(), revision, version, err))
+	if err != nil {
+		var held *release.HeldError
+		if errors.As(err, &held) {
+			// Someone else (berth's CLI, say) is changing the release: not an attempt.
+			rel.Status.LastAttemptedGeneration = 0
+			markFailed(&rel, ReasonLocked, err, false)
+			return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+		}
+		failed := ReasonInstallFailed
+		if op == "upgrade" {
+			failed = ReasonUpgradeFailed
+		}
+		reason := reasonOf(err, failed)
+		markFailed(&rel, reason, err, true)
+		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, firstLine(err.Error()))
+		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", err)
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+	}
+	reason := ReasonInstallSucceeded
+	if op == "upgrade" {
+		reason = ReasonUpgradeSucceeded
+	}
+	msg := fmt.Sprintf("release %s revision %d of chart %s %s is deployed in namespace %s", d.ReleaseName, out.Version, ch.chart.Name(), version, d.TargetNamespace)
+	rel.Status.Revision = out.Version
+	rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
+	rel.Status.ValuesDigest = d.ValuesDigest
+	setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
+	markReady(&rel, reason, msg)
+	r.Recorder.Eventf(&rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
+	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+}
+
+// release installs or upgrades the release: an upgrade with --install, so that a release
+// that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
+func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event)) (*release.Release, error) {
+	deps := lifecycle.NewDeps(clients, r.Holder, events)
+	caps, err := lifecycle.Capabilities(ctx, clients)
+	if err != nil {
+		return nil, err
+	}
+	install, upgrade := d.Install, d.Upgrade
+	opts := lifecycle.UpgradeOptions{
+		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values,
+		Install: true, HistoryMax: d.HistoryMax, Capabilities: caps,
+		WaitOptions: d.wait(upgrade.OperationSpec), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
+		CreateNamespace: install.CreateNamespace,
+	}
+	last, err := deps.Store.Last(ctx, d.ReleaseName)
+	if errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled {
+		// What the lifecycle installs, it installs with the install options.
+		opts.WaitOptions, opts.NoHooks, opts.RollbackOnFailure = d.wait(install.OperationSpec), install.DisableHooks, install.RollbackOnFailure
+	}
+	return lifecycle.Upgrade(ctx, deps, opts)
+}
+
+// finalize uninstalls the release of a deleted Release, then lets the Release go.
+func (r *Reconciler) finalize(ctx context.Context, rel *v1alpha1.Release) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(rel, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if !rel.Spec.Suspend {
+		if res, done, err := r.uninstall(ctx, rel); !done || err != nil {
+			return res, err
+		}
+	}
+	patch := client.MergeFrom(rel.DeepCopy())
+	controllerutil.RemoveFinalizer(rel, Finalizer)
+	if err := r.Client.Patch(ctx, rel, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// uninstall uninstalls the release of rel if it has one; done says it is gone.
+func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl.Result, bool, error) {
+	orig := rel.DeepCopy()
+	d := &desired{
+		ReleaseName: rel.Status.ReleaseName, TargetNamespace: rel.Status.TargetNamespace,
+		Namespace: rel.Namespace, ServiceAccount: rel.Spec.ServiceAccountName, Timeout: defaultTimeout,
+	}
+	if d.ReleaseName == "" { // never released
+		return ctrl.Result{}, true, nil
+	}
+	if d.ServiceAccount == "" {
+		d.ServiceAccount = "default"
+	}
+	if rel.Spec.Timeout != nil && rel.Spec.Timeout.Duration > 0 {
+		d.Timeout = rel.Spec.Timeout.Duration
+	}
+	u := v1alpha1.UninstallSpec{}
+	if rel.Spec.Uninstall != nil {
+		u = *rel.Spec.Uninstall
+	}
+	clients, err := r.clientsFor(d)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	last, err := lastRecord(ctx, clients, d.ReleaseName)
+	if err == nil && (last == nil || !last.Exists) {
+		return ctrl.Result{}, true, nil
+	}
+	start := time.Now()
+	if err == nil {
+		markReconciling(rel, "uninstall")
+		rel.Status.CurrentStep = "uninstall"
+		if err := r.patchStatus(ctx, orig, rel); err != nil {
+			return ctrl.Result{}, false, err
+		}
+		orig = rel.DeepCopy()
+		_, err = lifecycle.Uninstall(ctx, lifecycle.NewDeps(clients, r.Holder, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
+			Name:        d.ReleaseName,
+			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout},
+			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
+			KeepHistory: u.KeepHistory, NoHooks: u.DisableHooks,
+		})
+	}
+	addHistory(rel, operationRecord("uninstall", start, time.Now(), 0, rel.Status.ChartVersion, err))
+	if err != nil {
+		reason := reasonOf(err, ReasonUninstallFailed)
+		markFailed(rel, reason, err, false)
+		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, "uninstall", "%s", err)
+		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
+	}
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, "UninstallSucceeded", "uninstall", "release %s uninstalled from namespace %s", d.ReleaseName, d.TargetNamespace)
+	return ctrl.Result{}, true, nil
+}
+
+// cascade is the deletion propagation of uninstall.deletionPropagation.
+func cascade(p string) string {
+	switch p {
+	case "background":
+		return string(metav1.DeletePropagationBackground)
+	case "orphan":
+		return string(metav1.DeletePropagationOrphan)
+	default:
+		return string(metav1.DeletePropagationForeground)
+	}
+}
+
+// patchStatus writes rel's status when it differs from orig's: a reconcile that changes
+// nothing writes nothing.
+func (r *Reconciler) patchStatus(ctx context.Context, orig, rel *v1alpha1.Release) error {
+	if equality.Semantic.DeepEqual(orig.Status, rel.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, rel, client.MergeFrom(orig)); err != nil {
+		log.FromContext(ctx).Error(err, "patch status")
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}

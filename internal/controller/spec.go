@@ -1,0 +1,261 @@
+// Package controller reconciles berth.dev/v1alpha1 Releases: it installs, upgrades and
+// uninstalls each release through berth's lifecycle package, the one the CLI uses, acting as the
+// Release's ServiceAccount, and reports in the Release's status what it did and what blocks it.
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/lifecycle"
+)
+
+const (
+	defaultInterval   = 10 * time.Minute
+	defaultTimeout    = 5 * time.Minute
+	defaultHistoryMax = 10
+)
+
+// desired is what a Release's spec asks for, checked and with its defaults.
+type desired struct {
+	ReleaseName, TargetNamespace string
+	// Namespace and ServiceAccount are the Release's namespace and the account that acts.
+	Namespace, ServiceAccount string
+	Chart                     chartRef
+	Values                    map[string]any
+	ValuesDigest              string
+	Interval, Timeout         time.Duration
+	Install                   v1alpha1.InstallSpec
+	Upgrade                   v1alpha1.UpgradeSpec
+	Uninstall                 v1alpha1.UninstallSpec
+	HistoryMax                int
+}
+
+// chartRef is a chart to fetch: Ref with Options as Helm's CLI takes them (CHART --repo URL
+// --version V, or oci://HOST/PATH[@DIGEST] --version V).
+type chartRef struct {
+	Ref, RepoURL, Version string
+}
+
+// SpecError says what in a Release's spec the controller cannot act on, and what to change.
+// Acting on the Release again without changing it would fail the same way.
+type SpecError struct {
+	// Reason is InvalidSpec or Unsupported.
+	Reason string
+	Field  string
+	Msg    string
+}
+
+func (e *SpecError) Error() string { return fmt.Sprintf("spec.%s: %s", e.Field, e.Msg) }
+
+const (
+	ReasonInvalidSpec = "InvalidSpec"
+	ReasonUnsupported = "Unsupported"
+)
+
+func invalid(field, format string, args ...any) *SpecError {
+	return &SpecError{Reason: ReasonInvalidSpec, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func unsupported(field, instead string) *SpecError {
+	return &SpecError{Reason: ReasonUnsupported, Field: field, Msg: "is not supported by this version of the controller yet: " + instead}
+}
+
+// desiredOf checks rel's spec and returns what it asks for.
+func desiredOf(rel *v1alpha1.Release) (*desired, error) {
+	s := rel.Spec
+	d := &desired{
+		ReleaseName: s.ReleaseName, TargetNamespace: s.TargetNamespace,
+		Namespace: rel.Namespace, ServiceAccount: s.ServiceAccountName,
+		Interval: defaultInterval, Timeout: defaultTimeout, HistoryMax: defaultHistoryMax,
+	}
+	if d.ReleaseName == "" {
+		d.ReleaseName = rel.Name
+	}
+	if d.TargetNamespace == "" {
+		d.TargetNamespace = rel.Namespace
+	}
+	if d.ServiceAccount == "" {
+		d.ServiceAccount = "default"
+	}
+	if st := rel.Status; st.ReleaseName != "" && (st.ReleaseName != d.ReleaseName || st.TargetNamespace != d.TargetNamespace) {
+		return nil, invalid("releaseName", "the release is %s in namespace %s and cannot move to %s in namespace %s: put releaseName and targetNamespace back, or delete this Release (which uninstalls it) and create another",
+			st.ReleaseName, st.TargetNamespace, d.ReleaseName, d.TargetNamespace)
+	}
+	if err := unsupportedFields(s); err != nil {
+		return nil, err
+	}
+	var err error
+	if d.Chart, err = chartRefOf(s.Chart); err != nil {
+		return nil, err
+	}
+	if d.Values, d.ValuesDigest, err = valuesOf(s); err != nil {
+		return nil, err
+	}
+	if s.Interval != nil {
+		if s.Interval.Duration <= 0 {
+			return nil, invalid("interval", "must be positive, like 10m")
+		}
+		d.Interval = s.Interval.Duration
+	}
+	if s.Timeout != nil {
+		if s.Timeout.Duration <= 0 {
+			return nil, invalid("timeout", "must be positive, like 5m")
+		}
+		d.Timeout = s.Timeout.Duration
+	}
+	if s.Install != nil {
+		d.Install = *s.Install
+	}
+	if s.Upgrade != nil {
+		d.Upgrade = *s.Upgrade
+		if s.Upgrade.HistoryMax != nil {
+			d.HistoryMax = int(*s.Upgrade.HistoryMax)
+		}
+	}
+	if s.Uninstall != nil {
+		d.Uninstall = *s.Uninstall
+	}
+	return d, nil
+}
+
+// unsupportedFields refuses the fields of the API this controller does not act on yet, rather
+// than ignoring them.
+func unsupportedFields(s v1alpha1.ReleaseSpec) error {
+	switch {
+	case s.Chart.SecretRef != nil:
+		return unsupported("chart.secretRef", "serve the chart from a Helm repository or an OCI registry (chart.repository)")
+	case s.Chart.ConfigMapRef != nil:
+		return unsupported("chart.configMapRef", "serve the chart from a Helm repository or an OCI registry (chart.repository)")
+	case len(s.ValuesFrom) > 0:
+		return unsupported("valuesFrom", "put the values in spec.values")
+	case len(s.DependsOn) > 0:
+		return unsupported("dependsOn", "remove it and create the Releases in order")
+	case s.Test != nil && s.Test.Enable:
+		return unsupported("test.enable", "remove it and run berth test RELEASE")
+	case s.Drift != nil && s.Drift.Mode != "" && s.Drift.Mode != v1alpha1.DriftDisabled:
+		return unsupported("drift.mode", "remove it or set it to disabled")
+	case s.Install != nil && (s.Install.Retries > 0 || s.Install.RetryBackoff != nil):
+		return unsupported("install.retries", "remove install.retries and install.retryBackoff; a failed install is tried again when the spec or the chart version changes")
+	case s.Upgrade != nil && (s.Upgrade.Retries > 0 || s.Upgrade.RetryBackoff != nil):
+		return unsupported("upgrade.retries", "remove upgrade.retries and upgrade.retryBackoff; a failed upgrade is tried again when the spec or the chart version changes")
+	}
+	return nil
+}
+
+// chartRefOf checks a chart source that names a Helm repository or an OCI reference.
+func chartRefOf(c v1alpha1.ChartSource) (chartRef, error) {
+	repo := strings.TrimSuffix(c.Repository, "/")
+	switch {
+	case repo == "":
+		return chartRef{}, invalid("chart.repository", "is required: give the URL of a Helm repository (https://...) or an OCI reference (oci://...)")
+	case strings.HasPrefix(repo, "oci://"):
+		ref := repo
+		if c.Name != "" {
+			ref += "/" + c.Name
+		}
+		if strings.ContainsAny(strings.TrimPrefix(ref, "oci://"), "@") {
+			return chartRef{}, invalid("chart.repository", "%q holds a digest: give it in chart.digest", c.Repository)
+		}
+		if c.Digest != "" {
+			ref += "@" + c.Digest
+		}
+		return chartRef{Ref: ref, Version: c.Version}, nil
+	case strings.HasPrefix(repo, "https://") || strings.HasPrefix(repo, "http://"):
+		if c.Name == "" {
+			return chartRef{}, invalid("chart.name", "is required with a Helm repository: give the chart's name in %s", c.Repository)
+		}
+		if c.Digest != "" {
+			return chartRef{}, invalid("chart.digest", "applies to OCI references only: remove it, or pin chart.version")
+		}
+		return chartRef{Ref: c.Name, RepoURL: repo, Version: c.Version}, nil
+	default:
+		return chartRef{}, invalid("chart.repository", "%q is neither a Helm repository URL (https://...) nor an OCI reference (oci://...)", c.Repository)
+	}
+}
+
+// valuesOf returns the spec's values and their digest.
+func valuesOf(s v1alpha1.ReleaseSpec) (map[string]any, string, error) {
+	vals := map[string]any{}
+	if s.Values != nil && len(s.Values.Raw) > 0 {
+		if err := json.Unmarshal(s.Values.Raw, &vals); err != nil || vals == nil {
+			return nil, "", invalid("values", "must be a map of values, as in a values file")
+		}
+	}
+	// encoding/json sorts map keys: equal values have equal digests.
+	canonical, err := json.Marshal(vals)
+	if err != nil {
+		return nil, "", invalid("values", "%v", err)
+	}
+	sum := sha256.Sum256(canonical)
+	return vals, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// wait are the wait options of an operation.
+func (d *desired) wait(op v1alpha1.OperationSpec) lifecycle.WaitOptions {
+	return lifecycle.WaitOptions{Wait: !op.DisableWait, WaitForJobs: op.WaitForJobs, Timeout: d.Timeout}
+}
+
+// action is what a reconcile does next.
+type action int
+
+const (
+	// actNone: the release is as the spec asks and the status says so.
+	actNone action = iota
+	// actStatus: the release is as the spec asks; only the status is behind.
+	actStatus
+	// actRelease: install or upgrade.
+	actRelease
+	// actWaitForChange: the last attempt at this very spec and chart failed; it is not tried
+	// again until something changes.
+	actWaitForChange
+)
+
+// recorded is what the release's Helm record says of its last revision.
+type recorded struct {
+	// Exists is false when the release has no record, or only records kept by an uninstall.
+	Exists   bool
+	Version  int
+	Deployed bool
+}
+
+// nextAction decides what to do from the Release, its last Helm record (nil when none), and
+// the chart version and values digest the spec resolves to now.
+func nextAction(rel *v1alpha1.Release, last *recorded, chartVersion, valuesDigest string) action {
+	st := rel.Status
+	inStatus := last != nil && last.Exists && last.Deployed && last.Version == st.Revision &&
+		st.ChartVersion == chartVersion && st.ValuesDigest == valuesDigest
+	if inStatus {
+		ready := isTrue(st.Conditions, ConditionReady)
+		if ready && st.ObservedGeneration == rel.Generation && len(st.Blockers) == 0 {
+			return actNone
+		}
+		return actStatus
+	}
+	if st.LastAttemptedGeneration == rel.Generation && st.LastAttemptedChartVersion == chartVersion &&
+		st.LastAttemptedValuesDigest == valuesDigest && !isTrue(st.Conditions, ConditionReady) {
+		return actWaitForChange
+	}
+	return actRelease
+}
+
+func isTrue(conds []metav1.Condition, t string) bool {
+	c := findCondition(conds, t)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}

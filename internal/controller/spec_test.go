@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+)
+
+func TestDesiredOf(t *testing.T) {
+	base := func(mod func(*v1alpha1.Release)) *v1alpha1.Release {
+		rel := &v1alpha1.Release{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a"},
+			Spec: v1alpha1.ReleaseSpec{
+				Chart:  v1alpha1.ChartSource{Repository: "https://charts.example.test", Name: "web", Version: "0.3.0"},
+				Values: &apiextensionsv1.JSON{Raw: []byte(`{"replicas":2}`)},
+			},
+		}
+		if mod != nil {
+			mod(rel)
+		}
+		return rel
+	}
+	tests := []struct {
+		name string
+		rel  *v1alpha1.Release
+		want func(*desired) any
+		// wantField is the field a SpecError names; wantReason its reason.
+		wantField, wantReason string
+		wantValue             any
+	}{
+		{name: "defaults", rel: base(nil),
+			want: func(d *desired) any {
+				return []any{d.ReleaseName, d.TargetNamespace, d.ServiceAccount, d.Chart, d.Interval, d.HistoryMax}
+			},
+			wantValue: []any{"web", "team-a", "default", chartRef{Ref: "web", RepoURL: "https://charts.example.test", Version: "0.3.0"}, defaultInterval, defaultHistoryMax}},
+		{name: "oci with name", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts", Name: "web", Version: "0.3.0"}
+		}), want: func(d *desired) any { return d.Chart },
+			wantValue: chartRef{Ref: "oci://registry.example.test/charts/web", Version: "0.3.0"}},
+		{name: "oci naming the chart, with a digest", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts/web", Digest: "sha256:abc"}
+		}), want: func(d *desired) any { return d.Chart },
+			wantValue: chartRef{Ref: "oci://registry.example.test/charts/web@sha256:abc"}},
+		{name: "no repository", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Repository = "" }),
+			wantField: "chart.repository", wantReason: ReasonInvalidSpec},
+		{name: "not a URL", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Repository = "stable" }),
+			wantField: "chart.repository", wantReason: ReasonInvalidSpec},
+		{name: "repository without name", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Name = "" }),
+			wantField: "chart.name", wantReason: ReasonInvalidSpec},
+		{name: "digest of a repository chart", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Digest = "sha256:abc" }),
+			wantField: "chart.digest", wantReason: ReasonInvalidSpec},
+		{name: "values not a map", rel: base(func(r *v1alpha1.Release) { r.Spec.Values.Raw = []byte(`[1]`) }),
+			wantField: "values", wantReason: ReasonInvalidSpec},
+		{name: "release moved", rel: base(func(r *v1alpha1.Release) {
+			r.Status.ReleaseName, r.Status.TargetNamespace = "web", "team-a"
+			r.Spec.TargetNamespace = "team-b"
+		}), wantField: "releaseName", wantReason: ReasonInvalidSpec},
+		{name: "valuesFrom", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Secret", Name: "x"}}
+		}), wantField: "valuesFrom", wantReason: ReasonUnsupported},
+		{name: "dependsOn", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "db"}}
+		}), wantField: "dependsOn", wantReason: ReasonUnsupported},
+		{name: "chart in a Secret", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{SecretRef: &v1alpha1.KeyReference{Name: "c", Key: "web.tgz"}}
+		}), wantField: "chart.secretRef", wantReason: ReasonUnsupported},
+		{name: "drift detection", rel: base(func(r *v1alpha1.Release) { r.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftDetect} }),
+			wantField: "drift.mode", wantReason: ReasonUnsupported},
+		{name: "drift disabled is fine", rel: base(func(r *v1alpha1.Release) { r.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftDisabled} }),
+			want: func(d *desired) any { return d.ReleaseName }, wantValue: "web"},
+		{name: "tests", rel: base(func(r *v1alpha1.Release) { r.Spec.Test = &v1alpha1.TestSpec{Enable: true} }),
+			wantField: "test.enable", wantReason: ReasonUnsupported},
+		{name: "retries", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Upgrade = &v1alpha1.UpgradeSpec{OperationSpec: v1alpha1.OperationSpec{Retries: 3}}
+		}), wantField: "upgrade.retries", wantReason: ReasonUnsupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := desiredOf(tt.rel)
+			if tt.wantField != "" {
+				var se *SpecError
+				if !errors.As(err, &se) || se.Field != tt.wantField || se.Reason != tt.wantReason {
+					t.Fatalf("got %v, want a %s error naming spec.%s", err, tt.wantReason, tt.wantField)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantValue, tt.want(d)); diff != "" {
+				t.Error(diff)
+			}
+		})
+	}
+}
+
+func TestValuesDigestIgnoresKeyOrder(t *testing.T) {
+	digest := func(raw string) string {
+		_, d, err := valuesOf(v1alpha1.ReleaseSpec{Values: &apiextensionsv1.JSON{Raw: []byte(raw)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if a, b := digest(`{"a":1,"b":{"c":2,"d":3}}`), digest(`{"b":{"d":3,"c":2},"a":1}`); a != b {
+		t.Errorf("digests differ: %s, %s", a, b)
+	}
+	if a, b := digest(`{"a":1}`), digest(`{"a":2}`); a == b {
+		t.Errorf("different values have one digest %s", a)
+	}
+}
+
+func TestNextAction(t *testing.T) {
+	ready := []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue}}
+	failed := []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse}}
+	deployed := &recorded{Exists: true, Version: 2, Deployed: true}
+	status := v1alpha1.ReleaseStatus{ObservedGeneration: 3, Conditions: ready, Revision: 2, ChartVersion: "1.0.0", ValuesDigest: "v"}
+	tests := []struct {
+		name          string
+		status        func(*v1alpha1.ReleaseStatus)
+		last          *recorded
+		version, vals string
+		want          action
+	}{
+		{name: "nothing changed", last: deployed, version: "1.0.0", vals: "v", want: actNone},
+		{name: "no record", version: "1.0.0", vals: "v", want: actRelease},
+		{name: "uninstalled with history kept", last: &recorded{Version: 2}, version: "1.0.0", vals: "v", want: actRelease},
+		{name: "new chart version", last: deployed, version: "1.1.0", vals: "v", want: actRelease},
+		{name: "new values", last: deployed, version: "1.0.0", vals: "w", want: actRelease},
+		{name: "upgraded by someone else", last: &recorded{Exists: true, Version: 3, Deployed: true}, version: "1.0.0", vals: "v", want: actRelease},
+		{name: "a spec change that leaves chart and values", status: func(s *v1alpha1.ReleaseStatus) { s.ObservedGeneration = 2 },
+			last: deployed, version: "1.0.0", vals: "v", want: actStatus},
+		{name: "failed attempt at the same spec and chart", status: func(s *v1alpha1.ReleaseStatus) {
+			s.Conditions, s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = failed, 3, "1.1.0", "v"
+		}, last: &recorded{Exists: true, Version: 3}, version: "1.1.0", vals: "v", want: actWaitForChange},
+		{name: "failed attempt, then a new chart version", status: func(s *v1alpha1.ReleaseStatus) {
+			s.Conditions, s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = failed, 3, "1.1.0", "v"
+		}, last: &recorded{Exists: true, Version: 3}, version: "1.2.0", vals: "v", want: actRelease},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Status: *status.DeepCopy()}
+			if tt.status != nil {
+				tt.status(&rel.Status)
+			}
+			if got := nextAction(rel, tt.last, tt.version, tt.vals); got != tt.want {
+				t.Errorf("nextAction = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

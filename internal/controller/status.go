@@ -1,0 +1,193 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/lifecycle"
+)
+
+// Condition types. Ready, Reconciling and Stalled follow kstatus: Reconciling and Stalled are
+// present only while true.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+	ConditionReleased    = "Released"
+)
+
+// Condition reasons.
+const (
+	ReasonProgressing      = "Progressing"
+	ReasonInstallSucceeded = "InstallSucceeded"
+	ReasonUpgradeSucceeded = "UpgradeSucceeded"
+	ReasonInstallFailed    = "InstallFailed"
+	ReasonUpgradeFailed    = "UpgradeFailed"
+	ReasonUninstallFailed  = "UninstallFailed"
+	ReasonBlocked          = "Blocked"
+	ReasonHookFailed       = "HookFailed"
+	ReasonPermissionDenied = "PermissionDenied"
+	ReasonChartUnavailable = "ChartUnavailable"
+	ReasonLocked           = "Locked"
+	ReasonFailed           = "Failed"
+)
+
+// historyMax is how many operations the status keeps.
+const historyMax = 5
+
+// logTailLines is how many lines of a failed hook's logs a blocker keeps.
+const logTailLines = 20
+
+// setCondition sets a condition of rel for its current generation.
+func setCondition(rel *v1alpha1.Release, t string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&rel.Status.Conditions, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: rel.Generation,
+	})
+}
+
+// markReconciling says an operation is under way.
+func markReconciling(rel *v1alpha1.Release, msg string) {
+	setCondition(rel, ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, msg)
+	setCondition(rel, ConditionReady, metav1.ConditionUnknown, ReasonProgressing, msg)
+	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionStalled)
+}
+
+// markReady says the release is as the spec asks.
+func markReady(rel *v1alpha1.Release, reason, msg string) {
+	setCondition(rel, ConditionReady, metav1.ConditionTrue, reason, msg)
+	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionReconciling)
+	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionStalled)
+	rel.Status.Blockers = nil
+	rel.Status.CurrentStep = ""
+	rel.Status.ObservedGeneration = rel.Generation
+}
+
+// markFailed says the release is not as the spec asks, why, and whether the controller will go
+// on by itself (stalled: it will not until something changes).
+func markFailed(rel *v1alpha1.Release, reason string, err error, stalled bool) {
+	msg := firstLine(err.Error())
+	setCondition(rel, ConditionReady, metav1.ConditionFalse, reason, msg)
+	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionReconciling)
+	if stalled {
+		setCondition(rel, ConditionStalled, metav1.ConditionTrue, reason, msg)
+	} else {
+		meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionStalled)
+	}
+	rel.Status.Blockers = blockersOf(err, rel.Namespace)
+	rel.Status.CurrentStep = ""
+	rel.Status.ObservedGeneration = rel.Generation
+}
+
+// addHistory records an operation, newest first.
+func addHistory(rel *v1alpha1.Release, r v1alpha1.OperationRecord) {
+	h := append([]v1alpha1.OperationRecord{r}, rel.Status.History...)
+	if len(h) > historyMax {
+		h = h[:historyMax]
+	}
+	rel.Status.History = h
+}
+
+// operationRecord describes an operation that started at start and ended with err.
+func operationRecord(op string, start, end time.Time, revision int, chartVersion string, err error) v1alpha1.OperationRecord {
+	r := v1alpha1.OperationRecord{
+		Operation: op, Outcome: "Succeeded", Revision: revision, ChartVersion: chartVersion,
+		StartedAt: metav1.NewTime(start), Duration: metav1.Duration{Duration: end.Sub(start).Round(time.Millisecond)},
+	}
+	var blocked *engine.BlockedError
+	switch {
+	case errors.As(err, &blocked):
+		r.Outcome, r.Message = "Blocked", firstLine(err.Error())
+	case err != nil:
+		r.Outcome, r.Message = "Failed", firstLine(err.Error())
+	}
+	return r
+}
+
+// reasonOf is the condition reason of an operation's error.
+func reasonOf(err error, failed string) string {
+	var blocked *engine.BlockedError
+	var hook *lifecycle.HookError
+	var spec *SpecError
+	switch {
+	case errors.As(err, &spec):
+		return spec.Reason
+	case errors.As(err, &blocked):
+		return ReasonBlocked
+	case errors.As(err, &hook):
+		return ReasonHookFailed
+	case isForbidden(err):
+		return ReasonPermissionDenied
+	default:
+		return failed
+	}
+}
+
+// blockersOf names what stopped an operation, as the CLI names it: the blockers of a blocked
+// deletion, a failed hook with the end of its logs, or a missing permission of the Release's
+// ServiceAccount (in namespace ns).
+func blockersOf(err error, ns string) []v1alpha1.Blocker {
+	var out []v1alpha1.Blocker
+	var blocked *engine.BlockedError
+	if errors.As(err, &blocked) {
+		for _, b := range blocked.Blockers {
+			out = append(out, v1alpha1.Blocker{Kind: string(b.Kind), Object: b.Object.String(), Message: b.Message, Next: b.Next})
+		}
+		return out
+	}
+	var hook *lifecycle.HookError
+	if errors.As(err, &hook) {
+		return []v1alpha1.Blocker{{
+			Kind: "hook", Object: hook.Hook.String(),
+			Message: fmt.Sprintf("%s hook %s", hook.Event, firstLine(hook.Outcome)),
+			Next:    "fix the hook or what it depends on, then change the Release (or set install/upgrade.disableHooks, uninstall.disableHooks)",
+			LogTail: logTail(hook.Logs),
+		}}
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && apierrors.IsForbidden(err) {
+		b := v1alpha1.Blocker{
+			Kind:    "permission",
+			Message: status.Status().Message,
+			Next:    fmt.Sprintf("grant the Release's ServiceAccount in namespace %s this permission (a Role or ClusterRole bound to it), or name another account in spec.serviceAccountName", ns),
+		}
+		if d := status.Status().Details; d != nil {
+			b.Object = strings.Trim(d.Kind+"/"+d.Name, "/")
+		}
+		return []v1alpha1.Blocker{b}
+	}
+	return nil
+}
+
+func isForbidden(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && apierrors.IsForbidden(err)
+}
+
+// logTail returns the last lines of a hook's logs, each container's under its name.
+func logTail(logs map[string]string) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(logs)) {
+		text := logs[name]
+		lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+		if len(lines) > logTailLines {
+			lines = lines[len(lines)-logTailLines:]
+		}
+		fmt.Fprintf(&b, "%s:\n%s\n", name, strings.Join(lines, "\n"))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
