@@ -403,3 +403,43 @@ func TestReleaseBlockedUninstallNamesTheFinalizer(t *testing.T) {
 	})
 	berthtest.AssertNoRecords(t, env)
 }
+
+func TestReleaseInterruptedInstallIsResumed(t *testing.T) {
+	env := testenv.New(t)
+	installCRD(t, env)
+	stop := runController(t, env)
+	c := startClient(t, env)
+	deployer(t, env, "deployer")
+	chart := berthtest.PackageChart(t, "web", "0.3.0", map[string]string{
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {replicas: \"{{ .Values.replicas }}\"}\n",
+		"templates/migrate.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: web-migrate
+  annotations: {helm.sh/hook: pre-install}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {devcluster.berth.dev/run: 3s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: example.invalid/migrate}]
+`,
+	})
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+		t.Fatal(err)
+	}
+	// Stop the controller while the pre-install hook runs, then start another.
+	waitFor(t, c, env.Namespace, "web", "runs its pre-install hook", func(rel *v1alpha1.Release) bool {
+		return strings.Contains(rel.Status.CurrentStep, "pre-install")
+	})
+	stop()
+	runController(t, env)
+	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
+	if record := berthtest.LastRecord(t, env, "web"); record.Version != 1 || record.Info.Status != release.StatusDeployed {
+		t.Errorf("record: revision %d %s, want 1 deployed", record.Version, record.Info.Status)
+	}
+	assertReplicas(t, env, "2")
+	deleteRelease(t, c, got)
+}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,21 +70,13 @@ func installCRD(t *testing.T, env *testenv.Env) {
 func startController(t *testing.T, env *testenv.Env) client.Client {
 	t.Helper()
 	installCRD(t, env)
-	mgr, err := controller.NewManager(env.Config, controller.Options{
-		Namespace: env.Namespace, MetricsBindAddress: "0", CacheDir: t.TempDir(), Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("controller: %v", err)
-		}
-	})
+	runController(t, env)
+	return startClient(t, env)
+}
+
+// startClient returns a client of the controller's scheme.
+func startClient(t *testing.T, env *testenv.Env) client.Client {
+	t.Helper()
 	scheme, err := controller.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +86,33 @@ func startController(t *testing.T, env *testenv.Env) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// runController runs a controller for the test's namespace until stop is called or the test
+// ends.
+func runController(t *testing.T, env *testenv.Env) (stop func()) {
+	t.Helper()
+	mgr, err := controller.NewManager(env.Config, controller.Options{
+		Namespace: env.Namespace, MetricsBindAddress: "0", CacheDir: t.TempDir(),
+		Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("controller: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // serveCharts serves a Helm chart repository of the packaged charts (.tgz) given.

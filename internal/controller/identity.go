@@ -41,6 +41,8 @@ func lastRecord(ctx context.Context, clients *kube.Clients, name string) (*recor
 		Exists:   last.Info.Status != release.StatusUninstalled,
 		Version:  last.Version,
 		Deployed: last.Info.Status == release.StatusDeployed,
+
+		PendingInstall: last.Info.Status == release.StatusPendingInstall,
 	}, nil
 }
 

@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	op := "upgrade"
-	if last == nil || !last.Exists {
+	if last == nil || !last.Exists || last.PendingInstall {
 		op = "install"
 	}
 	markReconciling(&rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
@@ -115,6 +115,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	revision := 0
 	if out != nil {
 		revision = out.Version
+	}
+	if ctx.Err() != nil {
+		// The controller is stopping: the operation stopped at a step its journal records, and
+		// the next reconcile resumes it.
+		return ctrl.Result{}, ctx.Err()
 	}
 	addHistory(&rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if err != nil {
@@ -165,7 +170,15 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 		CreateNamespace: install.CreateNamespace,
 	}
 	last, err := deps.Store.Last(ctx, d.ReleaseName)
-	if errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled {
+	switch {
+	case err == nil && last.Info.Status == release.StatusPendingInstall:
+		// An interrupted install: installing again finishes it as its first revision.
+		return lifecycle.Install(ctx, deps, lifecycle.InstallOptions{
+			Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values, Capabilities: caps,
+			WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks, RollbackOnFailure: install.RollbackOnFailure,
+			CreateNamespace: install.CreateNamespace,
+		})
+	case errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled:
 		// What the lifecycle installs, it installs with the install options.
 		opts.WaitOptions, opts.NoHooks, opts.RollbackOnFailure = d.wait(install.OperationSpec), install.DisableHooks, install.RollbackOnFailure
 	}

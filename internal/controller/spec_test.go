@@ -138,6 +138,10 @@ func TestNextAction(t *testing.T) {
 		{name: "failed attempt at the same spec and chart", status: func(s *v1alpha1.ReleaseStatus) {
 			s.Conditions, s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = failed, 3, "1.1.0", "v"
 		}, last: &recorded{Exists: true, Version: 3}, version: "1.1.0", vals: "v", want: actWaitForChange},
+		{name: "interrupted attempt at the same spec and chart", status: func(s *v1alpha1.ReleaseStatus) {
+			s.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionUnknown}, {Type: ConditionReconciling, Status: metav1.ConditionTrue}}
+			s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = 3, "1.1.0", "v"
+		}, last: &recorded{Exists: true, Version: 3}, version: "1.1.0", vals: "v", want: actRelease},
 		{name: "failed attempt, then a new chart version", status: func(s *v1alpha1.ReleaseStatus) {
 			s.Conditions, s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = failed, 3, "1.1.0", "v"
 		}, last: &recorded{Exists: true, Version: 3}, version: "1.2.0", vals: "v", want: actRelease},
