@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		reason := reasonOf(err, failed)
 		markFailed(&rel, reason, err, true)
 		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, firstLine(err.Error()))
-		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", err)
+		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 	reason := ReasonInstallSucceeded
@@ -250,7 +250,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	if err != nil {
 		reason := reasonOf(err, ReasonUninstallFailed)
 		markFailed(rel, reason, err, false)
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, "uninstall", "%s", err)
+		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, "uninstall", "%s", eventNote(err))
 		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
 	}
 	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, "UninstallSucceeded", "uninstall", "release %s uninstalled from namespace %s", d.ReleaseName, d.TargetNamespace)

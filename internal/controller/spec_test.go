@@ -2,7 +2,9 @@ package controller
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -156,5 +158,18 @@ func TestNextAction(t *testing.T) {
 				t.Errorf("nextAction = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestEventNoteFitsAnEvent(t *testing.T) {
+	for _, n := range []int{10, maxEventNote, maxEventNote + 1, 5000} {
+		msg := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
+		got := eventNote(errors.New(msg))
+		if len(got) > maxEventNote || !utf8.ValidString(got) {
+			t.Errorf("note of a %d-byte error: %d bytes, valid UTF-8 %v", len(msg), len(got), utf8.ValidString(got))
+		}
+		if len(msg) <= maxEventNote && got != msg {
+			t.Errorf("a %d-byte error was cut", len(msg))
+		}
 	}
 }
