@@ -3,7 +3,6 @@ package controller_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -175,8 +174,8 @@ spec:
 	})
 }
 
-// deployer creates the ServiceAccount name with every right in the test's namespace and the
-// right to read that namespace.
+// deployer creates the ServiceAccount name with every right in the test's namespace, and none
+// beyond it.
 func deployer(t *testing.T, env *testenv.Env, name string) {
 	t.Helper()
 	ctx := t.Context()
@@ -199,21 +198,6 @@ func deployer(t *testing.T, env *testenv.Env, name string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 		Subjects:   subject,
 	}, metav1.CreateOptions{}))
-	cluster := fmt.Sprintf("%s-%s", ns, name)
-	must(rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: cluster},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{ns}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{}))
-	must(rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: cluster},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cluster},
-		Subjects:   subject,
-	}, metav1.CreateOptions{}))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = rbac.ClusterRoleBindings().Delete(ctx, cluster, metav1.DeleteOptions{})
-		_ = rbac.ClusterRoles().Delete(ctx, cluster, metav1.DeleteOptions{})
-	})
 }
 
 // waitFor waits until the Release name satisfies cond, and returns it.

@@ -157,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // release installs or upgrades the release: an upgrade with --install, so that a release
 // that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
 func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event)) (*release.Release, error) {
-	deps := lifecycle.NewDeps(clients, r.Holder, events)
+	deps := r.depsFor(d, clients, events)
 	caps, err := lifecycle.Capabilities(ctx, clients)
 	if err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			return ctrl.Result{}, false, err
 		}
 		orig = rel.DeepCopy()
-		_, err = lifecycle.Uninstall(ctx, lifecycle.NewDeps(clients, r.Holder, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
+		_, err = lifecycle.Uninstall(ctx, r.depsFor(d, clients, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
 			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
