@@ -246,6 +246,9 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			KeepHistory: u.KeepHistory, NoHooks: u.DisableHooks,
 		})
 	}
+	if ctx.Err() != nil {
+		return ctrl.Result{}, false, ctx.Err() // stopping: the next reconcile resumes the uninstall
+	}
 	addHistory(rel, operationRecord("uninstall", start, time.Now(), 0, rel.Status.ChartVersion, err))
 	if err != nil {
 		reason := reasonOf(err, ReasonUninstallFailed)
