@@ -22,11 +22,9 @@ import (
 	"github.com/berthdev/berth/test/berthtest"
 )
 
-// smallestRelease is the smallest Release, as a user writes it.
-func smallestRelease(t *testing.T, ns, repoURL, serviceAccount string) *v1alpha1.Release {
-	t.Helper()
-	var rel v1alpha1.Release
-	err := yaml.Unmarshal(fmt.Appendf(nil, `
+// smallestReleaseYAML is the smallest Release, as a user writes it.
+func smallestReleaseYAML(ns, repoURL, serviceAccount string) string {
+	return fmt.Sprintf(`
 apiVersion: berth.dev/v1alpha1
 kind: Release
 metadata: {name: web, namespace: %s}
@@ -37,8 +35,14 @@ spec:
     name: web
     version: "0.3.0"
   values: {replicas: 2}
-`, ns, serviceAccount, repoURL), &rel)
-	if err != nil {
+`, ns, serviceAccount, repoURL)
+}
+
+// smallestRelease is the smallest Release, to create with a client.
+func smallestRelease(t *testing.T, ns, repoURL, serviceAccount string) *v1alpha1.Release {
+	t.Helper()
+	var rel v1alpha1.Release
+	if err := yaml.Unmarshal([]byte(smallestReleaseYAML(ns, repoURL, serviceAccount)), &rel); err != nil {
 		t.Fatal(err)
 	}
 	return &rel
@@ -48,11 +52,9 @@ func TestReleaseInstallUpgradeSteadyStateUninstall(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")
 	steps := watchSteps(t, env)
-	if err := c.Create(t.Context(), rel); err != nil {
-		t.Fatal(err)
-	}
+	// Exactly as written: applied from YAML, not through the Go types.
+	env.Apply(t, smallestReleaseYAML(env.Namespace, serveCharts(t, webChart(t)), "deployer"))
 
 	// Installed: Ready, recorded in Helm's format in the target namespace, objects there.
 	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
