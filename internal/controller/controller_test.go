@@ -445,3 +445,32 @@ spec:
 	assertReplicas(t, env, "2")
 	deleteRelease(t, c, got)
 }
+
+func TestReleaseSchemaRefusesWhatCannotWork(t *testing.T) {
+	env := testenv.New(t)
+	installCRD(t, env)
+	c := startClient(t, env)
+	tests := []struct {
+		name string
+		mod  func(*v1alpha1.Release)
+		// want is in the error when the message is the CRD's own.
+		want string
+	}{
+		{"two chart sources", func(r *v1alpha1.Release) {
+			r.Spec.Chart.SecretRef = &v1alpha1.KeyReference{Name: "charts", Key: "web.tgz"}
+		}, "set exactly one of repository, secretRef and configMapRef"},
+		{"no chart source", func(r *v1alpha1.Release) { r.Spec.Chart.Repository = "" }, "set exactly one of repository, secretRef and configMapRef"},
+		{"values not a map", func(r *v1alpha1.Release) { r.Spec.Values.Raw = []byte(`[1, 2]`) }, ""},
+		{"a release name Helm refuses", func(r *v1alpha1.Release) { r.Spec.ReleaseName = "Web_1" }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := smallestRelease(t, env.Namespace, "https://charts.example.test", "deployer")
+			tt.mod(rel)
+			err := c.Create(t.Context(), rel)
+			if !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), tt.want) {
+				t.Errorf("create: %v, want it refused as invalid (%q)", err, tt.want)
+			}
+		})
+	}
+}
