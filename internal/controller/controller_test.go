@@ -22,11 +22,9 @@ import (
 	"github.com/berthdev/berth/test/berthtest"
 )
 
-// smallestRelease is the smallest Release, as a user writes it.
-func smallestRelease(t *testing.T, ns, repoURL, serviceAccount string) *v1alpha1.Release {
-	t.Helper()
-	var rel v1alpha1.Release
-	err := yaml.Unmarshal(fmt.Appendf(nil, `
+// smallestReleaseYAML is the smallest Release, as a user writes it.
+func smallestReleaseYAML(ns, repoURL, serviceAccount string) string {
+	return fmt.Sprintf(`
 apiVersion: berth.dev/v1alpha1
 kind: Release
 metadata: {name: web, namespace: %s}
@@ -37,8 +35,14 @@ spec:
     name: web
     version: "0.3.0"
   values: {replicas: 2}
-`, ns, serviceAccount, repoURL), &rel)
-	if err != nil {
+`, ns, serviceAccount, repoURL)
+}
+
+// smallestRelease is the smallest Release, to create with a client.
+func smallestRelease(t *testing.T, ns, repoURL, serviceAccount string) *v1alpha1.Release {
+	t.Helper()
+	var rel v1alpha1.Release
+	if err := yaml.Unmarshal([]byte(smallestReleaseYAML(ns, repoURL, serviceAccount)), &rel); err != nil {
 		t.Fatal(err)
 	}
 	return &rel
@@ -48,11 +52,9 @@ func TestReleaseInstallUpgradeSteadyStateUninstall(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")
 	steps := watchSteps(t, env)
-	if err := c.Create(t.Context(), rel); err != nil {
-		t.Fatal(err)
-	}
+	// Exactly as written: applied from YAML, not through the Go types.
+	env.Apply(t, smallestReleaseYAML(env.Namespace, serveCharts(t, webChart(t)), "deployer"))
 
 	// Installed: Ready, recorded in Helm's format in the target namespace, objects there.
 	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
@@ -402,4 +404,73 @@ func TestReleaseBlockedUninstallNamesTheFinalizer(t *testing.T) {
 		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(got), &v1alpha1.Release{}))
 	})
 	berthtest.AssertNoRecords(t, env)
+}
+
+func TestReleaseInterruptedInstallIsResumed(t *testing.T) {
+	env := testenv.New(t)
+	installCRD(t, env)
+	stop := runController(t, env)
+	c := startClient(t, env)
+	deployer(t, env, "deployer")
+	chart := berthtest.PackageChart(t, "web", "0.3.0", map[string]string{
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {replicas: \"{{ .Values.replicas }}\"}\n",
+		"templates/migrate.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: web-migrate
+  annotations: {helm.sh/hook: pre-install}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {devcluster.berth.dev/run: 3s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: example.invalid/migrate}]
+`,
+	})
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+		t.Fatal(err)
+	}
+	// Stop the controller while the pre-install hook runs, then start another.
+	waitFor(t, c, env.Namespace, "web", "runs its pre-install hook", func(rel *v1alpha1.Release) bool {
+		return strings.Contains(rel.Status.CurrentStep, "pre-install")
+	})
+	stop()
+	runController(t, env)
+	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
+	if record := berthtest.LastRecord(t, env, "web"); record.Version != 1 || record.Info.Status != release.StatusDeployed {
+		t.Errorf("record: revision %d %s, want 1 deployed", record.Version, record.Info.Status)
+	}
+	assertReplicas(t, env, "2")
+	deleteRelease(t, c, got)
+}
+
+func TestReleaseSchemaRefusesWhatCannotWork(t *testing.T) {
+	env := testenv.New(t)
+	installCRD(t, env)
+	c := startClient(t, env)
+	tests := []struct {
+		name string
+		mod  func(*v1alpha1.Release)
+		// want is in the error when the message is the CRD's own.
+		want string
+	}{
+		{"two chart sources", func(r *v1alpha1.Release) {
+			r.Spec.Chart.SecretRef = &v1alpha1.KeyReference{Name: "charts", Key: "web.tgz"}
+		}, "set exactly one of repository, secretRef and configMapRef"},
+		{"no chart source", func(r *v1alpha1.Release) { r.Spec.Chart.Repository = "" }, "set exactly one of repository, secretRef and configMapRef"},
+		{"values not a map", func(r *v1alpha1.Release) { r.Spec.Values.Raw = []byte(`[1, 2]`) }, ""},
+		{"a release name Helm refuses", func(r *v1alpha1.Release) { r.Spec.ReleaseName = "Web_1" }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := smallestRelease(t, env.Namespace, "https://charts.example.test", "deployer")
+			tt.mod(rel)
+			err := c.Create(t.Context(), rel)
+			if !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), tt.want) {
+				t.Errorf("create: %v, want it refused as invalid (%q)", err, tt.want)
+			}
+		})
+	}
 }

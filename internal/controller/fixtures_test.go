@@ -3,12 +3,12 @@ package controller_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,21 +69,13 @@ func installCRD(t *testing.T, env *testenv.Env) {
 func startController(t *testing.T, env *testenv.Env) client.Client {
 	t.Helper()
 	installCRD(t, env)
-	mgr, err := controller.NewManager(env.Config, controller.Options{
-		Namespace: env.Namespace, MetricsBindAddress: "0", CacheDir: t.TempDir(), Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("controller: %v", err)
-		}
-	})
+	runController(t, env)
+	return startClient(t, env)
+}
+
+// startClient returns a client of the controller's scheme.
+func startClient(t *testing.T, env *testenv.Env) client.Client {
+	t.Helper()
 	scheme, err := controller.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +85,33 @@ func startController(t *testing.T, env *testenv.Env) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// runController runs a controller for the test's namespace until stop is called or the test
+// ends.
+func runController(t *testing.T, env *testenv.Env) (stop func()) {
+	t.Helper()
+	mgr, err := controller.NewManager(env.Config, controller.Options{
+		Namespace: env.Namespace, MetricsBindAddress: "0", CacheDir: t.TempDir(),
+		Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("controller: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // serveCharts serves a Helm chart repository of the packaged charts (.tgz) given.
@@ -155,8 +174,8 @@ spec:
 	})
 }
 
-// deployer creates the ServiceAccount name with every right in the test's namespace and the
-// right to read that namespace.
+// deployer creates the ServiceAccount name with every right in the test's namespace, and none
+// beyond it.
 func deployer(t *testing.T, env *testenv.Env, name string) {
 	t.Helper()
 	ctx := t.Context()
@@ -179,21 +198,6 @@ func deployer(t *testing.T, env *testenv.Env, name string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 		Subjects:   subject,
 	}, metav1.CreateOptions{}))
-	cluster := fmt.Sprintf("%s-%s", ns, name)
-	must(rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: cluster},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{ns}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{}))
-	must(rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: cluster},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cluster},
-		Subjects:   subject,
-	}, metav1.CreateOptions{}))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = rbac.ClusterRoleBindings().Delete(ctx, cluster, metav1.DeleteOptions{})
-		_ = rbac.ClusterRoles().Delete(ctx, cluster, metav1.DeleteOptions{})
-	})
 }
 
 // waitFor waits until the Release name satisfies cond, and returns it.

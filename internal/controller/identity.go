@@ -7,7 +7,9 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 )
 
@@ -41,6 +43,8 @@ func lastRecord(ctx context.Context, clients *kube.Clients, name string) (*recor
 		Exists:   last.Info.Status != release.StatusUninstalled,
 		Version:  last.Version,
 		Deployed: last.Info.Status == release.StatusDeployed,
+
+		PendingInstall: last.Info.Status == release.StatusPendingInstall,
 	}, nil
 }
 
@@ -50,4 +54,26 @@ func reasonFor(last *recorded) string {
 		return ReasonInstallSucceeded
 	}
 	return ReasonUpgradeSucceeded
+}
+
+// ownNamespace knows that the Release's own namespace exists (the Release is in it), so that an
+// account whose rights end at its namespace can release into it; other namespaces are looked up
+// with the account's rights.
+type ownNamespace struct {
+	lifecycle.Namespaces
+	name string
+}
+
+func (n ownNamespace) Exists(ctx context.Context, name string) (bool, error) {
+	if name == n.name {
+		return true, nil
+	}
+	return n.Namespaces.Exists(ctx, name)
+}
+
+// depsFor returns the collaborators of an operation on d's release, made with clients.
+func (r *Reconciler) depsFor(d *desired, clients *kube.Clients, events func(engine.Event)) lifecycle.Deps {
+	deps := lifecycle.NewDeps(clients, r.Holder, events)
+	deps.Namespaces = ownNamespace{Namespaces: deps.Namespaces, name: d.Namespace}
+	return deps
 }

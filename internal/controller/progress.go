@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -13,17 +14,22 @@ import (
 	"github.com/berthdev/berth/internal/engine"
 )
 
-// stepReporter returns an engine event handler that writes the step each operation step starts
-// to rel's status.currentStep. Steps run concurrently: one write at a time.
+// stepReporter returns an engine event handler that writes each step and hook an operation
+// starts to rel's status.currentStep. Steps run concurrently: one write at a time.
 func (r *Reconciler) stepReporter(ctx context.Context, rel *v1alpha1.Release) func(engine.Event) {
 	var mu sync.Mutex
 	return func(e engine.Event) {
-		if e.Type != engine.StepStarted {
+		var step string
+		switch e.Type {
+		case engine.StepStarted:
+			step = e.Step
+			if e.Message != "" {
+				step += ": " + e.Message
+			}
+		case engine.HookStarted:
+			step = fmt.Sprintf("%s hook %s", e.Step, e.Object)
+		default:
 			return
-		}
-		step := e.Step
-		if e.Message != "" {
-			step += ": " + e.Message
 		}
 		patch, err := json.Marshal(map[string]any{"status": map[string]any{"currentStep": firstLine(step)}})
 		if err != nil {

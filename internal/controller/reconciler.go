@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	op := "upgrade"
-	if last == nil || !last.Exists {
+	if last == nil || !last.Exists || last.PendingInstall {
 		op = "install"
 	}
 	markReconciling(&rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
@@ -116,6 +116,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if out != nil {
 		revision = out.Version
 	}
+	if ctx.Err() != nil {
+		// The controller is stopping: the operation stopped at a step its journal records, and
+		// the next reconcile resumes it.
+		return ctrl.Result{}, ctx.Err()
+	}
 	addHistory(&rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if err != nil {
 		var held *release.HeldError
@@ -132,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		reason := reasonOf(err, failed)
 		markFailed(&rel, reason, err, true)
 		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, firstLine(err.Error()))
-		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", err)
+		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 	reason := ReasonInstallSucceeded
@@ -152,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // release installs or upgrades the release: an upgrade with --install, so that a release
 // that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
 func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event)) (*release.Release, error) {
-	deps := lifecycle.NewDeps(clients, r.Holder, events)
+	deps := r.depsFor(d, clients, events)
 	caps, err := lifecycle.Capabilities(ctx, clients)
 	if err != nil {
 		return nil, err
@@ -165,7 +170,15 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 		CreateNamespace: install.CreateNamespace,
 	}
 	last, err := deps.Store.Last(ctx, d.ReleaseName)
-	if errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled {
+	switch {
+	case err == nil && last.Info.Status == release.StatusPendingInstall:
+		// An interrupted install: installing again finishes it as its first revision.
+		return lifecycle.Install(ctx, deps, lifecycle.InstallOptions{
+			Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values, Capabilities: caps,
+			WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks, RollbackOnFailure: install.RollbackOnFailure,
+			CreateNamespace: install.CreateNamespace,
+		})
+	case errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled:
 		// What the lifecycle installs, it installs with the install options.
 		opts.WaitOptions, opts.NoHooks, opts.RollbackOnFailure = d.wait(install.OperationSpec), install.DisableHooks, install.RollbackOnFailure
 	}
@@ -226,18 +239,21 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			return ctrl.Result{}, false, err
 		}
 		orig = rel.DeepCopy()
-		_, err = lifecycle.Uninstall(ctx, lifecycle.NewDeps(clients, r.Holder, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
+		_, err = lifecycle.Uninstall(ctx, r.depsFor(d, clients, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
 			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
 			KeepHistory: u.KeepHistory, NoHooks: u.DisableHooks,
 		})
 	}
+	if ctx.Err() != nil {
+		return ctrl.Result{}, false, ctx.Err() // stopping: the next reconcile resumes the uninstall
+	}
 	addHistory(rel, operationRecord("uninstall", start, time.Now(), 0, rel.Status.ChartVersion, err))
 	if err != nil {
 		reason := reasonOf(err, ReasonUninstallFailed)
 		markFailed(rel, reason, err, false)
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, "uninstall", "%s", err)
+		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, "uninstall", "%s", eventNote(err))
 		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
 	}
 	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, "UninstallSucceeded", "uninstall", "release %s uninstalled from namespace %s", d.ReleaseName, d.TargetNamespace)

@@ -224,6 +224,8 @@ type recorded struct {
 	Exists   bool
 	Version  int
 	Deployed bool
+	// PendingInstall: an install was interrupted; installing again finishes it.
+	PendingInstall bool
 }
 
 // nextAction decides what to do from the Release, its last Helm record (nil when none), and
@@ -239,16 +241,23 @@ func nextAction(rel *v1alpha1.Release, last *recorded, chartVersion, valuesDiges
 		}
 		return actStatus
 	}
+	// An attempt that ended in failure is not repeated; one that was interrupted (the
+	// controller stopped while Reconciling) is resumed.
 	if st.LastAttemptedGeneration == rel.Generation && st.LastAttemptedChartVersion == chartVersion &&
-		st.LastAttemptedValuesDigest == valuesDigest && !isTrue(st.Conditions, ConditionReady) {
+		st.LastAttemptedValuesDigest == valuesDigest && hasStatus(st.Conditions, ConditionReady, metav1.ConditionFalse) &&
+		findCondition(st.Conditions, ConditionReconciling) == nil {
 		return actWaitForChange
 	}
 	return actRelease
 }
 
 func isTrue(conds []metav1.Condition, t string) bool {
+	return hasStatus(conds, t, metav1.ConditionTrue)
+}
+
+func hasStatus(conds []metav1.Condition, t string, status metav1.ConditionStatus) bool {
 	c := findCondition(conds, t)
-	return c != nil && c.Status == metav1.ConditionTrue
+	return c != nil && c.Status == status
 }
 
 func findCondition(conds []metav1.Condition, t string) *metav1.Condition {

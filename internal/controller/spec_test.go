@@ -2,7 +2,9 @@ package controller
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -138,6 +140,10 @@ func TestNextAction(t *testing.T) {
 		{name: "failed attempt at the same spec and chart", status: func(s *v1alpha1.ReleaseStatus) {
 			s.Conditions, s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = failed, 3, "1.1.0", "v"
 		}, last: &recorded{Exists: true, Version: 3}, version: "1.1.0", vals: "v", want: actWaitForChange},
+		{name: "interrupted attempt at the same spec and chart", status: func(s *v1alpha1.ReleaseStatus) {
+			s.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionUnknown}, {Type: ConditionReconciling, Status: metav1.ConditionTrue}}
+			s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = 3, "1.1.0", "v"
+		}, last: &recorded{Exists: true, Version: 3}, version: "1.1.0", vals: "v", want: actRelease},
 		{name: "failed attempt, then a new chart version", status: func(s *v1alpha1.ReleaseStatus) {
 			s.Conditions, s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = failed, 3, "1.1.0", "v"
 		}, last: &recorded{Exists: true, Version: 3}, version: "1.2.0", vals: "v", want: actRelease},
@@ -152,5 +158,18 @@ func TestNextAction(t *testing.T) {
 				t.Errorf("nextAction = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestEventNoteFitsAnEvent(t *testing.T) {
+	for _, n := range []int{10, maxEventNote, maxEventNote + 1, 5000} {
+		msg := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
+		got := eventNote(errors.New(msg))
+		if len(got) > maxEventNote || !utf8.ValidString(got) {
+			t.Errorf("note of a %d-byte error: %d bytes, valid UTF-8 %v", len(msg), len(got), utf8.ValidString(got))
+		}
+		if len(msg) <= maxEventNote && got != msg {
+			t.Errorf("a %d-byte error was cut", len(msg))
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -190,4 +191,21 @@ func logTail(logs map[string]string) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// maxEventNote is the longest note an Event may have (events.k8s.io/v1: under 1 kB).
+const maxEventNote = 1000
+
+// eventNote is err's message cut to fit an Event; the status keeps the details.
+func eventNote(err error) string {
+	msg := err.Error()
+	if len(msg) <= maxEventNote {
+		return msg
+	}
+	const more = "\n... (see the Release's status.blockers)"
+	cut := maxEventNote - len(more)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + more
 }

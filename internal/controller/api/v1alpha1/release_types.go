@@ -42,6 +42,7 @@ type ReleaseSpec struct {
 
 	// Values are the chart's values, as a values file gives them.
 	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
 	// +optional
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
@@ -108,6 +109,8 @@ type ReleaseSpec struct {
 // ChartSource says where a chart comes from: a Helm repository or an OCI registry (Repository,
 // Name, Version or Digest), or a packaged chart kept in a Secret or ConfigMap of the Release's
 // namespace. Exactly one of Repository, SecretRef and ConfigMapRef is set.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.repository), has(self.secretRef), has(self.configMapRef)].filter(x, x).size() == 1",message="set exactly one of repository, secretRef and configMapRef"
 type ChartSource struct {
 	// Repository is the URL of a Helm chart repository (https://charts.example.com), or an OCI
 	// reference (oci://registry.example.com/charts/web, or oci://registry.example.com/charts
