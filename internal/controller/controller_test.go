@@ -412,7 +412,7 @@ func TestReleaseInterruptedInstallIsResumed(t *testing.T) {
 	stop := runController(t, env)
 	c := startClient(t, env)
 	deployer(t, env, "deployer")
-	chart := berthtest.PackageChart(t, "web", "0.3.0", map[string]string{
+	chart := berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {replicas: \"{{ .Values.replicas }}\"}\n",
 		"templates/migrate.yaml": `apiVersion: batch/v1
 kind: Job
