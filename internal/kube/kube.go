@@ -79,7 +79,7 @@ func (f Flags) Load() (*Clients, error) {
 	cfg, err := loader.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
-			return nil, fmt.Errorf("%s: no configuration found: set --kubeconfig or KUBECONFIG", source)
+			return nil, fmt.Errorf("%s: no configuration found: give a kubeconfig file or set KUBECONFIG", source)
 		}
 		return nil, fmt.Errorf("%s: load: %w", source, err)
 	}

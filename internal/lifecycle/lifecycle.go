@@ -104,7 +104,7 @@ func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.Can
 	if t <= 0 {
 		t = 5 * time.Minute
 	}
-	return context.WithTimeoutCause(ctx, t, fmt.Errorf("timed out after %s (--timeout)", t))
+	return context.WithTimeoutCause(ctx, t, fmt.Errorf("timed out after %s, the operation's deadline", t))
 }
 
 // prepared are the objects of a manifest made ready to apply: normalized, owned by the release,

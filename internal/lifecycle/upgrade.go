@@ -70,7 +70,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 	last, err := d.Store.Last(ctx, o.Name)
 	if errors.Is(err, release.ErrNotFound) || (err == nil && last.Info.Status == release.StatusUninstalled) {
 		if !o.Install {
-			return nil, fmt.Errorf("release %q has no deployed revision in namespace %q: install it first, or pass --install", o.Name, o.Namespace)
+			return nil, fmt.Errorf("release %q has no deployed revision in namespace %q: install it first, or upgrade with install", o.Name, o.Namespace)
 		}
 		return Install(ctx, d, InstallOptions{
 			Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
