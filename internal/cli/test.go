@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -68,16 +67,10 @@ events and logs.`,
 	return cmd
 }
 
-var notName = regexp.MustCompile(`^!\s?name=`)
-
 func (f testFlags) options(name string) (lifecycle.TestOptions, error) {
 	o := lifecycle.TestOptions{Name: name, Timeout: f.timeout, Logs: f.logs}
 	for _, v := range f.filter {
-		if after, ok := strings.CutPrefix(v, "name="); ok {
-			o.Include = append(o.Include, after)
-		} else if notName.MatchString(v) {
-			o.Exclude = append(o.Exclude, notName.ReplaceAllLiteralString(v, ""))
-		} else {
+		if !o.AddFilter(v) {
 			return o, fmt.Errorf("invalid --filter %q: want name=NAME or !name=NAME", v)
 		}
 	}

@@ -39,7 +39,13 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, opts
 
 // Get returns the live object named by id, or nil when there is none.
 func (c *Client) Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error) {
-	ri, _, err := c.resourceFor(id, "")
+	return c.GetVersion(ctx, id, "")
+}
+
+// GetVersion returns the live object named by id as API version version of its group serves it
+// (empty: the preferred version), or nil when there is none.
+func (c *Client) GetVersion(ctx context.Context, id resource.Identity, version string) (*unstructured.Unstructured, error) {
+	ri, _, err := c.resourceFor(id, version)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}

@@ -88,11 +88,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 
-	switch nextAction(&rel, last, version, d.ValuesDigest) {
-	case actNone, actWaitForChange:
+	switch act := nextAction(&rel, last, version, d.ValuesDigest); act {
+	case actWaitForChange:
 		return ctrl.Result{RequeueAfter: d.Interval}, nil
-	case actStatus:
-		markReady(&rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
+	case actNone, actStatus:
+		if act == actStatus && !keepTestFailure(&rel, d) {
+			markReady(&rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
+		}
+		r.checkDrift(ctx, &rel, d, clients)
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 
@@ -151,6 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
 	markReady(&rel, reason, msg)
 	r.Recorder.Eventf(&rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
+	r.runTests(ctx, &rel, d, clients, r.stepReporter(ctx, &rel), start)
 	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 }
 

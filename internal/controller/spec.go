@@ -36,6 +36,8 @@ type desired struct {
 	Upgrade                   v1alpha1.UpgradeSpec
 	Uninstall                 v1alpha1.UninstallSpec
 	HistoryMax                int
+	Test                      testRules
+	Drift                     driftRules
 }
 
 // chartRef is a chart to fetch: Ref with Options as Helm's CLI takes them (CHART --repo URL
@@ -123,6 +125,12 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 	if s.Uninstall != nil {
 		d.Uninstall = *s.Uninstall
 	}
+	if d.Test, err = testOf(s.Test); err != nil {
+		return nil, err
+	}
+	if d.Drift, err = driftOf(s.Drift); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -138,10 +146,6 @@ func unsupportedFields(s v1alpha1.ReleaseSpec) error {
 		return unsupported("valuesFrom", "put the values in spec.values")
 	case len(s.DependsOn) > 0:
 		return unsupported("dependsOn", "remove it and create the Releases in order")
-	case s.Test != nil && s.Test.Enable:
-		return unsupported("test.enable", "remove it and run berth test RELEASE")
-	case s.Drift != nil && s.Drift.Mode != "" && s.Drift.Mode != v1alpha1.DriftDisabled:
-		return unsupported("drift.mode", "remove it or set it to disabled")
 	case s.Install != nil && (s.Install.Retries > 0 || s.Install.RetryBackoff != nil):
 		return unsupported("install.retries", "remove install.retries and install.retryBackoff; a failed install is tried again when the spec or the chart version changes")
 	case s.Upgrade != nil && (s.Upgrade.Retries > 0 || s.Upgrade.RetryBackoff != nil):

@@ -71,12 +71,36 @@ func TestDesiredOf(t *testing.T) {
 		{name: "chart in a Secret", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.Chart = v1alpha1.ChartSource{SecretRef: &v1alpha1.KeyReference{Name: "c", Key: "web.tgz"}}
 		}), wantField: "chart.secretRef", wantReason: ReasonUnsupported},
-		{name: "drift detection", rel: base(func(r *v1alpha1.Release) { r.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftDetect} }),
-			wantField: "drift.mode", wantReason: ReasonUnsupported},
+		{name: "drift off by default", rel: base(nil),
+			want: func(d *desired) any { return d.Drift }, wantValue: driftRules{Mode: v1alpha1.DriftDisabled}},
+		{name: "drift detection with ignore rules", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftDetect, Ignore: []v1alpha1.DriftIgnore{
+				{Paths: []string{"/spec/replicas"}, Kind: "Deployment"},
+				{Paths: []string{"/metadata/labels/app.kubernetes.io~1version", "/data/a~0b"}, Name: "web"},
+			}}
+		}), want: func(d *desired) any { return d.Drift },
+			wantValue: driftRules{Mode: v1alpha1.DriftDetect, Ignore: []ignoreRule{
+				{Kind: "Deployment", Paths: [][]string{{"spec", "replicas"}}},
+				{Name: "web", Paths: [][]string{{"metadata", "labels", "app.kubernetes.io/version"}, {"data", "a~b"}}},
+			}}},
 		{name: "drift disabled is fine", rel: base(func(r *v1alpha1.Release) { r.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftDisabled} }),
 			want: func(d *desired) any { return d.ReleaseName }, wantValue: "web"},
-		{name: "tests", rel: base(func(r *v1alpha1.Release) { r.Spec.Test = &v1alpha1.TestSpec{Enable: true} }),
-			wantField: "test.enable", wantReason: ReasonUnsupported},
+		{name: "ignore path not a pointer", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftDetect, Ignore: []v1alpha1.DriftIgnore{{Paths: []string{"spec.replicas"}}}}
+		}), wantField: "drift.ignore[0].paths[0]", wantReason: ReasonInvalidSpec},
+		{name: "ignore path with a bad escape", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftCorrect, Ignore: []v1alpha1.DriftIgnore{{Paths: []string{"/data/a~2"}}}}
+		}), wantField: "drift.ignore[0].paths[0]", wantReason: ReasonInvalidSpec},
+		{name: "ignore of the whole object", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftCorrect, Ignore: []v1alpha1.DriftIgnore{{Paths: []string{""}}}}
+		}), wantField: "drift.ignore[0].paths[0]", wantReason: ReasonInvalidSpec},
+		{name: "tests with filters", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Test = &v1alpha1.TestSpec{Enable: true, Filters: []string{"name=smoke", "!name=slow", "! name=flaky"}}
+		}), want: func(d *desired) any { return d.Test },
+			wantValue: testRules{Enable: true, Include: []string{"smoke"}, Exclude: []string{"slow", "flaky"}}},
+		{name: "test filter of another form", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Test = &v1alpha1.TestSpec{Enable: true, Filters: []string{"smoke"}}
+		}), wantField: "test.filters[0]", wantReason: ReasonInvalidSpec},
 		{name: "retries", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.Upgrade = &v1alpha1.UpgradeSpec{OperationSpec: v1alpha1.OperationSpec{Retries: 3}}
 		}), wantField: "upgrade.retries", wantReason: ReasonUnsupported},

@@ -213,7 +213,11 @@ func object(pv *lifecycle.Preview, step plan.Step, id resource.Identity, o Optio
 	return out, err
 }
 
-// clean returns the object without what the API server keeps for itself and nobody applies.
+// Clean returns a copy of the object without what the API server keeps for itself and nobody
+// applies (status, managed fields, resourceVersion, generation, UID, creation time): what two
+// versions of an object are compared on. Nil for nil.
+func Clean(obj *unstructured.Unstructured) map[string]any { return clean(obj) }
+
 func clean(obj *unstructured.Unstructured) map[string]any {
 	if obj == nil {
 		return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/berthdev/berth/internal/release"
@@ -21,6 +23,22 @@ type TestOptions struct {
 	Include, Exclude []string
 	// Logs keeps the logs of the tests' Pods, read before any test is deleted.
 	Logs bool
+}
+
+var notName = regexp.MustCompile(`^!\s?name=`)
+
+// AddFilter adds a filter in helm test's --filter form: "name=X" runs only X (with any other
+// name=), "!name=X" skips X. It reports false, changing nothing, for any other form.
+func (o *TestOptions) AddFilter(f string) bool {
+	if name, ok := strings.CutPrefix(f, "name="); ok {
+		o.Include = append(o.Include, name)
+		return true
+	}
+	if notName.MatchString(f) {
+		o.Exclude = append(o.Exclude, notName.ReplaceAllLiteralString(f, ""))
+		return true
+	}
+	return false
 }
 
 // TestResult is what a run of a release's tests did.
