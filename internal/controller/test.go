@@ -82,7 +82,7 @@ func markTestFailed(rel *v1alpha1.Release, err error) {
 	markFailed(rel, ReasonTestFailed, err, true)
 	for i := range rel.Status.Blockers {
 		if rel.Status.Blockers[i].Kind == "hook" {
-			rel.Status.Blockers[i].Next = "fix the test or what it tests; it runs again after the next install or upgrade (change the values or the chart version), or skip it with a test.filters entry !name=NAME"
+			rel.Status.Blockers[i].Next = "fix the test or what it tests: the tests run again after the next install or upgrade (a change of values or chart version), skipping those test.filters excludes (!name=NAME); or set test.enable to false, which stops running tests and clears this failure"
 		}
 	}
 }
