@@ -46,6 +46,24 @@ type Cluster interface {
 	Diagnoser
 }
 
+// StepRunner runs the steps of the lifecycle's own actions (record, hooks, adopt, validate): the
+// engine decides when, the runner how.
+type StepRunner interface {
+	RunStep(ctx context.Context, step plan.Step) error
+}
+
+// Journal records an execution's progress, so that an interrupted one resumes where it stopped.
+type Journal interface {
+	// Done reports whether the step with id completed in an earlier, interrupted execution: it
+	// is not run again.
+	Done(id string) bool
+	// Checkpoint is called before each step; an error (a signal asked to stop) ends the
+	// execution there.
+	Checkpoint() error
+	// Completed records that step i of p completed.
+	Completed(ctx context.Context, p *plan.Plan, i int) error
+}
+
 // Options change how a plan is executed.
 type Options struct {
 	// Objects are the desired objects the plan's apply steps name, by identity.
@@ -63,6 +81,11 @@ type Options struct {
 	Concurrency int
 	// Events is told of everything the engine does; it must not block for long.
 	Events func(Event)
+	// Steps runs the steps whose actions are the lifecycle's; nil fails them.
+	Steps StepRunner
+	// Journal records each completed step and skips those an earlier execution completed; nil
+	// records nothing.
+	Journal Journal
 }
 
 // DefaultOptions returns options with sensible defaults.
@@ -86,8 +109,9 @@ const (
 	Gone       Change = "already gone"
 )
 
-// Execute runs the plan's steps in order. It returns what it did up to the first failure, and
-// that failure wrapped in a *StepError.
+// Execute runs the plan's steps in order, skipping those the journal records as completed and
+// recording each one that completes. It returns what it did up to the first failure, and that
+// failure wrapped in a *StepError.
 func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Result, error) {
 	if opts.Concurrency < 1 {
 		opts.Concurrency = 1
@@ -96,27 +120,54 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 		opts.Events = func(Event) {}
 	}
 	x := &execution{c: c, opts: opts, res: &Result{Changes: map[resource.Identity]Change{}}}
-	for _, step := range p.Steps {
+	for i, step := range p.Steps {
+		if opts.Journal != nil {
+			if opts.Journal.Done(step.ID) {
+				continue
+			}
+			if err := opts.Journal.Checkpoint(); err != nil {
+				return x.res, err
+			}
+		}
 		start := time.Now()
 		opts.Events(Event{Type: StepStarted, Step: step.ID, Message: step.Reason})
 		err := x.run(ctx, step)
 		if err != nil {
 			opts.Events(Event{Type: StepFailed, Step: step.ID, Message: err.Error(), Duration: time.Since(start)})
-			return x.res, &StepError{Step: step.ID, Err: err}
+			if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+				err = &DeadlineError{Cause: cause, Err: err}
+			}
+			return x.res, &StepError{Step: step.ID, Action: step.Action, Err: err}
 		}
 		opts.Events(Event{Type: StepDone, Step: step.ID, Duration: time.Since(start)})
+		if opts.Journal != nil {
+			if err := opts.Journal.Completed(ctx, p, i); err != nil {
+				return x.res, err
+			}
+		}
 	}
 	return x.res, nil
 }
 
 // StepError says which step failed.
 type StepError struct {
-	Step string
-	Err  error
+	Step   string
+	Action plan.Action
+	Err    error
 }
 
 func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
 func (e *StepError) Unwrap() error { return e.Err }
+
+// DeadlineError says a step failed because the operation's deadline (or another end of its
+// context) came first; Cause is why the context ended.
+type DeadlineError struct {
+	Cause error
+	Err   error
+}
+
+func (e *DeadlineError) Error() string { return e.Err.Error() }
+func (e *DeadlineError) Unwrap() error { return e.Err }
 
 type execution struct {
 	c    Cluster
@@ -141,6 +192,11 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 			x.c.ResetMapper()
 		}
 		return err
+	case plan.Record, plan.RunHooks, plan.Adopt, plan.Validate:
+		if x.opts.Steps == nil {
+			return fmt.Errorf("no runner for %s steps", step.Action)
+		}
+		return x.opts.Steps.RunStep(ctx, step)
 	case plan.WaitAbsent:
 		targets := make(map[resource.Identity]types.UID, len(step.Objects))
 		for _, id := range step.Objects {

@@ -28,21 +28,28 @@ type RollbackOptions struct {
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
 // makes the cluster match it.
 func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release, error) {
-	if o.DryRun == NoDryRun && d.op == nil {
-		var rel *release.Release
-		if err := d.preflight(ctx, release.OpRollback, o.Name); err != nil {
-			return nil, err
-		}
-		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-			if _, err := d.recoverFirst(ctx, o.Name, release.OpRollback); err != nil {
-				return err
-			}
-			var err error
-			rel, err = Rollback(ctx, d, o)
-			return err
-		})
-		return rel, err
+	if o.DryRun != NoDryRun {
+		ctx, cancel := o.deadline(ctx)
+		defer cancel()
+		return d.rollback(ctx, o)
 	}
+	if err := d.preflight(ctx, release.OpRollback, o.Name); err != nil {
+		return nil, err
+	}
+	var rel *release.Release
+	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+		if _, err := d.recoverFirst(ctx, o.Name, release.OpRollback); err != nil {
+			return err
+		}
+		var err error
+		rel, err = d.rollback(ctx, o)
+		return err
+	})
+	return rel, err
+}
+
+// rollback is Rollback within its operation (or its dry run).
+func (d Deps) rollback(ctx context.Context, o RollbackOptions) (*release.Release, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
 		return nil, err
@@ -58,8 +65,6 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release,
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := o.deadline(ctx)
-	defer cancel()
 	deployed, _ := d.Store.Deployed(ctx, o.Name)
 
 	objs, err := resource.ParseManifest(target.Manifest)

@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/berthdev/berth/internal/lifecycle"
+)
+
+// explainOperationError adds to an operation's error what to do about it, in the flags a user of
+// the command knows; the lifecycle's errors say what happened, not which flag changes it.
+func explainOperationError(err error) error {
+	var hints []string
+	var ns *lifecycle.NamespaceNotFoundError
+	if errors.As(err, &ns) {
+		hints = append(hints, "create it, or pass --create-namespace")
+	}
+	var own *lifecycle.OwnershipError
+	if errors.As(err, &own) {
+		hints = append(hints, "remove the objects, or pass --take-ownership to adopt them")
+	}
+	var failed *lifecycle.FailedError
+	if errors.As(err, &failed) && !failed.Undo && failed.RecordErr == nil {
+		hints = append(hints, "berth status "+failed.Release+" shows the failed revision; --rollback-on-failure undoes a failed operation")
+	}
+	switch {
+	case len(hints) == 0:
+		return err
+	case len(hints) == 1 && !strings.Contains(err.Error(), "\n"):
+		return &hintedError{err: err, hint: hints[0]}
+	}
+	return fmt.Errorf("%w\n%s", err, strings.Join(hints, "\n"))
+}
+
