@@ -32,4 +32,3 @@ func explainOperationError(err error) error {
 	}
 	return fmt.Errorf("%w\n%s", err, strings.Join(hints, "\n"))
 }
-

@@ -194,7 +194,9 @@ type NamespaceNotFoundError struct {
 	Namespace string
 }
 
-func (e *NamespaceNotFoundError) Error() string { return fmt.Sprintf("namespace %q not found", e.Namespace) }
+func (e *NamespaceNotFoundError) Error() string {
+	return fmt.Sprintf("namespace %q not found", e.Namespace)
+}
 
 // ensureNamespace checks that the release namespace exists, creating it when create is set. It
 // reports whether it created it.

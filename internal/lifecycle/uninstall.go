@@ -1,7 +1,7 @@
 package lifecycle
 
 import (
-		"context"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
