@@ -59,7 +59,7 @@ func Run(ctx context.Context, streams Streams, args []string) error {
 		return nil
 	}
 	err = explainOperationError(err)
-	if cmd == nil || !cmd.SilenceErrors {
+	if cmd == nil || cmd == root || !cmd.SilenceErrors {
 		root.PrintErrln(root.ErrPrefix(), err.Error())
 	}
 	return err

@@ -20,10 +20,6 @@ func explainOperationError(err error) error {
 	if errors.As(err, &own) {
 		hints = append(hints, "remove the objects, or pass --take-ownership to adopt them")
 	}
-	var failed *lifecycle.FailedError
-	if errors.As(err, &failed) && !failed.Undo && failed.RecordErr == nil {
-		hints = append(hints, "berth status "+failed.Release+" shows the failed revision; --rollback-on-failure undoes a failed operation")
-	}
 	switch {
 	case len(hints) == 0:
 		return err

@@ -57,6 +57,12 @@ func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl
 		o.j.Started = r.Started
 	}
 	o.resume = nil
+	if len(o.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
+		// The plan records its revision first: the journal is written once that is done, so
+		// that a journal always has a record to go with (a revision recorded pending without a
+		// journal is finished from its record).
+		return pl, nil
+	}
 	return pl, o.write(ctx)
 }
 
