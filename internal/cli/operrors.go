@@ -20,6 +20,10 @@ func explainOperationError(err error) error {
 	if errors.As(err, &own) {
 		hints = append(hints, "remove the objects, or pass --take-ownership to adopt them")
 	}
+	var ue *lifecycle.UninstallError
+	if errors.As(err, &ue) && !ue.NothingDeleted {
+		hints = append(hints, fmt.Sprintf("once the cause is fixed, berth uninstall %s goes on from here", ue.Release))
+	}
 	switch {
 	case len(hints) == 0:
 		return err

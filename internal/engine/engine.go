@@ -93,9 +93,21 @@ func DefaultOptions() Options {
 	return Options{Concurrency: 16}
 }
 
-// Result is what an execution did to each object.
+// Result is what an execution did: to each object, and step by step.
 type Result struct {
 	Changes map[resource.Identity]Change
+	// Took is how long each object's apply or delete took.
+	Took map[resource.Identity]time.Duration
+	// Steps are the steps run, in order, with how long each took; steps an earlier execution
+	// completed are not among them.
+	Steps []StepRun
+}
+
+// StepRun is one step that ran to success.
+type StepRun struct {
+	ID       string        `json:"id"`
+	Action   plan.Action   `json:"action"`
+	Duration time.Duration `json:"duration"`
 }
 
 // Change is what happened to one object.
@@ -119,7 +131,7 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 	if opts.Events == nil {
 		opts.Events = func(Event) {}
 	}
-	x := &execution{c: c, opts: opts, res: &Result{Changes: map[resource.Identity]Change{}}}
+	x := &execution{c: c, opts: opts, res: &Result{Changes: map[resource.Identity]Change{}, Took: map[resource.Identity]time.Duration{}}}
 	for i, step := range p.Steps {
 		if opts.Journal != nil {
 			if opts.Journal.Done(step.ID) {
@@ -139,7 +151,9 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 			}
 			return x.res, &StepError{Step: step.ID, Action: step.Action, Err: err}
 		}
-		opts.Events(Event{Type: StepDone, Step: step.ID, Duration: time.Since(start)})
+		took := time.Since(start)
+		x.res.Steps = append(x.res.Steps, StepRun{ID: step.ID, Action: step.Action, Duration: took})
+		opts.Events(Event{Type: StepDone, Step: step.ID, Duration: took})
 		if opts.Journal != nil {
 			if err := opts.Journal.Completed(ctx, p, i); err != nil {
 				return x.res, err
@@ -270,10 +284,12 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 	if !ok {
 		return fmt.Errorf("%s: not among the desired objects", id)
 	}
+	start := time.Now()
 	live, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{})
 	if err != nil {
 		return err
 	}
+	took := time.Since(start)
 	change := Created
 	if before := x.opts.Before[id]; before != nil {
 		change = Configured
@@ -283,13 +299,16 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 	}
 	x.mu.Lock()
 	x.res.Changes[id] = change
+	x.res.Took[id] = took
 	x.mu.Unlock()
 	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
 	return nil
 }
 
 func (x *execution) delete(ctx context.Context, stepID string, id resource.Identity) error {
+	start := time.Now()
 	r, err := x.c.Delete(ctx, id, x.opts.UIDs[id], x.opts.Delete)
+	took := time.Since(start)
 	if err != nil {
 		// Say why with the request's own context: it may be what ran out.
 		b := x.c.Diagnose(context.WithoutCancel(ctx), id, "DELETE", err)
@@ -301,6 +320,7 @@ func (x *execution) delete(ctx context.Context, stepID string, id resource.Ident
 	}
 	x.mu.Lock()
 	x.res.Changes[id] = change
+	x.res.Took[id] = took
 	x.mu.Unlock()
 	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
 	return nil

@@ -55,17 +55,22 @@ const (
 
 // Install installs a chart as a new release, or as the next revision of a release whose history
 // was kept when it was uninstalled.
-func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, error) {
+func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
+	start := d.now()
+	d.runs = &runs{}
+	done := func(rel *release.Release, err error) (*Result, error) {
+		return &Result{Release: rel, Runs: d.runs.all(), Duration: d.now().Sub(start)}, err
+	}
 	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
 	// be seen to be rolled back.
 	o.Wait = o.Wait || o.RollbackOnFailure
 	if o.DryRun != NoDryRun {
 		ctx, cancel := o.deadline(ctx)
 		defer cancel()
-		return d.install(ctx, o)
+		return done(d.install(ctx, o))
 	}
 	if err := d.preflight(ctx, release.OpInstall, o.Name); err != nil {
-		return nil, err
+		return done(nil, err)
 	}
 	var rel *release.Release
 	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
@@ -82,7 +87,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 		rel, err = d.install(ctx, o)
 		return err
 	})
-	return rel, err
+	return done(rel, err)
 }
 
 // install is Install within its operation (or its dry run).
@@ -165,7 +170,7 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 
 	r := &runner{d: d, rel: rel, objects: p.byID, success: cmp.Or(o.Description, "Install complete")}
 	if pl, err = d.op.begin(ctx, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
-		_, err = d.execute(ctx, pl, r, d.engineOptions(p, before, nil, o.WaitOptions))
+		_, err = d.execute(ctx, release.OpInstall, pl, r, d.engineOptions(p, before, nil, o.WaitOptions))
 	}
 	if err != nil {
 		return rel, d.fail(ctx, r, pl, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, o.Timeout, func(ctx context.Context) error {

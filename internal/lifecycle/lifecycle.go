@@ -72,6 +72,8 @@ type Deps struct {
 
 	// op is the operation under way (set by operate).
 	op *operation
+	// runs collects the plans the operation executes (set by the exported operations).
+	runs *runs
 }
 
 // Namespaces manages namespaces.

@@ -357,12 +357,16 @@ type RecoverResult struct {
 	Action string `json:"action"`
 	// Release is the newest revision afterwards; nil when none is recorded.
 	Release *release.Release `json:"-"`
+	// Runs are the plans the recovery executed.
+	Runs []Run `json:"runs,omitempty"`
 }
 
 // Recover finishes (or, with Rollback, undoes) the operation on a release that was interrupted:
 // by its journal, or from the release's record alone when Helm left it pending.
 func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, error) {
 	out := &RecoverResult{Name: o.Name}
+	d.runs = &runs{}
+	defer func() { out.Runs = d.runs.all() }()
 	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
 		in, err := findInterrupted(ctx, d.Store, d.Journals, o.Name)
 		if err != nil {

@@ -27,14 +27,19 @@ type RollbackOptions struct {
 
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
 // makes the cluster match it.
-func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release, error) {
+func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
+	start := d.now()
+	d.runs = &runs{}
+	done := func(rel *release.Release, err error) (*Result, error) {
+		return &Result{Release: rel, Runs: d.runs.all(), Duration: d.now().Sub(start)}, err
+	}
 	if o.DryRun != NoDryRun {
 		ctx, cancel := o.deadline(ctx)
 		defer cancel()
-		return d.rollback(ctx, o)
+		return done(d.rollback(ctx, o))
 	}
 	if err := d.preflight(ctx, release.OpRollback, o.Name); err != nil {
-		return nil, err
+		return done(nil, err)
 	}
 	var rel *release.Release
 	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
@@ -45,7 +50,7 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release,
 		rel, err = d.rollback(ctx, o)
 		return err
 	})
-	return rel, err
+	return done(rel, err)
 }
 
 // rollback is Rollback within its operation (or its dry run).

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -309,13 +312,17 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Unwrap() error { return e.Err }
 
 // execute runs the operation's plan through the engine, journaled, with r running the
-// lifecycle's own steps.
-func (d Deps) execute(ctx context.Context, pl *plan.Plan, r *runner, opts engine.Options) (*engine.Result, error) {
+// lifecycle's own steps, and adds what it did to the operation's runs.
+func (d Deps) execute(ctx context.Context, op release.Operation, pl *plan.Plan, r *runner, opts engine.Options) (*engine.Result, error) {
 	opts.Steps = r
 	if d.op != nil {
 		opts.Journal = d.op
 	}
-	return engine.Execute(ctx, d.Cluster, pl, opts)
+	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
+	if res != nil {
+		d.runs.add(Run{Operation: op, Revision: r.rel.Version, Plan: pl, Changes: res.Changes, Took: res.Took, Steps: res.Steps})
+	}
+	return res, err
 }
 
 // revisionPlan builds the object steps from in and wraps them per pol, with rel's hooks of pre
@@ -341,4 +348,53 @@ func identities(objs []*unstructured.Unstructured) []resource.Identity {
 		out[i] = resource.IdentityOf(obj)
 	}
 	return out
+}
+
+// Result is what an install, upgrade or rollback did.
+type Result struct {
+	// Release is the newest revision afterwards: the one the operation recorded, or for a dry
+	// run the one it would record.
+	Release *release.Release `json:"-"`
+	// Runs are the plans the operation executed, in order: an interrupted operation it finished
+	// first, its own, and the undo of a failure (rollback on failure).
+	Runs []Run `json:"runs,omitempty"`
+	// Duration is how long the whole operation took.
+	Duration time.Duration `json:"duration"`
+}
+
+// Run is one plan an operation executed, and what it did.
+type Run struct {
+	Operation release.Operation `json:"operation"`
+	Revision  int               `json:"revision"`
+	Plan      *plan.Plan        `json:"plan"`
+	// Changes say what happened to each object applied or deleted, and Took how long it took.
+	Changes map[resource.Identity]engine.Change       `json:"changes,omitempty"`
+	Took    map[resource.Identity]time.Duration       `json:"took,omitempty"`
+	// Steps are the steps that ran to success, with their durations (a step that failed ends
+	// the list; steps an interrupted run completed are not in it).
+	Steps []engine.StepRun `json:"steps,omitempty"`
+}
+
+// runs collects the runs of one operation.
+type runs struct {
+	mu   sync.Mutex
+	list []Run
+}
+
+func (r *runs) add(run Run) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, run)
+}
+
+func (r *runs) all() []Run {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.list)
 }

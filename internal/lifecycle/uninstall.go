@@ -47,6 +47,9 @@ type UninstallResult struct {
 	// dependents) still in the cluster when the uninstall stopped.
 	Blockers []cluster.Blocker   `json:"blockers,omitempty"`
 	Left     []resource.Identity `json:"left,omitempty"`
+	// Runs are the plans the uninstall executed: an interrupted operation's it finished first,
+	// and its own.
+	Runs []Run `json:"runs,omitempty"`
 }
 
 // Uninstall deletes a release's objects in Helm's uninstall order, with UID preconditions, waits
@@ -63,6 +66,12 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		return nil, err
 	}
 	var res *UninstallResult
+	d.runs = &runs{}
+	defer func() {
+		if res != nil {
+			res.Runs = d.runs.all()
+		}
+	}()
 	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
 		in, err := d.recoverFirst(ctx, o.Name, release.OpUninstall)
 		if err != nil {
@@ -133,7 +142,7 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 	}
 	eo := d.engineOptions(nil, before, uids(before), o.WaitOptions)
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
-	res, err := d.execute(ctx, pl, &runner{d: d, rel: last, success: o.Description}, eo)
+	res, err := d.execute(ctx, release.OpUninstall, pl, &runner{d: d, rel: last, success: o.Description}, eo)
 	if res != nil {
 		for id, c := range res.Changes {
 			if c == engine.Deleted || c == engine.Gone {
@@ -180,7 +189,7 @@ func (e *UninstallError) Error() string {
 	if e.NothingDeleted {
 		s = fmt.Sprintf("uninstall %s: %v; nothing was deleted", e.Release, e.Err)
 	} else {
-		s = fmt.Sprintf("uninstall %s: %v\nthe release stays recorded as uninstalling; once the cause is fixed, uninstalling it again goes on from here", e.Release, e.Err)
+		s = fmt.Sprintf("uninstall %s: %v\nthe release stays recorded as uninstalling", e.Release, e.Err)
 	}
 	if e.RecordErr != nil {
 		s += "\n" + e.RecordErr.Error()

@@ -51,15 +51,20 @@ type UpgradeOptions struct {
 // Upgrade moves a release to a new revision of its chart and values: it applies the new
 // objects, deletes by exact identity the ones that left the chart (unless kept) and records the
 // new revision as deployed and the previous one as superseded.
-func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, error) {
+func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
+	start := d.now()
+	d.runs = &runs{}
+	done := func(rel *release.Release, err error) (*Result, error) {
+		return &Result{Release: rel, Runs: d.runs.all(), Duration: d.now().Sub(start)}, err
+	}
 	o.Wait = o.Wait || o.RollbackOnFailure // as Install
 	if o.DryRun != NoDryRun {
 		ctx, cancel := o.deadline(ctx)
 		defer cancel()
-		return d.upgrade(ctx, o)
+		return done(d.upgrade(ctx, o))
 	}
 	if err := d.preflight(ctx, release.OpUpgrade, o.Name); err != nil {
-		return nil, err
+		return done(nil, err)
 	}
 	var rel *release.Release
 	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
@@ -70,7 +75,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 		rel, err = d.upgrade(ctx, o)
 		return err
 	})
-	return rel, err
+	return done(rel, err)
 }
 
 // upgrade is Upgrade within its operation (or its dry run).
@@ -216,7 +221,7 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 		run.historyMax = r.historyMax
 	}
 	if pl, err = d.op.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
-		_, err = d.execute(ctx, pl, run, d.engineOptions(p, before, uids(before), r.wait))
+		_, err = d.execute(ctx, r.op, pl, run, d.engineOptions(p, before, uids(before), r.wait))
 	}
 	if err != nil {
 		return d.fail(ctx, run, pl, r.failure, err, r.rollbackOnFailure, r.wait.Timeout, r.undo)
