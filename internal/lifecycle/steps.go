@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,10 +60,16 @@ func revisionPlan(objects *plan.Plan, pol revisionPolicy) *plan.Plan {
 	}
 	p.Steps = append(p.Steps, objects.Steps...)
 	p.Steps = appendHooks(p.Steps, pol.post)
-	for _, v := range pol.superseded {
-		p.Steps = append(p.Steps, recordStep(release.StatusSuperseded, v, fmt.Sprintf("revision %d is replaced", v)))
+	deployed := recordStep(release.StatusDeployed, pol.revision, "the operation completed")
+	if len(pol.superseded) > 0 {
+		deployed.Supersedes = pol.superseded
+		var vs []string
+		for _, v := range pol.superseded {
+			vs = append(vs, strconv.Itoa(v))
+		}
+		deployed.Reason += fmt.Sprintf("; revision %s superseded first", strings.Join(vs, ", "))
 	}
-	p.Steps = append(p.Steps, recordStep(release.StatusDeployed, pol.revision, "the operation completed"))
+	p.Steps = append(p.Steps, deployed)
 	return p
 }
 
@@ -241,20 +248,20 @@ func (r *runner) record(ctx context.Context, step plan.Step) error {
 		}
 		r.created = true
 		return nil
-	case release.StatusSuperseded:
-		prev, err := d.Store.Get(ctx, rel.Name, step.Revision)
-		if errors.Is(err, release.ErrNotFound) {
-			return nil // pruned, or removed by hand: nothing to mark
-		}
-		if err == nil && prev.Info.Status == release.StatusDeployed {
-			prev.Info.Status = release.StatusSuperseded
-			err = d.Store.Update(ctx, prev)
-		}
-		if err != nil {
-			return &RecordError{Release: rel.Name, Revision: step.Revision, Status: s, Err: err}
-		}
-		return nil
 	case release.StatusDeployed:
+		for _, v := range step.Supersedes {
+			prev, err := d.Store.Get(ctx, rel.Name, v)
+			if errors.Is(err, release.ErrNotFound) {
+				continue // pruned, or removed by hand: nothing to mark
+			}
+			if err == nil && prev.Info.Status == release.StatusDeployed {
+				prev.Info.Status = release.StatusSuperseded
+				err = d.Store.Update(ctx, prev)
+			}
+			if err != nil {
+				return &RecordError{Release: rel.Name, Revision: v, Status: release.StatusSuperseded, Err: err}
+			}
+		}
 		rel.Info.Status = release.StatusDeployed
 		rel.Info.Description = r.success
 		if err := d.Store.Update(ctx, rel); err != nil {

@@ -58,6 +58,9 @@ type Step struct {
 	Status string `json:"status,omitempty"`
 	// Revision is the revision a Record step writes.
 	Revision int `json:"revision,omitempty"`
+	// Supersedes are the revisions a Record step that records a revision deployed marks
+	// superseded, in the same step: there is always a deployed revision to roll back to.
+	Supersedes []int `json:"supersedes,omitempty"`
 }
 
 // Plan is an operation's ordered steps.
