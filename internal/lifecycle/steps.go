@@ -375,8 +375,8 @@ type Run struct {
 	Revision  int               `json:"revision"`
 	Plan      *plan.Plan        `json:"plan"`
 	// Changes say what happened to each object applied or deleted, and Took how long it took.
-	Changes map[resource.Identity]engine.Change       `json:"changes,omitempty"`
-	Took    map[resource.Identity]time.Duration       `json:"took,omitempty"`
+	Changes map[resource.Identity]engine.Change `json:"changes,omitempty"`
+	Took    map[resource.Identity]time.Duration `json:"took,omitempty"`
 	// Steps are the steps that ran to success, with their durations (a step that failed ends
 	// the list; steps an interrupted run completed are not in it).
 	Steps []engine.StepRun `json:"steps,omitempty"`
