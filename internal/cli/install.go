@@ -149,6 +149,9 @@ func printResult(streams Streams, format output.Format, res *lifecycle.Result, e
 	if summary := summarize(res); summary != "" {
 		fmt.Fprintln(streams.ErrOut, summary)
 	}
+	if res != nil && res.Plan != nil {
+		fmt.Fprintf(streams.ErrOut, "Plan (server-side dry run, nothing was changed):\n%s", res.Plan)
+	}
 	return printRelease(streams, format, res.Release, err)
 }
 

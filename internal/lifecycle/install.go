@@ -59,7 +59,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	start := d.now()
 	d.runs = &runs{}
 	done := func(rel *release.Release, err error) (*Result, error) {
-		return &Result{Release: rel, Runs: d.runs.all(), Duration: d.now().Sub(start)}, err
+		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
 	}
 	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
 	// be seen to be rolled back.
@@ -162,6 +162,7 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	}
 	if o.DryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
+		d.runs.plan(pl)
 		return rel, o.preview.fill(ctx, d, previewInput{
 			op: release.OpInstall, rel: rel, plan: pl, p: p, before: before, applied: s.applied,
 			pre: resource.HookPreInstall, post: resource.HookPostInstall, noHooks: o.NoHooks,

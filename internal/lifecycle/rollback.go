@@ -31,7 +31,7 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
 	start := d.now()
 	d.runs = &runs{}
 	done := func(rel *release.Release, err error) (*Result, error) {
-		return &Result{Release: rel, Runs: d.runs.all(), Duration: d.now().Sub(start)}, err
+		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
 	}
 	if o.DryRun != NoDryRun {
 		ctx, cancel := o.deadline(ctx)

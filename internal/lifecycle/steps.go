@@ -365,6 +365,8 @@ type Result struct {
 	// Runs are the plans the operation executed, in order: an interrupted operation it finished
 	// first, its own, and the undo of a failure (rollback on failure).
 	Runs []Run `json:"runs,omitempty"`
+	// Plan, for a server-side dry run, is the plan the operation would execute.
+	Plan *plan.Plan `json:"plan,omitempty"`
 	// Duration is how long the whole operation took.
 	Duration time.Duration `json:"duration"`
 }
@@ -382,10 +384,17 @@ type Run struct {
 	Steps []engine.StepRun `json:"steps,omitempty"`
 }
 
-// runs collects the runs of one operation.
+// runs collects the runs of one operation, and the plan of a dry run.
 type runs struct {
-	mu   sync.Mutex
-	list []Run
+	mu      sync.Mutex
+	list    []Run
+	planned *plan.Plan
+}
+
+func (r *runs) plan(p *plan.Plan) {
+	if r != nil {
+		r.planned = p
+	}
 }
 
 func (r *runs) add(run Run) {

@@ -55,7 +55,7 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
 	start := d.now()
 	d.runs = &runs{}
 	done := func(rel *release.Release, err error) (*Result, error) {
-		return &Result{Release: rel, Runs: d.runs.all(), Duration: d.now().Sub(start)}, err
+		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
 	}
 	o.Wait = o.Wait || o.RollbackOnFailure // as Install
 	if o.DryRun != NoDryRun {
@@ -211,6 +211,7 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	}
 	if r.dryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
+		d.runs.plan(pl)
 		return r.preview.fill(ctx, d, previewInput{
 			op: r.op, rel: rel, previous: r.previous, plan: pl, p: p, before: before, applied: s.applied,
 			pre: r.pre, post: r.post, noHooks: r.noHooks,
