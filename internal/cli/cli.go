@@ -54,7 +54,15 @@ func Run(ctx context.Context, streams Streams, args []string) error {
 	settings := newSettings(os.Getenv)
 	root := newRootCommand(streams, settings)
 	root.SetArgs(args)
-	return root.ExecuteContext(withSettings(ctx, settings))
+	cmd, err := root.ExecuteContextC(withSettings(ctx, settings))
+	if err == nil {
+		return nil
+	}
+	err = explainOperationError(err)
+	if cmd == nil || cmd == root || !cmd.SilenceErrors {
+		root.PrintErrln(root.ErrPrefix(), err.Error())
+	}
+	return err
 }
 
 func newRootCommand(streams Streams, settings *helmcli.EnvSettings) *cobra.Command {
@@ -66,8 +74,9 @@ func newRootCommand(streams Streams, settings *helmcli.EnvSettings) *cobra.Comma
 It reads and writes Helm's own release records, so releases move freely between
 berth and helm. Every hook runs to an observed outcome, uninstall waits until
 each object is gone, and when something blocks, berth stops and names it.`,
-		SilenceUsage:  true,
-		SilenceErrors: false,
+		SilenceUsage: true,
+		// Run prints errors, with what to do about them.
+		SilenceErrors: true,
 	}
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)

@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/cli/output"
@@ -10,6 +14,7 @@ import (
 	"helm.sh/helm/v4/pkg/postrenderer"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
@@ -52,8 +57,8 @@ Helm's format, so helm sees it too.`,
 			if err != nil {
 				return err
 			}
-			rel, err := lifecycle.Install(cmd.Context(), s.deps, flags.options(args[0], s, c))
-			return printRelease(streams, flags.output, rel, err)
+			res, err := lifecycle.Install(cmd.Context(), s.deps, flags.options(args[0], s, c))
+			return printResult(streams, flags.output, res, err)
 		},
 	}
 	flags.addFlags(cmd)
@@ -136,6 +141,42 @@ func printRelease(streams Streams, format output.Format, rel *release.Release, e
 		return err
 	}
 	return format.Write(streams.Out, statusWriter{rel: rel})
+}
+
+// printResult prints what an operation did to the progress stream, and the release it recorded as
+// Helm prints it.
+func printResult(streams Streams, format output.Format, res *lifecycle.Result, err error) error {
+	if summary := summarize(res); summary != "" {
+		fmt.Fprintln(streams.ErrOut, summary)
+	}
+	if res != nil && res.Plan != nil {
+		fmt.Fprintf(streams.ErrOut, "Plan (server-side dry run, nothing was changed):\n%s", res.Plan)
+	}
+	return printRelease(streams, format, res.Release, err)
+}
+
+// summarize says in one line what an operation's own run changed, and how long it took; nothing
+// for a dry run.
+func summarize(res *lifecycle.Result) string {
+	if res == nil || len(res.Runs) == 0 {
+		return ""
+	}
+	counts := map[engine.Change]int{}
+	for _, run := range res.Runs {
+		for _, c := range run.Changes {
+			counts[c]++
+		}
+	}
+	var parts []string
+	for _, c := range []engine.Change{engine.Created, engine.Configured, engine.Unchanged, engine.Deleted, engine.Gone} {
+		if counts[c] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[c], c))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no object changed")
+	}
+	return fmt.Sprintf("%s in %s", strings.Join(parts, ", "), res.Duration.Round(time.Millisecond))
 }
 
 // addAtomicFlag adds --atomic, Helm's deprecated spelling of --rollback-on-failure, with Helm's

@@ -40,9 +40,15 @@ the last.`,
 			if err != nil {
 				return err
 			}
-			_, err = lifecycle.Rollback(cmd.Context(), s.deps, flags.options(name, version, s))
+			res, err := lifecycle.Rollback(cmd.Context(), s.deps, flags.options(name, version, s))
+			if summary := summarize(res); summary != "" {
+				fmt.Fprintln(streams.ErrOut, summary)
+			}
 			if err != nil {
 				return err
+			}
+			if res.Plan != nil {
+				fmt.Fprintf(streams.ErrOut, "Plan (server-side dry run, nothing was changed):\n%s", res.Plan)
 			}
 			_, err = fmt.Fprintln(streams.Out, "Rollback was a success! Happy Helming!")
 			return err

@@ -42,8 +42,8 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 			if err != nil {
 				return err
 			}
-			rel, err := lifecycle.Upgrade(cmd.Context(), s.deps, flags.options(args[0], s, c, strategy))
-			return printRelease(streams, flags.output, rel, err)
+			res, err := lifecycle.Upgrade(cmd.Context(), s.deps, flags.options(args[0], s, c, strategy))
+			return printResult(streams, flags.output, res, err)
 		},
 	}
 	flags.addFlags(cmd)

@@ -177,16 +177,21 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 	switch {
 	case err == nil && last.Info.Status == release.StatusPendingInstall:
 		// An interrupted install: installing again finishes it as its first revision.
-		return lifecycle.Install(ctx, deps, lifecycle.InstallOptions{
+		return revisionOf(lifecycle.Install(ctx, deps, lifecycle.InstallOptions{
 			Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values, Capabilities: caps,
 			WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks, RollbackOnFailure: install.RollbackOnFailure,
 			CreateNamespace: install.CreateNamespace,
-		})
+		}))
 	case errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled:
 		// What the lifecycle installs, it installs with the install options.
 		opts.WaitOptions, opts.NoHooks, opts.RollbackOnFailure = d.wait(install.OperationSpec), install.DisableHooks, install.RollbackOnFailure
 	}
-	return lifecycle.Upgrade(ctx, deps, opts)
+	return revisionOf(lifecycle.Upgrade(ctx, deps, opts))
+}
+
+// revisionOf is the revision an operation recorded.
+func revisionOf(res *lifecycle.Result, err error) (*release.Release, error) {
+	return res.Release, err
 }
 
 // finalize uninstalls the release of a deleted Release, then lets the Release go.

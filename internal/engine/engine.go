@@ -46,6 +46,24 @@ type Cluster interface {
 	Diagnoser
 }
 
+// StepRunner runs the steps of the lifecycle's own actions (record, hooks, adopt, validate): the
+// engine decides when, the runner how.
+type StepRunner interface {
+	RunStep(ctx context.Context, step plan.Step) error
+}
+
+// Journal records an execution's progress, so that an interrupted one resumes where it stopped.
+type Journal interface {
+	// Done reports whether the step with id completed in an earlier, interrupted execution: it
+	// is not run again.
+	Done(id string) bool
+	// Checkpoint is called before each step; an error (a signal asked to stop) ends the
+	// execution there.
+	Checkpoint() error
+	// Completed records that step i of p completed.
+	Completed(ctx context.Context, p *plan.Plan, i int) error
+}
+
 // Options change how a plan is executed.
 type Options struct {
 	// Objects are the desired objects the plan's apply steps name, by identity.
@@ -63,6 +81,11 @@ type Options struct {
 	Concurrency int
 	// Events is told of everything the engine does; it must not block for long.
 	Events func(Event)
+	// Steps runs the steps whose actions are the lifecycle's; nil fails them.
+	Steps StepRunner
+	// Journal records each completed step and skips those an earlier execution completed; nil
+	// records nothing.
+	Journal Journal
 }
 
 // DefaultOptions returns options with sensible defaults.
@@ -70,9 +93,21 @@ func DefaultOptions() Options {
 	return Options{Concurrency: 16}
 }
 
-// Result is what an execution did to each object.
+// Result is what an execution did: to each object, and step by step.
 type Result struct {
 	Changes map[resource.Identity]Change
+	// Took is how long each object's apply or delete took.
+	Took map[resource.Identity]time.Duration
+	// Steps are the steps run, in order, with how long each took; steps an earlier execution
+	// completed are not among them.
+	Steps []StepRun
+}
+
+// StepRun is one step that ran to success.
+type StepRun struct {
+	ID       string        `json:"id"`
+	Action   plan.Action   `json:"action"`
+	Duration time.Duration `json:"duration"`
 }
 
 // Change is what happened to one object.
@@ -86,8 +121,9 @@ const (
 	Gone       Change = "already gone"
 )
 
-// Execute runs the plan's steps in order. It returns what it did up to the first failure, and
-// that failure wrapped in a *StepError.
+// Execute runs the plan's steps in order, skipping those the journal records as completed and
+// recording each one that completes. It returns what it did up to the first failure, and that
+// failure wrapped in a *StepError.
 func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Result, error) {
 	if opts.Concurrency < 1 {
 		opts.Concurrency = 1
@@ -95,28 +131,57 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 	if opts.Events == nil {
 		opts.Events = func(Event) {}
 	}
-	x := &execution{c: c, opts: opts, res: &Result{Changes: map[resource.Identity]Change{}}}
-	for _, step := range p.Steps {
+	x := &execution{c: c, opts: opts, res: &Result{Changes: map[resource.Identity]Change{}, Took: map[resource.Identity]time.Duration{}}}
+	for i, step := range p.Steps {
+		if opts.Journal != nil {
+			if opts.Journal.Done(step.ID) {
+				continue
+			}
+			if err := opts.Journal.Checkpoint(); err != nil {
+				return x.res, err
+			}
+		}
 		start := time.Now()
 		opts.Events(Event{Type: StepStarted, Step: step.ID, Message: step.Reason})
 		err := x.run(ctx, step)
 		if err != nil {
 			opts.Events(Event{Type: StepFailed, Step: step.ID, Message: err.Error(), Duration: time.Since(start)})
-			return x.res, &StepError{Step: step.ID, Err: err}
+			if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+				err = &DeadlineError{Cause: cause, Err: err}
+			}
+			return x.res, &StepError{Step: step.ID, Action: step.Action, Err: err}
 		}
-		opts.Events(Event{Type: StepDone, Step: step.ID, Duration: time.Since(start)})
+		took := time.Since(start)
+		x.res.Steps = append(x.res.Steps, StepRun{ID: step.ID, Action: step.Action, Duration: took})
+		opts.Events(Event{Type: StepDone, Step: step.ID, Duration: took})
+		if opts.Journal != nil {
+			if err := opts.Journal.Completed(ctx, p, i); err != nil {
+				return x.res, err
+			}
+		}
 	}
 	return x.res, nil
 }
 
 // StepError says which step failed.
 type StepError struct {
-	Step string
-	Err  error
+	Step   string
+	Action plan.Action
+	Err    error
 }
 
 func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
 func (e *StepError) Unwrap() error { return e.Err }
+
+// DeadlineError says a step failed because the operation's deadline (or another end of its
+// context) came first; Cause is why the context ended.
+type DeadlineError struct {
+	Cause error
+	Err   error
+}
+
+func (e *DeadlineError) Error() string { return e.Err.Error() }
+func (e *DeadlineError) Unwrap() error { return e.Err }
 
 type execution struct {
 	c    Cluster
@@ -141,6 +206,11 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 			x.c.ResetMapper()
 		}
 		return err
+	case plan.Record, plan.RunHooks, plan.Adopt, plan.Validate:
+		if x.opts.Steps == nil {
+			return fmt.Errorf("no runner for %s steps", step.Action)
+		}
+		return x.opts.Steps.RunStep(ctx, step)
 	case plan.WaitAbsent:
 		targets := make(map[resource.Identity]types.UID, len(step.Objects))
 		for _, id := range step.Objects {
@@ -214,10 +284,12 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 	if !ok {
 		return fmt.Errorf("%s: not among the desired objects", id)
 	}
+	start := time.Now()
 	live, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{})
 	if err != nil {
 		return err
 	}
+	took := time.Since(start)
 	change := Created
 	if before := x.opts.Before[id]; before != nil {
 		change = Configured
@@ -227,13 +299,16 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 	}
 	x.mu.Lock()
 	x.res.Changes[id] = change
+	x.res.Took[id] = took
 	x.mu.Unlock()
 	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
 	return nil
 }
 
 func (x *execution) delete(ctx context.Context, stepID string, id resource.Identity) error {
+	start := time.Now()
 	r, err := x.c.Delete(ctx, id, x.opts.UIDs[id], x.opts.Delete)
+	took := time.Since(start)
 	if err != nil {
 		// Say why with the request's own context: it may be what ran out.
 		b := x.c.Diagnose(context.WithoutCancel(ctx), id, "DELETE", err)
@@ -245,6 +320,7 @@ func (x *execution) delete(ctx context.Context, stepID string, id resource.Ident
 	}
 	x.mu.Lock()
 	x.res.Changes[id] = change
+	x.res.Took[id] = took
 	x.mu.Unlock()
 	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
 	return nil

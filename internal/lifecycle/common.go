@@ -2,13 +2,15 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -27,29 +29,83 @@ func (d Deps) engineOptions(p *prepared, before map[resource.Identity]*unstructu
 	return o
 }
 
-// fail records rel as failed with the cause and, when asked, undoes the operation.
-func (d Deps) fail(ctx context.Context, rel *release.Release, what string, cause error, undo bool, undoFn func(context.Context) error) error {
-	// The record must be written even when the operation ran out of time.
-	if d.op.stopped() {
+// fail records the operation's revision as failed with the cause and, when asked, undoes the
+// operation: a second operation, given a deadline of its own as long as the first one's (the
+// first one's may be what ended it).
+func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, cause error, undo bool, timeout time.Duration, undoFn func(context.Context) error) error {
+	rel := r.rel
+	fe := &FailedError{Release: rel.Name, Revision: rel.Version, What: what, Err: cause}
+	if d.op.stopped() || !recorded(d, r, pl) {
 		// Stopped by a signal: the revision stays pending, and its journal says how far it got.
-		return fmt.Errorf("%s: %w", what, cause)
+		// Or nothing was recorded yet: there is nothing to mark.
+		return fe
 	}
+	// The record must be written even when the operation ran out of time.
 	wctx := context.WithoutCancel(ctx)
 	rel.Info.Status = release.StatusFailed
 	rel.Info.Description = fmt.Sprintf("%s: %v", what, cause)
 	rel.Info.LastDeployed = d.now()
-	errs := []error{fmt.Errorf("%s: %w", what, cause)}
 	if err := d.Store.Update(wctx, rel); err != nil {
-		errs = append(errs, fmt.Errorf("record release %s revision %d as failed: %w", rel.Name, rel.Version, err))
+		fe.RecordErr = &RecordError{Release: rel.Name, Revision: rel.Version, Status: release.StatusFailed, Err: err}
 	}
 	if undo {
-		if err := undoFn(wctx); err != nil {
-			errs = append(errs, fmt.Errorf("--rollback-on-failure: %w", err))
-		} else {
-			errs = append(errs, errors.New("--rollback-on-failure: the failed revision was rolled back"))
+		uctx, cancel := WaitOptions{Timeout: timeout}.deadline(wctx)
+		defer cancel()
+		fe.Undo = true
+		fe.UndoErr = undoFn(uctx)
+	}
+	return fe
+}
+
+// recorded reports whether the plan's revision is recorded: its pending record was written, now
+// or by the interrupted run this one finishes, or it was recorded before the plan.
+func recorded(d Deps, r *runner, pl *plan.Plan) bool {
+	for _, s := range pl.Steps {
+		if s.Action == plan.Record && s.Revision == r.rel.Version && strings.HasPrefix(s.Status, "pending-") {
+			return r.created || d.op.Done(s.ID)
 		}
 	}
-	return errors.Join(errs...)
+	return true
+}
+
+// FailedError is an operation that failed after it recorded its revision, which is now recorded
+// as failed.
+type FailedError struct {
+	Release  string
+	Revision int
+	// What says what failed, as the record's description does.
+	What string
+	Err  error
+	// RecordErr says the failure could not be recorded.
+	RecordErr error
+	// Undo says the operation was undone on failure (rollback on failure): UndoErr is why that
+	// did not succeed, nil when it did.
+	Undo    bool
+	UndoErr error
+}
+
+func (e *FailedError) Error() string {
+	s := fmt.Sprintf("%s: %v", e.What, e.Err)
+	if e.RecordErr != nil {
+		s += "\n" + e.RecordErr.Error()
+	}
+	switch {
+	case e.Undo && e.UndoErr != nil:
+		s += fmt.Sprintf("\nrolling back on failure failed too: %v", e.UndoErr)
+	case e.Undo:
+		s += "\nrolled back on failure: the failed revision was rolled back"
+	}
+	return s
+}
+
+func (e *FailedError) Unwrap() []error {
+	var out []error
+	for _, err := range []error{e.Err, e.RecordErr, e.UndoErr} {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
 }
 
 // union returns the objects of a and b, each identity once (a's copy first).

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,34 +55,43 @@ const (
 
 // Install installs a chart as a new release, or as the next revision of a release whose history
 // was kept when it was uninstalled.
-func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, error) {
+func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
+	start := d.now()
+	d.runs = &runs{}
+	done := func(rel *release.Release, err error) (*Result, error) {
+		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
+	}
 	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
 	// be seen to be rolled back.
 	o.Wait = o.Wait || o.RollbackOnFailure
-	if o.DryRun == NoDryRun && d.op == nil {
-		var rel *release.Release
-		if err := d.preflight(ctx, release.OpInstall, o.Name); err != nil {
-			return nil, err
-		}
-		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-			in, err := d.recoverFirst(ctx, o.Name, release.OpInstall)
-			if err != nil {
-				return err
-			}
-			if in != nil && in.Operation == release.OpInstall {
-				// Installing a release whose install was interrupted is finishing that install.
-				if rel = in.latest(ctx, d); rel != nil && rel.Info.Status == release.StatusDeployed {
-					return nil
-				}
-			}
-			rel, err = Install(ctx, d, o)
-			return err
-		})
-		return rel, err
+	if o.DryRun != NoDryRun {
+		ctx, cancel := o.deadline(ctx)
+		defer cancel()
+		return done(d.install(ctx, o))
 	}
-	ctx, cancel := o.deadline(ctx)
-	defer cancel()
+	if err := d.preflight(ctx, release.OpInstall, o.Name); err != nil {
+		return done(nil, err)
+	}
+	var rel *release.Release
+	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+		in, err := d.recoverFirst(ctx, o.Name, release.OpInstall)
+		if err != nil {
+			return err
+		}
+		if in != nil && in.Operation == release.OpInstall {
+			// Installing a release whose install was interrupted is finishing that install.
+			if rel = in.latest(ctx, d); rel != nil && rel.Info.Status == release.StatusDeployed {
+				return nil
+			}
+		}
+		rel, err = d.install(ctx, o)
+		return err
+	})
+	return done(rel, err)
+}
 
+// install is Install within its operation (or its dry run).
+func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, error) {
 	revision := 1
 	if o.DryRun != ClientDryRun {
 		last, err := d.Store.Last(ctx, o.Name)
@@ -90,8 +100,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 		case err != nil:
 			return nil, err
 		case last.Info.Status != release.StatusUninstalled:
-			return nil, fmt.Errorf("cannot reuse the name %q: release %s revision %d is %s in namespace %q; upgrade it, or uninstall it first",
-				o.Name, o.Name, last.Version, last.Info.Status, o.Namespace)
+			return nil, &NameInUseError{Release: o.Name, Namespace: o.Namespace, Revision: last.Version, Status: last.Info.Status}
 		default:
 			revision = last.Version + 1
 		}
@@ -141,54 +150,58 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*release.Release, e
 	if err == nil {
 		err = errors.Join(s.crdErr, s.validationErr)
 	}
-	if err != nil {
-		undo()
-		return nil, err
+	var pl *plan.Plan
+	if err == nil {
+		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait, Late: p.lateIdentities()}, revisionPolicy{
+			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(p.objects, before)),
+		}, rel, resource.HookPreInstall, resource.HookPostInstall, o.NoHooks)
 	}
-	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait})
 	if err != nil {
 		undo()
 		return nil, err
 	}
 	if o.DryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
+		d.runs.plan(pl)
 		return rel, o.preview.fill(ctx, d, previewInput{
 			op: release.OpInstall, rel: rel, plan: pl, p: p, before: before, applied: s.applied,
 			pre: resource.HookPreInstall, post: resource.HookPostInstall, noHooks: o.NoHooks,
 		})
 	}
 
-	if err := d.Store.Create(ctx, rel); err != nil {
-		return nil, fmt.Errorf("record release %s revision %d: %w", o.Name, revision, err)
-	}
-	err = d.op.begin(ctx, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership))
-	if err == nil {
-		err = d.hooks(ctx, rel, resource.HookPreInstall, o.NoHooks)
-	}
-	if err == nil {
-		err = d.adopt(ctx, p.objects, before)
-	}
-	if err == nil {
-		_, err = d.execute(ctx, pl, newLateCheck(d.Cluster, p), d.engineOptions(p, before, nil, o.WaitOptions))
-	}
-	if err == nil {
-		err = d.hooks(ctx, rel, resource.HookPostInstall, o.NoHooks)
+	r := &runner{d: d, rel: rel, objects: p.byID, success: cmp.Or(o.Description, "Install complete")}
+	if pl, err = d.op.begin(ctx, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
+		_, err = d.execute(ctx, release.OpInstall, pl, r, d.engineOptions(p, before, nil, o.WaitOptions))
 	}
 	if err != nil {
-		return rel, d.fail(ctx, rel, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, func(ctx context.Context) error {
-			_, uerr := Uninstall(ctx, d, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true, Timeout: o.Timeout}})
+		return rel, d.fail(ctx, r, pl, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, o.Timeout, func(ctx context.Context) error {
+			_, uerr := d.uninstall(ctx, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
 			return uerr
 		})
 	}
-	rel.Info.Status = release.StatusDeployed
-	rel.Info.Description = "Install complete"
-	if o.Description != "" {
-		rel.Info.Description = o.Description
-	}
-	if err := d.Store.Update(ctx, rel); err != nil {
-		return rel, fmt.Errorf("record release %s revision %d as deployed: %w", o.Name, revision, err)
-	}
 	return rel, nil
+}
+
+// NameInUseError says an install found the release's name taken by a release that is not
+// uninstalled.
+type NameInUseError struct {
+	Release, Namespace string
+	Revision           int
+	Status             release.Status
+}
+
+func (e *NameInUseError) Error() string {
+	return fmt.Sprintf("cannot reuse the name %q: release %s revision %d is %s in namespace %q; upgrade it, or uninstall it first",
+		e.Release, e.Release, e.Revision, e.Status, e.Namespace)
+}
+
+// NamespaceNotFoundError says the release namespace does not exist and was not to be created.
+type NamespaceNotFoundError struct {
+	Namespace string
+}
+
+func (e *NamespaceNotFoundError) Error() string {
+	return fmt.Sprintf("namespace %q not found", e.Namespace)
 }
 
 // ensureNamespace checks that the release namespace exists, creating it when create is set. It
@@ -199,7 +212,7 @@ func ensureNamespace(ctx context.Context, d Deps, name string, create bool) (boo
 		return false, err
 	}
 	if !create {
-		return false, fmt.Errorf("namespace %q not found: create it, or pass --create-namespace", name)
+		return false, &NamespaceNotFoundError{Namespace: name}
 	}
 	return true, d.Namespaces.Create(ctx, name)
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -31,8 +30,6 @@ type operation struct {
 
 	// j is the journal of the operation being carried out; nil before begin.
 	j *release.Journal
-	// muted is set for an operation nested in another (an undo): only the outer one is journaled.
-	muted bool
 	// resume is the journal of the interrupted operation being finished: its completed steps and
 	// hooks are skipped. recovering is set while an interrupted operation is finished, journal or
 	// not: hook objects left by the interrupted run are removed before their event runs again.
@@ -40,30 +37,38 @@ type operation struct {
 	recovering bool
 }
 
-// begin starts the journal of an operation on revision rev, with its plan. An operation begun
-// inside another is not journaled.
-func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) error {
+// begin starts the journal of an operation on revision rev with its plan, and returns the plan
+// to execute: the journaled one when this operation finishes an interrupted one (the same
+// operation on the same revision), from its first unfinished step. An operation begun while
+// another ends (an undo on failure) replaces its journal.
+func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) (*plan.Plan, error) {
 	if o == nil {
-		return nil
-	}
-	if o.j != nil {
-		o.muted = true
-		return nil
+		return pl, nil
 	}
 	now := o.now()
 	o.j = &release.Journal{Release: o.name, Operation: op, Revision: rev, State: release.JournalRunning,
 		Holder: o.holder.String(), Started: now, Options: opts, Plan: pl}
 	if r := o.resume; r != nil && r.Operation == op && r.Revision == rev {
+		if r.Plan != nil {
+			o.j.Plan, pl = r.Plan, r.Plan
+		}
 		o.j.Steps = append(o.j.Steps, r.Steps...)
 		o.j.Hooks = append(o.j.Hooks, r.Hooks...)
 		o.j.Started = r.Started
 	}
-	return o.write(ctx)
+	o.resume = nil
+	if len(o.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
+		// The plan records its revision first: the journal is written once that is done, so
+		// that a journal always has a record to go with (a revision recorded pending without a
+		// journal is finished from its record).
+		return pl, nil
+	}
+	return pl, o.write(ctx)
 }
 
 // write records the journal.
 func (o *operation) write(ctx context.Context) error {
-	if o.journals == nil || o.muted || o.j == nil {
+	if o.journals == nil || o.j == nil {
 		return nil
 	}
 	o.j.Updated = o.now()
@@ -77,33 +82,48 @@ func (o *operation) write(ctx context.Context) error {
 	return nil
 }
 
-// stepDone reports whether the journal records step id as completed.
-func (o *operation) stepDone(id string) bool { return o != nil && o.j.StepDone(id) }
-
-// hookDone reports whether the journal records the hooks of event as completed.
-func (o *operation) hookDone(event resource.HookEvent) bool {
-	return o != nil && !o.muted && o.j.HookDone(string(event))
+// Done reports whether the journal records step id as completed (engine.Journal).
+func (o *operation) Done(id string) bool {
+	if o == nil || o.j == nil {
+		return false
+	}
+	if o.j.StepDone(id) {
+		return true
+	}
+	event, ok := strings.CutPrefix(id, "hooks/")
+	return ok && o.j.HookDone(event) // recorded by event in older journals
 }
 
-// recordStep notes step id as completed; persist writes the journal, which otherwise records it
-// with the next write.
-func (o *operation) recordStep(ctx context.Context, id string, persist bool) error {
-	if o == nil || o.j == nil || o.muted {
+// Checkpoint is a safe point between steps (engine.Journal).
+func (o *operation) Checkpoint() error { return o.checkpoint() }
+
+// Completed records step i of p as completed (engine.Journal). A run of object steps of one
+// action (apply kind after kind, delete kind after kind) is written once, after its last step:
+// redoing such a step after a crash changes nothing, as an apply of the same object is
+// idempotent, a delete is by UID and finds the object already gone, and a wait that is over ends
+// at once. Every other step is written at once, and the plan's last one not at all: the
+// operation ends with it, and its journal is deleted.
+func (o *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
+	if o == nil || o.j == nil {
 		return nil
 	}
-	o.j.Steps = append(o.j.Steps, id)
-	if !persist {
+	step := p.Steps[i]
+	o.j.Steps = append(o.j.Steps, step.ID)
+	if i == len(p.Steps)-1 {
+		return nil
+	}
+	if objectStep(step) && p.Steps[i+1].Action == step.Action {
 		return nil
 	}
 	return o.write(ctx)
 }
 
-func (o *operation) recordHook(ctx context.Context, event resource.HookEvent) error {
-	if o == nil || o.j == nil || o.muted {
-		return nil
+func objectStep(s plan.Step) bool {
+	switch s.Action {
+	case plan.Apply, plan.WaitReady, plan.Delete, plan.WaitAbsent:
+		return true
 	}
-	o.j.Hooks = append(o.j.Hooks, string(event))
-	return o.write(ctx)
+	return false
 }
 
 // stopped reports whether a signal asked the operation to stop.
@@ -134,7 +154,7 @@ func (o *operation) end(ctx context.Context, force bool) error {
 		return nil
 	}
 	begun := o.j != nil || o.resume != nil || force
-	o.j, o.resume, o.muted, o.recovering = nil, nil, false, false
+	o.j, o.resume, o.recovering = nil, nil, false
 	if o.journals == nil || !begun {
 		return nil
 	}
@@ -153,69 +173,19 @@ func (o *operation) interrupt(ctx context.Context) error {
 	if o == nil || o.j == nil {
 		return nil
 	}
-	o.muted = false
 	o.j.State = release.JournalInterrupted
 	return o.write(ctx)
 }
 
-// execute runs the plan's steps one at a time, skipping those the journal of an interrupted
-// operation records as completed, recording each completed step, and stopping between steps when
-// a signal asks to.
-// Objects of kinds the release's CRDs define (late) are validated once those are Established.
-func (d Deps) execute(ctx context.Context, pl *plan.Plan, late *lateCheck, opts engine.Options) (*engine.Result, error) {
-	res := &engine.Result{Changes: map[resource.Identity]engine.Change{}}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for i, step := range pl.Steps {
-		if d.op.stepDone(step.ID) {
-			continue
-		}
-		if err := d.op.checkpoint(); err != nil {
-			return res, err
-		}
-		if err := late.before(ctx, step); err != nil {
-			return res, &engine.StepError{Step: step.ID, Err: err}
-		}
-		r, err := engine.Execute(ctx, d.Cluster, &plan.Plan{Steps: []plan.Step{step}, Kept: pl.Kept}, opts)
-		if r != nil {
-			maps.Copy(res.Changes, r.Changes)
-		}
-		if err != nil {
-			return res, err
-		}
-		late.after(ctx, step)
-		// A run of steps of one action (apply kind after kind, delete kind after kind) is recorded
-		// once, after its last step, and the plan's last step with whatever comes next (hooks, the
-		// end): redoing a step after a crash changes nothing, as an apply of the same object is
-		// idempotent, a delete is by UID and finds the object already gone, and a wait that is
-		// over ends at once.
-		persist := i < len(pl.Steps)-1 && pl.Steps[i+1].Action != step.Action
-		if err := d.op.recordStep(ctx, step.ID, persist); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
-}
-
-// hooks runs the hooks of event (see runHooks) unless the journal records them as completed, and
-// records them when they complete. When an interrupted operation is being finished, hook objects
-// its run left are removed first.
-func (d Deps) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent, skip bool) error {
-	if skip || d.op.hookDone(event) {
-		return nil
-	}
-	if err := d.op.checkpoint(); err != nil {
-		return err
-	}
+// hooks runs the hooks of event (see runHooks). When an interrupted operation is being finished,
+// hook objects its run left are removed first.
+func (d Deps) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
 	if d.op != nil && d.op.recovering {
 		if err := d.removeLeftoverHooks(ctx, rel, event); err != nil {
 			return err
 		}
 	}
-	if err := d.runHooks(ctx, rel, event, false); err != nil {
-		return err
-	}
-	return d.op.recordHook(ctx, event)
+	return d.runHooks(ctx, rel, event, false)
 }
 
 // removeLeftoverHooks deletes the hook objects of event that exist: left by a run that was

@@ -72,6 +72,8 @@ type Deps struct {
 
 	// op is the operation under way (set by operate).
 	op *operation
+	// runs collects the plans the operation executes (set by the exported operations).
+	runs *runs
 }
 
 // Namespaces manages namespaces.
@@ -216,7 +218,7 @@ func (e *OwnershipError) Error() string {
 	if e.Release != "" {
 		owner = fmt.Sprintf("release %q in namespace %q", e.Release, e.Namespace)
 	}
-	return fmt.Sprintf("%s exists and belongs to %s: remove it, or pass --take-ownership to adopt it", e.ID, owner)
+	return fmt.Sprintf("%s exists and belongs to %s", e.ID, owner)
 }
 
 // checkOwnership refuses objects that exist and are not the release's own.
@@ -262,7 +264,7 @@ func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("validation failed, nothing was changed:\n%w", err)
+		return nil, &ValidationError{Err: err}
 	}
 	return applied, nil
 }

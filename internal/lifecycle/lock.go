@@ -55,16 +55,16 @@ func (e *InterruptedError) Unwrap() error        { return e.Err }
 // operate runs fn as one operation on release name: it holds the release's lease while fn runs,
 // renewing it, and gives it back at the end; it deletes the operation's journal when fn ends,
 // unless a signal (ctx ending) stopped it: the journal is then marked interrupted. fn runs with a
-// context that a signal does not cancel: it stops at the next safe point instead (between steps,
-// between hooks), and waits are cut short. Nested operations (an undo) run within the outer one.
+// context that a signal does not cancel: it stops at the next safe point instead (between steps),
+// and waits are cut short. The operation's deadline (w.Timeout) starts here and bounds everything:
+// waiting for the lease, finishing an interrupted operation first, and every step.
 func (d Deps) operate(ctx context.Context, name string, w WaitOptions, fn func(context.Context, Deps) error) error {
-	if d.op != nil {
-		return fn(ctx, d)
-	}
 	stop := ctx
-	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	deadlined, cancelDeadline := w.deadline(context.WithoutCancel(ctx))
+	defer cancelDeadline()
+	work, cancel := context.WithCancelCause(deadlined)
 	defer cancel(nil)
-	lockCtx, lockCancel := w.deadline(ctx)
+	lockCtx, lockCancel := w.deadline(ctx) // a signal stops waiting for the lease
 	lease, err := d.lock(lockCtx, name, w.WaitForLock)
 	lockCancel()
 	if err != nil {

@@ -200,11 +200,11 @@ func (d Deps) recoverFirst(ctx context.Context, name string, op release.Operatio
 		}
 		return in, d.op.end(ctx, true)
 	}
-	return in, d.finish(ctx, in, WaitOptions{})
+	return in, d.finish(ctx, in)
 }
 
 // finish carries an interrupted operation to its end.
-func (d Deps) finish(ctx context.Context, in *Interrupted, w WaitOptions) error {
+func (d Deps) finish(ctx context.Context, in *Interrupted) error {
 	var jo release.JournalOptions
 	if in.Journal != nil {
 		jo = in.Journal.Options
@@ -216,12 +216,12 @@ func (d Deps) finish(ctx context.Context, in *Interrupted, w WaitOptions) error 
 	case in.Stale:
 	case in.Operation == release.OpUninstall:
 		o := UninstallOptions{Name: in.Release, Cascade: cascadeOf(jo.Cascade), KeepHistory: jo.KeepHistory, NoHooks: jo.NoHooks,
-			WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, Timeout: w.Timeout}}
-		if _, err := Uninstall(ctx, d, o); err != nil {
+			WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs}}
+		if _, err := d.uninstall(ctx, o); err != nil {
 			return err
 		}
 	default:
-		if err := d.resumeRevision(ctx, in, jo, w); err != nil {
+		if err := d.resumeRevision(ctx, in, jo); err != nil {
 			return err
 		}
 	}
@@ -230,7 +230,7 @@ func (d Deps) finish(ctx context.Context, in *Interrupted, w WaitOptions) error 
 
 // resumeRevision finishes an interrupted install, upgrade or rollback of the newest revision from
 // its record, skipping what the journal records as done.
-func (d Deps) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions, w WaitOptions) error {
+func (d Deps) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions) error {
 	rel := in.Last
 	objs, err := resource.ParseManifest(rel.Manifest)
 	if err != nil {
@@ -251,7 +251,7 @@ func (d Deps) resumeRevision(ctx context.Context, in *Interrupted, jo release.Jo
 	}
 	r := replacement{
 		rel: rel, op: in.Operation, recorded: true, previous: previous, crds: crds, objects: objs,
-		wait:    WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, Timeout: w.Timeout},
+		wait:    WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs},
 		noHooks: jo.NoHooks, takeOwnership: jo.TakeOwnership,
 		failure: fmt.Sprintf("Finishing the interrupted %s of %q failed", in.Operation, rel.Name),
 	}
@@ -264,15 +264,13 @@ func (d Deps) resumeRevision(ctx context.Context, in *Interrupted, jo release.Jo
 		r.pre, r.post = resource.HookPreRollback, resource.HookPostRollback
 		r.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
 	}
-	ctx, cancel := r.wait.deadline(ctx)
-	defer cancel()
 	return d.replace(ctx, r)
 }
 
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
 // rolled back to the deployed revision; an uninstall that deleted nothing yet is dropped, one that
 // may have is finished, as deleted objects cannot be brought back.
-func (d Deps) abandon(ctx context.Context, in *Interrupted, w WaitOptions) error {
+func (d Deps) abandon(ctx context.Context, in *Interrupted) error {
 	var jo release.JournalOptions
 	if in.Journal != nil {
 		jo = in.Journal.Options
@@ -281,7 +279,7 @@ func (d Deps) abandon(ctx context.Context, in *Interrupted, w WaitOptions) error
 	case in.Stale:
 	case in.Operation == release.OpUninstall:
 		if in.Last != nil && in.Last.Info.Status == release.StatusUninstalling {
-			return d.finish(ctx, in, w)
+			return d.finish(ctx, in)
 		}
 		if err := d.abandonHooks(ctx, in); err != nil {
 			return err
@@ -290,8 +288,8 @@ func (d Deps) abandon(ctx context.Context, in *Interrupted, w WaitOptions) error
 		if err := d.abandonHooks(ctx, in); err != nil {
 			return err
 		}
-		if _, err := Uninstall(ctx, d, UninstallOptions{Name: in.Release, NoHooks: jo.NoHooks,
-			WaitOptions: WaitOptions{Wait: true, Timeout: w.Timeout}}); err != nil {
+		if _, err := d.uninstall(ctx, UninstallOptions{Name: in.Release, NoHooks: jo.NoHooks,
+			WaitOptions: WaitOptions{Wait: true}}); err != nil {
 			return err
 		}
 	default:
@@ -308,8 +306,8 @@ func (d Deps) abandon(ctx context.Context, in *Interrupted, w WaitOptions) error
 		if err := d.Store.Update(ctx, last); err != nil {
 			return fmt.Errorf("record release %s revision %d as failed: %w", last.Name, last.Version, err)
 		}
-		if _, err := Rollback(ctx, d, RollbackOptions{Name: in.Release, Namespace: last.Namespace, Version: in.Deployed,
-			NoHooks: jo.NoHooks, WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, Timeout: w.Timeout}}); err != nil {
+		if _, err := d.rollback(ctx, RollbackOptions{Name: in.Release, Namespace: last.Namespace, Version: in.Deployed,
+			NoHooks: jo.NoHooks, WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs}}); err != nil {
 			return err
 		}
 	}
@@ -359,12 +357,16 @@ type RecoverResult struct {
 	Action string `json:"action"`
 	// Release is the newest revision afterwards; nil when none is recorded.
 	Release *release.Release `json:"-"`
+	// Runs are the plans the recovery executed.
+	Runs []Run `json:"runs,omitempty"`
 }
 
 // Recover finishes (or, with Rollback, undoes) the operation on a release that was interrupted:
 // by its journal, or from the release's record alone when Helm left it pending.
 func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, error) {
 	out := &RecoverResult{Name: o.Name}
+	d.runs = &runs{}
+	defer func() { out.Runs = d.runs.all() }()
 	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
 		in, err := findInterrupted(ctx, d.Store, d.Journals, o.Name)
 		if err != nil {
@@ -382,9 +384,9 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 		}
 		out.Action = in.Next(o.Rollback)
 		if o.Rollback {
-			err = d.abandon(ctx, in, o.WaitOptions)
+			err = d.abandon(ctx, in)
 		} else {
-			err = d.finish(ctx, in, o.WaitOptions)
+			err = d.finish(ctx, in)
 		}
 		out.Release = in.latest(ctx, d)
 		return err

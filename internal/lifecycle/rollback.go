@@ -27,22 +27,34 @@ type RollbackOptions struct {
 
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
 // makes the cluster match it.
-func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release, error) {
-	if o.DryRun == NoDryRun && d.op == nil {
-		var rel *release.Release
-		if err := d.preflight(ctx, release.OpRollback, o.Name); err != nil {
-			return nil, err
-		}
-		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-			if _, err := d.recoverFirst(ctx, o.Name, release.OpRollback); err != nil {
-				return err
-			}
-			var err error
-			rel, err = Rollback(ctx, d, o)
-			return err
-		})
-		return rel, err
+func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
+	start := d.now()
+	d.runs = &runs{}
+	done := func(rel *release.Release, err error) (*Result, error) {
+		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
 	}
+	if o.DryRun != NoDryRun {
+		ctx, cancel := o.deadline(ctx)
+		defer cancel()
+		return done(d.rollback(ctx, o))
+	}
+	if err := d.preflight(ctx, release.OpRollback, o.Name); err != nil {
+		return done(nil, err)
+	}
+	var rel *release.Release
+	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+		if _, err := d.recoverFirst(ctx, o.Name, release.OpRollback); err != nil {
+			return err
+		}
+		var err error
+		rel, err = d.rollback(ctx, o)
+		return err
+	})
+	return done(rel, err)
+}
+
+// rollback is Rollback within its operation (or its dry run).
+func (d Deps) rollback(ctx context.Context, o RollbackOptions) (*release.Release, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
 		return nil, err
@@ -58,8 +70,6 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*release.Release,
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := o.deadline(ctx)
-	defer cancel()
 	deployed, _ := d.Store.Deployed(ctx, o.Name)
 
 	objs, err := resource.ParseManifest(target.Manifest)

@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +47,9 @@ type UninstallResult struct {
 	// dependents) still in the cluster when the uninstall stopped.
 	Blockers []cluster.Blocker   `json:"blockers,omitempty"`
 	Left     []resource.Identity `json:"left,omitempty"`
+	// Runs are the plans the uninstall executed: an interrupted operation's it finished first,
+	// and its own.
+	Runs []Run `json:"runs,omitempty"`
 }
 
 // Uninstall deletes a release's objects in Helm's uninstall order, with UID preconditions, waits
@@ -55,27 +57,38 @@ type UninstallResult struct {
 // KeepHistory). Until it completes, the release stays recorded as uninstalling, and running it
 // again goes on where it stopped.
 func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResult, error) {
-	if !o.DryRun && d.op == nil {
-		var res *UninstallResult
-		if err := d.preflight(ctx, release.OpUninstall, o.Name); err != nil {
-			return nil, err
-		}
-		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-			in, err := d.recoverFirst(ctx, o.Name, release.OpUninstall)
-			if err != nil {
-				return err
-			}
-			if in != nil && in.Operation == release.OpUninstall && in.Last == nil {
-				res = &UninstallResult{Name: o.Name} // the interrupted uninstall had removed every record
-				return nil
-			}
-			res, err = Uninstall(ctx, d, o)
-			return err
-		})
-		return res, err
+	if o.DryRun {
+		ctx, cancel := o.deadline(ctx)
+		defer cancel()
+		return d.uninstall(ctx, o)
 	}
-	ctx, cancel := o.deadline(ctx)
-	defer cancel()
+	if err := d.preflight(ctx, release.OpUninstall, o.Name); err != nil {
+		return nil, err
+	}
+	var res *UninstallResult
+	d.runs = &runs{}
+	defer func() {
+		if res != nil {
+			res.Runs = d.runs.all()
+		}
+	}()
+	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+		in, err := d.recoverFirst(ctx, o.Name, release.OpUninstall)
+		if err != nil {
+			return err
+		}
+		if in != nil && in.Operation == release.OpUninstall && in.Last == nil {
+			res = &UninstallResult{Name: o.Name} // the interrupted uninstall had removed every record
+			return nil
+		}
+		res, err = d.uninstall(ctx, o)
+		return err
+	})
+	return res, err
+}
+
+// uninstall is Uninstall within its operation (or its dry run).
+func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResult, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
 		return nil, err
@@ -105,10 +118,18 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	if err != nil {
 		return nil, err
 	}
-	pl, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait})
+	objects, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait})
 	if err != nil {
 		return nil, err
 	}
+	pol := uninstallPolicy{revision: last.Version, keepHistory: o.KeepHistory}
+	if pol.pre, err = eventHooks(d.Cluster, last, resource.HookPreDelete, o.NoHooks); err != nil {
+		return nil, err
+	}
+	if pol.post, err = eventHooks(d.Cluster, last, resource.HookPostDelete, o.NoHooks); err != nil {
+		return nil, err
+	}
+	pl := uninstallPlan(objects, pol)
 	out := &UninstallResult{Release: last, Name: o.Name, Plan: pl, Kept: pl.Kept}
 	if o.DryRun {
 		out.DryRun = true
@@ -116,23 +137,12 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	}
 	jo := journalOptions(o.WaitOptions, o.NoHooks, false)
 	jo.KeepHistory, jo.Cascade = o.KeepHistory, string(o.Cascade)
-	if err := d.op.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
+	if pl, err = d.op.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
 		return nil, err
-	}
-	// Nothing is deleted before every pre-delete hook completed; if one fails, the release stays
-	// as it was.
-	if err := d.hooks(ctx, last, resource.HookPreDelete, o.NoHooks); err != nil {
-		werr := d.Store.Update(context.WithoutCancel(ctx), last)
-		return nil, errors.Join(fmt.Errorf("uninstall %s: %w; nothing was deleted", o.Name, err), werr)
-	}
-	last.Info.Status = release.StatusUninstalling
-	last.Info.Description = "Deletion in progress (or silently failed)"
-	if err := d.Store.Update(ctx, last); err != nil {
-		return nil, fmt.Errorf("record release %s revision %d as uninstalling: %w", o.Name, last.Version, err)
 	}
 	eo := d.engineOptions(nil, before, uids(before), o.WaitOptions)
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
-	res, err := d.execute(ctx, pl, newLateCheck(d.Cluster, nil), eo)
+	res, err := d.execute(ctx, release.OpUninstall, pl, &runner{d: d, rel: last, success: o.Description}, eo)
 	if res != nil {
 		for id, c := range res.Changes {
 			if c == engine.Deleted || c == engine.Gone {
@@ -142,21 +152,56 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		slices.SortFunc(out.Deleted, resource.Compare)
 	}
 	if err == nil {
-		err = d.hooks(ctx, last, resource.HookPostDelete, o.NoHooks)
+		return out, nil
 	}
-	if err != nil {
-		wctx := context.WithoutCancel(ctx)
+	wctx := context.WithoutCancel(ctx)
+	ue := &UninstallError{Release: o.Name, Err: err}
+	var se *engine.StepError
+	if errors.As(err, &se) && se.Step == "hooks/"+string(resource.HookPreDelete) {
+		// Nothing is deleted before every pre-delete hook completed; if one fails, the release
+		// stays as it was, with the hooks' runs recorded.
+		ue.NothingDeleted = true
+	} else {
 		d.leftBehind(wctx, recorded, err, out)
-		werr := d.Store.Update(wctx, last)
-		return out, errors.Join(fmt.Errorf("uninstall %s: %w\nthe release stays recorded as uninstalling; once the cause is fixed, berth uninstall %s goes on from here", o.Name, err, o.Name), werr)
 	}
-	if o.KeepHistory {
-		last.Info.Status = release.StatusUninstalled
-		last.Info.Deleted = d.now()
-		last.Info.Description = cmp.Or(o.Description, "Uninstallation complete")
-		return out, d.Store.Update(ctx, last)
+	if d.op.stopped() {
+		return out, ue
 	}
-	return out, d.purge(ctx, o.Name)
+	if werr := d.Store.Update(wctx, last); werr != nil {
+		ue.RecordErr = &RecordError{Release: last.Name, Revision: last.Version, Status: last.Info.Status, Err: werr}
+	}
+	return out, ue
+}
+
+// UninstallError says an uninstall stopped. With NothingDeleted a pre-delete hook failed and the
+// release is as it was; otherwise it stays recorded as uninstalling, and uninstalling it again
+// goes on from where it stopped.
+type UninstallError struct {
+	Release        string
+	NothingDeleted bool
+	Err            error
+	// RecordErr says the release's record could not be written.
+	RecordErr error
+}
+
+func (e *UninstallError) Error() string {
+	var s string
+	if e.NothingDeleted {
+		s = fmt.Sprintf("uninstall %s: %v; nothing was deleted", e.Release, e.Err)
+	} else {
+		s = fmt.Sprintf("uninstall %s: %v\nthe release stays recorded as uninstalling", e.Release, e.Err)
+	}
+	if e.RecordErr != nil {
+		s += "\n" + e.RecordErr.Error()
+	}
+	return s
+}
+
+func (e *UninstallError) Unwrap() []error {
+	if e.RecordErr != nil {
+		return []error{e.Err, e.RecordErr}
+	}
+	return []error{e.Err}
 }
 
 // leftBehind fills in what an uninstall that stopped leaves: the blockers it met, and the

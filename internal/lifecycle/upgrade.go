@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
@@ -50,29 +51,41 @@ type UpgradeOptions struct {
 // Upgrade moves a release to a new revision of its chart and values: it applies the new
 // objects, deletes by exact identity the ones that left the chart (unless kept) and records the
 // new revision as deployed and the previous one as superseded.
-func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, error) {
-	o.Wait = o.Wait || o.RollbackOnFailure // as Install
-	if o.DryRun == NoDryRun && d.op == nil {
-		var rel *release.Release
-		if err := d.preflight(ctx, release.OpUpgrade, o.Name); err != nil {
-			return nil, err
-		}
-		err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-			if _, err := d.recoverFirst(ctx, o.Name, release.OpUpgrade); err != nil {
-				return err
-			}
-			var err error
-			rel, err = Upgrade(ctx, d, o)
-			return err
-		})
-		return rel, err
+func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
+	start := d.now()
+	d.runs = &runs{}
+	done := func(rel *release.Release, err error) (*Result, error) {
+		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
 	}
+	o.Wait = o.Wait || o.RollbackOnFailure // as Install
+	if o.DryRun != NoDryRun {
+		ctx, cancel := o.deadline(ctx)
+		defer cancel()
+		return done(d.upgrade(ctx, o))
+	}
+	if err := d.preflight(ctx, release.OpUpgrade, o.Name); err != nil {
+		return done(nil, err)
+	}
+	var rel *release.Release
+	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+		if _, err := d.recoverFirst(ctx, o.Name, release.OpUpgrade); err != nil {
+			return err
+		}
+		var err error
+		rel, err = d.upgrade(ctx, o)
+		return err
+	})
+	return done(rel, err)
+}
+
+// upgrade is Upgrade within its operation (or its dry run).
+func (d Deps) upgrade(ctx context.Context, o UpgradeOptions) (*release.Release, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if errors.Is(err, release.ErrNotFound) || (err == nil && last.Info.Status == release.StatusUninstalled) {
 		if !o.Install {
 			return nil, fmt.Errorf("release %q has no deployed revision in namespace %q: install it first, or upgrade with install", o.Name, o.Namespace)
 		}
-		return Install(ctx, d, InstallOptions{
+		return d.install(ctx, InstallOptions{
 			Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 			CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 			NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
@@ -83,8 +96,6 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := o.deadline(ctx)
-	defer cancel()
 	deployed, err := d.Store.Deployed(ctx, o.Name)
 	if err != nil && !errors.Is(err, release.ErrNotFound) && !errors.Is(err, release.ErrNoDeployed) {
 		return nil, err
@@ -129,8 +140,8 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*release.Release, e
 			if deployed == nil {
 				return errors.New("no deployed revision to roll back to")
 			}
-			_, err := Rollback(ctx, d, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
-				NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true, Timeout: o.Timeout}})
+			_, err := d.rollback(ctx, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
+				NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
 			return err
 		},
 		rollbackOnFailure: o.RollbackOnFailure,
@@ -187,56 +198,34 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if err := errors.Join(s.crdErr, s.validationErr); err != nil {
 		return err
 	}
-	pl, err := plan.Build(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait})
+	pol := revisionPolicy{op: r.op, revision: rel.Version, create: !r.recorded, adopted: identities(adoptedFromHelm(p.objects, before))}
+	for _, prev := range r.previous {
+		if prev != nil && prev.Info.Status == release.StatusDeployed && prev.Version != rel.Version && !slices.Contains(pol.superseded, prev.Version) {
+			pol.superseded = append(pol.superseded, prev.Version)
+		}
+	}
+	pl, err := d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait, Late: p.lateIdentities()},
+		pol, rel, r.pre, r.post, r.noHooks)
 	if err != nil {
 		return err
 	}
 	if r.dryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
+		d.runs.plan(pl)
 		return r.preview.fill(ctx, d, previewInput{
 			op: r.op, rel: rel, previous: r.previous, plan: pl, p: p, before: before, applied: s.applied,
 			pre: r.pre, post: r.post, noHooks: r.noHooks,
 		})
 	}
-	if r.historyMax > 0 && !r.recorded {
-		// Make room for the new revision, as Helm does.
-		if _, err := d.Store.Prune(ctx, rel.Name, r.historyMax-1); err != nil {
-			return fmt.Errorf("prune the history of release %s: %w", rel.Name, err)
-		}
-	}
+	run := &runner{d: d, rel: rel, objects: p.byID, success: r.success}
 	if !r.recorded {
-		if err := d.Store.Create(ctx, rel); err != nil {
-			return fmt.Errorf("record release %s revision %d: %w", rel.Name, rel.Version, err)
-		}
+		run.historyMax = r.historyMax
 	}
-	err = d.op.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership))
-	if err == nil {
-		err = d.hooks(ctx, rel, r.pre, r.noHooks)
-	}
-	if err == nil {
-		err = d.adopt(ctx, p.objects, before)
-	}
-	if err == nil {
-		_, err = d.execute(ctx, pl, newLateCheck(d.Cluster, p), d.engineOptions(p, before, uids(before), r.wait))
-	}
-	if err == nil {
-		err = d.hooks(ctx, rel, r.post, r.noHooks)
+	if pl, err = d.op.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
+		_, err = d.execute(ctx, r.op, pl, run, d.engineOptions(p, before, uids(before), r.wait))
 	}
 	if err != nil {
-		return d.fail(ctx, rel, r.failure, err, r.rollbackOnFailure, r.undo)
-	}
-	for _, prev := range r.previous {
-		if prev != nil && prev.Info.Status == release.StatusDeployed {
-			prev.Info.Status = release.StatusSuperseded
-			if err := d.Store.Update(ctx, prev); err != nil {
-				return fmt.Errorf("record release %s revision %d as superseded: %w", prev.Name, prev.Version, err)
-			}
-		}
-	}
-	rel.Info.Status = release.StatusDeployed
-	rel.Info.Description = r.success
-	if err := d.Store.Update(ctx, rel); err != nil {
-		return fmt.Errorf("record release %s revision %d as deployed: %w", rel.Name, rel.Version, err)
+		return d.fail(ctx, run, pl, r.failure, err, r.rollbackOnFailure, r.wait.Timeout, r.undo)
 	}
 	return nil
 }

@@ -25,6 +25,21 @@ const (
 	Delete Action = "delete"
 	// WaitAbsent waits until the step's objects, by UID, are gone.
 	WaitAbsent Action = "wait-absent"
+
+	// The lifecycle's own actions: the engine orders and journals them like the others and hands
+	// them to the lifecycle to run.
+
+	// Record writes the release's record: Status says what it records.
+	Record Action = "record"
+	// RunHooks runs the hooks of Hook, Objects in order, each to its outcome, and deletes them by
+	// their policies.
+	RunHooks Action = "hooks"
+	// Adopt makes berth the owner of the fields Helm set on the step's objects.
+	Adopt Action = "adopt"
+	// Validate runs the step's objects through the API server's validation and admission with a
+	// server-side dry run: objects whose kinds the release's own CRDs define, once those are
+	// Established.
+	Validate Action = "validate"
 )
 
 // Step is one unit of work. Steps run in order; the objects of one step are independent of each
@@ -36,6 +51,16 @@ type Step struct {
 	Objects []resource.Identity `json:"objects"`
 	// Reason says why the step is there, for people.
 	Reason string `json:"reason"`
+	// Hook is the hook event of a RunHooks step.
+	Hook string `json:"hook,omitempty"`
+	// Status is what a Record step records: a release status (pending-install, deployed,
+	// superseded, uninstalling, uninstalled, failed) or "purged" (every record deleted).
+	Status string `json:"status,omitempty"`
+	// Revision is the revision a Record step writes.
+	Revision int `json:"revision,omitempty"`
+	// Supersedes are the revisions a Record step that records a revision deployed marks
+	// superseded, in the same step: there is always a deployed revision to roll back to.
+	Supersedes []int `json:"supersedes,omitempty"`
 }
 
 // Plan is an operation's ordered steps.
@@ -60,6 +85,10 @@ type Input struct {
 	Live map[resource.Identity]*unstructured.Unstructured
 	// Wait adds steps that wait for readiness and, for deletions, for the objects to be gone.
 	Wait bool
+	// Late are desired objects whose kinds the release's own CRDs define: the API server cannot
+	// validate them before those CRDs are Established. A Validate step checks them before the
+	// first step that applies any of them.
+	Late []resource.Identity
 }
 
 // Build returns the steps that take the cluster from Recorded to Desired: CRDs, then desired
@@ -84,9 +113,16 @@ func Build(in Input) (*Plan, error) {
 		)
 	}
 	desired := resource.SortForInstall(in.Desired)
+	late := slices.Clone(in.Late)
+	slices.SortFunc(late, resource.Compare)
 	for _, wave := range waves(desired) {
 		kind := waveKind(wave)
 		ids := identities(wave)
+		if len(late) > 0 && slices.ContainsFunc(ids, func(id resource.Identity) bool { return slices.Contains(late, id) }) {
+			p.Steps = append(p.Steps, Step{ID: "validate/late", Action: Validate, Objects: late,
+				Reason: "objects of kinds the release's CRDs define, validated once those are Established; none is applied before all pass"})
+			late = nil
+		}
 		p.Steps = append(p.Steps, Step{ID: "apply/" + kind, Action: Apply, Objects: ids, Reason: "install order: " + describeKind(kind)})
 		if wave[0].GetKind() == "CustomResourceDefinition" {
 			p.Steps = append(p.Steps, Step{ID: "wait-ready/" + kind, Action: WaitReady, Objects: ids,
@@ -115,10 +151,10 @@ func Build(in Input) (*Plan, error) {
 	}
 	if in.Wait {
 		if ready := identities(desired); len(ready) > 0 {
-			p.Steps = append(p.Steps, Step{ID: "wait-ready", Action: WaitReady, Objects: ready, Reason: "--wait: every object ready"})
+			p.Steps = append(p.Steps, Step{ID: "wait-ready", Action: WaitReady, Objects: ready, Reason: "waiting: every object ready"})
 		}
 		if len(deleted) > 0 {
-			p.Steps = append(p.Steps, Step{ID: "wait-absent", Action: WaitAbsent, Objects: deleted, Reason: "--wait: every deleted object gone"})
+			p.Steps = append(p.Steps, Step{ID: "wait-absent", Action: WaitAbsent, Objects: deleted, Reason: "waiting: every deleted object gone"})
 		}
 	}
 	return p, nil
@@ -166,6 +202,19 @@ func identities(objs []*unstructured.Unstructured) []resource.Identity {
 		ids[i] = resource.IdentityOf(obj)
 	}
 	return ids
+}
+
+// Objects returns the steps whose action acts on the release's objects (apply, delete and their
+// waits), without the lifecycle's own.
+func (p *Plan) Objects() []Step {
+	var out []Step
+	for _, s := range p.Steps {
+		switch s.Action {
+		case Apply, WaitReady, Delete, WaitAbsent:
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // String renders the plan for people, one step a line and its objects below it.

@@ -59,7 +59,8 @@ type Journal struct {
 	Plan    *plan.Plan     `json:"plan,omitempty"`
 	// Steps are the IDs of the plan's completed steps, in order.
 	Steps []string `json:"steps,omitempty"`
-	// Hooks are the hook events whose hooks all completed.
+	// Hooks are the hook events whose hooks all completed, as journals recorded them before hooks
+	// were steps of the plan ("hooks/EVENT").
 	Hooks []string `json:"hooks,omitempty"`
 }
 
@@ -77,7 +78,9 @@ type JournalOptions struct {
 func (j *Journal) StepDone(id string) bool { return j != nil && slices.Contains(j.Steps, id) }
 
 // HookDone reports whether the hooks of event completed.
-func (j *Journal) HookDone(event string) bool { return j != nil && slices.Contains(j.Hooks, event) }
+func (j *Journal) HookDone(event string) bool {
+	return j != nil && (slices.Contains(j.Hooks, event) || slices.Contains(j.Steps, "hooks/"+event))
+}
 
 // Journals keeps the journals of the releases of one namespace, each in a Secret of type
 // berth.dev/journal.v1 named berth.journal.NAME whose data key "journal" holds it as JSON.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"runtime"
 	"strconv"
 	"sync"
@@ -27,6 +28,7 @@ const (
 	LeaseHostAnnotation    = "berth.dev/host"
 	LeasePIDAnnotation     = "berth.dev/pid"
 	LeaseCommandAnnotation = "berth.dev/command"
+	LeaseWhoAnnotation     = "berth.dev/holder"
 )
 
 // LeaseKey is the name of the Lease that guards a release's operations: berth.release.NAME.
@@ -36,8 +38,11 @@ func LeaseKey(name string) string { return "berth.release." + name }
 type Holder struct {
 	// Identity is unique to one operation of one process; Acquire fills it in.
 	Identity string
-	Host     string
-	PID      int
+	// Who is who runs the operation, as the caller names itself: a user on a host
+	// (alice@laptop), a controller's Pod (berth-system/berth-controller-7d9f).
+	Who  string
+	Host string
+	PID  int
 	// Command is the command line that runs the operation, for people.
 	Command string
 	// Since is when the lease was acquired; Renewed when it was last renewed.
@@ -46,14 +51,22 @@ type Holder struct {
 	Duration time.Duration
 }
 
-// Self describes this process running command.
+// Self describes this process running command, for a user: who is the user on this host
+// (user@host). A caller that is not a user (a controller) sets Who itself.
 func Self(command string) Holder {
 	host, _ := os.Hostname()
-	return Holder{Host: host, PID: os.Getpid(), Command: command}
+	who := host
+	if u, err := user.Current(); err == nil {
+		who = u.Username + "@" + host
+	}
+	return Holder{Who: who, Host: host, PID: os.Getpid(), Command: command}
 }
 
 func (h Holder) String() string {
-	return fmt.Sprintf("%q (pid %d on host %s)", h.Command, h.PID, h.Host)
+	if h.Who == "" {
+		return fmt.Sprintf("%q (pid %d on host %s)", h.Command, h.PID, h.Host)
+	}
+	return fmt.Sprintf("%s running %q (pid %d on host %s)", h.Who, h.Command, h.PID, h.Host)
 }
 
 // HeldError says that another operation holds a release's lease.
@@ -161,7 +174,7 @@ func (s *Leases) object(name string, me Holder, cur *coordinationv1.Lease) *coor
 		ObjectMeta: metav1.ObjectMeta{Name: LeaseKey(name), Namespace: s.namespace,
 			Labels: map[string]string{"owner": "berth", "name": name},
 			Annotations: map[string]string{
-				LeaseHostAnnotation: me.Host, LeasePIDAnnotation: strconv.Itoa(me.PID), LeaseCommandAnnotation: me.Command,
+				LeaseHostAnnotation: me.Host, LeasePIDAnnotation: strconv.Itoa(me.PID), LeaseCommandAnnotation: me.Command, LeaseWhoAnnotation: me.Who,
 			}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &me.Identity, LeaseDurationSeconds: &seconds,
 			AcquireTime: &now, RenewTime: &now, LeaseTransitions: &transitions},
@@ -273,6 +286,7 @@ func holderOf(obj *coordinationv1.Lease) Holder {
 	h := Holder{
 		Host:    obj.Annotations[LeaseHostAnnotation],
 		Command: obj.Annotations[LeaseCommandAnnotation],
+		Who:     obj.Annotations[LeaseWhoAnnotation],
 	}
 	h.PID, _ = strconv.Atoi(obj.Annotations[LeasePIDAnnotation])
 	if obj.Spec.HolderIdentity != nil {

@@ -19,6 +19,7 @@ func TestLeaseRace(t *testing.T) {
 	for range racers {
 		wg.Go(func() {
 			me := Self("berth upgrade web")
+			me.Who = "deployer@ci"
 			l, err := NewLeases(env.Client.CoordinationV1(), env.Namespace).Acquire(t.Context(), "web", me)
 			var he *HeldError
 			switch {
@@ -38,8 +39,8 @@ func TestLeaseRace(t *testing.T) {
 		t.Fatalf("%d acquisitions won and %d were refused, want 1 and %d", len(won), len(held), racers-1)
 	}
 	he := <-held
-	if he.Holder.Command != "berth upgrade web" || he.Holder.Since.IsZero() {
-		t.Errorf("the refusal names holder %+v, want the command and since when", he.Holder)
+	if he.Holder.Command != "berth upgrade web" || he.Holder.Who != "deployer@ci" || he.Holder.Since.IsZero() {
+		t.Errorf("the refusal names holder %+v, want who, the command and since when", he.Holder)
 	}
 	l := <-won
 	if err := l.Renew(t.Context()); err != nil {

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/berthdev/berth/internal/lifecycle"
+)
+
+// explainOperationError adds to an operation's error what to do about it, in the flags a user of
+// the command knows; the lifecycle's errors say what happened, not which flag changes it.
+func explainOperationError(err error) error {
+	var hints []string
+	var ns *lifecycle.NamespaceNotFoundError
+	if errors.As(err, &ns) {
+		hints = append(hints, "create it, or pass --create-namespace")
+	}
+	var own *lifecycle.OwnershipError
+	if errors.As(err, &own) {
+		hints = append(hints, "remove the objects, or pass --take-ownership to adopt them")
+	}
+	var ue *lifecycle.UninstallError
+	if errors.As(err, &ue) && !ue.NothingDeleted {
+		hints = append(hints, fmt.Sprintf("once the cause is fixed, berth uninstall %s goes on from here", ue.Release))
+	}
+	switch {
+	case len(hints) == 0:
+		return err
+	case len(hints) == 1 && !strings.Contains(err.Error(), "\n"):
+		return &hintedError{err: err, hint: hints[0]}
+	}
+	return fmt.Errorf("%w\n%s", err, strings.Join(hints, "\n"))
+}
