@@ -2,6 +2,7 @@ package cli
 
 import (
 	"log/slog"
+	"os"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -51,6 +52,7 @@ The CustomResourceDefinition must be installed first.`,
 				LeaderElectionNamespace: flags.leaderElectionNamespace,
 				Namespace:               kf.Namespace,
 				Logger:                  logger,
+				Identity:                podIdentity(),
 			})
 			if err != nil {
 				return err
@@ -65,4 +67,17 @@ The CustomResourceDefinition must be installed first.`,
 	f.BoolVar(&flags.leaderElect, "leader-elect", false, "elect a leader among the controller's replicas, so that one acts at a time")
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
 	return cmd
+}
+
+// podIdentity names the controller's Pod (namespace/name) from POD_NAMESPACE and POD_NAME,
+// which its chart sets from the downward API; empty out of a cluster.
+func podIdentity() string {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		return ""
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns + "/" + name
+	}
+	return name
 }

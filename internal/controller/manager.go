@@ -48,6 +48,9 @@ type Options struct {
 	CacheDir string
 	// Logger receives the controller's logs.
 	Logger logr.Logger
+	// Identity names this replica in the leases and journals of its operations (its Pod,
+	// namespace/name); empty means its host.
+	Identity string
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -109,7 +112,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Config:   mgr.GetConfig(),
 		Recorder: mgr.GetEventRecorder(Name),
 		Charts:   NewCharts(dir),
-		Holder:   release.Self(Name),
+		Holder:   holder(o.Identity),
 	}
 	concurrency := max(o.Concurrency, 1)
 	err = ctrl.NewControllerManagedBy(mgr).
@@ -132,4 +135,14 @@ type deleting struct{ predicate.Funcs }
 func (deleting) Update(e event.UpdateEvent) bool {
 	return e.ObjectOld != nil && e.ObjectNew != nil &&
 		e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// holder is the controller replica named identity, as the holder of its operations' leases.
+func holder(identity string) release.Holder {
+	h := release.Self(Name)
+	h.Who = h.Host
+	if identity != "" {
+		h.Who = identity
+	}
+	return h
 }
