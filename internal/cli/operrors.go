@@ -20,6 +20,14 @@ func explainOperationError(err error) error {
 	if errors.As(err, &own) {
 		hints = append(hints, "remove the objects, or pass --take-ownership to adopt them")
 	}
+	var ie *lifecycle.InterruptedError
+	if errors.As(err, &ie) {
+		hints = append(hints, fmt.Sprintf("run berth recover %s to finish it (or berth recover %s --rollback to undo it), or run the command again", ie.Release, ie.Release))
+	}
+	var nd *lifecycle.NoDeployedError
+	if errors.As(err, &nd) {
+		hints = append(hints, fmt.Sprintf("berth recover %s finishes the %s instead", nd.Release, nd.Operation))
+	}
 	var ue *lifecycle.UninstallError
 	if errors.As(err, &ue) && !ue.NothingDeleted {
 		hints = append(hints, fmt.Sprintf("once the cause is fixed, berth uninstall %s goes on from here", ue.Release))

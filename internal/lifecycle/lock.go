@@ -45,8 +45,7 @@ type InterruptedError struct {
 }
 
 func (e *InterruptedError) Error() string {
-	return fmt.Sprintf("%s of release %s interrupted; its journal records how far it got: run berth recover %s to finish it (or berth recover %s --rollback to undo it), or run the command again",
-		e.Operation, e.Release, e.Release, e.Release)
+	return fmt.Sprintf("%s of release %s interrupted; its journal records how far it got", e.Operation, e.Release)
 }
 
 func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }

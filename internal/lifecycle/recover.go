@@ -294,8 +294,7 @@ func (d Deps) abandon(ctx context.Context, in *Interrupted) error {
 		}
 	default:
 		if in.Deployed == 0 {
-			return fmt.Errorf("release %s has no deployed revision to roll back to: berth recover %s finishes the %s instead",
-				in.Release, in.Release, in.Operation)
+			return &NoDeployedError{Release: in.Release, Operation: in.Operation}
 		}
 		if err := d.abandonHooks(ctx, in); err != nil {
 			return err
@@ -397,4 +396,15 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 // notify tells of a recovery through the progress events.
 func (d Deps) notify(msg string) {
 	d.emitter()(engine.Event{Type: engine.StepStarted, Step: "recover", Message: msg})
+}
+
+// NoDeployedError says an interrupted operation cannot be undone: the release has no deployed
+// revision to roll back to; finishing it is the way on.
+type NoDeployedError struct {
+	Release   string
+	Operation release.Operation
+}
+
+func (e *NoDeployedError) Error() string {
+	return fmt.Sprintf("release %s has no deployed revision to roll back to", e.Release)
 }

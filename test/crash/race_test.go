@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/release"
@@ -25,7 +26,14 @@ func TestS6RacingProcessesOneProceeds(t *testing.T) {
 	args := []string{"upgrade", "race", ch, "--set", "version=2", "--set", "hookRun=3s"}
 	a := berthProcess(t, env, nil, args...)
 	b := berthProcess(t, env, nil, args...)
-	time.Sleep(500 * time.Millisecond) // let one of them take the lease: the third must wait for it
+	// Once one of them holds the lease, the third must wait for it.
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, live, err := release.NewLeases(env.Client.CoordinationV1(), env.Namespace).Holder(ctx, "race")
+		return live, err
+	})
+	if err != nil {
+		t.Fatalf("neither upgrade took the lease: %v", err)
+	}
 	c := berthProcess(t, env, nil, append(args, "--wait-for-lock")...)
 	ra, rb, rc := a(), b(), c()
 	var ok, refused []run
@@ -120,11 +128,12 @@ func TestS6SignalStopsAtSafePoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until the hook Job exists, then interrupt.
-	for ctx.Err() == nil {
-		if _, err := env.Client.BatchV1().Jobs(env.Namespace).Get(ctx, "sig-hook-pre-upgrade", metav1.GetOptions{}); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := env.Client.BatchV1().Jobs(env.Namespace).Get(ctx, "sig-hook-pre-upgrade", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the pre-upgrade hook Job did not appear: %v", err)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	err = cmd.Wait()
