@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,9 @@ func (r *Reconciler) stepReporter(ctx context.Context, rel *v1alpha1.Release) fu
 		var step string
 		switch e.Type {
 		case engine.StepStarted:
+			if strings.HasPrefix(e.Step, "record/") {
+				return // a write of the release's record: quick, and not worth a write of its own
+			}
 			step = e.Step
 			if e.Message != "" {
 				step += ": " + e.Message
