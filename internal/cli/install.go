@@ -163,8 +163,8 @@ func summarize(res *lifecycle.Result) string {
 	}
 	counts := map[engine.Change]int{}
 	for _, run := range res.Runs {
-		for _, c := range run.Changes {
-			counts[c]++
+		for _, o := range run.Objects {
+			counts[o.Change]++
 		}
 	}
 	var parts []string
@@ -176,7 +176,7 @@ func summarize(res *lifecycle.Result) string {
 	if len(parts) == 0 {
 		parts = append(parts, "no object changed")
 	}
-	return fmt.Sprintf("%s in %s", strings.Join(parts, ", "), res.Duration.Round(time.Millisecond))
+	return fmt.Sprintf("done: %s in %s", strings.Join(parts, ", "), res.Duration.Round(time.Millisecond))
 }
 
 // addAtomicFlag adds --atomic, Helm's deprecated spelling of --rollback-on-failure, with Helm's

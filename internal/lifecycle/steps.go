@@ -327,7 +327,12 @@ func (d Deps) execute(ctx context.Context, op release.Operation, pl *plan.Plan, 
 	}
 	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
 	if res != nil {
-		d.runs.add(Run{Operation: op, Revision: r.rel.Version, Plan: pl, Changes: res.Changes, Took: res.Took, Steps: res.Steps})
+		run := Run{Operation: op, Revision: r.rel.Version, Plan: pl, Steps: res.Steps}
+		for id, c := range res.Changes {
+			run.Objects = append(run.Objects, ObjectRun{Object: id, Change: c, Took: res.Took[id]})
+		}
+		slices.SortFunc(run.Objects, func(a, b ObjectRun) int { return resource.Compare(a.Object, b.Object) })
+		d.runs.add(run)
 	}
 	return res, err
 }
@@ -376,12 +381,18 @@ type Run struct {
 	Operation release.Operation `json:"operation"`
 	Revision  int               `json:"revision"`
 	Plan      *plan.Plan        `json:"plan"`
-	// Changes say what happened to each object applied or deleted, and Took how long it took.
-	Changes map[resource.Identity]engine.Change `json:"changes,omitempty"`
-	Took    map[resource.Identity]time.Duration `json:"took,omitempty"`
+	// Objects say what happened to each object applied or deleted, and how long it took.
+	Objects []ObjectRun `json:"objects,omitempty"`
 	// Steps are the steps that ran to success, with their durations (a step that failed ends
 	// the list; steps an interrupted run completed are not in it).
 	Steps []engine.StepRun `json:"steps,omitempty"`
+}
+
+// ObjectRun is what a run did to one object.
+type ObjectRun struct {
+	Object resource.Identity `json:"object"`
+	Change engine.Change     `json:"change"`
+	Took   time.Duration     `json:"took"`
 }
 
 // runs collects the runs of one operation, and the plan of a dry run.
