@@ -214,7 +214,7 @@ const (
 	// actRelease: install or upgrade.
 	actRelease
 	// actWaitForChange: the last attempt at this very spec and chart failed; it is not tried
-	// again until something changes.
+	// again until something changes, unless its retries allow it (retryWait).
 	actWaitForChange
 )
 

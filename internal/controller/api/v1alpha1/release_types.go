@@ -315,7 +315,7 @@ type ReleaseStatus struct {
 
 	// LastAttemptedGeneration, LastAttemptedChartVersion and LastAttemptedValuesDigest are
 	// what the last install or upgrade tried, whatever its outcome: a failed attempt is not
-	// tried again until one of them changes.
+	// tried again until one of them changes, unless install or upgrade retries allow it.
 	// +optional
 	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
 	// +optional
