@@ -107,6 +107,14 @@ func TestReleaseValuesFromConfigMapAndSecret(t *testing.T) {
 	if record := berthtest.LastRecord(t, env, "web"); record.Version != 2 || record.Info.Status != release.StatusDeployed {
 		t.Errorf("record: revision %d %s, want 2 deployed", record.Version, record.Info.Status)
 	}
+
+	// So is a new content of the Secret.
+	patch := []byte(`{"stringData":{"password":"rotated"}}`)
+	if _, err := env.Client.CoreV1().Secrets(env.Namespace).Patch(t.Context(), "web-secret", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, c, env.Namespace, "web", "is upgraded with the Secret's new value", readyAt(3))
+	assertConfig(t, env, "password", "rotated")
 	deleteRelease(t, c, got)
 }
 
