@@ -4,6 +4,7 @@
 package chart
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,6 +30,22 @@ func Load(path string) (*chartv2.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w: check that it is a chart directory with a valid Chart.yaml or a packaged chart (.tgz)", path, err)
 	}
+	return checkLoaded(path, loaded)
+}
+
+// LoadArchive loads a packaged chart (.tgz) from memory with Helm's loader, as Load loads one
+// from a file; name says where the package comes from.
+func LoadArchive(name string, data []byte) (*chartv2.Chart, error) {
+	loaded, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("load chart %s: %w: check that it is a packaged chart (.tgz), as helm package makes it", name, err)
+	}
+	return checkLoaded(name, loaded)
+}
+
+// checkLoaded checks that a loaded chart is of an API version berth renders and has its
+// dependencies.
+func checkLoaded(path string, loaded helmchart.Charter) (*chartv2.Chart, error) {
 	ch, ok := loaded.(*chartv2.Chart)
 	if !ok {
 		return nil, fmt.Errorf("load chart %s: chart API version %T is not supported: use apiVersion v2 in Chart.yaml", path, loaded)

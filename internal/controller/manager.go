@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -115,10 +117,17 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Holder:   holder(o.Identity),
 	}
 	concurrency := max(o.Concurrency, 1)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Release{}, referencesIndex, referencesOf); err != nil {
+		return nil, fmt.Errorf("index Releases by the objects they read: %w", err)
+	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
 		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
+		// The ConfigMaps and Secrets Releases read their chart and values from: metadata only,
+		// so that the controller holds no Secret's content.
+		Watches(metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "ConfigMap")), builder.OnlyMetadata).
+		Watches(metadataOf("Secret"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "Secret")), builder.OnlyMetadata).
 		// Names are unique per process; tests run one manager after another.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true)}).
 		Complete(r)

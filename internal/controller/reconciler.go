@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,16 +73,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		orig = rel.DeepCopy()
 	}
 
-	ch, err := r.Charts.fetch(ctx, d.Chart)
-	if err != nil {
-		markFailed(&rel, ReasonChartUnavailable, err, false)
-		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
-	}
-	version := ch.chart.Metadata.Version
 	clients, err := r.clientsFor(d)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	ch, err := r.inputs(ctx, d, clients)
+	if err != nil {
+		return inputFailed(&rel, d, err), r.patchStatus(ctx, orig, &rel)
+	}
+	version := ch.chart.Metadata.Version
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
 	if err != nil {
 		markFailed(&rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
@@ -90,7 +90,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	switch act := nextAction(&rel, last, version, d.ValuesDigest); act {
 	case actWaitForChange:
-		return ctrl.Result{RequeueAfter: d.Interval}, nil
+		if wait, retry := retryWait(&rel, d, time.Now()); !retry || wait > 0 {
+			return ctrl.Result{RequeueAfter: cmp.Or(wait, d.Interval)}, nil
+		}
 	case actNone, actStatus:
 		if act == actStatus && !keepTestFailure(&rel, d) {
 			markReady(&rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
@@ -106,8 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	markReconciling(&rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
 	rel.Status.CurrentStep = op
 	rel.Status.ReleaseName, rel.Status.TargetNamespace = d.ReleaseName, d.TargetNamespace
-	rel.Status.LastAttemptedGeneration = rel.Generation
-	rel.Status.LastAttemptedChartVersion, rel.Status.LastAttemptedValuesDigest = version, d.ValuesDigest
+	startAttempt(&rel, version, d.ValuesDigest)
 	if err := r.patchStatus(ctx, orig, &rel); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -138,10 +139,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			failed = ReasonUpgradeFailed
 		}
 		reason := reasonOf(err, failed)
-		markFailed(&rel, reason, err, true)
+		requeue := attemptFailed(&rel, d, reason, err)
 		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, firstLine(err.Error()))
 		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, orig, &rel)
 	}
 	reason := ReasonInstallSucceeded
 	if op == "upgrade" {
@@ -150,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	msg := fmt.Sprintf("release %s revision %d of chart %s %s is deployed in namespace %s", d.ReleaseName, out.Version, ch.chart.Name(), version, d.TargetNamespace)
 	rel.Status.Revision = out.Version
 	rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
-	rel.Status.ValuesDigest = d.ValuesDigest
+	rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
 	setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
 	markReady(&rel, reason, msg)
 	r.Recorder.Eventf(&rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)

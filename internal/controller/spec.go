@@ -4,8 +4,6 @@
 package controller
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -29,15 +27,20 @@ type desired struct {
 	// Namespace and ServiceAccount are the Release's namespace and the account that acts.
 	Namespace, ServiceAccount string
 	Chart                     chartRef
-	Values                    map[string]any
-	ValuesDigest              string
-	Interval, Timeout         time.Duration
-	Install                   v1alpha1.InstallSpec
-	Upgrade                   v1alpha1.UpgradeSpec
-	Uninstall                 v1alpha1.UninstallSpec
-	HistoryMax                int
-	Test                      testRules
-	Drift                     driftRules
+	// ChartIn, when set, is the ConfigMap or Secret that holds the packaged chart.
+	ChartIn *chartObject
+	// Values are spec.values, then the values merged from ValuesFrom and spec.values once
+	// resolveValues read them; ValuesDigest is theirs.
+	Values            map[string]any
+	ValuesDigest      string
+	ValuesFrom        []v1alpha1.ValuesReference
+	Interval, Timeout time.Duration
+	Install           v1alpha1.InstallSpec
+	Upgrade           v1alpha1.UpgradeSpec
+	Uninstall         v1alpha1.UninstallSpec
+	HistoryMax        int
+	Test              testRules
+	Drift             driftRules
 }
 
 // chartRef is a chart to fetch: Ref with Options as Helm's CLI takes them (CHART --repo URL
@@ -95,10 +98,13 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 		return nil, err
 	}
 	var err error
-	if d.Chart, err = chartRefOf(s.Chart); err != nil {
+	if d.Chart, d.ChartIn, err = chartSourceOf(s.Chart); err != nil {
 		return nil, err
 	}
 	if d.Values, d.ValuesDigest, err = valuesOf(s); err != nil {
+		return nil, err
+	}
+	if d.ValuesFrom, err = valuesFromOf(s.ValuesFrom); err != nil {
 		return nil, err
 	}
 	if s.Interval != nil {
@@ -131,6 +137,12 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 	if d.Drift, err = driftOf(s.Drift); err != nil {
 		return nil, err
 	}
+	if err := checkRetries("install", d.Install.OperationSpec); err != nil {
+		return nil, err
+	}
+	if err := checkRetries("upgrade", d.Upgrade.OperationSpec); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -138,18 +150,8 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 // than ignoring them.
 func unsupportedFields(s v1alpha1.ReleaseSpec) error {
 	switch {
-	case s.Chart.SecretRef != nil:
-		return unsupported("chart.secretRef", "serve the chart from a Helm repository or an OCI registry (chart.repository)")
-	case s.Chart.ConfigMapRef != nil:
-		return unsupported("chart.configMapRef", "serve the chart from a Helm repository or an OCI registry (chart.repository)")
-	case len(s.ValuesFrom) > 0:
-		return unsupported("valuesFrom", "put the values in spec.values")
 	case len(s.DependsOn) > 0:
 		return unsupported("dependsOn", "remove it and create the Releases in order")
-	case s.Install != nil && (s.Install.Retries > 0 || s.Install.RetryBackoff != nil):
-		return unsupported("install.retries", "remove install.retries and install.retryBackoff; a failed install is tried again when the spec or the chart version changes")
-	case s.Upgrade != nil && (s.Upgrade.Retries > 0 || s.Upgrade.RetryBackoff != nil):
-		return unsupported("upgrade.retries", "remove upgrade.retries and upgrade.retryBackoff; a failed upgrade is tried again when the spec or the chart version changes")
 	}
 	return nil
 }
@@ -193,13 +195,11 @@ func valuesOf(s v1alpha1.ReleaseSpec) (map[string]any, string, error) {
 			return nil, "", invalid("values", "must be a map of values, as in a values file")
 		}
 	}
-	// encoding/json sorts map keys: equal values have equal digests.
-	canonical, err := json.Marshal(vals)
+	digest, err := digestOf(vals)
 	if err != nil {
 		return nil, "", invalid("values", "%v", err)
 	}
-	sum := sha256.Sum256(canonical)
-	return vals, "sha256:" + hex.EncodeToString(sum[:]), nil
+	return vals, digest, nil
 }
 
 // wait are the wait options of an operation.
@@ -218,7 +218,7 @@ const (
 	// actRelease: install or upgrade.
 	actRelease
 	// actWaitForChange: the last attempt at this very spec and chart failed; it is not tried
-	// again until something changes.
+	// again until something changes, unless its retries allow it (retryWait).
 	actWaitForChange
 )
 

@@ -62,15 +62,26 @@ func TestDesiredOf(t *testing.T) {
 			r.Status.ReleaseName, r.Status.TargetNamespace = "web", "team-a"
 			r.Spec.TargetNamespace = "team-b"
 		}), wantField: "releaseName", wantReason: ReasonInvalidSpec},
-		{name: "valuesFrom", rel: base(func(r *v1alpha1.Release) {
-			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Secret", Name: "x"}}
-		}), wantField: "valuesFrom", wantReason: ReasonUnsupported},
+		{name: "valuesFrom with its default key", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Secret", Name: "x"}, {Kind: "ConfigMap", Name: "y", Key: "prod.yaml"}}
+		}), want: func(d *desired) any { return d.ValuesFrom },
+			wantValue: []v1alpha1.ValuesReference{{Kind: "Secret", Name: "x", Key: "values.yaml"}, {Kind: "ConfigMap", Name: "y", Key: "prod.yaml"}}},
+		{name: "valuesFrom of another kind", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Pod", Name: "x"}}
+		}), wantField: "valuesFrom[0].kind", wantReason: ReasonInvalidSpec},
 		{name: "dependsOn", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "db"}}
 		}), wantField: "dependsOn", wantReason: ReasonUnsupported},
 		{name: "chart in a Secret", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.Chart = v1alpha1.ChartSource{SecretRef: &v1alpha1.KeyReference{Name: "c", Key: "web.tgz"}}
-		}), wantField: "chart.secretRef", wantReason: ReasonUnsupported},
+		}), want: func(d *desired) any { return d.ChartIn },
+			wantValue: &chartObject{Kind: "Secret", Name: "c", Key: "web.tgz", Field: "chart.secretRef"}},
+		{name: "chart in a ConfigMap without a key", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{ConfigMapRef: &v1alpha1.KeyReference{Name: "c"}}
+		}), wantField: "chart.configMapRef.key", wantReason: ReasonInvalidSpec},
+		{name: "chart in a Secret with a version", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{SecretRef: &v1alpha1.KeyReference{Name: "c", Key: "web.tgz"}, Version: "1.0.0"}
+		}), wantField: "chart", wantReason: ReasonInvalidSpec},
 		{name: "drift off by default", rel: base(nil),
 			want: func(d *desired) any { return d.Drift }, wantValue: driftRules{Mode: v1alpha1.DriftDisabled}},
 		{name: "drift detection with ignore rules", rel: base(func(r *v1alpha1.Release) {
@@ -103,7 +114,10 @@ func TestDesiredOf(t *testing.T) {
 		}), wantField: "test.filters[0]", wantReason: ReasonInvalidSpec},
 		{name: "retries", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.Upgrade = &v1alpha1.UpgradeSpec{OperationSpec: v1alpha1.OperationSpec{Retries: 3}}
-		}), wantField: "upgrade.retries", wantReason: ReasonUnsupported},
+		}), want: func(d *desired) any { return d.Upgrade.Retries }, wantValue: int32(3)},
+		{name: "retry backoff not positive", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Install = &v1alpha1.InstallSpec{OperationSpec: v1alpha1.OperationSpec{Retries: 1, RetryBackoff: &metav1.Duration{}}}
+		}), wantField: "install.retryBackoff", wantReason: ReasonInvalidSpec},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -119,9 +119,12 @@ func reasonOf(err error, failed string) string {
 	var blocked *engine.BlockedError
 	var hook *lifecycle.HookError
 	var spec *SpecError
+	var reasoned interface{ conditionReason() string }
 	switch {
 	case errors.As(err, &spec):
 		return spec.Reason
+	case errors.As(err, &reasoned) && reasoned.conditionReason() != "":
+		return reasoned.conditionReason()
 	case errors.As(err, &blocked):
 		return ReasonBlocked
 	case errors.As(err, &hook):

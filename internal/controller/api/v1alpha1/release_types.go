@@ -134,7 +134,8 @@ type ChartSource struct {
 	// +optional
 	SecretRef *KeyReference `json:"secretRef,omitempty"`
 	// ConfigMapRef names a key of a ConfigMap of the Release's namespace that holds a packaged
-	// chart (.tgz, in binaryData).
+	// chart (.tgz, in binaryData). As with a repository, the release is upgraded when the
+	// packaged chart's version changes.
 	// +optional
 	ConfigMapRef *KeyReference `json:"configMapRef,omitempty"`
 }
@@ -157,8 +158,8 @@ type ValuesReference struct {
 	// Key holding a values file; default values.yaml.
 	// +optional
 	Key string `json:"key,omitempty"`
-	// TargetPath, when set, puts the key's content as one value at this path (a.b.c) instead
-	// of reading it as a values file.
+	// TargetPath, when set, puts the key's content as one value at this path (a.b.c, as
+	// helm's --set names it) instead of reading it as a values file.
 	// +optional
 	TargetPath string `json:"targetPath,omitempty"`
 	// Optional makes a missing object or key count as no values instead of an error.
@@ -184,13 +185,15 @@ type OperationSpec struct {
 	// WaitForJobs also waits until every Job of the release completed.
 	// +optional
 	WaitForJobs bool `json:"waitForJobs,omitempty"`
-	// Retries is how many times a failed operation is tried again (with RetryBackoff between
-	// tries) before the Release is Stalled; 0 does not retry until the spec or the chart
-	// version changes.
+	// Retries is how many times a failed install or upgrade is tried again, RetryBackoff
+	// after the failure, before the Release is Stalled with reason RetriesExhausted; 0 does not
+	// try again until the spec, the chart version or the values change. install.retries
+	// applies until the Release has deployed a revision, upgrade.retries after.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
-	// RetryBackoff is the wait before the first retry, doubled for each further one.
+	// RetryBackoff is the wait before the first retry, doubled for each further one; default
+	// 30s.
 	// +optional
 	RetryBackoff *metav1.Duration `json:"retryBackoff,omitempty"`
 }
@@ -312,13 +315,18 @@ type ReleaseStatus struct {
 
 	// LastAttemptedGeneration, LastAttemptedChartVersion and LastAttemptedValuesDigest are
 	// what the last install or upgrade tried, whatever its outcome: a failed attempt is not
-	// tried again until one of them changes.
+	// tried again until one of them changes, unless install or upgrade retries allow it.
 	// +optional
 	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
 	// +optional
 	LastAttemptedChartVersion string `json:"lastAttemptedChartVersion,omitempty"`
 	// +optional
 	LastAttemptedValuesDigest string `json:"lastAttemptedValuesDigest,omitempty"`
+
+	// Failures is how many installs or upgrades of the last attempted generation, chart
+	// version and values failed in a row; a success or a change of them resets it.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
 
 	// CurrentStep is the step of the operation under way.
 	// +optional

@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/kube"
+)
+
+// Reasons of a chart kept in a ConfigMap or Secret that cannot be used.
+const (
+	ReasonChartMissing = "ChartMissing"
+	ReasonInvalidChart = "InvalidChart"
+)
+
+// chartObject is the key of a ConfigMap or Secret of the Release's namespace that holds a
+// packaged chart.
+type chartObject struct {
+	Kind, Name, Key string
+	// Field is the spec field that names it.
+	Field string
+}
+
+// chartSourceOf checks spec.chart: a chart of a repository, or one kept in a Secret or
+// ConfigMap.
+func chartSourceOf(c v1alpha1.ChartSource) (chartRef, *chartObject, error) {
+	var objs []*chartObject
+	if r := c.SecretRef; r != nil {
+		objs = append(objs, &chartObject{Kind: "Secret", Name: r.Name, Key: r.Key, Field: "chart.secretRef"})
+	}
+	if r := c.ConfigMapRef; r != nil {
+		objs = append(objs, &chartObject{Kind: "ConfigMap", Name: r.Name, Key: r.Key, Field: "chart.configMapRef"})
+	}
+	if len(objs) == 0 {
+		ref, err := chartRefOf(c)
+		return ref, nil, err
+	}
+	o := objs[0]
+	switch {
+	case len(objs) > 1 || c.Repository != "":
+		return chartRef{}, nil, invalid("chart", "set exactly one of repository, secretRef and configMapRef")
+	case c.Name != "" || c.Version != "" || c.Digest != "":
+		return chartRef{}, nil, invalid("chart", "name, version and digest apply to a chart of a repository, not to one in a %s: remove them", o.Kind)
+	case o.Name == "":
+		return chartRef{}, nil, invalid(o.Field+".name", "is required: name the %s, in the Release's namespace, that holds the packaged chart", o.Kind)
+	case o.Key == "":
+		return chartRef{}, nil, invalid(o.Field+".key", "is required: name the key of the %s that holds the packaged chart (.tgz)", o.Kind)
+	}
+	return chartRef{}, o, nil
+}
+
+// ChartError says that the content of a ConfigMap or Secret is not a chart berth can release.
+type ChartError struct {
+	Kind, Namespace, Name, Key string
+	Err                        error
+}
+
+func (e *ChartError) Error() string {
+	return fmt.Sprintf("%s/%s/%s key %s: %v", e.Kind, e.Namespace, e.Name, e.Key, e.Err)
+}
+
+func (e *ChartError) Unwrap() error { return e.Err }
+
+// chartIn reads and loads the packaged chart o names, in namespace ns, with r.
+func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error) {
+	data, err := r.read(ctx, o.Kind, o.Name, o.Key)
+	var missing *MissingError
+	if errors.As(err, &missing) {
+		missing.Reason = ReasonChartMissing
+		missing.Next = fmt.Sprintf("put the packaged chart there (kubectl create %s %s --from-file=%s=CHART.tgz), or fix spec.%s",
+			map[string]string{"Secret": "secret generic", "ConfigMap": "configmap"}[o.Kind], o.Name, o.Key, o.Field)
+		return nil, missing
+	}
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%s/%s/%s key %s", o.Kind, r.namespace, o.Name, o.Key)
+	ch, err := chart.LoadArchive(name, data)
+	if err != nil {
+		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
+	}
+	sum := sha256.Sum256(data)
+	return &fetched{chart: ch, digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
+}
+
+// inputs fetches d's chart and reads its valuesFrom, setting d's values to the merged result.
+// ConfigMaps and Secrets are read as the Release's ServiceAccount, with clients.
+func (r *Reconciler) inputs(ctx context.Context, d *desired, clients *kube.Clients) (*fetched, error) {
+	reader := keyReader{core: clients.Client.CoreV1(), namespace: d.Namespace}
+	var ch *fetched
+	var err error
+	if d.ChartIn != nil {
+		ch, err = chartIn(ctx, reader, d.ChartIn)
+	} else {
+		ch, err = r.Charts.fetch(ctx, d.Chart)
+	}
+	if err != nil {
+		return nil, &inputError{reason: reasonOf(err, ReasonChartUnavailable), err: err}
+	}
+	if err := resolveValues(ctx, reader, d); err != nil {
+		return nil, &inputError{reason: reasonOf(err, ReasonValuesMissing), err: err}
+	}
+	return ch, nil
+}
+
+// inputError is a chart or values that could not be had, with its condition reason.
+type inputError struct {
+	reason string
+	err    error
+}
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+// inputFailed says in rel's status why its chart or values could not be had, and when to look
+// again: a missing object or an unreachable repository may come back by itself; content that is
+// not a chart or values, or a missing permission, waits for a change (of the object, which the
+// controller watches, or of the Release).
+func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
+	reason := reasonOf(err, ReasonChartUnavailable)
+	var chartErr *ChartError
+	var valuesErr *ValuesError
+	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, &valuesErr)
+	markFailed(rel, reason, err, stalled)
+	if stalled {
+		return ctrl.Result{RequeueAfter: d.Interval}
+	}
+	return ctrl.Result{RequeueAfter: retryAfter}
+}
+
+func (e *inputError) conditionReason() string { return e.reason }
+func (e *ChartError) conditionReason() string { return ReasonInvalidChart }

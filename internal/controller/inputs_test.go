@@ -1,0 +1,129 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+)
+
+func TestMergeValues(t *testing.T) {
+	file := func(name, data string) valuesSource {
+		return valuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: name, Key: "values.yaml"}, Data: []byte(data)}
+	}
+	at := func(path, data string) valuesSource {
+		return valuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "s", Key: "k", TargetPath: path}, Data: []byte(data)}
+	}
+	tests := []struct {
+		name    string
+		sources []valuesSource
+		spec    map[string]any
+		want    map[string]any
+	}{
+		{name: "nothing", want: map[string]any{}},
+		{name: "spec only", spec: map[string]any{"a": 1.0}, want: map[string]any{"a": 1.0}},
+		{name: "files deep-merged in order, spec last",
+			sources: []valuesSource{
+				file("base", "image: {repo: web, tag: '1'}\nreplicas: 1\nlist: [1, 2]\n"),
+				file("prod", "image: {tag: '2'}\nlist: [3]\n"),
+			},
+			spec: map[string]any{"replicas": 3.0},
+			want: map[string]any{"image": map[string]any{"repo": "web", "tag": "2"}, "replicas": 3.0, "list": []any{3.0}}},
+		{name: "targetPath sets one value, typed as --set types it",
+			sources: []valuesSource{file("base", "db: {host: x, port: 1}\n"), at("db.port", "5432"), at("db.password", "s3cr=t")},
+			want:    map[string]any{"db": map[string]any{"host": "x", "port": int64(5432), "password": "s3cr=t"}}},
+		{name: "a quoted content is a string",
+			sources: []valuesSource{at("db.port", `"5432"`), at("enabled", "'true'")},
+			want:    map[string]any{"db": map[string]any{"port": "5432"}, "enabled": "true"}},
+		{name: "a later file overrides a targetPath",
+			sources: []valuesSource{at("a.b", "1"), file("f", "a: {b: 2}\n")},
+			want:    map[string]any{"a": map[string]any{"b": 2.0}}},
+		{name: "missing optional sources are skipped",
+			sources: []valuesSource{{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: "gone", Key: "values.yaml"}, Missing: true}, file("f", "a: 1\n")},
+			want:    map[string]any{"a": 1.0}},
+		{name: "an empty file is no values", sources: []valuesSource{file("f", "")}, spec: map[string]any{"a": "x"},
+			want: map[string]any{"a": "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := mergeValues("team-a", tt.sources, tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Error(diff)
+			}
+		})
+	}
+}
+
+func TestMergeValuesErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		source valuesSource
+	}{
+		{name: "not YAML", source: valuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: "f", Key: "values.yaml"}, Data: []byte("a: [1\n")}},
+		{name: "not a map", source: valuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: "f", Key: "values.yaml"}, Data: []byte("- 1\n")}},
+		{name: "a path --set refuses", source: valuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "f", Key: "k", TargetPath: "a[x]"}, Data: []byte("1")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := mergeValues("team-a", []valuesSource{tt.source}, nil)
+			var ve *ValuesError
+			if !errors.As(err, &ve) || ve.Name != "f" || ve.Namespace != "team-a" {
+				t.Fatalf("got %v, want a ValuesError naming the object", err)
+			}
+			if reasonOf(err, ReasonFailed) != ReasonInvalidValues {
+				t.Errorf("reason %s, want %s", reasonOf(err, ReasonFailed), ReasonInvalidValues)
+			}
+		})
+	}
+}
+
+func TestRetryWait(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	failedAt := now.Add(-10 * time.Second)
+	history := []v1alpha1.OperationRecord{{Operation: "install", Outcome: "Failed", StartedAt: metav1.NewTime(failedAt.Add(-5 * time.Second)), Duration: metav1.Duration{Duration: 5 * time.Second}}}
+	ops := func(install, upgrade v1alpha1.OperationSpec) *desired {
+		return &desired{Install: v1alpha1.InstallSpec{OperationSpec: install}, Upgrade: v1alpha1.UpgradeSpec{OperationSpec: upgrade}}
+	}
+	twice := v1alpha1.OperationSpec{Retries: 2, RetryBackoff: &metav1.Duration{Duration: 8 * time.Second}}
+	tests := []struct {
+		name      string
+		d         *desired
+		failures  int32
+		revision  int
+		wantWait  time.Duration
+		wantRetry bool
+	}{
+		{name: "no retries", d: ops(v1alpha1.OperationSpec{}, v1alpha1.OperationSpec{}), failures: 1},
+		{name: "first retry is due", d: ops(twice, v1alpha1.OperationSpec{}), failures: 1, wantRetry: true},
+		{name: "second retry waits twice the backoff", d: ops(twice, v1alpha1.OperationSpec{}), failures: 2, wantWait: 6 * time.Second, wantRetry: true},
+		{name: "retries spent", d: ops(twice, v1alpha1.OperationSpec{}), failures: 3},
+		{name: "default backoff", d: ops(v1alpha1.OperationSpec{Retries: 1}, v1alpha1.OperationSpec{}), failures: 1, wantWait: 20 * time.Second, wantRetry: true},
+		{name: "a deployed Release retries upgrades", d: ops(twice, v1alpha1.OperationSpec{}), failures: 1, revision: 1},
+		{name: "never failed", d: ops(twice, twice), failures: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := &v1alpha1.Release{Status: v1alpha1.ReleaseStatus{Failures: tt.failures, Revision: tt.revision, History: history}}
+			wait, retry := retryWait(rel, tt.d, now)
+			if wait != tt.wantWait || retry != tt.wantRetry {
+				t.Errorf("retryWait = %v, %v; want %v, %v", wait, retry, tt.wantWait, tt.wantRetry)
+			}
+		})
+	}
+}
+
+func TestBackoffDoublesUpToABound(t *testing.T) {
+	op := v1alpha1.OperationSpec{RetryBackoff: &metav1.Duration{Duration: time.Second}}
+	for failures, want := range map[int32]time.Duration{1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 1000: maxRetryBackoff} {
+		if got := backoff(op, failures); got != want {
+			t.Errorf("backoff after %d failures = %v, want %v", failures, got, want)
+		}
+	}
+}
