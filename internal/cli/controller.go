@@ -17,6 +17,7 @@ type controllerFlags struct {
 	healthProbeBindAddress  string
 	leaderElect             bool
 	leaderElectionNamespace string
+	cacheDir                string
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -51,6 +52,7 @@ The CustomResourceDefinition must be installed first.`,
 				LeaderElection:          flags.leaderElect,
 				LeaderElectionNamespace: flags.leaderElectionNamespace,
 				Namespace:               kf.Namespace,
+				CacheDir:                flags.cacheDir,
 				Logger:                  logger,
 				Identity:                podIdentity(),
 			})
@@ -66,6 +68,7 @@ The CustomResourceDefinition must be installed first.`,
 	f.StringVar(&flags.healthProbeBindAddress, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz probes; "0" turns them off`)
 	f.BoolVar(&flags.leaderElect, "leader-elect", false, "elect a leader among the controller's replicas, so that one acts at a time")
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
+	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd
 }
 

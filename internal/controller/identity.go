@@ -13,14 +13,12 @@ import (
 	"github.com/berthdev/berth/internal/release"
 )
 
-// impersonate returns a copy of cfg that acts as the ServiceAccount name of namespace ns, with
-// the groups the API server gives a ServiceAccount's own token.
+// impersonate returns a copy of cfg that acts as the ServiceAccount name of namespace ns. No
+// groups are named: the API server gives an impersonated ServiceAccount the groups of its own
+// token, so the controller needs the right to impersonate serviceaccounts and not groups.
 func impersonate(cfg *rest.Config, ns, name string) *rest.Config {
 	out := rest.CopyConfig(cfg)
-	out.Impersonate = rest.ImpersonationConfig{
-		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, name),
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-	}
+	out.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, name)}
 	return out
 }
 

@@ -98,7 +98,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("releases-synced", releasesSynced(mgr.GetCache())); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(releaseMetricsFor(mgr)); err != nil {
 		return nil, err
 	}
 	dir := o.CacheDir

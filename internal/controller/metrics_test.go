@@ -1,0 +1,138 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// TestMetricsEndpoint scrapes the metrics endpoint of a running controller: berth_releases counts
+// its Releases by condition, beside controller-runtime's reconcile metrics, and /readyz answers
+// once the controller knows its Releases.
+func TestMetricsEndpoint(t *testing.T) {
+	env := testenv.New(t)
+	installCRD(t, env)
+	c := startClient(t, env)
+	metricsAddr, probeAddr := freeAddress(t), freeAddress(t)
+	mgr, err := controller.NewManager(env.Config, controller.Options{
+		Namespace: env.Namespace, MetricsBindAddress: metricsAddr, HealthProbeBindAddress: probeAddr,
+		CacheDir: t.TempDir(), Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("controller: %v", err)
+		}
+	})
+
+	deployer(t, env, "deployer")
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")); err != nil {
+		t.Fatal(err)
+	}
+	// A second Release whose chart repository does not answer: Ready False.
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	broken := smallestRelease(t, env.Namespace, down.URL, "deployer")
+	broken.Name = "broken"
+	if err := c.Create(t.Context(), broken); err != nil {
+		t.Fatal(err)
+	}
+	web := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
+	waitFor(t, c, env.Namespace, "broken", "is not ready", func(rel *v1alpha1.Release) bool {
+		cond := condition(rel, controller.ConditionReady)
+		return cond != nil && cond.Status == metav1.ConditionFalse
+	})
+
+	want := map[string]float64{
+		"Ready/True": 1, "Ready/False": 1, "Ready/Unknown": 0,
+		"Reconciling/True": 0, "Reconciling/False": 2, "Reconciling/Unknown": 0,
+		"Stalled/True": 0, "Stalled/False": 2, "Stalled/Unknown": 0,
+	}
+	var families map[string]*dto.MetricFamily
+	var got map[string]float64
+	waitUntil(t, "berth_releases counts both Releases", func() bool {
+		families = scrape(t, "http://"+metricsAddr+"/metrics")
+		got = releaseGauge(families)
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	})
+	if f := families["controller_runtime_reconcile_total"]; f == nil || len(f.GetMetric()) == 0 {
+		t.Error("the metrics endpoint serves no controller_runtime_reconcile_total")
+	}
+	resp, err := http.Get("http://" + probeAddr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/readyz of a controller whose Releases are reconciled: %s", resp.Status)
+	}
+
+	// Deleted: the gauge follows the cache.
+	deleteRelease(t, c, web)
+	want["Ready/True"], want["Reconciling/False"], want["Stalled/False"] = 0, 1, 1
+	waitUntil(t, "berth_releases counts the Release left", func() bool {
+		got = releaseGauge(scrape(t, "http://"+metricsAddr+"/metrics"))
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	})
+	deleteRelease(t, c, broken)
+}
+
+// freeAddress returns a loopback address with a port free at the time of the call.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// scrape reads the metric families of a Prometheus endpoint; none while it does not answer.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse the metrics of %s: %v", url, err)
+	}
+	return families
+}
+
+// releaseGauge is berth_releases as condition/status: value.
+func releaseGauge(families map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range families["berth_releases"].GetMetric() {
+		out[label(m, "condition")+"/"+label(m, "status")] = m.GetGauge().GetValue()
+	}
+	return out
+}
