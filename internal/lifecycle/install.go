@@ -56,38 +56,18 @@ const (
 // Install installs a chart as a new release, or as the next revision of a release whose history
 // was kept when it was uninstalled.
 func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
-	start := d.now()
-	d.runs = &runs{}
-	done := func(rel *release.Release, err error) (*Result, error) {
-		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
-	}
 	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
 	// be seen to be rolled back.
 	o.Wait = o.Wait || o.RollbackOnFailure
-	if o.DryRun != NoDryRun {
-		ctx, cancel := o.deadline(ctx)
-		defer cancel()
-		return done(d.install(ctx, o))
-	}
-	if err := d.preflight(ctx, release.OpInstall, o.Name); err != nil {
-		return done(nil, err)
-	}
-	var rel *release.Release
-	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-		in, err := d.recoverFirst(ctx, o.Name, release.OpInstall)
-		if err != nil {
-			return err
-		}
+	return d.revisionOperation(ctx, release.OpInstall, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d Deps, in *Interrupted) (*release.Release, error) {
 		if in != nil && in.Operation == release.OpInstall {
 			// Installing a release whose install was interrupted is finishing that install.
-			if rel = in.latest(ctx, d); rel != nil && rel.Info.Status == release.StatusDeployed {
-				return nil
+			if rel := in.latest(ctx, d); rel != nil && rel.Info.Status == release.StatusDeployed {
+				return rel, nil
 			}
 		}
-		rel, err = d.install(ctx, o)
-		return err
+		return d.install(ctx, o)
 	})
-	return done(rel, err)
 }
 
 // install is Install within its operation (or its dry run).

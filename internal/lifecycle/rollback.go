@@ -28,29 +28,9 @@ type RollbackOptions struct {
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
 // makes the cluster match it.
 func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
-	start := d.now()
-	d.runs = &runs{}
-	done := func(rel *release.Release, err error) (*Result, error) {
-		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
-	}
-	if o.DryRun != NoDryRun {
-		ctx, cancel := o.deadline(ctx)
-		defer cancel()
-		return done(d.rollback(ctx, o))
-	}
-	if err := d.preflight(ctx, release.OpRollback, o.Name); err != nil {
-		return done(nil, err)
-	}
-	var rel *release.Release
-	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-		if _, err := d.recoverFirst(ctx, o.Name, release.OpRollback); err != nil {
-			return err
-		}
-		var err error
-		rel, err = d.rollback(ctx, o)
-		return err
+	return d.revisionOperation(ctx, release.OpRollback, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d Deps, _ *Interrupted) (*release.Release, error) {
+		return d.rollback(ctx, o)
 	})
-	return done(rel, err)
 }
 
 // rollback is Rollback within its operation (or its dry run).

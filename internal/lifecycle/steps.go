@@ -425,3 +425,34 @@ func (r *runs) all() []Run {
 	defer r.mu.Unlock()
 	return slices.Clone(r.list)
 }
+
+// revisionOperation runs body, an install, upgrade or rollback of release name: a dry run at
+// once under the operation's deadline; otherwise after the preflight, holding the release's lease,
+// once an interrupted operation on the release is finished (body is told of it: nil when there
+// was none).
+func (d Deps) revisionOperation(ctx context.Context, op release.Operation, name string, w WaitOptions, dryRun DryRun,
+	body func(context.Context, Deps, *Interrupted) (*release.Release, error)) (*Result, error) {
+	start := d.now()
+	d.runs = &runs{}
+	var rel *release.Release
+	var err error
+	switch {
+	case dryRun != NoDryRun:
+		dctx, cancel := w.deadline(ctx)
+		defer cancel()
+		rel, err = body(dctx, d, nil)
+	default:
+		if err = d.preflight(ctx, op, name); err != nil {
+			break
+		}
+		err = d.operate(ctx, name, w, func(ctx context.Context, d Deps) error {
+			in, err := d.recoverFirst(ctx, name, op)
+			if err != nil {
+				return err
+			}
+			rel, err = body(ctx, d, in)
+			return err
+		})
+	}
+	return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
+}

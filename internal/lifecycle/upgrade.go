@@ -52,30 +52,10 @@ type UpgradeOptions struct {
 // objects, deletes by exact identity the ones that left the chart (unless kept) and records the
 // new revision as deployed and the previous one as superseded.
 func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
-	start := d.now()
-	d.runs = &runs{}
-	done := func(rel *release.Release, err error) (*Result, error) {
-		return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
-	}
 	o.Wait = o.Wait || o.RollbackOnFailure // as Install
-	if o.DryRun != NoDryRun {
-		ctx, cancel := o.deadline(ctx)
-		defer cancel()
-		return done(d.upgrade(ctx, o))
-	}
-	if err := d.preflight(ctx, release.OpUpgrade, o.Name); err != nil {
-		return done(nil, err)
-	}
-	var rel *release.Release
-	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-		if _, err := d.recoverFirst(ctx, o.Name, release.OpUpgrade); err != nil {
-			return err
-		}
-		var err error
-		rel, err = d.upgrade(ctx, o)
-		return err
+	return d.revisionOperation(ctx, release.OpUpgrade, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d Deps, _ *Interrupted) (*release.Release, error) {
+		return d.upgrade(ctx, o)
 	})
-	return done(rel, err)
 }
 
 // upgrade is Upgrade within its operation (or its dry run).
