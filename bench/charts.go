@@ -34,7 +34,7 @@ const hookRun = "500ms"
 const crdGroup = "bench.berth.dev"
 
 func charts() []chartSpec {
-	return []chartSpec{smallChart(), largeChart(), hooksChart()}
+	return []chartSpec{smallChart(), largeChart(), largeFlatChart(), hooksChart()}
 }
 
 func chartByName(name string) (chartSpec, bool) {
@@ -134,6 +134,29 @@ func largeChart() chartSpec {
 	}
 	f["templates/widgets.yaml"] = b.String()
 	return chartSpec{Name: "large", Objects: apps*7 + crds + configMaps + secrets, CRDs: crds, Hooks: map[string]int{}, files: f}
+}
+
+// largeFlatChart is 500 objects of few kinds and no CRDs: 440 ConfigMaps and 20 Deployments,
+// each with a Service and a Secret. Most of it is objects no controller acts on, so what it
+// measures is how fast a tool sends objects and, on uninstall, how fast they go.
+func largeFlatChart() chartSpec {
+	f := newChart("large-flat", "500 objects: 440 ConfigMaps, 20 Deployments with a Service and a Secret each")
+	const apps, configMaps = 20, 440
+	var b strings.Builder
+	for i := range apps {
+		name := fmt.Sprintf("app-%02d", i)
+		// Half the apps change, all three objects of each.
+		b.WriteString(secret(name, changing(i)))
+		b.WriteString(service(name, changing(i)))
+		b.WriteString(deployment(name, changing(i), 2))
+	}
+	f["templates/apps.yaml"] = b.String()
+	b.Reset()
+	for i := range configMaps {
+		b.WriteString(configMap(fmt.Sprintf("config-%03d", i), changing(i), 8))
+	}
+	f["templates/configmaps.yaml"] = b.String()
+	return chartSpec{Name: "large-flat", Objects: apps*3 + configMaps, Hooks: map[string]int{}, files: f}
 }
 
 // hookPlan is the hooks chart's hooks: event and weight of each, in no particular order.

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/chart"
@@ -45,6 +47,7 @@ func TestChartsHaveTheirSize(t *testing.T) {
 		{"small", map[string]int{"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 4, "Secret": 1, "Service": 1, "Deployment": 1}},
 		{"large", map[string]int{"CustomResourceDefinition": 20, "Deployment": 20, "Service": 20, "ServiceAccount": 20, "Role": 20,
 			"RoleBinding": 20, "PodDisruptionBudget": 20, "NetworkPolicy": 20, "ConfigMap": 180, "Secret": 140}},
+		{"large-flat", map[string]int{"ConfigMap": 440, "Deployment": 20, "Service": 20, "Secret": 20}},
 		{"hooks", map[string]int{"ServiceAccount": 1, "ConfigMap": 1, "Deployment": 1}},
 	}
 	for _, tt := range tests {
@@ -58,6 +61,23 @@ func TestChartsHaveTheirSize(t *testing.T) {
 			for kind, n := range tt.want {
 				if got[kind] != n {
 					t.Errorf("%d objects of kind %s, want %d", got[kind], kind, n)
+				}
+			}
+			if tt.chart == "large-flat" {
+				// Exactly the stated kinds, 500 in all.
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("objects by kind (-want +got):\n%s", diff)
+				}
+				if n := len(r.CRDs) + len(r.Resources) + len(r.Hooks); n != 500 {
+					t.Errorf("%d objects in all, want 500", n)
+				}
+				for _, obj := range r.Resources {
+					if obj.GetKind() != "Deployment" {
+						continue
+					}
+					if n, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); fmt.Sprint(n) != "2" {
+						t.Errorf("Deployment %s has %v replicas, want 2", obj.GetName(), n)
+					}
 				}
 			}
 			if len(r.Resources) != c.Objects || len(r.CRDs) != c.CRDs {

@@ -114,7 +114,9 @@ func (f *floor) install(ctx context.Context, r *chart.Rendered, pre, post resour
 		if err := f.waitCurrent(ctx, r.CRDs); err != nil {
 			return err
 		}
-		f.mapper.Reset()
+		if err := f.waitServed(ctx, r.Resources); err != nil {
+			return err
+		}
 	}
 	if err := f.applyAll(ctx, r.Resources); err != nil {
 		return err
@@ -345,6 +347,34 @@ func (f *floor) waitFor(ctx context.Context, objs []*unstructured.Unstructured, 
 			return err
 		case <-ctx.Done():
 			return fmt.Errorf("%d objects not done: %w", left, ctx.Err())
+		}
+	}
+}
+
+// servedPoll is how often the floor asks discovery again for kinds an Established CRD defines:
+// discovery has no watch, and the API server serves a new kind shortly after Established.
+const servedPoll = 50 * time.Millisecond
+
+// waitServed waits until discovery serves the kind of every object, as every tool must before it
+// applies custom resources of just-installed CRDs.
+func (f *floor) waitServed(ctx context.Context, objs []*unstructured.Unstructured) error {
+	for {
+		f.mapper.Reset()
+		var missing error
+		for _, obj := range objs {
+			gvk := obj.GroupVersionKind()
+			if _, err := f.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				missing = fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+				break
+			}
+		}
+		if missing == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return missing
+		case <-time.After(servedPoll):
 		}
 	}
 }

@@ -75,17 +75,72 @@ type config struct {
 	// measurer is berth-bench-measure, which runs each command.
 	measurer string
 	// self is this binary, which runs the floor.
-	self           string
-	pairs          int
-	cases          []string
-	tools          []string
-	out, work      string
-	readme         string
-	jobBatchPeriod time.Duration
-	controllerQPS  int
+	self          string
+	pairs         int
+	cases         []string
+	tools         []string
+	out, work     string
+	readme        string
+	controllerQPS int
+	hooksJobBatch time.Duration
+	profile       string
 }
 
-var allCases = []string{"small", "large", "hooks", "hooks-base"}
+var allCases = []string{"small", "large", "large-flat", "hooks", "hooks-base"}
+
+// upstreamJobBatchPeriod is kube-controller-manager's: the Job controller batches a Job's Pod
+// updates for a second before it syncs the Job.
+const upstreamJobBatchPeriod = time.Second
+
+// clusterSettings are the options of one devcluster and the cases that run on it.
+type clusterSettings struct {
+	Cases []string `json:"cases"`
+	// JobBatchPeriod is the Job controller's batch period (upstream: 1s).
+	JobBatchPeriod string `json:"job_batch_period"`
+	// ControllerQPS is the controllers' client-side rate limit (upstream: 20, burst 30).
+	ControllerQPS int `json:"controller_qps"`
+}
+
+// clustersFor groups the cases by the cluster they run on: the hooks cases on one whose Job
+// controller batches for hooksJobBatch, every other case on one with kube-controller-manager's
+// defaults (both with the controllers' rate limit at qps). The order of the cases is kept within
+// a cluster.
+func clustersFor(cases []string, qps int, hooksJobBatch time.Duration) []clusterSettings {
+	var out []clusterSettings
+	add := func(c string, period time.Duration) {
+		for i := range out {
+			if out[i].JobBatchPeriod == period.String() {
+				out[i].Cases = append(out[i].Cases, c)
+				return
+			}
+		}
+		out = append(out, clusterSettings{Cases: []string{c}, JobBatchPeriod: period.String(), ControllerQPS: qps})
+	}
+	for _, c := range cases {
+		if c == "hooks" || c == "hooks-base" {
+			add(c, hooksJobBatch)
+		} else {
+			add(c, upstreamJobBatchPeriod)
+		}
+	}
+	return out
+}
+
+// describe says in words how the cluster differs from kube-controller-manager's defaults.
+func (cs clusterSettings) describe() string {
+	var diffs []string
+	if cs.JobBatchPeriod != upstreamJobBatchPeriod.String() {
+		diffs = append(diffs, "the Job controller's batch period at "+cs.JobBatchPeriod)
+	}
+	if cs.ControllerQPS != 20 {
+		diffs = append(diffs, fmt.Sprintf("the controllers' rate limit at %d requests/s", cs.ControllerQPS))
+	}
+	how := "kube-controller-manager's defaults"
+	if len(diffs) > 0 {
+		how += " but " + strings.Join(diffs, " and ")
+	}
+	return strings.Join(cs.Cases, ", ") + " on a devcluster with " + how
+}
 
 func runBench(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -96,19 +151,33 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
 	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs each command and reads its peak memory")
 	fs.IntVar(&cfg.pairs, "pairs", 5, "counted rounds per case after the warm-up; each round runs every tool once")
-	fs.StringVar(&cases, "cases", strings.Join(allCases, ","), "cases to run: small, large, hooks, hooks-base (the hooks chart without its hooks)")
+	fs.StringVar(&cases, "cases", strings.Join(allCases, ","), "cases to run: small, large, large-flat, hooks, hooks-base (the hooks chart without its hooks)")
 	fs.StringVar(&cfg.out, "out", "bench/results", "directory for latest.json and latest.md")
 	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose results section is replaced by the new table (empty: none)")
 	fs.StringVar(&cfg.work, "work", "", "work directory for the cluster and charts (default: a new temporary directory)")
-	fs.DurationVar(&cfg.jobBatchPeriod, "job-batch-period", 10*time.Millisecond,
-		"the devcluster Job controller's batching of Pod updates (upstream: 1s); short, so that hook overhead is the tools'")
-	fs.IntVar(&cfg.controllerQPS, "controller-qps", 1000,
-		"the devcluster controllers' requests per second (upstream: 20); high, so that the garbage collector's foreground deletions do not set the pace")
+	fs.DurationVar(&cfg.hooksJobBatch, "hooks-job-batch-period", 10*time.Millisecond,
+		"the Job controller's batching of Pod updates on the devcluster of the hooks cases (upstream: 1s); short, so that hook overhead is the tools'.\nThe other cases run on a devcluster with the upstream 1s")
+	fs.IntVar(&cfg.controllerQPS, "controller-qps", 20,
+		"the devcluster controllers' requests per second (burst 1.5 times it), on every cluster; upstream's 20 makes the garbage collector's foreground deletions set the pace of an uninstall")
+	fs.StringVar(&cfg.profile, "profile", "", "directory for berth's CPU and allocation profiles of each operation of the warm-up round, DIR/CASE-OP/ (BERTH_PROFILE_DIR; default: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if cfg.pairs < 1 {
 		return fmt.Errorf("--pairs must be at least 1, got %d", cfg.pairs)
+	}
+	if cfg.controllerQPS < 1 {
+		return fmt.Errorf("--controller-qps must be at least 1, got %d", cfg.controllerQPS)
+	}
+	if cfg.hooksJobBatch <= 0 {
+		return fmt.Errorf("--hooks-job-batch-period must be greater than 0, got %s", cfg.hooksJobBatch)
+	}
+	if cfg.profile != "" {
+		abs, err := filepath.Abs(cfg.profile)
+		if err != nil {
+			return err
+		}
+		cfg.profile = abs
 	}
 	cfg.tools = []string{"berth", "helm", "floor"}
 	for _, c := range strings.Split(cases, ",") {
@@ -149,33 +218,47 @@ func runBench(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	fmt.Printf("starting devcluster in %s\n", cfg.work)
-	cluster, err := startCluster(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer cluster.stop()
-	h, err := newHarness(cfg, cluster.kubeconfig, cluster.audit, os.Stdout)
-	if err != nil {
-		return err
-	}
 	started := time.Now()
-	for _, name := range cfg.cases {
-		c := caseNamed(name)
-		fmt.Printf("\n== %s: %d objects (%d CRDs from crds/), %d hooks\n", c.Name, c.Chart.Objects+c.Chart.CRDs, c.Chart.CRDs, c.hooks())
-		if err := h.runCase(ctx, &c); err != nil {
-			return fmt.Errorf("case %s: %w", name, err)
-		}
-		if ctx.Err() != nil {
-			return errInterrupted
+	clusters := clustersFor(cfg.cases, cfg.controllerQPS, cfg.hooksJobBatch)
+	var samples []sample
+	for i, cs := range clusters {
+		got, err := runOnCluster(ctx, cfg, cs, filepath.Join(cfg.work, fmt.Sprintf("cluster-%d", i)))
+		samples = append(samples, got...)
+		if err != nil {
+			return err
 		}
 	}
 	hooks, _ := chartByName("hooks")
 	run, _ := time.ParseDuration(hookRun)
-	sum := summarize(h.samples, cfg.cases, cfg.tools, hooks.Hooks, run)
-	res := results{Machine: describeMachine(cfg), Started: started, Finished: time.Now(), Pairs: cfg.pairs,
-		Cases: cfg.cases, Tools: cfg.tools, Summary: sum, Samples: h.samples}
+	sum := summarize(samples, cfg.cases, cfg.tools, hooks.Hooks, run)
+	res := results{Machine: describeMachine(cfg), Clusters: clusters, Started: started, Finished: time.Now(), Pairs: cfg.pairs,
+		Cases: cfg.cases, Tools: cfg.tools, Summary: sum, Samples: samples}
 	return res.write(cfg)
+}
+
+// runOnCluster starts a devcluster in dir with the settings cs, runs its cases there and stops it.
+func runOnCluster(ctx context.Context, cfg config, cs clusterSettings, dir string) ([]sample, error) {
+	fmt.Printf("starting devcluster in %s: %s\n", dir, cs.describe())
+	cluster, err := startCluster(ctx, cfg, cs, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer cluster.stop()
+	h, err := newHarness(cfg, cluster.kubeconfig, cluster.audit, os.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range cs.Cases {
+		c := caseNamed(name)
+		fmt.Printf("\n== %s: %d objects (%d CRDs from crds/), %d hooks\n", c.Name, c.Chart.Objects+c.Chart.CRDs, c.Chart.CRDs, c.hooks())
+		if err := h.runCase(ctx, &c); err != nil {
+			return h.samples, fmt.Errorf("case %s: %w", name, err)
+		}
+		if ctx.Err() != nil {
+			return h.samples, errInterrupted
+		}
+	}
+	return h.samples, nil
 }
 
 // copyBinary copies the executable at path into dir and returns the copy's path.
@@ -222,14 +305,15 @@ func contains(xs []string, x string) bool {
 
 // results is what latest.json holds.
 type results struct {
-	Machine  machine   `json:"machine"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-	Pairs    int       `json:"pairs"`
-	Cases    []string  `json:"cases"`
-	Tools    []string  `json:"tools"`
-	Summary  summary   `json:"summary"`
-	Samples  []sample  `json:"samples"`
+	Machine  machine           `json:"machine"`
+	Clusters []clusterSettings `json:"clusters"`
+	Started  time.Time         `json:"started"`
+	Finished time.Time         `json:"finished"`
+	Pairs    int               `json:"pairs"`
+	Cases    []string          `json:"cases"`
+	Tools    []string          `json:"tools"`
+	Summary  summary           `json:"summary"`
+	Samples  []sample          `json:"samples"`
 }
 
 func (r results) write(cfg config) error {
@@ -257,8 +341,12 @@ func (r results) write(cfg config) error {
 
 func (r results) markdown() string {
 	m := r.Machine
-	return fmt.Sprintf("Measured %s on %s (%d CPUs, %s, %s), %s; %s, Helm %s; %d counted rounds after a warm-up; devcluster with the Job controller's batch period at %s and the controllers' rate limit at %d requests/s.\n\n%s",
-		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm, r.Pairs, m.JobBatchPeriod, m.ControllerQPS,
+	var clusters []string
+	for _, cs := range r.Clusters {
+		clusters = append(clusters, cs.describe())
+	}
+	return fmt.Sprintf("Measured %s on %s (%d CPUs, %s, %s), %s; %s, Helm %s; %d counted rounds after a warm-up; %s.\n\n%s",
+		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm, r.Pairs, strings.Join(clusters, "; "),
 		r.Summary.markdown(r.Tools))
 }
 
@@ -281,19 +369,17 @@ func replaceResults(path, md string) error {
 
 // machine describes where the benchmark ran.
 type machine struct {
-	CPU            string `json:"cpu"`
-	CPUs           int    `json:"cpus"`
-	Memory         string `json:"memory"`
-	Kernel         string `json:"kernel"`
-	Go             string `json:"go"`
-	Berth          string `json:"berth"`
-	Helm           string `json:"helm"`
-	JobBatchPeriod string `json:"job_batch_period"`
-	ControllerQPS  int    `json:"controller_qps"`
+	CPU    string `json:"cpu"`
+	CPUs   int    `json:"cpus"`
+	Memory string `json:"memory"`
+	Kernel string `json:"kernel"`
+	Go     string `json:"go"`
+	Berth  string `json:"berth"`
+	Helm   string `json:"helm"`
 }
 
 func describeMachine(cfg config) machine {
-	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), JobBatchPeriod: cfg.jobBatchPeriod.String(), ControllerQPS: cfg.controllerQPS}
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
 	m.CPU = procField("/proc/cpuinfo", "model name")
 	if kb := procField("/proc/meminfo", "MemTotal"); kb != "" {
 		var n int64
@@ -350,12 +436,12 @@ type devcluster struct {
 	audit      string
 }
 
-// startCluster starts "berth-devcluster up" with an audit log and waits for it to be ready.
-func startCluster(ctx context.Context, cfg config) (*devcluster, error) {
-	dir := filepath.Join(cfg.work, "cluster")
+// startCluster starts "berth-devcluster up" in dir with an audit log and the settings cs, and
+// waits for it to be ready.
+func startCluster(ctx context.Context, cfg config, cs clusterSettings, dir string) (*devcluster, error) {
 	audit := filepath.Join(dir, "audit.log")
 	cmd := exec.Command(cfg.devcluster, "up", "--dir", dir, "--audit-log", audit,
-		"--job-batch-period", cfg.jobBatchPeriod.String(), "--controller-qps", strconv.Itoa(cfg.controllerQPS))
+		"--job-batch-period", cs.JobBatchPeriod, "--controller-qps", strconv.Itoa(cs.ControllerQPS))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -38,10 +39,10 @@ func runProcess(ctx context.Context, measurer string, env []string, argv ...stri
 	defer os.Remove(report.Name())
 	cmd := exec.CommandContext(ctx, measurer, append([]string{"--report", report.Name(), "--"}, argv...)...)
 	cmd.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
 	p := process{Start: time.Now()}
+	out := &stampedWriter{start: p.Start}
+	cmd.Stdout = out
+	cmd.Stderr = out
 	err = cmd.Run()
 	p.End = time.Now()
 	p.Output = out.String()
@@ -61,6 +62,41 @@ func runProcess(ctx context.Context, measurer string, env []string, argv ...stri
 	p.Start, p.End = m.Start, m.End
 	p.PeakRSS = m.PeakRSS
 	return p
+}
+
+// stampedWriter keeps what a command writes, each line prefixed with when it arrived, in
+// seconds since start: a timeline of what the tool reported doing.
+type stampedWriter struct {
+	start time.Time
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	// mid is true while a line is partly written.
+	mid bool
+}
+
+func (w *stampedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	stamp := fmt.Sprintf("%7.3fs ", time.Since(w.start).Seconds())
+	for rest := b; len(rest) > 0; {
+		if !w.mid {
+			w.buf.WriteString(stamp)
+		}
+		line, after, found := bytes.Cut(rest, []byte("\n"))
+		w.buf.Write(line)
+		if found {
+			w.buf.WriteByte('\n')
+		}
+		w.mid = !found
+		rest = after
+	}
+	return len(b), nil
+}
+
+func (w *stampedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // measurement is what berth-bench-measure reports of the command it ran.

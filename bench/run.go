@@ -63,8 +63,11 @@ type sample struct {
 	PeakRSSBytes   int64          `json:"peak_rss_bytes"`
 	APIRequests    int            `json:"api_requests"`
 	RequestsByVerb map[string]int `json:"requests_by_verb"`
+	// Seconds is, for uninstall, until the last of the release's objects was gone (or the tool
+	// exited, if that was later); ToolSeconds until the tool exited.
+	ToolSeconds float64 `json:"tool_seconds"`
 	// DeletionLatencyMS is, for uninstall, the time from the last object's disappearance, as the
-	// harness's watch saw it, to the tool's exit.
+	// harness's watch saw it, to the tool's exit: negative when the tool exited before.
 	DeletionLatencyMS *float64 `json:"deletion_latency_ms,omitempty"`
 	Error             string   `json:"error,omitempty"`
 }
@@ -168,33 +171,39 @@ func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round 
 			}
 			dw = w
 		}
-		p := runProcess(ctx, h.cfg.measurer, h.env, h.command(tool, op, c, ns)...)
+		env, profile := h.env, ""
+		if h.cfg.profile != "" && round == 0 && tool == "berth" {
+			// The warm-up round is not counted: profiling it costs the measurement nothing.
+			profile = filepath.Join(h.cfg.profile, c.Name+"-"+op)
+			if err := os.MkdirAll(profile, 0o755); err != nil {
+				return err
+			}
+			env = append(slices.Clone(env), "BERTH_PROFILE_DIR="+profile)
+		}
+		p := runProcess(ctx, h.cfg.measurer, env, h.command(tool, op, c, ns)...)
+		if profile != "" {
+			if err := os.WriteFile(filepath.Join(profile, "output.txt"), []byte(p.Output), 0o644); err != nil {
+				return err
+			}
+		}
 		if op == "install" {
 			installed = p.Start
+		}
+		s := sample{Case: c.Name, Tool: tool, Round: round, Op: op, Seconds: p.Wall().Seconds(), ToolSeconds: p.Wall().Seconds(),
+			PeakRSSBytes: p.PeakRSS}
+		if p.Err != nil {
+			s.Error = p.Err.Error()
+		}
+		if dw != nil {
+			h.untilGone(ctx, dw, p, &s)
+			dw.stop()
 		}
 		sleep(ctx, auditSettle)
 		n, byVerb, err := h.audit.requests(p.Start, p.End, userAgentOf(tool))
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)
 		}
-		s := sample{Case: c.Name, Tool: tool, Round: round, Op: op, Seconds: p.Wall().Seconds(),
-			PeakRSSBytes: p.PeakRSS, APIRequests: n, RequestsByVerb: byVerb}
-		if dw != nil {
-			last, missing := dw.lastGone(ctx, 5*time.Second)
-			switch {
-			case p.Err != nil:
-			case len(missing) > 0:
-				slices.Sort(missing)
-				fmt.Fprintf(h.log, "  the harness's watch did not see %d objects go (%s); no deletion latency\n", len(missing), strings.Join(missing[:min(3, len(missing))], ", "))
-			default:
-				ms := float64(p.End.Sub(last).Microseconds()) / 1000
-				s.DeletionLatencyMS = &ms
-			}
-			dw.stop()
-		}
-		if p.Err != nil {
-			s.Error = p.Err.Error()
-		}
+		s.APIRequests, s.RequestsByVerb = n, byVerb
 		h.samples = append(h.samples, s)
 		h.logSample(s)
 		if p.Err != nil {
@@ -202,6 +211,35 @@ func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round 
 		}
 	}
 	return h.cleanup(ctx, c, ns)
+}
+
+// goneTimeout bounds how long the harness waits, after an uninstall returned, for the release's
+// last object to go: as long as the tools' own --timeout.
+const goneTimeout = 10 * time.Minute
+
+// untilGone waits, after a tool's uninstall p returned, until the watch dw has seen every object
+// of the release go, and records in s the time until then and the deletion latency. A tool that
+// failed gets a short grace only, for its deletion latency.
+func (h *harness) untilGone(ctx context.Context, dw *deletionWatch, p process, s *sample) {
+	limit := goneTimeout
+	if p.Err != nil {
+		limit = 5 * time.Second
+	}
+	last, missing := dw.lastGone(ctx, limit)
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		msg := fmt.Sprintf("%d of the release's objects not gone %s after the tool returned (%s)", len(missing), limit, strings.Join(missing[:min(3, len(missing))], ", "))
+		fmt.Fprintln(h.log, "  "+msg)
+		if s.Error == "" {
+			s.Error = msg
+		}
+		return
+	}
+	ms := float64(p.End.Sub(last).Microseconds()) / 1000
+	s.DeletionLatencyMS = &ms
+	if last.After(p.End) {
+		s.Seconds = last.Sub(p.Start).Seconds()
+	}
 }
 
 func (h *harness) logSample(s sample) {
@@ -212,7 +250,7 @@ func (h *harness) logSample(s sample) {
 	line := fmt.Sprintf("%-10s %-7s %-9s %-5s %7.2fs  rss %4.0f MiB  %4d requests", s.Case, round, s.Op, s.Tool,
 		s.Seconds, float64(s.PeakRSSBytes)/(1<<20), s.APIRequests)
 	if s.DeletionLatencyMS != nil {
-		line += fmt.Sprintf("  deletion latency %.0f ms", *s.DeletionLatencyMS)
+		line += fmt.Sprintf("  returned after %.2fs, deletion latency %.0f ms", s.ToolSeconds, *s.DeletionLatencyMS)
 	}
 	if s.Error != "" {
 		line += "\n  FAILED: " + s.Error

@@ -8,18 +8,22 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// deletionWatch notes when each of a release's objects disappears, as a watch sees it.
+// deletionWatch notes when each of a release's objects disappears, as a watch sees it. An object
+// is the one that existed when the watch started (its UID): one of the same name created later
+// is another object.
 type deletionWatch struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	// gone holds, by object, when its deletion was seen; zero until it was.
 	gone    map[watchKey]time.Time
+	uids    map[watchKey]types.UID
 	changed chan struct{}
 }
 
@@ -32,7 +36,7 @@ type watchKey struct {
 // each: a list, then a watch that lists again after any gap, so that no deletion goes unseen.
 func (h *harness) watchDeletion(ctx context.Context, ns string, objs []*unstructured.Unstructured) (*deletionWatch, error) {
 	wctx, cancel := context.WithCancel(ctx)
-	dw := &deletionWatch{cancel: cancel, gone: map[watchKey]time.Time{}, changed: make(chan struct{}, 1)}
+	dw := &deletionWatch{cancel: cancel, gone: map[watchKey]time.Time{}, uids: map[watchKey]types.UID{}, changed: make(chan struct{}, 1)}
 	types := map[schema.GroupVersionResource]bool{}
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
@@ -61,6 +65,21 @@ func (h *harness) watchDeletion(ctx context.Context, ns string, objs []*unstruct
 			cancel()
 			return nil, fmt.Errorf("watch %s: %w", gvr.Resource, wctx.Err())
 		}
+		// Each object is known by the UID it has now; one that does not exist is gone already.
+		started := time.Now()
+		dw.mu.Lock()
+		for k := range dw.gone {
+			if k.gvr != gvr {
+				continue
+			}
+			item, exists, err := inf.GetStore().GetByKey(ns + "/" + k.name)
+			if u, ok := item.(*unstructured.Unstructured); err == nil && exists && ok {
+				dw.uids[k] = u.GetUID()
+			} else {
+				dw.gone[k] = started
+			}
+		}
+		dw.mu.Unlock()
 	}
 	return dw, nil
 }
@@ -77,7 +96,7 @@ func (dw *deletionWatch) deleted(gvr schema.GroupVersionResource, obj any) {
 	}
 	k := watchKey{gvr, u.GetName()}
 	dw.mu.Lock()
-	if t, tracked := dw.gone[k]; tracked && t.IsZero() {
+	if t, tracked := dw.gone[k]; tracked && t.IsZero() && dw.uids[k] == u.GetUID() {
 		dw.gone[k] = now
 	}
 	dw.mu.Unlock()
@@ -88,7 +107,7 @@ func (dw *deletionWatch) deleted(gvr schema.GroupVersionResource, obj any) {
 }
 
 // lastGone returns when the last object disappeared, waiting up to grace for deletions the
-// watch has not delivered yet, or the objects it never saw go.
+// watch has not seen yet, or the objects it did not see go in that time.
 func (dw *deletionWatch) lastGone(ctx context.Context, grace time.Duration) (time.Time, []string) {
 	timeout := time.NewTimer(grace)
 	defer timeout.Stop()
