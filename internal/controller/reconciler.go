@@ -171,13 +171,22 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 	}
 	last, err := deps.Store.Last(ctx, d.ReleaseName)
 	switch {
-	case err == nil && last.Info.Status == release.StatusPendingInstall:
-		// An interrupted install: installing again finishes it as its first revision.
+	case err == nil && last.Info.Status == release.StatusPendingInstall && finishesAsIs(last, ch.chart.Metadata.Version, d.Values):
+		// An interrupted install of what the spec still asks for: installing again finishes it
+		// as its first revision. Otherwise the upgrade below finishes it and then upgrades it.
 		return lifecycle.Install(ctx, deps, lifecycle.InstallOptions{
 			Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values, Capabilities: caps,
 			WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks, RollbackOnFailure: install.RollbackOnFailure,
 			CreateNamespace: install.CreateNamespace,
 		})
+	case err == nil && last.Info.Status == release.StatusPendingUpgrade && finishesAsIs(last, ch.chart.Metadata.Version, d.Values):
+		// An interrupted upgrade to what the spec still asks for: finishing it is the upgrade;
+		// upgrading again would make another revision of the same chart and values.
+		res, err := lifecycle.Recover(ctx, deps, lifecycle.RecoverOptions{Name: d.ReleaseName, WaitOptions: opts.WaitOptions})
+		if res == nil || res.Release == nil {
+			return nil, err
+		}
+		return res.Release, err
 	case errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled:
 		// What the lifecycle installs, it installs with the install options.
 		opts.WaitOptions, opts.NoHooks, opts.RollbackOnFailure = d.wait(install.OperationSpec), install.DisableHooks, install.RollbackOnFailure

@@ -1,0 +1,35 @@
+package controller
+
+import (
+	"encoding/json"
+
+	"github.com/berthdev/berth/internal/release"
+)
+
+// finishesAsIs says whether finishing the interrupted install or upgrade recorded in pending
+// yields what the spec asks for now: the same chart version and the same values. When it does
+// not (the Release changed while the operation was interrupted), the operation is finished and
+// the release then upgraded.
+func finishesAsIs(pending *release.Release, chartVersion string, values map[string]any) bool {
+	if pending.Chart == nil || pending.Chart.Metadata == nil || pending.Chart.Metadata.Version != chartVersion {
+		return false
+	}
+	return sameValues(pending.Config, values)
+}
+
+// sameValues compares values as JSON, as they are recorded: numbers read back from a record are
+// float64 whatever they were written as.
+func sameValues(a, b map[string]any) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	ja, err := json.Marshal(a)
+	if err != nil {
+		return false
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		return false
+	}
+	return string(ja) == string(jb)
+}
