@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +57,7 @@ func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl
 	if r := o.resume; r != nil && r.Operation == op && r.Revision == rev {
 		o.j.Steps = append(o.j.Steps, r.Steps...)
 		o.j.Hooks = append(o.j.Hooks, r.Hooks...)
+		o.j.HooksSucceeded = append(o.j.HooksSucceeded, r.HooksSucceeded...)
 		o.j.Started = r.Started
 	}
 	return o.write(ctx)
@@ -95,6 +97,20 @@ func (o *operation) recordStep(ctx context.Context, id string, persist bool) err
 	if !persist {
 		return nil
 	}
+	return o.write(ctx)
+}
+
+// hookSucceeded reports whether the journal records the hooks of event as succeeded.
+func (o *operation) hookSucceeded(event resource.HookEvent) bool {
+	return o != nil && !o.muted && o.j.HookSucceeded(string(event))
+}
+
+// recordHookSucceeded notes that the hooks of event all succeeded, before they are deleted.
+func (o *operation) recordHookSucceeded(ctx context.Context, event resource.HookEvent) error {
+	if o == nil || o.j == nil || o.muted {
+		return nil
+	}
+	o.j.HooksSucceeded = append(o.j.HooksSucceeded, string(event))
 	return o.write(ctx)
 }
 
@@ -198,8 +214,11 @@ func (d Deps) execute(ctx context.Context, pl *plan.Plan, late *lateCheck, opts 
 }
 
 // hooks runs the hooks of event (see runHooks) unless the journal records them as completed, and
-// records them when they complete. When an interrupted operation is being finished, hook objects
-// its run left are removed first.
+// records them when they succeed (before they are deleted per hook-succeeded) and when they
+// complete. When an interrupted operation is being finished, hooks the journal records as
+// succeeded are not run again: only their deletion is finished. Other hook objects its run left
+// are removed first, except those of hooks without before-hook-creation: their policy forbids
+// another run while one may exist, so the run left is followed to its outcome instead.
 func (d Deps) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent, skip bool) error {
 	if skip || d.op.hookDone(event) {
 		return nil
@@ -207,26 +226,63 @@ func (d Deps) hooks(ctx context.Context, rel *release.Release, event resource.Ho
 	if err := d.op.checkpoint(); err != nil {
 		return err
 	}
-	if d.op != nil && d.op.recovering {
-		if err := d.removeLeftoverHooks(ctx, rel, event); err != nil {
+	if d.op.hookSucceeded(event) {
+		if err := d.removeSucceededHooks(ctx, rel, event); err != nil {
+			return err
+		}
+		return d.op.recordHook(ctx, event)
+	}
+	recovering := d.op != nil && d.op.recovering
+	if recovering {
+		if err := d.removeLeftoverHooks(ctx, rel, event, false); err != nil {
 			return err
 		}
 	}
-	if err := d.runHooks(ctx, rel, event, false); err != nil {
+	_, err := d.runEventHooks(ctx, rel, event, hookRunOptions{resume: recovering, succeeded: func(ctx context.Context) error {
+		return d.op.recordHookSucceeded(ctx, event)
+	}})
+	if err != nil {
 		return err
 	}
 	return d.op.recordHook(ctx, event)
 }
 
+// removeSucceededHooks deletes the hook objects of event with the hook-succeeded policy that
+// exist: the hooks succeeded, and the run that ran them was interrupted before it deleted them.
+func (d Deps) removeSucceededHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+	_, plain, err := hooksOf(rel)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, h := range slices.Backward(resource.HooksFor(plain, event)) {
+		if !deletable(h, resource.HookSucceeded) {
+			continue
+		}
+		obj := h.Object.DeepCopy()
+		if err := d.Cluster.Normalize(obj, rel.Namespace); err != nil {
+			continue // its kind is gone: nothing of it is left
+		}
+		if err := d.removeHook(ctx, event, resource.IdentityOf(obj), ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s: delete the hooks that succeeded (hook-succeeded): %w", event, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // removeLeftoverHooks deletes the hook objects of event that exist: left by a run that was
-// interrupted before it could delete them.
-func (d Deps) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+// interrupted before it could delete them. Unless all is set, the objects of hooks without
+// before-hook-creation are kept, to be followed.
+func (d Deps) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, all bool) error {
 	_, plain, err := hooksOf(rel)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, h := range resource.HooksFor(plain, event) {
+		if !all && !h.HasDeletePolicy(resource.BeforeHookCreation) {
+			continue
+		}
 		obj := h.Object.DeepCopy()
 		if err := d.Cluster.Normalize(obj, rel.Namespace); err != nil {
 			continue // its kind is gone: nothing of it is left

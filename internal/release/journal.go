@@ -61,6 +61,9 @@ type Journal struct {
 	Steps []string `json:"steps,omitempty"`
 	// Hooks are the hook events whose hooks all completed.
 	Hooks []string `json:"hooks,omitempty"`
+	// HooksSucceeded are the hook events whose hooks all succeeded, recorded before the hooks
+	// are deleted (hook-succeeded): what is left of them is only their deletion.
+	HooksSucceeded []string `json:"hooksSucceeded,omitempty"`
 }
 
 // JournalOptions are the options of the operation that a resumption needs.
@@ -78,6 +81,11 @@ func (j *Journal) StepDone(id string) bool { return j != nil && slices.Contains(
 
 // HookDone reports whether the hooks of event completed.
 func (j *Journal) HookDone(event string) bool { return j != nil && slices.Contains(j.Hooks, event) }
+
+// HookSucceeded reports whether the hooks of event all succeeded (they may not be deleted yet).
+func (j *Journal) HookSucceeded(event string) bool {
+	return j != nil && slices.Contains(j.HooksSucceeded, event)
+}
 
 // Journals keeps the journals of the releases of one namespace, each in a Secret of type
 // berth.dev/journal.v1 named berth.journal.NAME whose data key "journal" holds it as JSON.
