@@ -88,6 +88,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 
+	if releasedUnsaid(&rel, last, version, d) {
+		// The controller released this very spec and stopped before its status said so.
+		rel.Status.Revision = last.Version
+		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
+		rel.Status.ValuesDigest = d.ValuesDigest
+	}
 	switch nextAction(&rel, last, version, d.ValuesDigest) {
 	case actNone, actWaitForChange:
 		return ctrl.Result{RequeueAfter: d.Interval}, nil

@@ -3,8 +3,21 @@ package controller
 import (
 	"encoding/json"
 
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/release"
 )
+
+// releasedUnsaid says whether the last revision, deployed, is what the Release's last attempt
+// released, though the status does not say so: the controller stopped between recording the
+// revision and writing the status. Releasing again would make another revision of the same
+// chart and values.
+func releasedUnsaid(rel *v1alpha1.Release, last *recorded, chartVersion string, d *desired) bool {
+	st := rel.Status
+	return last != nil && last.Exists && last.Deployed && last.Version != st.Revision &&
+		findCondition(st.Conditions, ConditionReconciling) != nil &&
+		st.LastAttemptedGeneration == rel.Generation && st.LastAttemptedChartVersion == chartVersion &&
+		st.LastAttemptedValuesDigest == d.ValuesDigest && finishesAsIs(last.Record, chartVersion, d.Values)
+}
 
 // finishesAsIs says whether finishing the interrupted install or upgrade recorded in pending
 // yields what the spec asks for now: the same chart version and the same values. When it does
