@@ -36,6 +36,9 @@ type HookOptions struct {
 	// Logs asks for the logs of the hook's Pods in the report even when the hook succeeds (a
 	// hook that did not succeed always has them).
 	Logs bool
+	// Resume follows the hook object that exists (a run an interrupted operation began), by its
+	// UID, instead of creating another; it creates one when none exists.
+	Resume bool
 }
 
 // PodFailure is a Pod of a Job hook that failed, and whether the Job controller retries it.
@@ -52,7 +55,8 @@ type PodFailure struct {
 
 // HookRun is what berth observed of one run of a hook.
 type HookRun struct {
-	// Created is the object as its create returned it; nil when the create failed.
+	// Created is the object as its create returned it (or as it was found, with Resume); nil
+	// when the create failed.
 	Created *unstructured.Unstructured
 	// Result is the outcome: Ready (succeeded), Failed, or InProgress when the wait ended first.
 	Result readiness.Result
@@ -71,8 +75,9 @@ const reportTimeout = 15 * time.Second
 // created. The watch starts before the creation, so every change of the new object is seen, even
 // of a Job that finishes and is deleted at once (ttlSecondsAfterFinished: 0). An object deleted
 // before it finished is a failure that says what was last seen of it. Each failed Pod of a Job is
-// reported to opts.PodFailed as the Job's failure count grows. The error is set when the create
-// failed or ctx ended first; the run then holds what was seen.
+// reported to opts.PodFailed as the Job's failure count grows. With opts.Resume, an object that
+// exists is followed instead of created. The error is set when the create failed or ctx ended
+// first; the run then holds what was seen.
 func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, opts HookOptions) (HookRun, error) {
 	id := resource.IdentityOf(obj)
 	wctx, cancel := context.WithCancel(ctx)
@@ -91,9 +96,21 @@ func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, op
 			return HookRun{}, fmt.Errorf("%s: watch: %w", id, context.Cause(ctx))
 		}
 	}
-	created, err := c.Create(ctx, obj)
-	if err != nil {
-		return HookRun{}, err
+	var created *unstructured.Unstructured
+	if opts.Resume {
+		// Read after the watch started: every later change of the run found is seen.
+		live, err := c.Get(ctx, id)
+		if err != nil {
+			return HookRun{}, err
+		}
+		if live != nil && live.GetDeletionTimestamp() == nil {
+			created = live
+		}
+	}
+	if created == nil {
+		if created, err = c.Create(ctx, obj); err != nil {
+			return HookRun{}, err
+		}
 	}
 	f := &follower{c: c, opts: opts, created: created, last: created, pods: map[string]*unstructured.Unstructured{}, reported: map[string]bool{}}
 	run, err := f.follow(wctx, out)

@@ -38,6 +38,7 @@ func lastRecord(ctx context.Context, clients *kube.Clients, name string) (*recor
 		return nil, fmt.Errorf("read the records of release %s in namespace %s: %w", name, clients.Namespace, err)
 	}
 	return &recorded{
+		Record:   last,
 		Exists:   last.Info.Status != release.StatusUninstalled,
 		Version:  last.Version,
 		Deployed: last.Info.Status == release.StatusDeployed,

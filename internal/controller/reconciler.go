@@ -88,6 +88,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 
+	if releasedUnsaid(&rel, last, version, d) {
+		// The controller released this very spec and stopped before its status said so.
+		rel.Status.Revision = last.Version
+		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
+		rel.Status.ValuesDigest = d.ValuesDigest
+	}
 	switch act := nextAction(&rel, last, version, d.ValuesDigest); act {
 	case actWaitForChange:
 		if wait, retry := retryWait(&rel, d, time.Now()); !retry || wait > 0 {
@@ -176,13 +182,22 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 	}
 	last, err := deps.Store.Last(ctx, d.ReleaseName)
 	switch {
-	case err == nil && last.Info.Status == release.StatusPendingInstall:
-		// An interrupted install: installing again finishes it as its first revision.
+	case err == nil && last.Info.Status == release.StatusPendingInstall && finishesAsIs(last, ch.chart.Metadata.Version, d.Values):
+		// An interrupted install of what the spec still asks for: installing again finishes it
+		// as its first revision. Otherwise the upgrade below finishes it and then upgrades it.
 		return revisionOf(lifecycle.Install(ctx, deps, lifecycle.InstallOptions{
 			Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values, Capabilities: caps,
 			WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks, RollbackOnFailure: install.RollbackOnFailure,
 			CreateNamespace: install.CreateNamespace,
 		}))
+	case err == nil && last.Info.Status == release.StatusPendingUpgrade && finishesAsIs(last, ch.chart.Metadata.Version, d.Values):
+		// An interrupted upgrade to what the spec still asks for: finishing it is the upgrade;
+		// upgrading again would make another revision of the same chart and values.
+		res, err := lifecycle.Recover(ctx, deps, lifecycle.RecoverOptions{Name: d.ReleaseName, WaitOptions: opts.WaitOptions})
+		if res == nil || res.Release == nil {
+			return nil, err
+		}
+		return res.Release, err
 	case errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled:
 		// What the lifecycle installs, it installs with the install options.
 		opts.WaitOptions, opts.NoHooks, opts.RollbackOnFailure = d.wait(install.OperationSpec), install.DisableHooks, install.RollbackOnFailure
@@ -192,6 +207,9 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 
 // revisionOf is the revision an operation recorded.
 func revisionOf(res *lifecycle.Result, err error) (*release.Release, error) {
+	if res == nil {
+		return nil, err
+	}
 	return res.Release, err
 }
 

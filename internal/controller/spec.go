@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
 )
 
 const (
@@ -230,6 +231,8 @@ type recorded struct {
 	Deployed bool
 	// PendingInstall: an install was interrupted; installing again finishes it.
 	PendingInstall bool
+	// Record is the last revision's record.
+	Record *release.Release
 }
 
 // nextAction decides what to do from the Release, its last Helm record (nil when none), and

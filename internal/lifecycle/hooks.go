@@ -55,6 +55,12 @@ type hookRunOptions struct {
 	include func(resource.Hook) bool
 	// logs keeps the logs of every hook's Pods.
 	logs bool
+	// resume follows the run an interrupted operation left of each hook without
+	// before-hook-creation, instead of creating another.
+	resume bool
+	// succeeded, when set, is called once every hook succeeded, before any is deleted
+	// (hook-succeeded).
+	succeeded func(context.Context) error
 }
 
 // HookLogs are the logs of one hook's Pods, by "pod/container" (or why there are none).
@@ -98,7 +104,7 @@ func (d Deps) runEventHooks(ctx context.Context, rel *release.Release, event res
 		if o.include != nil && !o.include(h) {
 			continue
 		}
-		done, report, err := d.runHook(ctx, rel.Namespace, byObject[h.Object], event, o.logs)
+		done, report, err := d.runHook(ctx, rel.Namespace, byObject[h.Object], event, o.logs, o.resume)
 		if o.logs && report != nil {
 			logs = append(logs, HookLogs{Hook: done.id, Logs: report.Logs})
 		}
@@ -107,6 +113,11 @@ func (d Deps) runEventHooks(ctx context.Context, rel *release.Release, event res
 			return logs, errors.Join(err, d.deleteSucceeded(ctx, event, ran))
 		}
 		ran = append(ran, done)
+	}
+	if o.succeeded != nil {
+		if err := o.succeeded(ctx); err != nil {
+			return logs, err
+		}
 	}
 	// As in Helm, hooks that succeeded are deleted (hook-succeeded) only once every hook of the
 	// event succeeded, last first: a later hook may need an earlier one (a Job its ServiceAccount).
@@ -139,8 +150,9 @@ func deletable(h resource.Hook, p resource.DeletePolicy) bool {
 }
 
 // runHook runs one hook to its outcome. It returns the hook as it ran, the report of its run
-// (when there is one) and a *HookError when it did not succeed.
-func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent, logs bool) (ranHook, *cluster.HookReport, error) {
+// (when there is one) and a *HookError when it did not succeed. With resume, a hook without
+// before-hook-creation whose object exists is not run again: that run is followed.
+func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent, logs, resume bool) (ranHook, *cluster.HookReport, error) {
 	obj := h.Object.DeepCopy()
 	if err := d.Cluster.Normalize(obj, namespace); err != nil {
 		return ranHook{}, nil, fmt.Errorf("%s hook %s: %w", event, h.Identity, err)
@@ -163,7 +175,8 @@ func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, eve
 		PodFailed: func(p cluster.PodFailure) {
 			emit(engine.Event{Type: engine.HookPodFailed, Step: string(event), Object: id, Message: p.String()})
 		},
-		Logs: logs || slices.Contains(h.OutputLogPolicies, resource.OutputOnSucceeded),
+		Logs:   logs || slices.Contains(h.OutputLogPolicies, resource.OutputOnSucceeded),
+		Resume: resume && !h.HasDeletePolicy(resource.BeforeHookCreation),
 	})
 	h.record.LastRun.CompletedAt = d.now()
 	took := h.record.LastRun.CompletedAt.Sub(start)

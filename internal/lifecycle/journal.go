@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,7 @@ func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl
 		}
 		o.j.Steps = append(o.j.Steps, r.Steps...)
 		o.j.Hooks = append(o.j.Hooks, r.Hooks...)
+		o.j.HooksSucceeded = append(o.j.HooksSucceeded, r.HooksSucceeded...)
 		o.j.Started = r.Started
 	}
 	o.resume = nil
@@ -126,6 +128,20 @@ func objectStep(s plan.Step) bool {
 	return false
 }
 
+// hookSucceeded reports whether the journal notes the hooks of event as succeeded.
+func (o *operation) hookSucceeded(event resource.HookEvent) bool {
+	return o != nil && o.j != nil && o.j.HookSucceeded(string(event))
+}
+
+// recordHookSucceeded notes that the hooks of event all succeeded, before they are deleted.
+func (o *operation) recordHookSucceeded(ctx context.Context, event resource.HookEvent) error {
+	if o == nil || o.j == nil {
+		return nil
+	}
+	o.j.HooksSucceeded = append(o.j.HooksSucceeded, string(event))
+	return o.write(ctx)
+}
+
 // stopped reports whether a signal asked the operation to stop.
 func (o *operation) stopped() bool { return o != nil && o.stop != nil && o.stop.Err() != nil }
 
@@ -177,26 +193,64 @@ func (o *operation) interrupt(ctx context.Context) error {
 	return o.write(ctx)
 }
 
-// hooks runs the hooks of event (see runHooks). When an interrupted operation is being finished,
-// hook objects its run left are removed first.
+// hooks runs the hooks of event (see runHooks), and notes in the journal when they all succeeded,
+// before they are deleted per hook-succeeded. When an interrupted operation is being finished,
+// hooks the journal notes as succeeded are not run again: only their deletion is finished. Other
+// hook objects its run left are removed first, except those of hooks without
+// before-hook-creation: their policy forbids another run while one may exist, so the run left is
+// followed to its outcome instead.
 func (d Deps) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
-	if d.op != nil && d.op.recovering {
-		if err := d.removeLeftoverHooks(ctx, rel, event); err != nil {
+	if d.op.hookSucceeded(event) {
+		return d.removeSucceededHooks(ctx, rel, event)
+	}
+	recovering := d.op != nil && d.op.recovering
+	if recovering {
+		if err := d.removeLeftoverHooks(ctx, rel, event, false); err != nil {
 			return err
 		}
 	}
-	return d.runHooks(ctx, rel, event, false)
+	_, err := d.runEventHooks(ctx, rel, event, hookRunOptions{resume: recovering, succeeded: func(ctx context.Context) error {
+		return d.op.recordHookSucceeded(ctx, event)
+	}})
+	return err
+}
+
+// removeSucceededHooks deletes the hook objects of event with the hook-succeeded policy that
+// exist: the hooks succeeded, and the run that ran them was interrupted before it deleted them.
+func (d Deps) removeSucceededHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+	_, plain, err := hooksOf(rel)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, h := range slices.Backward(resource.HooksFor(plain, event)) {
+		if !deletable(h, resource.HookSucceeded) {
+			continue
+		}
+		obj := h.Object.DeepCopy()
+		if err := d.Cluster.Normalize(obj, rel.Namespace); err != nil {
+			continue // its kind is gone: nothing of it is left
+		}
+		if err := d.removeHook(ctx, event, resource.IdentityOf(obj), ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s: delete the hooks that succeeded (hook-succeeded): %w", event, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // removeLeftoverHooks deletes the hook objects of event that exist: left by a run that was
-// interrupted before it could delete them.
-func (d Deps) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+// interrupted before it could delete them. Unless all is set, the objects of hooks without
+// before-hook-creation are kept, to be followed.
+func (d Deps) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, all bool) error {
 	_, plain, err := hooksOf(rel)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, h := range resource.HooksFor(plain, event) {
+		if !all && !h.HasDeletePolicy(resource.BeforeHookCreation) {
+			continue
+		}
 		obj := h.Object.DeepCopy()
 		if err := d.Cluster.Normalize(obj, rel.Namespace); err != nil {
 			continue // its kind is gone: nothing of it is left

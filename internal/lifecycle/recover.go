@@ -333,7 +333,7 @@ func (d Deps) abandonHooks(ctx context.Context, in *Interrupted) error {
 	var errs []error
 	for _, e := range events {
 		if !in.Journal.HookDone(string(e)) {
-			errs = append(errs, d.removeLeftoverHooks(ctx, in.Last, e))
+			errs = append(errs, d.removeLeftoverHooks(ctx, in.Last, e, true))
 		}
 	}
 	return errors.Join(errs...)

@@ -62,6 +62,9 @@ type Journal struct {
 	// Hooks are the hook events whose hooks all completed, as journals recorded them before hooks
 	// were steps of the plan ("hooks/EVENT").
 	Hooks []string `json:"hooks,omitempty"`
+	// HooksSucceeded are the hook events whose hooks all succeeded, recorded before the hooks
+	// are deleted (hook-succeeded): what is left of them is only their deletion.
+	HooksSucceeded []string `json:"hooksSucceeded,omitempty"`
 }
 
 // JournalOptions are the options of the operation that a resumption needs.
@@ -80,6 +83,11 @@ func (j *Journal) StepDone(id string) bool { return j != nil && slices.Contains(
 // HookDone reports whether the hooks of event completed.
 func (j *Journal) HookDone(event string) bool {
 	return j != nil && (slices.Contains(j.Hooks, event) || slices.Contains(j.Steps, "hooks/"+event))
+}
+
+// HookSucceeded reports whether the hooks of event all succeeded (they may not be deleted yet).
+func (j *Journal) HookSucceeded(event string) bool {
+	return j != nil && slices.Contains(j.HooksSucceeded, event)
 }
 
 // Journals keeps the journals of the releases of one namespace, each in a Secret of type

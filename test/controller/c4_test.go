@@ -1,0 +1,329 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
+)
+
+// c4Chart is a chart with a pre-install/pre-upgrade hook Job (migrate, deleted before its next
+// run and once it succeeded), a post-install hook Job (notify, deleted once it succeeded and
+// never before a run: a second run is not allowed while one may exist), a pre-delete hook Job
+// (drain), a Deployment and two ConfigMaps, one of which shows the values' version and the
+// revision. Every hook runs for hookRun.
+func c4Chart(t *testing.T) string {
+	hook := func(name, events, policy string) string {
+		return fmt.Sprintf(`---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-%s
+  labels:
+    app.kubernetes.io/instance: {{ .Release.Name }}
+    c4.berth.dev/hook: %s
+    c4.berth.dev/revision: {{ .Release.Revision | quote }}
+  annotations:
+    helm.sh/hook: %s
+    helm.sh/hook-delete-policy: %s
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {annotations: {devcluster.berth.dev/run: {{ .Values.hookRun | quote }}}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: hook, image: example.invalid/hook}]
+`, name, name, events, policy)
+	}
+	return berthtest.WriteChart(t, "app", map[string]string{
+		"values.yaml": "version: 1\nhookRun: 1s\n",
+		"templates/hooks.yaml": hook("migrate", "pre-install,pre-upgrade", "before-hook-creation,hook-succeeded") +
+			hook("notify", "post-install", "hook-succeeded") +
+			hook("drain", "pre-delete", "before-hook-creation,hook-succeeded"),
+		"templates/app.yaml": `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+  labels: {app.kubernetes.io/instance: {{ .Release.Name }}}
+data: {version: {{ .Values.version | quote }}, revision: {{ .Release.Revision | quote }}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+  labels: {app.kubernetes.io/instance: {{ .Release.Name }}}
+data: {greeting: hello}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-app
+  labels: {app.kubernetes.io/instance: {{ .Release.Name }}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec: {containers: [{name: app, image: example.invalid/app}]}
+`,
+	})
+}
+
+// c4Kills is how many times the controller is killed.
+const c4Kills = 20
+
+// c4Action is what a user does to the Releases right after a kill, while no controller runs, or
+// while the next one does.
+type c4Action struct {
+	// kill is the kill after which the action is taken.
+	kill int
+	// upgrade sets the values' version of Releases; remove deletes Releases.
+	upgrade map[string]int
+	remove  []string
+}
+
+var c4Actions = []c4Action{
+	{kill: 2, upgrade: map[string]int{"alpha": 2, "bravo": 2}, remove: []string{"charlie"}},
+	{kill: 6, upgrade: map[string]int{"alpha": 3}, remove: []string{"delta"}},
+	{kill: 10, upgrade: map[string]int{"bravo": 3, "echo": 2}},
+	{kill: 14, upgrade: map[string]int{"alpha": 4}, remove: []string{"echo"}},
+	{kill: 17, upgrade: map[string]int{"alpha": 5, "bravo": 4}},
+}
+
+// c4Seed is the seed of the kill moments: BERTH_C4_SEED, or the time.
+func c4Seed(t *testing.T) uint64 {
+	if s := os.Getenv("BERTH_C4_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("BERTH_C4_SEED=%q: want a number", s)
+		}
+		return n
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+func TestC4ControllerKilledMidOperationConverges(t *testing.T) {
+	env := testenv.New(t)
+	c := releaseClient(t, env)
+	serviceAccount(t, env, "deployer", everything)
+	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, c4Chart(t))
+	seed := c4Seed(t)
+	t.Logf("seed %d (BERTH_C4_SEED=%d repeats these kill moments)", seed, seed)
+	rnd := rand.New(rand.NewPCG(seed, seed))
+	obs := observe(t, env)
+	ctl := newController(t, env)
+
+	names := []string{"alpha", "bravo", "charlie", "delta", "echo"}
+	version := map[string]int{}
+	for _, name := range names {
+		version[name] = 1
+		if err := c.Create(t.Context(), releaseOf(t, env.Namespace, name, repo.URL, "app", "deployer", "{version: 1}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := map[string]bool{}
+	ctl.start()
+	for kill := 1; kill <= c4Kills; kill++ {
+		at := killMoment(t, env, rnd)
+		ctl.running()
+		ctl.kill()
+		t.Logf("kill %d: %s", kill, at)
+		for _, a := range c4Actions {
+			if a.kill != kill {
+				continue
+			}
+			for name, v := range a.upgrade {
+				version[name] = v
+				patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"values":{"version":%d}}}`, v))
+				if err := c.Patch(t.Context(), &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name}}, patch); err != nil {
+					t.Fatalf("upgrade %s: %v", name, err)
+				}
+			}
+			for _, name := range a.remove {
+				removed[name] = true
+				if err := c.Delete(t.Context(), &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name}}); err != nil {
+					t.Fatalf("delete %s: %v", name, err)
+				}
+			}
+		}
+		ctl.start()
+	}
+
+	// After the last restart: every Release converges.
+	for _, name := range names {
+		if removed[name] {
+			waitGone(t, c, env.Namespace, name)
+			continue
+		}
+		want := strconv.Itoa(version[name])
+		waitFor(t, c, env.Namespace, name, "is Ready at its latest generation and values", func(rel *v1alpha1.Release) bool {
+			if !isReady(rel) {
+				return false
+			}
+			last, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).Last(t.Context(), name)
+			if err != nil || last.Version != rel.Status.Revision || last.Info.Status != release.StatusDeployed {
+				return false
+			}
+			cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), name+"-config", metav1.GetOptions{})
+			return err == nil && cm.Data["version"] == want
+		})
+	}
+	ctl.running()
+	t.Logf("%d hook runs observed", obs.count())
+	for _, p := range c4Problems(t.Context(), env, names, removed) {
+		t.Error(p)
+	}
+	for _, p := range obs.hookProblems() {
+		t.Error(p)
+	}
+}
+
+// killTargets are the kinds of moment a kill aims at, by what a Release's status.currentStep
+// says the controller started: a hook, an apply, a wait or a deletion; "any" is any step.
+var killTargets = []string{"hook", "apply", "wait", "delete", "any"}
+
+// targetOf is the kind of moment a step is.
+func targetOf(step string) string {
+	switch _, rest, _ := strings.Cut(step, ": "); {
+	case strings.Contains(step, " hook "):
+		return "hook"
+	case strings.HasPrefix(step, "apply/"):
+		return "apply"
+	case strings.HasPrefix(step, "wait-"):
+		return "wait"
+	case strings.HasPrefix(step, "delete/") || step == "uninstall" || strings.HasPrefix(rest, "finish uninstalling"):
+		return "delete"
+	}
+	return "other"
+}
+
+// killMoment waits for a moment to kill the controller, drawn from rnd and from what the
+// controller does: a kind of step to aim at, how many such steps to let start, and how long to
+// let the last one run. When no such step starts in time (nothing to delete, say), the moment
+// is the end of a random delay. It returns what it waited for.
+func killMoment(t *testing.T, env *testenv.Env, rnd *rand.Rand) string {
+	t.Helper()
+	target := killTargets[rnd.IntN(len(killTargets))]
+	steps := 1 + rnd.IntN(3)
+	after := time.Duration(rnd.Int64N(int64(500 * time.Millisecond)))
+	limit := 2*time.Second + time.Duration(rnd.Int64N(int64(3*time.Second)))
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	// Steps are counted from a watch: every status write is seen, however short the step.
+	releases := env.Resource(t, "berth.dev/v1alpha1", "Release")
+	w, err := releases.Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watch Releases: %v", err)
+	}
+	defer w.Stop()
+	current := map[string]string{}
+	seen, last := 0, ""
+	for seen < steps {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Sprintf("at the end of the watch, %d %s steps seen (last %q)", seen, target, last)
+			}
+			u, ok := e.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			step, _, _ := unstructured.NestedString(u.Object, "status", "currentStep")
+			if step == "" || step == current[u.GetName()] {
+				continue
+			}
+			current[u.GetName()] = step
+			if target == "any" || targetOf(step) == target {
+				seen++
+				last = u.GetName() + ": " + step
+			}
+		case <-ctx.Done():
+			return fmt.Sprintf("at %s, %d of %d %s steps seen (last %q)", limit, seen, steps, target, last)
+		}
+	}
+	sleepCtx(ctx, after)
+	return fmt.Sprintf("%s after %s step %d: %q", after, target, seen, last)
+}
+
+// c4Problems checks the cluster once every Release converged: no Helm record pending, no
+// journal or lease left, nothing left of a deleted Release, no hook Job left.
+func c4Problems(ctx context.Context, env *testenv.Env, names []string, removed map[string]bool) []string {
+	var problems []string
+	secrets, err := env.Client.CoreV1().Secrets(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	for _, s := range secrets.Items {
+		if st := s.Labels["status"]; strings.HasPrefix(st, "pending-") || st == string(release.StatusUninstalling) {
+			problems = append(problems, fmt.Sprintf("Helm record %s is %s", s.Name, st))
+		}
+		if removed[s.Labels["name"]] {
+			problems = append(problems, fmt.Sprintf("Helm record %s of a deleted Release is left", s.Name))
+		}
+	}
+	store := release.NewSecretStore(env.Client.CoreV1(), env.Namespace)
+	for _, name := range names {
+		if _, err := env.Client.CoreV1().Secrets(env.Namespace).Get(ctx, release.JournalKey(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			problems = append(problems, fmt.Sprintf("journal %s left (%v)", release.JournalKey(name), err))
+		}
+		if history, err := store.History(ctx, name); err == nil {
+			// A kill never makes the controller release again what it released: each revision
+			// has other values than the one before.
+			for i := 1; i < len(history); i++ {
+				prev, cur := history[i-1], history[i]
+				if fmt.Sprint(prev.Config) == fmt.Sprint(cur.Config) {
+					problems = append(problems, fmt.Sprintf("release %s revision %d (%s) has the values of revision %d: %v",
+						name, cur.Version, cur.Info.Description, prev.Version, cur.Config))
+				}
+			}
+		}
+		if _, err := env.Client.CoordinationV1().Leases(env.Namespace).Get(ctx, release.LeaseKey(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			problems = append(problems, fmt.Sprintf("lease %s left (%v)", release.LeaseKey(name), err))
+		}
+		sel := metav1.ListOptions{LabelSelector: instanceLabel + "=" + name}
+		jobs, err := env.Client.BatchV1().Jobs(env.Namespace).List(ctx, sel)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, j := range jobs.Items {
+			problems = append(problems, fmt.Sprintf("hook Job %s left", j.Name))
+		}
+		if !removed[name] {
+			continue
+		}
+		cms, err := env.Client.CoreV1().ConfigMaps(env.Namespace).List(ctx, sel)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, cm := range cms.Items {
+			problems = append(problems, fmt.Sprintf("ConfigMap %s of deleted Release %s left", cm.Name, name))
+		}
+		deps, err := env.Client.AppsV1().Deployments(env.Namespace).List(ctx, sel)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, d := range deps.Items {
+			problems = append(problems, fmt.Sprintf("Deployment %s of deleted Release %s left", d.Name, name))
+		}
+	}
+	return problems
+}
