@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os/signal"
 	"syscall"
 
@@ -74,7 +75,13 @@ func runKubelet(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctr, err := newKwok(cs, cfg, typed, stages)
+	guarded := rest.CopyConfig(cfg)
+	guarded.Wrap(func(rt http.RoundTripper) http.RoundTripper { return podDeleteGuard{base: rt} })
+	kwokTyped, err := kubernetes.NewForConfig(guarded)
+	if err != nil {
+		return err
+	}
+	ctr, err := newKwok(cs, cfg, typed, kwokTyped, stages)
 	if err != nil {
 		return err
 	}
@@ -86,7 +93,7 @@ func runKubelet(args []string) error {
 	return nil
 }
 
-func newKwok(cs client.Clientset, cfg *rest.Config, typed kubernetes.Interface, stages map[internalversion.StageResourceRef][]*internalversion.Stage) (*controllers.Controller, error) {
+func newKwok(cs client.Clientset, cfg *rest.Config, typed, kwokTyped kubernetes.Interface, stages map[internalversion.StageResourceRef][]*internalversion.Stage) (*controllers.Controller, error) {
 	dyn, err := cs.ToDynamicClient()
 	if err != nil {
 		return nil, err
@@ -115,7 +122,7 @@ func newKwok(cs client.Clientset, cfg *rest.Config, typed kubernetes.Interface, 
 		RESTMapper:                        mapper,
 		ImpersonatingDynamicClient:        cs.ToImpersonatingDynamicClient(),
 		ImpersonatingTypedClient:          cs.ToImpersonatingTypedClient(),
-		TypedClient:                       typed,
+		TypedClient:                       kwokTyped,
 		TypedKwokClient:                   kwokClient,
 		ManageNodesWithAnnotationSelector: kwokNodeAnnotation + "=fake",
 		CIDR:                              podCIDR,
