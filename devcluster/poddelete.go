@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // podPath matches the path of one Pod, without a subresource.
@@ -60,8 +62,9 @@ func (g podDeleteGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if len(bytes.TrimSpace(raw)) > 0 {
-			if err := json.Unmarshal(raw, &opts); err != nil {
-				return nil, err
+			// JSON or protobuf, as the client's content type has it.
+			if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, &opts); err != nil {
+				return nil, fmt.Errorf("read the options of a Pod's deletion: %w", err)
 			}
 		}
 	}

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 func TestPodDeleteGuard(t *testing.T) {
@@ -34,6 +37,9 @@ func TestPodDeleteGuard(t *testing.T) {
 					}
 					json.NewEncoder(w).Encode(tc.live)
 				case http.MethodDelete:
+					if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+						t.Errorf("delete sent as %s, want application/json", ct)
+					}
 					sent = &metav1.DeleteOptions{}
 					if err := json.NewDecoder(r.Body).Decode(sent); err != nil {
 						t.Errorf("delete body: %v", err)
@@ -43,15 +49,15 @@ func TestPodDeleteGuard(t *testing.T) {
 			}))
 			defer srv.Close()
 
-			c := http.Client{Transport: podDeleteGuard{base: http.DefaultTransport}}
-			req, _ := http.NewRequest(http.MethodDelete, srv.URL+path, strings.NewReader(`{"gracePeriodSeconds":0}`))
-			resp, err := c.Do(req)
+			// Sent as kwok's client sends it: protobuf.
+			cfg := &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: runtime.ContentTypeProtobuf}}
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return podDeleteGuard{base: rt} })
+			cs, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Errorf("status %d, want 200", resp.StatusCode)
+			if err := cs.CoreV1().Pods("ns").Delete(context.Background(), "hook", *metav1.NewDeleteOptions(0)); err != nil {
+				t.Fatalf("delete: %v", err)
 			}
 			if (sent != nil) != tc.wantSent {
 				t.Fatalf("deletion sent: %v, want %v", sent != nil, tc.wantSent)
