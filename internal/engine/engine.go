@@ -132,6 +132,14 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 		opts.Events = func(Event) {}
 	}
 	x := &execution{c: c, opts: opts, res: &Result{Changes: map[resource.Identity]Change{}, Took: map[resource.Identity]time.Duration{}}}
+	bctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		// A step running beside is not left running past the execution.
+		cancel()
+		for _, b := range x.beside {
+			<-b.done
+		}
+	}()
 	for i, step := range p.Steps {
 		if opts.Journal != nil {
 			if opts.Journal.Done(step.ID) {
@@ -141,26 +149,86 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 				return x.res, err
 			}
 		}
+		if err := x.join(ctx, p, func(b plan.Step) bool { return overlaps(b.Objects, step.Objects) }); err != nil {
+			return x.res, err
+		}
+		if step.Beside {
+			x.start(bctx, i, step)
+			continue
+		}
 		start := time.Now()
 		opts.Events(Event{Type: StepStarted, Step: step.ID, Message: step.Reason})
-		err := x.run(ctx, step)
-		if err != nil {
-			opts.Events(Event{Type: StepFailed, Step: step.ID, Message: err.Error(), Duration: time.Since(start)})
-			if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-				err = &DeadlineError{Cause: cause, Err: err}
-			}
-			return x.res, &StepError{Step: step.ID, Action: step.Action, Err: err}
-		}
-		took := time.Since(start)
-		x.res.Steps = append(x.res.Steps, StepRun{ID: step.ID, Action: step.Action, Duration: took})
-		opts.Events(Event{Type: StepDone, Step: step.ID, Duration: took})
-		if opts.Journal != nil {
-			if err := opts.Journal.Completed(ctx, p, i); err != nil {
-				return x.res, err
-			}
+		if err := x.finish(ctx, p, i, step, start, x.run(ctx, step)); err != nil {
+			return x.res, err
 		}
 	}
-	return x.res, nil
+	return x.res, x.join(ctx, p, func(plan.Step) bool { return true })
+}
+
+// finish ends step i of p, which started at start and ended with err: it says so, records it
+// and returns err as a *StepError.
+func (x *execution) finish(ctx context.Context, p *plan.Plan, i int, step plan.Step, start time.Time, err error) error {
+	took := time.Since(start)
+	if err != nil {
+		x.opts.Events(Event{Type: StepFailed, Step: step.ID, Message: err.Error(), Duration: took})
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			err = &DeadlineError{Cause: cause, Err: err}
+		}
+		return &StepError{Step: step.ID, Action: step.Action, Err: err}
+	}
+	x.res.Steps = append(x.res.Steps, StepRun{ID: step.ID, Action: step.Action, Duration: took})
+	x.opts.Events(Event{Type: StepDone, Step: step.ID, Duration: took})
+	if x.opts.Journal != nil {
+		return x.opts.Journal.Completed(ctx, p, i)
+	}
+	return nil
+}
+
+// overlaps reports whether a and b name an object in common.
+func overlaps(a, b []resource.Identity) bool {
+	return slices.ContainsFunc(a, func(id resource.Identity) bool { return slices.Contains(b, id) })
+}
+
+// besideStep is a step running beside the steps after it.
+type besideStep struct {
+	i     int
+	step  plan.Step
+	start time.Time
+	done  chan struct{}
+	err   error
+}
+
+// start starts step i beside the steps after it.
+func (x *execution) start(ctx context.Context, i int, step plan.Step) {
+	b := &besideStep{i: i, step: step, start: time.Now(), done: make(chan struct{})}
+	x.opts.Events(Event{Type: StepStarted, Step: step.ID, Message: step.Reason})
+	x.beside = append(x.beside, b)
+	go func() {
+		defer close(b.done)
+		b.err = x.run(ctx, step)
+	}()
+}
+
+// join waits for the steps running beside for which wanted is true and ends them in plan order;
+// the first that failed fails the execution.
+func (x *execution) join(ctx context.Context, p *plan.Plan, wanted func(plan.Step) bool) error {
+	var rest []*besideStep
+	for _, b := range x.beside {
+		if !wanted(b.step) {
+			rest = append(rest, b)
+			continue
+		}
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			<-b.done // it ends with ctx
+		}
+		if err := x.finish(ctx, p, b.i, b.step, b.start, b.err); err != nil {
+			return err // the execution ends: whatever still runs beside is waited for then
+		}
+	}
+	x.beside = rest
+	return nil
 }
 
 // StepError says which step failed.
@@ -188,6 +256,8 @@ type execution struct {
 	opts Options
 	mu   sync.Mutex
 	res  *Result
+	// beside are the steps running beside the current one, in plan order.
+	beside []*besideStep
 }
 
 func (x *execution) run(ctx context.Context, step plan.Step) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,5 +153,94 @@ func TestExecuteStopsAtFailingStep(t *testing.T) {
 	}
 	if len(f.calls) != 1 {
 		t.Errorf("calls %v: the engine went on after a failed step", f.calls)
+	}
+}
+
+// gatedRunner runs validate steps: each waits until release is closed, then fails when fail is set.
+type gatedRunner struct {
+	f       *fakeCluster
+	started chan struct{}
+	release chan struct{}
+	fail    bool
+}
+
+func (r *gatedRunner) RunStep(ctx context.Context, step plan.Step) error {
+	close(r.started)
+	select {
+	case <-r.release:
+	case <-time.After(10 * time.Second):
+		// Not beside: nothing is applied while this step runs.
+		r.f.record("gave up waiting for an apply beside")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.f.record("validated " + join(step.Objects))
+	if r.fail {
+		return errors.New("denied by admission")
+	}
+	return nil
+}
+
+// gatingCluster is a fakeCluster that releases the runner when the object named "other" is
+// applied: the apply happens while the validation runs beside it, or never.
+type gatingCluster struct {
+	fakeCluster
+	runner *gatedRunner
+}
+
+func (g *gatingCluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opts cluster.ApplyOptions) (*unstructured.Unstructured, error) {
+	if obj.GetName() == "other" {
+		<-g.runner.started
+		defer close(g.runner.release)
+	}
+	return g.fakeCluster.Apply(ctx, obj, opts)
+}
+
+func TestExecuteRunsStepBeside(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			other, custom := cm("other", ""), cm("custom", "")
+			p := &plan.Plan{Steps: []plan.Step{
+				{ID: "validate/late", Action: plan.Validate, Objects: []resource.Identity{resource.IdentityOf(custom)}, Beside: true},
+				{ID: "apply/other", Action: plan.Apply, Objects: []resource.Identity{resource.IdentityOf(other)}},
+				{ID: "apply/custom", Action: plan.Apply, Objects: []resource.Identity{resource.IdentityOf(custom)}},
+			}}
+			r := &gatedRunner{started: make(chan struct{}), release: make(chan struct{}), fail: fail}
+			g := &gatingCluster{runner: r}
+			r.f = &g.fakeCluster
+			opts := DefaultOptions()
+			opts.Objects = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(other): other, resource.IdentityOf(custom): custom}
+			opts.Steps = r
+			var steps []string
+			opts.Events = func(e Event) {
+				if e.Type == StepDone || e.Type == StepFailed {
+					steps = append(steps, string(e.Type)+" "+e.Step)
+				}
+			}
+			res, err := Execute(context.Background(), g, p, opts)
+
+			// The apply of other ran while the validation waited for it; custom is applied only
+			// once the validation passed.
+			want := []string{"apply ConfigMap/ns/other", "validated ConfigMap/ns/custom", "apply ConfigMap/ns/custom"}
+			wantSteps := []string{"step-done apply/other", "step-done validate/late", "step-done apply/custom"}
+			if fail {
+				want, wantSteps = want[:2], []string{"step-done apply/other", "step-failed validate/late"}
+				var se *StepError
+				if !errors.As(err, &se) || se.Step != "validate/late" {
+					t.Fatalf("error %v, want the validate step's failure", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, g.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantSteps, steps); diff != "" {
+				t.Errorf("steps ended (-want +got):\n%s", diff)
+			}
+			if !fail && len(res.Steps) != 3 {
+				t.Errorf("result steps %v, want all three", res.Steps)
+			}
+		})
 	}
 }

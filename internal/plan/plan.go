@@ -61,6 +61,10 @@ type Step struct {
 	// Supersedes are the revisions a Record step that records a revision deployed marks
 	// superseded, in the same step: there is always a deployed revision to roll back to.
 	Supersedes []int `json:"supersedes,omitempty"`
+	// Beside marks a step that runs beside the steps after it: it starts in its place, and the
+	// first later step that names any of its objects, or the end of the plan, waits for its
+	// outcome first.
+	Beside bool `json:"beside,omitempty"`
 }
 
 // Plan is an operation's ordered steps.
@@ -115,16 +119,25 @@ func Build(in Input) (*Plan, error) {
 	desired := resource.SortForInstall(in.Desired)
 	late := slices.Clone(in.Late)
 	slices.SortFunc(late, resource.Compare)
+	validateLate := Step{ID: "validate/late", Action: Validate, Objects: late}
+	if len(late) > 0 && len(in.CRDs) > 0 && !slices.ContainsFunc(desired, isCRD) {
+		// The custom resources of kinds the release's CRDs define are validated as soon as
+		// those are Established, beside the applies of the kinds Helm's order puts before them.
+		validateLate.Beside = true
+		validateLate.Reason = "objects of kinds the release's CRDs define, validated once those are Established, beside the applies that follow; none is applied before all pass"
+		p.Steps = append(p.Steps, validateLate)
+		late = nil
+	}
 	for _, wave := range waves(desired) {
 		kind := waveKind(wave)
 		ids := identities(wave)
 		if len(late) > 0 && slices.ContainsFunc(ids, func(id resource.Identity) bool { return slices.Contains(late, id) }) {
-			p.Steps = append(p.Steps, Step{ID: "validate/late", Action: Validate, Objects: late,
-				Reason: "objects of kinds the release's CRDs define, validated once those are Established; none is applied before all pass"})
+			validateLate.Reason = "objects of kinds the release's CRDs define, validated once those are Established; none is applied before all pass"
+			p.Steps = append(p.Steps, validateLate)
 			late = nil
 		}
 		p.Steps = append(p.Steps, Step{ID: "apply/" + kind, Action: Apply, Objects: ids, Reason: "install order: " + describeKind(kind)})
-		if wave[0].GetKind() == "CustomResourceDefinition" {
+		if isCRD(wave[0]) {
 			p.Steps = append(p.Steps, Step{ID: "wait-ready/" + kind, Action: WaitReady, Objects: ids,
 				Reason: "CustomResourceDefinitions must be Established before they are used"})
 		}
@@ -159,6 +172,8 @@ func Build(in Input) (*Plan, error) {
 	}
 	return p, nil
 }
+
+func isCRD(obj *unstructured.Unstructured) bool { return obj.GetKind() == "CustomResourceDefinition" }
 
 // waves splits sorted objects into runs of one kind (and group). Objects of kinds Helm's order does
 // not name (custom resources, mostly) come last and make one run: Helm gives them no order beyond
