@@ -73,6 +73,17 @@ func markReady(rel *v1alpha1.Release, reason, msg string) {
 	rel.Status.ObservedGeneration = rel.Generation
 }
 
+// markWaiting says the Release waits for something outside it (other Releases) before it acts,
+// and that the controller goes on by itself once that changes.
+func markWaiting(rel *v1alpha1.Release, reason, msg string) {
+	setCondition(rel, ConditionReady, metav1.ConditionFalse, reason, msg)
+	setCondition(rel, ConditionReconciling, metav1.ConditionTrue, reason, msg)
+	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionStalled)
+	rel.Status.Blockers = nil
+	rel.Status.CurrentStep = ""
+	rel.Status.ObservedGeneration = rel.Generation
+}
+
 // markFailed says the release is not as the spec asks, why, and whether the controller will go
 // on by itself (stalled: it will not until something changes).
 func markFailed(rel *v1alpha1.Release, reason string, err error, stalled bool) {
