@@ -271,9 +271,13 @@ func (d Deps) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resou
 	return &engine.BlockedError{Step: "dry-run", Blockers: blockers}
 }
 
-// purge deletes every recorded revision of a release.
+// purge deletes every recorded revision of a release. A record already gone (deleted with its
+// namespace, say) is as good as deleted.
 func (d Deps) purge(ctx context.Context, name string) error {
 	history, err := d.Store.History(ctx, name)
+	if errors.Is(err, release.ErrNotFound) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -281,7 +285,7 @@ func (d Deps) purge(ctx context.Context, name string) error {
 	var wg sync.WaitGroup
 	for i, rel := range history {
 		wg.Go(func() {
-			if _, err := d.Store.Delete(ctx, name, rel.Version); err != nil {
+			if _, err := d.Store.Delete(ctx, name, rel.Version); err != nil && !errors.Is(err, release.ErrNotFound) {
 				errs[i] = fmt.Errorf("delete the record of release %s revision %d: %w", name, rel.Version, err)
 			}
 		})
