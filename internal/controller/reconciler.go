@@ -291,15 +291,27 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			return ctrl.Result{}, false, err
 		}
 		orig = rel.DeepCopy()
-		_, err = lifecycle.Uninstall(ctx, r.depsFor(d, clients, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
+		var res *lifecycle.UninstallResult
+		res, err = lifecycle.Uninstall(ctx, r.depsFor(d, clients, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
 			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
 			KeepHistory: u.KeepHistory, NoHooks: u.DisableHooks,
+			// A controller that waits for hooks it can no longer create would hold the
+			// namespace's deletion forever.
+			SkipHooksInTerminatingNamespace: true,
 		})
+		if err == nil && res != nil && len(res.SkippedHooks) > 0 {
+			r.reportSkippedHooks(ctx, orig, rel, d, res.SkippedHooks)
+			orig = rel.DeepCopy()
+		}
 	}
 	if ctx.Err() != nil {
 		return ctrl.Result{}, false, ctx.Err() // stopping: the next reconcile resumes the uninstall
+	}
+	if err != nil && r.accountGone(ctx, rel, err) {
+		r.letGo(ctx, orig, rel, d, err)
+		return ctrl.Result{}, true, nil
 	}
 	addHistory(rel, operationRecord("uninstall", start, time.Now(), 0, rel.Status.ChartVersion, err))
 	if err != nil {

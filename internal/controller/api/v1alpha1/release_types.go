@@ -367,7 +367,8 @@ type Blocker struct {
 type OperationRecord struct {
 	// Operation is install, upgrade or uninstall.
 	Operation string `json:"operation"`
-	// Outcome is Succeeded, Failed or Blocked.
+	// Outcome is Succeeded, Failed, Blocked, or Skipped (an uninstall that could not run because
+	// the Release's namespace is being deleted).
 	Outcome string `json:"outcome"`
 	// Revision is the release revision the operation made, if any.
 	// +optional
