@@ -61,8 +61,9 @@ func TestReleaseFailingPreDeleteHookHoldsUntilHooksAreDisabled(t *testing.T) {
 		return r != nil && r.Reason == controller.ReasonHookFailed
 	})
 	if len(got.Status.Blockers) != 1 || got.Status.Blockers[0].Kind != "hook" || !strings.Contains(got.Status.Blockers[0].Object, "web-drain") ||
-		!strings.Contains(got.Status.Blockers[0].Message, "pre-delete") || got.Status.Blockers[0].LogTail == "" {
-		t.Errorf("blockers: %+v, want the pre-delete hook Job web-drain with its logs", got.Status.Blockers)
+		!strings.Contains(got.Status.Blockers[0].Message, "pre-delete") || !strings.Contains(got.Status.Blockers[0].Message, "last Pod web-drain-") ||
+		got.Status.Blockers[0].LogTail == "" {
+		t.Errorf("blockers: %+v, want the pre-delete hook Job web-drain with its last Pod's state and its logs", got.Status.Blockers)
 	}
 	if h := got.Status.History; len(h) == 0 || h[0].Operation != "uninstall" || h[0].Outcome != "Failed" {
 		t.Errorf("history: %+v, want a failed uninstall first", h)

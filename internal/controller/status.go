@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -163,7 +164,7 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 	if errors.As(err, &hook) {
 		return []v1alpha1.Blocker{{
 			Kind: "hook", Object: hook.Hook.String(),
-			Message: fmt.Sprintf("%s hook %s", hook.Event, firstLine(hook.Outcome)),
+			Message: fmt.Sprintf("%s hook %s%s", hook.Event, firstLine(hook.Outcome), lastPodState(hook.Pods)),
 			Next:    "fix the hook or what it depends on, then change the Release (or set install/upgrade.disableHooks, uninstall.disableHooks)",
 			LogTail: logTail(hook.Logs),
 		}}
@@ -186,6 +187,25 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 func isForbidden(err error) bool {
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && apierrors.IsForbidden(err)
+}
+
+// lastPodState is "; last Pod NAME: PHASE, REASON: MESSAGE, CONTAINERS" for the newest of a
+// hook's Pods; empty when it has none.
+func lastPodState(pods []cluster.PodReport) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	p := pods[len(pods)-1]
+	var parts []string
+	for _, part := range append([]string{p.Phase, strings.Trim(p.Reason+": "+p.Message, ": ")}, p.Containers...) {
+		if part != "" {
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; last Pod %s: %s", p.Name, strings.Join(parts, ", "))
 }
 
 // logTail returns the last lines of a hook's logs, each container's under its name.
