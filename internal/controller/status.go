@@ -141,6 +141,8 @@ func reasonOf(err error, failed string) string {
 		return ReasonBlocked
 	case errors.As(err, &hook):
 		return ReasonHookFailed
+	case lifecycle.NamespaceTerminating(err):
+		return ReasonNamespaceTerminating
 	case isForbidden(err):
 		return ReasonPermissionDenied
 	default:
@@ -170,7 +172,7 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 		}}
 	}
 	var status apierrors.APIStatus
-	if errors.As(err, &status) && apierrors.IsForbidden(err) {
+	if errors.As(err, &status) && apierrors.IsForbidden(err) && !lifecycle.NamespaceTerminating(err) {
 		b := v1alpha1.Blocker{
 			Kind:    "permission",
 			Message: status.Status().Message,
