@@ -163,11 +163,11 @@ func TestReleaseWithoutRightsNamesThePermission(t *testing.T) {
 	})
 }
 
-func TestReleaseWithUnsupportedFieldIsStalled(t *testing.T) {
+func TestReleaseDependingOnAnotherNamespaceIsStalled(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	rel := smallestRelease(t, env.Namespace, "https://charts.example.test", "deployer")
-	rel.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "db"}}
+	rel.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "db", Namespace: "elsewhere"}}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +176,8 @@ func TestReleaseWithUnsupportedFieldIsStalled(t *testing.T) {
 		return s != nil && s.Status == metav1.ConditionTrue
 	})
 	s := condition(got, controller.ConditionStalled)
-	if s.Reason != controller.ReasonUnsupported || !strings.Contains(s.Message, "spec.dependsOn") {
-		t.Errorf("Stalled condition: %s: %s, want %s naming spec.dependsOn", s.Reason, s.Message, controller.ReasonUnsupported)
+	if s.Reason != controller.ReasonInvalidSpec || !strings.Contains(s.Message, "spec.dependsOn[0].namespace") {
+		t.Errorf("Stalled condition: %s: %s, want %s naming spec.dependsOn[0].namespace", s.Reason, s.Message, controller.ReasonInvalidSpec)
 	}
 	if len(got.Finalizers) != 0 {
 		t.Errorf("finalizers %v on a Release the controller cannot act on", got.Finalizers)

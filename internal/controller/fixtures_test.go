@@ -88,13 +88,17 @@ func startClient(t *testing.T, env *testenv.Env) client.Client {
 }
 
 // runController runs a controller for the test's namespace until stop is called or the test
-// ends.
-func runController(t *testing.T, env *testenv.Env) (stop func()) {
+// ends; with reconciles it reconciles that many Releases at once.
+func runController(t *testing.T, env *testenv.Env, reconciles ...int) (stop func()) {
 	t.Helper()
-	mgr, err := controller.NewManager(env.Config, controller.Options{
+	o := controller.Options{
 		Namespace: env.Namespace, MetricsBindAddress: "0", CacheDir: t.TempDir(),
 		Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
-	})
+	}
+	if len(reconciles) > 0 {
+		o.Concurrency = reconciles[0]
+	}
+	mgr, err := controller.NewManager(env.Config, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,10 +123,16 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Release{}, referencesIndex, referencesOf); err != nil {
 		return nil, fmt.Errorf("index Releases by the objects they read: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Release{}, dependsOnIndex, dependsOnNames); err != nil {
+		return nil, fmt.Errorf("index Releases by the Releases they depend on: %w", err)
+	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
 		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
+		// The Releases that wait on another: to be installed once it is Ready, to be uninstalled
+		// once it is gone.
+		Watches(&v1alpha1.Release{}, handler.EnqueueRequestsFromMapFunc(relatedReleases(mgr.GetClient())), builder.WithPredicates(dependencyChanged{})).
 		// The ConfigMaps and Secrets Releases read their chart and values from: metadata only,
 		// so that the controller holds no Secret's content.
 		Watches(metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "ConfigMap")), builder.OnlyMetadata).
@@ -141,7 +147,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 }
 
 // deleting passes the update that marks an object for deletion, and no later one: the status
-// written while the uninstall runs must not start it again.
+// written while the uninstall runs must not start it again. A change of the spec of a Release
+// being deleted (uninstall.disableHooks, say) passes by its generation.
 type deleting struct{ predicate.Funcs }
 
 func (deleting) Update(e event.UpdateEvent) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		markFailed(&rel, reasonOf(err, ReasonInvalidSpec), err, true)
 		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
 	}
+	if err := r.checkCycle(ctx, &rel, d.DependsOn); err != nil {
+		var cycle *DependencyError
+		if !errors.As(err, &cycle) {
+			return ctrl.Result{}, err
+		}
+		// As a spec error: nothing happens until a dependsOn of the cycle changes.
+		markFailed(&rel, cycle.Reason, err, true)
+		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
+	}
 	if !controllerutil.ContainsFinalizer(&rel, Finalizer) {
 		patch := client.MergeFrom(rel.DeepCopy())
 		controllerutil.AddFinalizer(&rel, Finalizer)
@@ -105,6 +115,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.checkDrift(ctx, &rel, d, clients)
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+	}
+
+	if err := r.checkReady(ctx, &rel, d.DependsOn); err != nil {
+		var waiting *DependencyError
+		if !errors.As(err, &waiting) {
+			return ctrl.Result{}, err
+		}
+		// The Releases depended on wake this one when they become Ready; the requeue is a
+		// fallback.
+		markWaiting(&rel, waiting.Reason, err.Error())
+		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
 	}
 
 	op := "upgrade"
@@ -219,6 +240,9 @@ func (r *Reconciler) finalize(ctx context.Context, rel *v1alpha1.Release) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	if !rel.Spec.Suspend {
+		if res, waiting, err := r.waitForDependents(ctx, rel); waiting || err != nil {
+			return res, err
+		}
 		if res, done, err := r.uninstall(ctx, rel); !done || err != nil {
 			return res, err
 		}
@@ -267,25 +291,87 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			return ctrl.Result{}, false, err
 		}
 		orig = rel.DeepCopy()
-		_, err = lifecycle.Uninstall(ctx, r.depsFor(d, clients, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
+		var res *lifecycle.UninstallResult
+		res, err = lifecycle.Uninstall(ctx, r.depsFor(d, clients, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
 			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
 			KeepHistory: u.KeepHistory, NoHooks: u.DisableHooks,
+			// A controller that waits for hooks it can no longer create would hold the
+			// namespace's deletion forever.
+			SkipHooksInTerminatingNamespace: true,
 		})
+		if err == nil && res != nil && len(res.SkippedHooks) > 0 {
+			r.reportSkippedHooks(ctx, orig, rel, d, res.SkippedHooks)
+			orig = rel.DeepCopy()
+		}
 	}
 	if ctx.Err() != nil {
 		return ctrl.Result{}, false, ctx.Err() // stopping: the next reconcile resumes the uninstall
+	}
+	if err != nil && r.accountGone(ctx, rel, err) {
+		r.letGo(ctx, orig, rel, d, err)
+		return ctrl.Result{}, true, nil
 	}
 	addHistory(rel, operationRecord("uninstall", start, time.Now(), 0, rel.Status.ChartVersion, err))
 	if err != nil {
 		reason := reasonOf(err, ReasonUninstallFailed)
 		markFailed(rel, reason, err, false)
 		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, "uninstall", "%s", eventNote(err))
-		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
+		return ctrl.Result{RequeueAfter: uninstallBackoff(rel.Status.History)}, false, r.patchStatus(ctx, orig, rel)
 	}
 	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, "UninstallSucceeded", "uninstall", "release %s uninstalled from namespace %s", d.ReleaseName, d.TargetNamespace)
 	return ctrl.Result{}, true, nil
+}
+
+// waitForDependents holds the uninstall of a deleted Release while Releases that depend on it
+// exist; waiting says it does, and the status says which.
+func (r *Reconciler) waitForDependents(ctx context.Context, rel *v1alpha1.Release) (res ctrl.Result, waiting bool, err error) {
+	if rel.Status.ReleaseName == "" { // never released: nothing to uninstall
+		return ctrl.Result{}, false, nil
+	}
+	dependents, err := r.dependentsOf(ctx, rel)
+	if err != nil || len(dependents) == 0 {
+		return ctrl.Result{}, false, err
+	}
+	orig := rel.DeepCopy()
+	msg := fmt.Sprintf("uninstall waits until the Releases that depend on this one are gone: %s", strings.Join(dependents, ", "))
+	markWaiting(rel, ReasonDependentsExist, msg)
+	rel.Status.Blockers = nil
+	for _, name := range dependents {
+		rel.Status.Blockers = append(rel.Status.Blockers, v1alpha1.Blocker{
+			Kind: "dependents", Object: fmt.Sprintf("Release/%s/%s", rel.Namespace, name),
+			Message: fmt.Sprintf("Release %s depends on %s (spec.dependsOn) and is uninstalled first", name, rel.Name),
+			Next:    fmt.Sprintf("delete Release %s, or remove %s from its spec.dependsOn", name, rel.Name),
+		})
+	}
+	if c := findCondition(orig.Status.Conditions, ConditionReady); c == nil || c.Reason != ReasonDependentsExist || c.Message != msg {
+		r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, ReasonDependentsExist, "uninstall", "%s", msg)
+	}
+	// The dependents' deletion wakes this Release; the requeue is a fallback.
+	return ctrl.Result{RequeueAfter: retryAfter}, true, r.patchStatus(ctx, orig, rel)
+}
+
+// maxUninstallBackoff bounds the wait before a failed uninstall is tried again.
+const maxUninstallBackoff = 5 * time.Minute
+
+// uninstallBackoff is the wait before a failed uninstall is tried again: retryAfter, doubled
+// for each failed uninstall before it in a row (history, newest first), up to
+// maxUninstallBackoff.
+func uninstallBackoff(history []v1alpha1.OperationRecord) time.Duration {
+	wait := retryAfter
+	for i, h := range history {
+		if h.Operation != "uninstall" || h.Outcome == "Succeeded" {
+			break
+		}
+		if i > 0 {
+			wait *= 2
+		}
+		if wait >= maxUninstallBackoff {
+			return maxUninstallBackoff
+		}
+	}
+	return wait
 }
 
 // cascade is the deletion propagation of uninstall.deletionPropagation.

@@ -42,6 +42,8 @@ type desired struct {
 	HistoryMax        int
 	Test              testRules
 	Drift             driftRules
+	// DependsOn are the names of the Releases of Namespace this one depends on.
+	DependsOn []string
 }
 
 // chartRef is a chart to fetch: Ref with Options as Helm's CLI takes them (CHART --repo URL
@@ -53,7 +55,7 @@ type chartRef struct {
 // SpecError says what in a Release's spec the controller cannot act on, and what to change.
 // Acting on the Release again without changing it would fail the same way.
 type SpecError struct {
-	// Reason is InvalidSpec or Unsupported.
+	// Reason is InvalidSpec.
 	Reason string
 	Field  string
 	Msg    string
@@ -61,17 +63,10 @@ type SpecError struct {
 
 func (e *SpecError) Error() string { return fmt.Sprintf("spec.%s: %s", e.Field, e.Msg) }
 
-const (
-	ReasonInvalidSpec = "InvalidSpec"
-	ReasonUnsupported = "Unsupported"
-)
+const ReasonInvalidSpec = "InvalidSpec"
 
 func invalid(field, format string, args ...any) *SpecError {
 	return &SpecError{Reason: ReasonInvalidSpec, Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-func unsupported(field, instead string) *SpecError {
-	return &SpecError{Reason: ReasonUnsupported, Field: field, Msg: "is not supported by this version of the controller yet: " + instead}
 }
 
 // desiredOf checks rel's spec and returns what it asks for.
@@ -95,10 +90,10 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 		return nil, invalid("releaseName", "the release is %s in namespace %s and cannot move to %s in namespace %s: put releaseName and targetNamespace back, or delete this Release (which uninstalls it) and create another",
 			st.ReleaseName, st.TargetNamespace, d.ReleaseName, d.TargetNamespace)
 	}
-	if err := unsupportedFields(s); err != nil {
+	var err error
+	if d.DependsOn, err = dependsOnOf(rel); err != nil {
 		return nil, err
 	}
-	var err error
 	if d.Chart, d.ChartIn, err = chartSourceOf(s.Chart); err != nil {
 		return nil, err
 	}
@@ -145,16 +140,6 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// unsupportedFields refuses the fields of the API this controller does not act on yet, rather
-// than ignoring them.
-func unsupportedFields(s v1alpha1.ReleaseSpec) error {
-	switch {
-	case len(s.DependsOn) > 0:
-		return unsupported("dependsOn", "remove it and create the Releases in order")
-	}
-	return nil
 }
 
 // chartRefOf checks a chart source that names a Helm repository or an OCI reference.

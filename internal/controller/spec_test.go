@@ -69,9 +69,15 @@ func TestDesiredOf(t *testing.T) {
 		{name: "valuesFrom of another kind", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Pod", Name: "x"}}
 		}), wantField: "valuesFrom[0].kind", wantReason: ReasonInvalidSpec},
-		{name: "dependsOn", rel: base(func(r *v1alpha1.Release) {
-			r.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "db"}}
-		}), wantField: "dependsOn", wantReason: ReasonUnsupported},
+		{name: "dependsOn, once each", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "db"}, {Name: "cache", Namespace: "team-a"}, {Name: "db"}}
+		}), want: func(d *desired) any { return d.DependsOn }, wantValue: []string{"db", "cache"}},
+		{name: "dependsOn another namespace", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "db"}, {Name: "db", Namespace: "team-b"}}
+		}), wantField: "dependsOn[1].namespace", wantReason: ReasonInvalidSpec},
+		{name: "dependsOn without a name", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.DependsOn = []v1alpha1.DependencyReference{{}}
+		}), wantField: "dependsOn[0].name", wantReason: ReasonInvalidSpec},
 		{name: "chart in a Secret", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.Chart = v1alpha1.ChartSource{SecretRef: &v1alpha1.KeyReference{Name: "c", Key: "web.tgz"}}
 		}), want: func(d *desired) any { return d.ChartIn },

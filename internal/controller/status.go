@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -67,6 +68,17 @@ func markReconciling(rel *v1alpha1.Release, msg string) {
 func markReady(rel *v1alpha1.Release, reason, msg string) {
 	setCondition(rel, ConditionReady, metav1.ConditionTrue, reason, msg)
 	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionReconciling)
+	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionStalled)
+	rel.Status.Blockers = nil
+	rel.Status.CurrentStep = ""
+	rel.Status.ObservedGeneration = rel.Generation
+}
+
+// markWaiting says the Release waits for something outside it (other Releases) before it acts,
+// and that the controller goes on by itself once that changes.
+func markWaiting(rel *v1alpha1.Release, reason, msg string) {
+	setCondition(rel, ConditionReady, metav1.ConditionFalse, reason, msg)
+	setCondition(rel, ConditionReconciling, metav1.ConditionTrue, reason, msg)
 	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionStalled)
 	rel.Status.Blockers = nil
 	rel.Status.CurrentStep = ""
@@ -129,6 +141,8 @@ func reasonOf(err error, failed string) string {
 		return ReasonBlocked
 	case errors.As(err, &hook):
 		return ReasonHookFailed
+	case lifecycle.NamespaceTerminating(err):
+		return ReasonNamespaceTerminating
 	case isForbidden(err):
 		return ReasonPermissionDenied
 	default:
@@ -152,13 +166,13 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 	if errors.As(err, &hook) {
 		return []v1alpha1.Blocker{{
 			Kind: "hook", Object: hook.Hook.String(),
-			Message: fmt.Sprintf("%s hook %s", hook.Event, firstLine(hook.Outcome)),
+			Message: fmt.Sprintf("%s hook %s%s", hook.Event, firstLine(hook.Outcome), lastPodState(hook.Pods)),
 			Next:    "fix the hook or what it depends on, then change the Release (or set install/upgrade.disableHooks, uninstall.disableHooks)",
 			LogTail: logTail(hook.Logs),
 		}}
 	}
 	var status apierrors.APIStatus
-	if errors.As(err, &status) && apierrors.IsForbidden(err) {
+	if errors.As(err, &status) && apierrors.IsForbidden(err) && !lifecycle.NamespaceTerminating(err) {
 		b := v1alpha1.Blocker{
 			Kind:    "permission",
 			Message: status.Status().Message,
@@ -175,6 +189,25 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 func isForbidden(err error) bool {
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && apierrors.IsForbidden(err)
+}
+
+// lastPodState is "; last Pod NAME: PHASE, REASON: MESSAGE, CONTAINERS" for the newest of a
+// hook's Pods; empty when it has none.
+func lastPodState(pods []cluster.PodReport) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	p := pods[len(pods)-1]
+	var parts []string
+	for _, part := range append([]string{p.Phase, strings.Trim(p.Reason+": "+p.Message, ": ")}, p.Containers...) {
+		if part != "" {
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; last Pod %s: %s", p.Name, strings.Join(parts, ", "))
 }
 
 // logTail returns the last lines of a hook's logs, each container's under its name.

@@ -74,6 +74,9 @@ type ranHook struct {
 	recordedHook
 	id  resource.Identity
 	uid types.UID
+	// skipped: the hook could not be created because its namespace is being deleted, and the
+	// operation goes on without it (UninstallOptions.SkipHooksInTerminatingNamespace).
+	skipped bool
 }
 
 // runHooks runs the release's hooks for event one after another, in Helm's order, each to an
@@ -112,7 +115,9 @@ func (d Deps) runEventHooks(ctx context.Context, rel *release.Release, event res
 			// As in Helm, the hooks that succeeded before are still deleted per hook-succeeded.
 			return logs, errors.Join(err, d.deleteSucceeded(ctx, event, ran))
 		}
-		ran = append(ran, done)
+		if !done.skipped {
+			ran = append(ran, done)
+		}
 	}
 	if o.succeeded != nil {
 		if err := o.succeeded(ctx); err != nil {
@@ -188,6 +193,12 @@ func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, eve
 		herr.HookReport = *run.Report
 	}
 	switch {
+	case run.Created == nil && d.terminating != nil && NamespaceTerminating(err):
+		// Nothing can be created in a namespace being deleted: the hook is reported, not run.
+		h.record.LastRun.Phase = releasev1.HookPhaseUnknown
+		d.terminating.skip(SkippedHook{Event: event, Hook: id, Reason: err.Error()})
+		done.skipped = true
+		return done, nil, nil
 	case run.Created == nil:
 		h.record.LastRun.Phase = releasev1.HookPhaseFailed
 		herr.Outcome = fmt.Sprintf("could not be created: %v", err)

@@ -36,6 +36,9 @@ type operation struct {
 	// not: hook objects left by the interrupted run are removed before their event runs again.
 	resume     *release.Journal
 	recovering bool
+	// noJournalInTerminating goes on without a journal when the namespace is being deleted and
+	// refuses to hold one.
+	noJournalInTerminating bool
 }
 
 // begin starts the journal of an operation on revision rev with its plan, and returns the plan
@@ -75,6 +78,10 @@ func (o *operation) write(ctx context.Context) error {
 	}
 	o.j.Updated = o.now()
 	if err := o.journals.Put(context.WithoutCancel(ctx), o.j); err != nil {
+		if o.noJournalInTerminating && NamespaceTerminating(err) {
+			o.journals = nil
+			return nil
+		}
 		return err
 	}
 	o.writes++

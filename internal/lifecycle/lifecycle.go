@@ -74,6 +74,10 @@ type Deps struct {
 	op *operation
 	// runs collects the plans the operation executes (set by the exported operations).
 	runs *runs
+	// terminating, when set, lets the operation go on without what the API server refuses to
+	// create because the release's namespace is being deleted: its hooks (collected here), its
+	// lease and its journal.
+	terminating *terminating
 }
 
 // Namespaces manages namespaces.

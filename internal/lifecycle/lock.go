@@ -69,7 +69,8 @@ func (d Deps) operate(ctx context.Context, name string, w WaitOptions, fn func(c
 	if err != nil {
 		return err
 	}
-	o := &operation{name: name, journals: d.Journals, written: d.JournalWritten, stop: stop, holder: d.Holder, now: d.now}
+	o := &operation{name: name, journals: d.Journals, written: d.JournalWritten, stop: stop, holder: d.Holder, now: d.now,
+		noJournalInTerminating: d.terminating != nil}
 	if lease != nil {
 		stopRenewing := lease.Keep(func(err error) {
 			cancel(fmt.Errorf("lost the lease of release %s (another process took it over): %w", name, err))
@@ -100,6 +101,11 @@ func (d Deps) lock(ctx context.Context, name string, wait bool) (*release.Lease,
 		if apierrors.IsNotFound(err) {
 			// The namespace does not exist (yet): there is no release to guard, and the operation
 			// says so or creates the namespace (--create-namespace).
+			return nil, nil
+		}
+		if d.terminating != nil && NamespaceTerminating(err) {
+			// The namespace is being deleted: no lease can be created there, and nothing else can
+			// be installed there to race with this operation.
 			return nil, nil
 		}
 		var held *release.HeldError

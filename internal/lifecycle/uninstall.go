@@ -27,6 +27,11 @@ type UninstallOptions struct {
 	Cascade     metav1.DeletionPropagation
 	KeepHistory bool
 	NoHooks     bool
+	// SkipHooksInTerminatingNamespace goes on when the release's namespace is being deleted and
+	// the API server refuses to create a hook there: the hook is skipped and reported in
+	// SkippedHooks. The uninstall then also goes on without the lease and the journal it could
+	// not create there.
+	SkipHooksInTerminatingNamespace bool
 	// DryRun shows the plan and runs every deletion through the API server's dry run (admission
 	// webhooks included), changing nothing.
 	DryRun bool
@@ -50,6 +55,9 @@ type UninstallResult struct {
 	// Runs are the plans the uninstall executed: an interrupted operation's it finished first,
 	// and its own.
 	Runs []Run `json:"runs,omitempty"`
+	// SkippedHooks are the hooks that could not be created because the release's namespace is
+	// being deleted (SkipHooksInTerminatingNamespace).
+	SkippedHooks []SkippedHook `json:"skippedHooks,omitempty"`
 }
 
 // Uninstall deletes a release's objects in Helm's uninstall order, with UID preconditions, waits
@@ -67,9 +75,15 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	}
 	var res *UninstallResult
 	d.runs = &runs{}
+	if o.SkipHooksInTerminatingNamespace {
+		d.terminating = &terminating{}
+	}
 	defer func() {
 		if res != nil {
 			res.Runs = d.runs.all()
+			if d.terminating != nil {
+				res.SkippedHooks = d.terminating.hooks()
+			}
 		}
 	}()
 	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
@@ -257,9 +271,13 @@ func (d Deps) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resou
 	return &engine.BlockedError{Step: "dry-run", Blockers: blockers}
 }
 
-// purge deletes every recorded revision of a release.
+// purge deletes every recorded revision of a release. A record already gone (deleted with its
+// namespace, say) is as good as deleted.
 func (d Deps) purge(ctx context.Context, name string) error {
 	history, err := d.Store.History(ctx, name)
+	if errors.Is(err, release.ErrNotFound) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -267,7 +285,7 @@ func (d Deps) purge(ctx context.Context, name string) error {
 	var wg sync.WaitGroup
 	for i, rel := range history {
 		wg.Go(func() {
-			if _, err := d.Store.Delete(ctx, name, rel.Version); err != nil {
+			if _, err := d.Store.Delete(ctx, name, rel.Version); err != nil && !errors.Is(err, release.ErrNotFound) {
 				errs[i] = fmt.Errorf("delete the record of release %s revision %d: %w", name, rel.Version, err)
 			}
 		})

@@ -35,6 +35,7 @@ var releaseNeeds = []need{
 	{"", "serviceaccounts", "impersonate", "deployer"},
 	{"", "configmaps", "list", ""}, {"", "configmaps", "watch", ""},
 	{"", "secrets", "list", ""}, {"", "secrets", "watch", ""},
+	{"", "namespaces", "get", ""},
 }
 
 // leaderNeeds are the requests of leader election in the controller's namespace.

@@ -70,8 +70,9 @@ type ReleaseSpec struct {
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
-	// DependsOn are Releases of the same namespace that must be Ready before this one is
-	// installed or upgraded, and that are uninstalled after it.
+	// DependsOn are Releases of the same namespace that must be Ready (for their current
+	// generation) before this one is installed or upgraded. When Releases are deleted, one
+	// that others depend on is uninstalled only once those others are gone.
 	// +optional
 	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
 
@@ -170,7 +171,12 @@ type ValuesReference struct {
 // DependencyReference names another Release of the same namespace.
 type DependencyReference struct {
 	// Name of the Release.
+	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
+	// Namespace of the Release; when set, it must be the depending Release's own: a Release
+	// cannot depend on one of another namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // OperationSpec are the options every operation shares.
@@ -361,7 +367,8 @@ type Blocker struct {
 type OperationRecord struct {
 	// Operation is install, upgrade or uninstall.
 	Operation string `json:"operation"`
-	// Outcome is Succeeded, Failed or Blocked.
+	// Outcome is Succeeded, Failed, Blocked, or Skipped (an uninstall that could not run because
+	// the Release's namespace is being deleted).
 	Outcome string `json:"outcome"`
 	// Revision is the release revision the operation made, if any.
 	// +optional
