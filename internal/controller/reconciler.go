@@ -279,9 +279,17 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
+	deps := r.depsFor(d, clients, r.stepReporter(ctx, rel))
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
-	if err == nil && (last == nil || !last.Exists) {
-		return ctrl.Result{}, true, nil
+	if err == nil && last != nil && !last.Exists {
+		return ctrl.Result{}, true, nil // uninstalled, its history kept
+	}
+	if err == nil && last == nil {
+		// Nothing to uninstall, unless a controller killed at the end of an uninstall left its
+		// lease or journal: the uninstall below finishes it and removes them.
+		if left, lerr := lifecycle.LeftBehind(ctx, deps, d.ReleaseName); lerr == nil && !left {
+			return ctrl.Result{}, true, nil
+		}
 	}
 	start := time.Now()
 	if err == nil {
@@ -292,7 +300,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		}
 		orig = rel.DeepCopy()
 		var res *lifecycle.UninstallResult
-		res, err = lifecycle.Uninstall(ctx, r.depsFor(d, clients, r.stepReporter(ctx, rel)), lifecycle.UninstallOptions{
+		res, err = lifecycle.Uninstall(ctx, deps, lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
 			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
@@ -301,6 +309,9 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			// namespace's deletion forever.
 			SkipHooksInTerminatingNamespace: true,
 		})
+		if last == nil && errors.Is(err, release.ErrNotFound) {
+			err = nil // what was left behind is gone, and there was no record to uninstall
+		}
 		if err == nil && res != nil && len(res.SkippedHooks) > 0 {
 			r.reportSkippedHooks(ctx, orig, rel, d, res.SkippedHooks)
 			orig = rel.DeepCopy()

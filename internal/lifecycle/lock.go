@@ -150,3 +150,20 @@ func (c interruptible) RunHook(ctx context.Context, obj *unstructured.Unstructur
 	defer cancel()
 	return c.Cluster.RunHook(ctx, obj, opts)
 }
+
+// LeftBehind reports whether an operation on release name left its lease or its journal behind:
+// a process killed at its very end, after the last record was removed. Uninstall takes both
+// over and removes them, even when no record is left.
+func LeftBehind(ctx context.Context, d Deps, name string) (bool, error) {
+	if d.Journals != nil {
+		j, err := d.Journals.Get(ctx, name)
+		if err != nil || j != nil {
+			return j != nil, err
+		}
+	}
+	if d.Leases != nil {
+		h, _, err := d.Leases.Holder(ctx, name)
+		return h != nil, err
+	}
+	return false, nil
+}
