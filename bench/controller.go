@@ -856,4 +856,3 @@ func (rw *releaseWatch) until(ctx context.Context, limit time.Duration, done fun
 }
 
 func (rw *releaseWatch) stop() { rw.cancel() }
-

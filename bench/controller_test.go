@@ -165,7 +165,7 @@ func TestControllerMarkdown(t *testing.T) {
 		Runs: []controllerRun{{Releases: 1000, Concurrency: 4, ControllerQPS: 20, CreateSeconds: 3, ReadySeconds: 150,
 			PeakRSSReadyBytes: 100 << 20, PeakRSSBytes: 120 << 20, CPUSecondsReady: 80, Requests: 20000, ChartRequests: 2000,
 			RequestsByResource: map[string]int{"get secrets": 5000, "patch releases/status": 3000},
-			SteadySeconds: 60, SteadyRequests: 5, SteadyByVerb: map[string]int{"create events": 1, "get secrets": 4}, SteadyWrites: 1,
+			SteadySeconds:      60, SteadyRequests: 5, SteadyByVerb: map[string]int{"create events": 1, "get secrets": 4}, SteadyWrites: 1,
 			DeleteSeconds: 40, DeleteRequests: 9000}},
 	}
 	md := r.markdown()
