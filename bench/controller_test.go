@@ -166,13 +166,15 @@ func TestControllerMarkdown(t *testing.T) {
 			PeakRSSReadyBytes: 100 << 20, PeakRSSBytes: 120 << 20, CPUSecondsReady: 80, Requests: 20000, ChartRequests: 2000,
 			RequestsByResource: map[string]int{"get secrets": 5000, "patch releases/status": 3000},
 			SteadySeconds:      60, SteadyRequests: 5, SteadyByVerb: map[string]int{"create events": 1, "get secrets": 4}, SteadyWrites: 1,
-			DeleteSeconds: 40, DeleteRequests: 9000}},
+			DeleteSeconds: 40, DeleteRequests: 9000,
+			ClusterRequests: map[string]int{"deployment-controller": 3000, "replicaset-controller": 2500}}},
 	}
 	md := r.markdown()
 	for _, want := range []string{
 		"`--concurrency 4`",
 		"| 1000 | 2 m 30 s | 3.0 s | 100 / 120 MiB | 80.0 s | 20000 (20.0) | 2000 | 1 (5) in 60.0 s | 40.0 s (9000) |",
 		fluxAnchor,
+		"1000 Releases: 3000 requests of the Deployment controller and 2500 of the ReplicaSet controller, 2 m 30 s at 20 requests/s.",
 		"| get secrets | 5000 |\n| patch releases/status | 3000 |",
 		"Writes in the steady state: 1000 Releases: 1 create events.",
 		"| 1000 Releases Ready in at most 90 s | 2 m 30 s | no |",

@@ -79,6 +79,9 @@ func (r controllerResults) markdown() string {
 		}
 	}
 	b.WriteString(fluxAnchor)
+	if floor := rolloutFloorText(r.Runs); floor != "" {
+		b.WriteString("\n" + floor + "\n")
+	}
 	b.WriteString("\nThe controller's requests until every Release was Ready, by verb and resource (from the API server's audit log):\n\n")
 	b.WriteString(requestsTable(r.Runs))
 	if writes := steadyWritesText(r.Runs); writes != "" {
@@ -89,6 +92,25 @@ func (r controllerResults) markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Goal, g.Measured, g.Met)
 	}
 	return b.String()
+}
+
+// rolloutFloorText says, run by run, how many requests the cluster's Deployment controller made
+// until every Release was Ready and how long that takes at the cluster's rate limit: a floor
+// under the time until Ready that no controller of Releases can go below.
+func rolloutFloorText(runs []controllerRun) string {
+	var parts []string
+	for _, run := range runs {
+		dep := run.ClusterRequests["deployment-controller"]
+		if dep == 0 || run.ControllerQPS == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d Releases: %d requests of the Deployment controller and %d of the ReplicaSet controller, %s at %d requests/s",
+			run.Releases, dep, run.ClusterRequests["replicaset-controller"], durationText(float64(dep)/float64(run.ControllerQPS)), run.ControllerQPS))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "The cluster's side of the rollouts until every Release was Ready (each controller of the cluster has its own rate limit): " + strings.Join(parts, "; ") + "."
 }
 
 // requestsTable is the requests until Ready by verb and resource, a column a run, the most
