@@ -46,8 +46,9 @@ type controllerConfig struct {
 	crd                         string
 	releases                    []int
 	// concurrency is the controller's --concurrency; 0 leaves it at its default.
-	concurrency   int
-	controllerQPS int
+	concurrency int
+	// controllerQPS are the cluster controllers' rate limits to run each count of Releases at.
+	controllerQPS []int
 	steady        time.Duration
 	timeout       time.Duration
 	out, readme   string
@@ -99,14 +100,14 @@ type controllerResults struct {
 func runControllerBench(args []string) error {
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	var cfg controllerConfig
-	var releases string
+	var releases, qps string
 	fs.StringVar(&cfg.berth, "berth", "bin/berth", "berth binary")
 	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
 	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs the controller and reads its peak memory")
 	fs.StringVar(&cfg.crd, "crd", "charts/berth-controller/crds/berth.dev_releases.yaml", "the Release CustomResourceDefinition")
 	fs.StringVar(&releases, "releases", "100,1000", "how many Releases each run creates, comma-separated; each runs on a devcluster of its own")
 	fs.IntVar(&cfg.concurrency, "concurrency", 0, "the controller's --concurrency (default: the controller's own default)")
-	fs.IntVar(&cfg.controllerQPS, "controller-qps", 20, "the devcluster controllers' requests per second (burst 1.5 times it); upstream's 20")
+	fs.StringVar(&qps, "controller-qps", "20", "the devcluster controllers' requests per second (burst 1.5 times it), comma-separated: each count of Releases runs at each; upstream's 20")
 	fs.DurationVar(&cfg.steady, "steady", time.Minute, "how long the controller's requests are counted after every Release is Ready")
 	fs.DurationVar(&cfg.timeout, "timeout", 15*time.Minute, "how long to wait for every Release to be Ready, and then gone")
 	fs.StringVar(&cfg.out, "out", "bench/results", "directory for controller.json and controller.md")
@@ -123,8 +124,8 @@ func runControllerBench(args []string) error {
 	if cfg.concurrency < 0 {
 		return fmt.Errorf("--concurrency must not be negative, got %d", cfg.concurrency)
 	}
-	if cfg.controllerQPS < 1 {
-		return fmt.Errorf("--controller-qps must be at least 1, got %d", cfg.controllerQPS)
+	if cfg.controllerQPS, err = parseCounts(qps); err != nil {
+		return fmt.Errorf("--controller-qps: %w", err)
 	}
 	for _, path := range []*string{&cfg.berth, &cfg.devcluster, &cfg.measurer, &cfg.crd} {
 		abs, err := filepath.Abs(*path)
@@ -165,15 +166,17 @@ func runControllerBench(args []string) error {
 
 	res := controllerResults{Machine: describeMachine(config{berth: cfg.berth, helm: ""}), Started: time.Now()}
 	res.Machine.Helm = ""
-	for _, n := range cfg.releases {
-		run, err := runController(ctx, cfg, n, filepath.Join(cfg.work, fmt.Sprintf("controller-%d", n)))
-		if err != nil {
-			run.Error = err.Error()
-			fmt.Printf("FAILED: %v\n", err)
-		}
-		res.Runs = append(res.Runs, run)
-		if ctx.Err() != nil {
-			return errInterrupted
+	for _, qps := range cfg.controllerQPS {
+		for _, n := range cfg.releases {
+			run, err := runController(ctx, cfg, n, qps, filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d", n, qps)))
+			if err != nil {
+				run.Error = err.Error()
+				fmt.Printf("FAILED: %v\n", err)
+			}
+			res.Runs = append(res.Runs, run)
+			if ctx.Err() != nil {
+				return errInterrupted
+			}
 		}
 	}
 	res.Finished = time.Now()
@@ -213,9 +216,9 @@ func flagDefault(help, name string) (int, error) {
 // runController measures one run: N Releases created at once against a controller already
 // running, until every one is Ready; the controller's requests in the steady state after; and
 // the deletion of every Release until they are gone.
-func runController(ctx context.Context, cfg controllerConfig, n int, dir string) (controllerRun, error) {
-	run := controllerRun{Releases: n, Concurrency: cfg.concurrency, ControllerQPS: cfg.controllerQPS}
-	cs := clusterSettings{Cases: []string{fmt.Sprintf("controller (%d Releases)", n)}, JobBatchPeriod: upstreamJobBatchPeriod.String(), ControllerQPS: cfg.controllerQPS}
+func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir string) (controllerRun, error) {
+	run := controllerRun{Releases: n, Concurrency: cfg.concurrency, ControllerQPS: qps}
+	cs := clusterSettings{Cases: []string{fmt.Sprintf("controller (%d Releases)", n)}, JobBatchPeriod: upstreamJobBatchPeriod.String(), ControllerQPS: qps}
 	fmt.Printf("starting devcluster in %s: %s\n", dir, cs.describe())
 	cluster, err := startCluster(ctx, config{devcluster: cfg.devcluster}, cs, dir)
 	if err != nil {
