@@ -109,7 +109,7 @@ func runControllerBench(args []string) error {
 	fs.IntVar(&cfg.concurrency, "concurrency", 0, "the controller's --concurrency (default: the controller's own default)")
 	fs.StringVar(&qps, "controller-qps", "20", "the devcluster controllers' requests per second (burst 1.5 times it), comma-separated: each count of Releases runs at each; upstream's 20")
 	fs.DurationVar(&cfg.steady, "steady", time.Minute, "how long the controller's requests are counted after every Release is Ready")
-	fs.DurationVar(&cfg.timeout, "timeout", 15*time.Minute, "how long to wait for every Release to be Ready, and then gone")
+	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "how long to wait for every Release to be Ready, and then gone")
 	fs.StringVar(&cfg.out, "out", "bench/results", "directory for controller.json and controller.md")
 	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose controller results section is replaced by the new table (empty: none)")
 	fs.StringVar(&cfg.work, "work", "", "work directory for the clusters, the chart repository and the controller's cache (default: a new temporary directory)")
