@@ -67,11 +67,16 @@ type controllerRun struct {
 	ReadySeconds float64 `json:"ready_seconds"`
 	// PeakRSSReadyBytes is the controller's peak resident memory when every Release was Ready
 	// (VmHWM); PeakRSSBytes its peak over the whole run, deletion included (ru_maxrss).
-	PeakRSSReadyBytes int64          `json:"peak_rss_ready_bytes"`
-	PeakRSSBytes      int64          `json:"peak_rss_bytes"`
-	CPUSecondsReady   float64        `json:"cpu_seconds_ready"`
-	Requests          int            `json:"requests"`
-	RequestsByVerb    map[string]int `json:"requests_by_verb"`
+	PeakRSSReadyBytes int64   `json:"peak_rss_ready_bytes"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	CPUSecondsReady   float64 `json:"cpu_seconds_ready"`
+	// ClusterCPUSecondsReady is the CPU time the cluster's components (API server, etcd,
+	// controllers) used from the first create until Ready; LoadAverage the machine's load
+	// average over the minute before Ready, others' work included.
+	ClusterCPUSecondsReady float64        `json:"cluster_cpu_seconds_ready"`
+	LoadAverage            float64        `json:"load_average"`
+	Requests               int            `json:"requests"`
+	RequestsByVerb         map[string]int `json:"requests_by_verb"`
 	// RequestsByResource counts the requests until Ready by verb and resource.
 	RequestsByResource map[string]int `json:"requests_by_resource"`
 	// ChartRequests is how many requests the chart repository served until Ready.
@@ -267,6 +272,10 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 
 	fmt.Printf("creating %d Releases\n", n)
 	served.Store(0)
+	clusterCPU, err := treeCPUSeconds(cluster.cmd.Process.Pid)
+	if err != nil {
+		return run, err
+	}
 	start := time.Now()
 	if err := createReleases(ctx, dyn, n, repoURL); err != nil {
 		return run, err
@@ -277,12 +286,16 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 		return run, fmt.Errorf("Releases Ready: %w", err)
 	}
 	run.ReadySeconds = readyAt.Sub(start).Seconds()
+	run.LoadAverage = loadAverage()
+	if cpu, err := treeCPUSeconds(cluster.cmd.Process.Pid); err == nil {
+		run.ClusterCPUSecondsReady = cpu - clusterCPU
+	}
 	run.ChartRequests = int(served.Load())
 	if run.PeakRSSReadyBytes, run.CPUSecondsReady, err = ctl.usage(); err != nil {
 		return run, err
 	}
-	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs), controller peak RSS %.0f MiB, %.1f s CPU\n",
-		n, run.ReadySeconds, run.CreateSeconds, float64(run.PeakRSSReadyBytes)/(1<<20), run.CPUSecondsReady)
+	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs), controller peak RSS %.0f MiB, %.1f s CPU; the cluster %.1f s CPU; load average %.1f\n",
+		n, run.ReadySeconds, run.CreateSeconds, float64(run.PeakRSSReadyBytes)/(1<<20), run.CPUSecondsReady, run.ClusterCPUSecondsReady, run.LoadAverage)
 
 	sleep(ctx, time.Until(readyAt.Add(cfg.steady))+auditSettle)
 	if run.Requests, run.RequestsByVerb, err = audit.requests(start, readyAt, ctlRequests); err != nil {

@@ -109,6 +109,19 @@ func TestProcFields(t *testing.T) {
 	}
 }
 
+func TestSumTree(t *testing.T) {
+	// 10 is the devcluster; 11 and 12 its components, 13 a child of 12; 20 is someone else's.
+	parent := map[int]int{10: 1, 11: 10, 12: 10, 13: 12, 20: 1, 21: 20}
+	cpu := map[int]float64{10: 1, 11: 2, 12: 4, 13: 8, 20: 16, 21: 32}
+	if got := sumTree(10, parent, cpu); got != 15 {
+		t.Errorf("sumTree(10) = %v, want 15", got)
+	}
+	pid, ppid, secs, err := parseStat("13 (kube apiserver) S 12 13 13 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 1000 200")
+	if err != nil || pid != 13 || ppid != 12 || secs != 3 {
+		t.Errorf("parseStat = %d, %d, %v, %v; want 13, 12, 3", pid, ppid, secs, err)
+	}
+}
+
 func TestAuditLogCountsTheControllerByResource(t *testing.T) {
 	base := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
 	at := func(s string) string { return "2026-01-02T03:04:" + s + "Z" }
@@ -167,7 +180,7 @@ func TestControllerMarkdown(t *testing.T) {
 		Machine: machine{CPU: "cpu", CPUs: 2, Memory: "8 GiB", Kernel: "Linux 6", Go: "go1.26", Berth: "berth dev"},
 		Started: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC),
 		Runs: []controllerRun{{Releases: 1000, Concurrency: 4, ControllerQPS: 20, CreateSeconds: 3, ReadySeconds: 150,
-			PeakRSSReadyBytes: 100 << 20, PeakRSSBytes: 120 << 20, CPUSecondsReady: 80, Requests: 20000, ChartRequests: 2000,
+			PeakRSSReadyBytes: 100 << 20, PeakRSSBytes: 120 << 20, CPUSecondsReady: 80, ClusterCPUSecondsReady: 150, LoadAverage: 3.5, Requests: 20000, ChartRequests: 2000,
 			RequestsByResource: map[string]int{"get secrets": 5000, "patch releases/status": 3000},
 			SteadySeconds:      60, SteadyRequests: 5, SteadyByVerb: map[string]int{"create events": 1, "get secrets": 4}, SteadyWrites: 1,
 			DeleteSeconds: 40, DeleteRequests: 9000,
@@ -176,7 +189,7 @@ func TestControllerMarkdown(t *testing.T) {
 	md := r.markdown()
 	for _, want := range []string{
 		"`--concurrency 4`",
-		"| 1000 | 20 | 2 m 30 s | 3.0 s | 100 / 120 MiB | 80.0 s | 20000 (20.0) | 2000 | 1 (5) in 60.0 s | 40.0 s (9000) |",
+		"| 1000 | 20 | 2 m 30 s | 3.0 s | 100 / 120 MiB | 80.0 s / 150.0 s (3.5) | 20000 (20.0) | 2000 | 1 (5) in 60.0 s | 40.0 s (9000) |",
 		fluxAnchor,
 		"1000 Releases at 20/s: 3000 requests of the Deployment controller and 2500 of the ReplicaSet controller, 2 m 30 s at that rate.",
 		"| request | 1000 Releases, 20/s |\n|---|---|\n| get secrets | 5000 |\n| patch releases/status | 3000 |",

@@ -148,6 +148,78 @@ func statusField(status, name string) (int64, error) {
 	return 0, fmt.Errorf("no %s in the process status", name)
 }
 
+// treeCPUSeconds is the CPU time that the process pid and its descendants have used: what the
+// cluster's components (API server, etcd, controllers) cost, all children of the devcluster.
+func treeCPUSeconds(pid int) (float64, error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return 0, err
+	}
+	parent := map[int]int{}
+	cpu := map[int]float64{}
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		p, ppid, secs, err := parseStat(string(data))
+		if err != nil {
+			continue
+		}
+		parent[p], cpu[p] = ppid, secs
+	}
+	return sumTree(pid, parent, cpu), nil
+}
+
+// sumTree adds up cpu over pid and its descendants, by parent.
+func sumTree(pid int, parent map[int]int, cpu map[int]float64) float64 {
+	total := 0.0
+	for p, secs := range cpu {
+		for q := p; q > 1; q = parent[q] {
+			if q == pid {
+				total += secs
+				break
+			}
+		}
+	}
+	return total
+}
+
+// parseStat reads the process id, parent process id and CPU seconds of a /proc/PID/stat line.
+func parseStat(stat string) (pid, ppid int, cpu float64, err error) {
+	first, _, _ := strings.Cut(stat, " ")
+	if pid, err = strconv.Atoi(first); err != nil {
+		return 0, 0, 0, err
+	}
+	i := strings.LastIndex(stat, ")")
+	if i < 0 {
+		return 0, 0, 0, errors.New("unexpected /proc/PID/stat")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 2 {
+		return 0, 0, 0, errors.New("unexpected /proc/PID/stat")
+	}
+	if ppid, err = strconv.Atoi(f[1]); err != nil {
+		return 0, 0, 0, err
+	}
+	cpu, err = cpuSeconds(stat)
+	return pid, ppid, cpu, err
+}
+
+// loadAverage is the machine's load average over the last minute (/proc/loadavg).
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
 // clockTicks is the kernel's USER_HZ, in which /proc/PID/stat counts CPU time.
 const clockTicks = 100
 

@@ -55,7 +55,7 @@ func (r controllerResults) markdown() string {
 			first.Concurrency)
 	}
 	b.WriteString("\n\n")
-	b.WriteString("| Releases | cluster's rate limit | all Ready | created in | controller peak RSS at Ready / whole run | controller CPU until Ready | API requests until Ready (per Release) | chart repository requests | writes (requests) in the steady state after | delete until gone (requests) |\n")
+	b.WriteString("| Releases | cluster's rate limit | all Ready | created in | controller peak RSS at Ready / whole run | CPU until Ready: controller / cluster (load average) | API requests until Ready (per Release) | chart repository requests | writes (requests) in the steady state after | delete until gone (requests) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range r.Runs {
 		if run.Error != "" && run.ReadySeconds == 0 {
@@ -72,8 +72,9 @@ func (r controllerResults) markdown() string {
 		if run.PeakRSSBytes > 0 {
 			whole = mib(run.PeakRSSBytes)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s / %s MiB | %.1f s | %d (%.1f) | %d | %s | %s |\n", run.Releases, run.ControllerQPS, durationText(run.ReadySeconds),
-			durationText(run.CreateSeconds), mib(run.PeakRSSReadyBytes), whole, run.CPUSecondsReady, run.Requests, perRelease, run.ChartRequests, steady, del)
+		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s / %s MiB | %.1f s / %.1f s (%.1f) | %d (%.1f) | %d | %s | %s |\n", run.Releases, run.ControllerQPS, durationText(run.ReadySeconds),
+			durationText(run.CreateSeconds), mib(run.PeakRSSReadyBytes), whole, run.CPUSecondsReady, run.ClusterCPUSecondsReady, run.LoadAverage,
+			run.Requests, perRelease, run.ChartRequests, steady, del)
 		if run.Error != "" {
 			fmt.Fprintf(&b, "| | | failed after Ready: %s | | | | | | | |\n", firstLineOf(run.Error))
 		}
