@@ -118,7 +118,7 @@ func runControllerBench(args []string) error {
 	fs.StringVar(&cfg.out, "out", "bench/results", "directory for controller.json and controller.md")
 	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose controller results section is replaced by the new table (empty: none)")
 	fs.StringVar(&cfg.work, "work", "", "work directory for the clusters, the chart repository and the controller's cache (default: a new temporary directory)")
-	fs.StringVar(&cfg.profile, "profile", "", "directory for the controller's CPU and allocation profiles of each run, DIR/controller-N/ (BERTH_PROFILE_DIR; default: none)")
+	fs.StringVar(&cfg.profile, "profile", "", "directory for the controller's CPU and allocation profiles of each run, DIR/controller-N-qps-Q/ (BERTH_PROFILE_DIR; default: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 		return run, err
 	}
 
-	ctl, err := startController(ctx, cfg, cluster.kubeconfig, dir, n)
+	ctl, err := startController(ctx, cfg, cluster.kubeconfig, dir)
 	if err != nil {
 		return run, err
 	}

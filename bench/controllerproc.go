@@ -32,7 +32,7 @@ type controllerProcess struct {
 
 // startController starts "berth controller" against kubeconfig under berth-bench-measure, its
 // output into dir/controller.log, and waits until it is ready (its /readyz).
-func startController(ctx context.Context, cfg controllerConfig, kubeconfig, dir string, n int) (*controllerProcess, error) {
+func startController(ctx context.Context, cfg controllerConfig, kubeconfig, dir string) (*controllerProcess, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -44,7 +44,8 @@ func startController(ctx context.Context, cfg controllerConfig, kubeconfig, dir 
 		"--concurrency", strconv.Itoa(cfg.concurrency)}
 	env := []string{"HOME=" + filepath.Join(dir, "home")}
 	if cfg.profile != "" {
-		p := filepath.Join(cfg.profile, fmt.Sprintf("controller-%d", n))
+		// One directory a run, named as its work directory: controller-N-qps-Q.
+		p := filepath.Join(cfg.profile, filepath.Base(dir))
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return nil, err
 		}
