@@ -45,14 +45,18 @@ demo: build
 	./scripts/demo.sh
 
 ## bench: berth against Helm v4 and the client-go floor on a local cluster (see bench/README.md),
-## then berth doctor over a cluster of 2,000 more objects;
-## BENCH_FLAGS passes flags to "berth-bench run", e.g. BENCH_FLAGS="--pairs 3 --cases large"
+## then berth controller reconciling 100 and 1000 Releases at once, then berth doctor over a
+## cluster of 2,000 more objects;
+## BENCH_FLAGS passes flags to "berth-bench run", e.g. BENCH_FLAGS="--pairs 3 --cases large",
+## CONTROLLER_BENCH_FLAGS to "berth-bench controller"
 BENCH_FLAGS ?=
+CONTROLLER_BENCH_FLAGS ?= --releases 100,1000 --controller-qps 20,1000
 bench: build
 	$(GO) build -o bin/helm helm.sh/helm/v4/cmd/helm
 	$(GO) build -o bin/berth-bench ./bench
 	$(GO) build -o bin/berth-bench-measure ./bench/measure
 	bin/berth-bench run $(BENCH_FLAGS)
+	bin/berth-bench controller $(CONTROLLER_BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench BenchmarkDoctor -benchtime 5x ./test/doctor
 
 ## clean: remove build output

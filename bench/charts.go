@@ -34,7 +34,7 @@ const hookRun = "500ms"
 const crdGroup = "bench.berth.dev"
 
 func charts() []chartSpec {
-	return []chartSpec{smallChart(), largeChart(), largeFlatChart(), hooksChart()}
+	return []chartSpec{smallChart(), largeChart(), largeFlatChart(), hooksChart(), controllerChart()}
 }
 
 func chartByName(name string) (chartSpec, bool) {
@@ -157,6 +157,18 @@ func largeFlatChart() chartSpec {
 	}
 	f["templates/configmaps.yaml"] = b.String()
 	return chartSpec{Name: "large-flat", Objects: apps*3 + configMaps, Hooks: map[string]int{}, files: f}
+}
+
+// controllerChart is what each Release of the controller case releases: a ConfigMap, a
+// Deployment of one replica and its Service. Its Pod runs as the namespace's default account.
+func controllerChart() chartSpec {
+	f := newChart("app", "3 objects: a ConfigMap, a Deployment of one replica and its Service")
+	var b strings.Builder
+	b.WriteString(configMap("config", changing(0), 4))
+	b.WriteString(service("app", changing(1)))
+	b.WriteString(strings.Replace(deployment("app", changing(1), 1), "      serviceAccountName: app\n", "", 1))
+	f["templates/app.yaml"] = b.String()
+	return chartSpec{Name: "app", Objects: 3, Hooks: map[string]int{}, files: f}
 }
 
 // hookPlan is the hooks chart's hooks: event and weight of each, in no particular order.

@@ -49,6 +49,7 @@ func TestChartsHaveTheirSize(t *testing.T) {
 			"RoleBinding": 20, "PodDisruptionBudget": 20, "NetworkPolicy": 20, "ConfigMap": 180, "Secret": 140}},
 		{"large-flat", map[string]int{"ConfigMap": 440, "Deployment": 20, "Service": 20, "Secret": 20}},
 		{"hooks", map[string]int{"ServiceAccount": 1, "ConfigMap": 1, "Deployment": 1}},
+		{"app", map[string]int{"ConfigMap": 1, "Service": 1, "Deployment": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chart, func(t *testing.T) {
@@ -77,6 +78,21 @@ func TestChartsHaveTheirSize(t *testing.T) {
 					}
 					if n, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); fmt.Sprint(n) != "2" {
 						t.Errorf("Deployment %s has %v replicas, want 2", obj.GetName(), n)
+					}
+				}
+			}
+			if tt.chart == "app" {
+				// One Pod a release, run as the namespace's default account, which every
+				// namespace has.
+				for _, obj := range r.Resources {
+					if obj.GetKind() != "Deployment" {
+						continue
+					}
+					if n, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); fmt.Sprint(n) != "1" {
+						t.Errorf("Deployment %s has %v replicas, want 1", obj.GetName(), n)
+					}
+					if sa, found, _ := unstructured.NestedString(obj.Object, "spec", "template", "spec", "serviceAccountName"); found {
+						t.Errorf("Deployment %s runs as %q, want the default account", obj.GetName(), sa)
 					}
 				}
 			}

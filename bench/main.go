@@ -27,6 +27,8 @@ const usage = `berth-bench measures berth against Helm v4 and the client-go floo
 Usage:
   berth-bench run [flags]      start a devcluster and run the benchmark (see run -h)
   berth-bench charts DIR       write the generated charts into DIR
+  berth-bench controller [flags]  start a devcluster and measure berth controller reconciling
+                               many Releases at once (see controller -h)
   berth-bench floor [flags]    one operation of the client-go floor (run by "run")
 `
 
@@ -47,6 +49,8 @@ func run(args []string) error {
 		return runBench(args[1:])
 	case "floor":
 		return runFloor(args[1:])
+	case "controller":
+		return runControllerBench(args[1:])
 
 	case "charts":
 		if len(args) != 2 {
@@ -354,6 +358,11 @@ const resultsStart, resultsEnd = "<!-- results: written by berth-bench -->", "<!
 
 // replaceResults puts md between the results markers of the README.
 func replaceResults(path, md string) error {
+	return replaceBetween(path, resultsStart, resultsEnd, md)
+}
+
+// replaceBetween puts md between the markers resultsStart and resultsEnd of the file at path.
+func replaceBetween(path, resultsStart, resultsEnd, md string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err

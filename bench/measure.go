@@ -119,6 +119,25 @@ type auditEvent struct {
 	UserAgent string    `json:"userAgent"`
 	Verb      string    `json:"verb"`
 	Received  time.Time `json:"requestReceivedTimestamp"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+}
+
+// byVerb keys a request by its verb.
+func byVerb(ev auditEvent) string { return ev.Verb }
+
+// byVerbAndResource keys a request by its verb and resource (with its subresource): "patch
+// releases/status".
+func byVerbAndResource(ev auditEvent) string {
+	if ev.ObjectRef == nil || ev.ObjectRef.Resource == "" {
+		return ev.Verb
+	}
+	if ev.ObjectRef.Subresource != "" {
+		return ev.Verb + " " + ev.ObjectRef.Resource + "/" + ev.ObjectRef.Subresource
+	}
+	return ev.Verb + " " + ev.ObjectRef.Resource
 }
 
 // auditLog reads the API server's audit log (one JSON event a line, one event a request) as it
@@ -159,10 +178,15 @@ func (a *auditLog) read() error {
 // requests counts, by verb, the requests of the client whose user agent matches that the API
 // server received between start and end, and forgets every event received before end.
 func (a *auditLog) requests(start, end time.Time, matches func(userAgent string) bool) (int, map[string]int, error) {
+	return a.count(start, end, matches, byVerb)
+}
+
+// count is requests with the requests counted under key(event) instead of their verb.
+func (a *auditLog) count(start, end time.Time, matches func(userAgent string) bool, key func(auditEvent) string) (int, map[string]int, error) {
 	if err := a.read(); err != nil {
 		return 0, nil, err
 	}
-	byVerb := map[string]int{}
+	counts := map[string]int{}
 	total := 0
 	var later []auditEvent
 	for _, ev := range a.events {
@@ -174,10 +198,10 @@ func (a *auditLog) requests(start, end time.Time, matches func(userAgent string)
 			continue
 		}
 		total++
-		byVerb[ev.Verb]++
+		counts[key(ev)]++
 	}
 	a.events = later
-	return total, byVerb, nil
+	return total, counts, nil
 }
 
 // userAgentOf returns the matcher of a tool's requests.
@@ -190,6 +214,8 @@ func userAgentOf(tool string) func(string) bool {
 			return strings.HasPrefix(ua, "Helm/")
 		case "floor":
 			return ua == floorUserAgent
+		case "controller":
+			return ua == controllerName || strings.HasPrefix(ua, controllerName+"/")
 		}
 		return false
 	}

@@ -1,5 +1,6 @@
 // Command berth-bench-measure runs a command and writes its span and peak resident memory to a
-// file, as JSON; it exits as the command did. It imports next to nothing, so that its own memory
+// file, as JSON; it exits as the command did. SIGINT and SIGTERM are passed on to the command,
+// so that a long-running one (the controller) is stopped through it and still measured. It imports next to nothing, so that its own memory
 // (which the kernel counts as the command's starting point) is a few megabytes.
 package main
 
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
 	"time"
 )
@@ -41,8 +43,18 @@ func run(args []string) (int, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	m := measurement{Start: time.Now()}
-	runErr := cmd.Run()
+	runErr := cmd.Start()
+	if runErr == nil {
+		go func() {
+			for s := range signals {
+				cmd.Process.Signal(s)
+			}
+		}()
+		runErr = cmd.Wait()
+	}
 	m.End = time.Now()
 	if cmd.ProcessState == nil {
 		return 0, runErr

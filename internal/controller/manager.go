@@ -25,10 +25,17 @@ import (
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/version"
 )
 
-// Name is the controller's name: in its events, metrics and leader election lease.
+// Name is the controller's name: in its events, metrics and leader election lease, and its
+// requests' User-Agent.
 const Name = "berth-controller"
+
+// UserAgent is the User-Agent of every request the controller makes, its own and those it makes
+// as a Release's ServiceAccount, so that an API server's audit log tells them apart from berth's
+// commands.
+func UserAgent() string { return Name + "/" + version.Version }
 
 // Options configure the controller's manager.
 type Options struct {
@@ -73,6 +80,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = UserAgent()
 	mo := ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Logger,

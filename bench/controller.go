@@ -1,0 +1,620 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/berthdev/berth/internal/chart"
+)
+
+// controllerName is the controller's User-Agent, before its version: berth-controller/VERSION.
+const controllerName = "berth-controller"
+
+var releaseResource = schema.GroupVersionResource{Group: "berth.dev", Version: "v1alpha1", Resource: "releases"}
+
+// controllerConfig is what "controller" was asked to do.
+type controllerConfig struct {
+	berth, devcluster, measurer string
+	crd                         string
+	releases                    []int
+	// concurrency is the controller's --concurrency; 0 leaves it at its default.
+	concurrency int
+	// controllerQPS are the cluster controllers' rate limits to run each count of Releases at.
+	controllerQPS []int
+	steady        time.Duration
+	timeout       time.Duration
+	out, readme   string
+	work          string
+	profile       string
+}
+
+// controllerRun is what one run of the controller case measured.
+type controllerRun struct {
+	Releases      int `json:"releases"`
+	Concurrency   int `json:"concurrency"`
+	ControllerQPS int `json:"controller_qps"`
+	// CreateSeconds is from the first Release's create to the last one's answer.
+	CreateSeconds float64 `json:"create_seconds"`
+	// ReadySeconds is from the first create until the watch saw the last Release Ready.
+	ReadySeconds float64 `json:"ready_seconds"`
+	// PeakRSSReadyBytes is the controller's peak resident memory when every Release was Ready
+	// (VmHWM); PeakRSSBytes its peak over the whole run, deletion included (ru_maxrss).
+	PeakRSSReadyBytes int64   `json:"peak_rss_ready_bytes"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	CPUSecondsReady   float64 `json:"cpu_seconds_ready"`
+	// ClusterCPUSecondsReady is the CPU time the cluster's components (API server, etcd,
+	// controllers) used from the first create until Ready; LoadAverage the machine's load
+	// average over the minute before Ready, others' work included.
+	ClusterCPUSecondsReady float64        `json:"cluster_cpu_seconds_ready"`
+	LoadAverage            float64        `json:"load_average"`
+	Requests               int            `json:"requests"`
+	RequestsByVerb         map[string]int `json:"requests_by_verb"`
+	// RequestsByResource counts the requests until Ready by verb and resource.
+	RequestsByResource map[string]int `json:"requests_by_resource"`
+	// ChartRequests is how many requests the chart repository served until Ready.
+	ChartRequests int `json:"chart_requests"`
+	// ClusterRequests counts, by controller of the cluster, the requests that the Deployment and
+	// ReplicaSet controllers made until Ready: at the cluster's rate limit, what a rollout of
+	// every Release's Deployment costs whatever releases them.
+	ClusterRequests map[string]int `json:"cluster_requests"`
+	SteadySeconds   float64        `json:"steady_seconds"`
+	SteadyRequests  int            `json:"steady_requests"`
+	SteadyWrites    int            `json:"steady_writes"`
+	SteadyByVerb    map[string]int `json:"steady_by_verb"`
+	DeleteSeconds   float64        `json:"delete_seconds"`
+	DeleteRequests  int            `json:"delete_requests"`
+	Error           string         `json:"error,omitempty"`
+}
+
+// controllerResults is what controller.json holds.
+type controllerResults struct {
+	Machine  machine         `json:"machine"`
+	Started  time.Time       `json:"started"`
+	Finished time.Time       `json:"finished"`
+	Runs     []controllerRun `json:"runs"`
+}
+
+func runControllerBench(args []string) error {
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	var cfg controllerConfig
+	var releases, qps string
+	fs.StringVar(&cfg.berth, "berth", "bin/berth", "berth binary")
+	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
+	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs the controller and reads its peak memory")
+	fs.StringVar(&cfg.crd, "crd", "charts/berth-controller/crds/berth.dev_releases.yaml", "the Release CustomResourceDefinition")
+	fs.StringVar(&releases, "releases", "100,1000", "how many Releases each run creates, comma-separated; each runs on a devcluster of its own")
+	fs.IntVar(&cfg.concurrency, "concurrency", 0, "the controller's --concurrency (default: the controller's own default)")
+	fs.StringVar(&qps, "controller-qps", "20", "the devcluster controllers' requests per second (burst 1.5 times it), comma-separated: each count of Releases runs at each; upstream's 20")
+	fs.DurationVar(&cfg.steady, "steady", time.Minute, "how long the controller's requests are counted after every Release is Ready")
+	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "how long to wait for every Release to be Ready, and then gone")
+	fs.StringVar(&cfg.out, "out", "bench/results", "directory for controller.json and controller.md")
+	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose controller results section is replaced by the new table (empty: none)")
+	fs.StringVar(&cfg.work, "work", "", "work directory for the clusters, the chart repository and the controller's cache (default: a new temporary directory)")
+	fs.StringVar(&cfg.profile, "profile", "", "directory for the controller's CPU and allocation profiles of each run, DIR/controller-N-qps-Q/ (BERTH_PROFILE_DIR; default: none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.releases, err = parseCounts(releases); err != nil {
+		return fmt.Errorf("--releases: %w", err)
+	}
+	if cfg.concurrency < 0 {
+		return fmt.Errorf("--concurrency must not be negative, got %d", cfg.concurrency)
+	}
+	if cfg.controllerQPS, err = parseCounts(qps); err != nil {
+		return fmt.Errorf("--controller-qps: %w", err)
+	}
+	for _, path := range []*string{&cfg.berth, &cfg.devcluster, &cfg.measurer, &cfg.crd} {
+		abs, err := filepath.Abs(*path)
+		if err != nil {
+			return err
+		}
+		if !fileExists(abs) {
+			return fmt.Errorf("%s not found: build it first (make bench builds everything)", *path)
+		}
+		*path = abs
+	}
+	if cfg.profile != "" {
+		if cfg.profile, err = filepath.Abs(cfg.profile); err != nil {
+			return err
+		}
+	}
+	if cfg.work == "" {
+		if cfg.work, err = os.MkdirTemp("", "berth-bench-controller-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(cfg.work)
+	}
+	// A copy, as for the other cases: a freshly linked binary looks bigger in memory.
+	if cfg.berth, err = copyBinary(cfg.berth, filepath.Join(cfg.work, "bin")); err != nil {
+		return err
+	}
+	if cfg.concurrency == 0 {
+		help, err := exec.Command(cfg.berth, "controller", "--help").Output()
+		if err != nil {
+			return fmt.Errorf("berth controller --help: %w", err)
+		}
+		if cfg.concurrency, err = flagDefault(string(help), "concurrency"); err != nil {
+			return fmt.Errorf("berth controller --help: %w", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	res := controllerResults{Machine: describeMachine(config{berth: cfg.berth, helm: ""}), Started: time.Now()}
+	res.Machine.Helm = ""
+	for _, qps := range cfg.controllerQPS {
+		for _, n := range cfg.releases {
+			run, err := runController(ctx, cfg, n, qps, filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d", n, qps)))
+			if err != nil {
+				run.Error = err.Error()
+				fmt.Printf("FAILED: %v\n", err)
+			}
+			res.Runs = append(res.Runs, run)
+			if ctx.Err() != nil {
+				return errInterrupted
+			}
+		}
+	}
+	res.Finished = time.Now()
+	return res.write(cfg)
+}
+
+// parseCounts parses "100,1000".
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("want counts of at least 1 separated by commas, got %q", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// flagDefault reads the default of --name from a command's help text: "(default 4)".
+func flagDefault(help, name string) (int, error) {
+	for _, line := range strings.Split(help, "\n") {
+		fields := strings.Fields(line)
+		if !slices.Contains(fields, "--"+name) {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, "(default ")
+		if !ok {
+			return 0, fmt.Errorf("--%s has no default", name)
+		}
+		v, _, _ := strings.Cut(rest, ")")
+		return strconv.Atoi(v)
+	}
+	return 0, fmt.Errorf("no flag --%s", name)
+}
+
+// runController measures one run: N Releases created at once against a controller already
+// running, until every one is Ready; the controller's requests in the steady state after; and
+// the deletion of every Release until they are gone.
+func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir string) (controllerRun, error) {
+	run := controllerRun{Releases: n, Concurrency: cfg.concurrency, ControllerQPS: qps}
+	cs := clusterSettings{Cases: []string{fmt.Sprintf("controller (%d Releases)", n)}, JobBatchPeriod: upstreamJobBatchPeriod.String(), ControllerQPS: qps}
+	fmt.Printf("starting devcluster in %s: %s\n", dir, cs.describe())
+	cluster, err := startCluster(ctx, config{devcluster: cfg.devcluster}, cs, dir)
+	if err != nil {
+		return run, err
+	}
+	defer cluster.stop()
+	rc, err := clientcmd.BuildConfigFromFlags("", cluster.kubeconfig)
+	if err != nil {
+		return run, err
+	}
+	rc.UserAgent = harnessUserAgent
+	rc.QPS, rc.Burst = 2000, 4000
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return run, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return run, err
+	}
+	if err := installCRD(ctx, dyn, cfg.crd); err != nil {
+		return run, err
+	}
+	repoURL, served, closeRepo, err := serveChart(ctx, filepath.Join(dir, "repo"))
+	if err != nil {
+		return run, err
+	}
+	defer closeRepo()
+	fmt.Printf("creating %d namespaces, each with a ServiceAccount allowed everything in it\n", n)
+	if err := createTenants(ctx, client, n); err != nil {
+		return run, err
+	}
+
+	ctl, err := startController(ctx, cfg, cluster.kubeconfig, dir)
+	if err != nil {
+		return run, err
+	}
+	defer ctl.kill()
+	rw, err := watchReleases(ctx, dyn)
+	if err != nil {
+		return run, err
+	}
+	defer rw.stop()
+	audit := &auditLog{path: cluster.audit}
+	ctlRequests := userAgentOf("controller")
+
+	fmt.Printf("creating %d Releases\n", n)
+	served.Store(0)
+	clusterCPU, err := treeCPUSeconds(cluster.cmd.Process.Pid)
+	if err != nil {
+		return run, err
+	}
+	start := time.Now()
+	if err := createReleases(ctx, dyn, n, repoURL); err != nil {
+		return run, err
+	}
+	run.CreateSeconds = time.Since(start).Seconds()
+	readyAt, err := rw.until(ctx, cfg.timeout, func(total, ready int) bool { return total == n && ready == n }, ctl.done)
+	if err != nil {
+		return run, fmt.Errorf("Releases Ready: %w", err)
+	}
+	run.ReadySeconds = readyAt.Sub(start).Seconds()
+	run.LoadAverage = loadAverage()
+	if cpu, err := treeCPUSeconds(cluster.cmd.Process.Pid); err == nil {
+		run.ClusterCPUSecondsReady = cpu - clusterCPU
+	}
+	run.ChartRequests = int(served.Load())
+	if run.PeakRSSReadyBytes, run.CPUSecondsReady, err = ctl.usage(); err != nil {
+		return run, err
+	}
+	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs), controller peak RSS %.0f MiB, %.1f s CPU; the cluster %.1f s CPU; load average %.1f\n",
+		n, run.ReadySeconds, run.CreateSeconds, float64(run.PeakRSSReadyBytes)/(1<<20), run.CPUSecondsReady, run.ClusterCPUSecondsReady, run.LoadAverage)
+
+	sleep(ctx, time.Until(readyAt.Add(cfg.steady))+auditSettle)
+	if run.Requests, run.RequestsByVerb, err = audit.requests(start, readyAt, ctlRequests); err != nil {
+		return run, err
+	}
+	// The same requests again, by resource: a fresh read of the log.
+	if _, run.RequestsByResource, err = (&auditLog{path: cluster.audit}).count(start, readyAt, ctlRequests, byVerbAndResource); err != nil {
+		return run, err
+	}
+	run.ClusterRequests = map[string]int{}
+	for _, name := range rolloutControllers {
+		if run.ClusterRequests[name], _, err = (&auditLog{path: cluster.audit}).requests(start, readyAt, clusterController(name)); err != nil {
+			return run, err
+		}
+	}
+	steadyEnd := readyAt.Add(cfg.steady)
+	run.SteadySeconds = cfg.steady.Seconds()
+	if run.SteadyRequests, run.SteadyByVerb, err = audit.count(readyAt, steadyEnd, ctlRequests, byVerbAndResource); err != nil {
+		return run, err
+	}
+	run.SteadyWrites = writes(run.SteadyByVerb)
+	fmt.Printf("  %d requests until Ready (%s); %d requests in the %s after, %d writes %v\n",
+		run.Requests, verbsText(run.RequestsByVerb), run.SteadyRequests, cfg.steady, run.SteadyWrites, run.SteadyByVerb)
+	if ctl.exited() {
+		return run, errors.New("the controller exited")
+	}
+
+	fmt.Printf("deleting %d Releases\n", n)
+	delStart := time.Now()
+	if err := deleteReleases(ctx, dyn, n); err != nil {
+		return run, err
+	}
+	goneAt, err := rw.until(ctx, cfg.timeout, func(total, _ int) bool { return total == 0 }, ctl.done)
+	if err != nil {
+		return run, fmt.Errorf("Releases gone: %w", err)
+	}
+	run.DeleteSeconds = goneAt.Sub(delStart).Seconds()
+	sleep(ctx, auditSettle)
+	if run.DeleteRequests, _, err = audit.requests(delStart, goneAt, ctlRequests); err != nil {
+		return run, err
+	}
+	p := ctl.stop()
+	run.PeakRSSBytes = p.PeakRSS
+	fmt.Printf("  gone after %.1fs, %d requests; controller peak RSS over the run %.0f MiB\n",
+		run.DeleteSeconds, run.DeleteRequests, float64(run.PeakRSSBytes)/(1<<20))
+	return run, nil
+}
+
+// rolloutControllers are the controllers of the cluster that roll a Deployment out.
+var rolloutControllers = []string{"deployment-controller", "replicaset-controller"}
+
+// clusterController matches the requests of the kube-controller-manager controller name, whose
+// User-Agent ends in "/NAME".
+func clusterController(name string) func(string) bool {
+	return func(ua string) bool { return strings.HasSuffix(ua, "/"+name) }
+}
+
+// isWrite says whether a request of verb changes something.
+func isWrite(verb string) bool {
+	switch verb {
+	case "get", "list", "watch":
+		return false
+	}
+	return true
+}
+
+// writes counts the writes among requests keyed "verb resource".
+func writes(byKey map[string]int) int {
+	n := 0
+	for k, c := range byKey {
+		verb, _, _ := strings.Cut(k, " ")
+		if isWrite(verb) {
+			n += c
+		}
+	}
+	return n
+}
+
+// installCRD creates the Release CustomResourceDefinition from path and waits until it is
+// Established.
+func installCRD(ctx context.Context, dyn dynamic.Interface, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var crd unstructured.Unstructured
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&crd.Object); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := dyn.Resource(crdResource).Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create CRD %s: %w", crd.GetName(), err)
+	}
+	return poll(ctx, time.Minute, func() (bool, error) {
+		got, err := dyn.Resource(crdResource).Get(ctx, crd.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		return conditionTrue(conds, "Established"), nil
+	})
+}
+
+// serveChart packages the controller case's chart into a Helm repository in dir and serves it
+// over HTTP on localhost until closed; served counts the requests it answered.
+func serveChart(ctx context.Context, dir string) (string, *atomic.Int64, func(), error) {
+	spec := controllerChart()
+	src, err := spec.write(filepath.Join(dir, "src"))
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ch, err := chart.Load(src)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	pkgs := filepath.Join(dir, "packages")
+	if err := os.MkdirAll(pkgs, 0o755); err != nil {
+		return "", nil, nil, err
+	}
+	if _, err := chartutil.Save(ch, pkgs); err != nil {
+		return "", nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	url := "http://" + ln.Addr().String()
+	index, err := repo.IndexDirectory(pkgs, url)
+	if err != nil {
+		ln.Close()
+		return "", nil, nil, err
+	}
+	if err := index.WriteFile(filepath.Join(pkgs, "index.yaml"), 0o644); err != nil {
+		ln.Close()
+		return "", nil, nil, err
+	}
+	served := &atomic.Int64{}
+	files := http.FileServer(http.Dir(pkgs))
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		files.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	return url, served, func() { srv.Close() }, nil
+}
+
+// tenant is the namespace of the i-th Release.
+func tenant(i int) string { return fmt.Sprintf("tenant-%04d", i) }
+
+// deployer is the ServiceAccount every Release acts as, allowed everything in its namespace.
+const deployer = "deployer"
+
+// createTenants creates n namespaces, each with the ServiceAccount deployer bound to a Role that
+// allows everything in it, and waits until the cluster's controllers have given each namespace
+// its default ServiceAccount and root CA ConfigMap, so that they are idle when the clock starts.
+func createTenants(ctx context.Context, client kubernetes.Interface, n int) error {
+	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
+		ns := tenant(i)
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+		meta := metav1.ObjectMeta{Name: deployer, Namespace: ns}
+		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create ServiceAccount %s/%s: %w", ns, deployer, err)
+		}
+		role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
+		if _, err := client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create Role %s/%s: %w", ns, deployer, err)
+		}
+		binding := &rbacv1.RoleBinding{ObjectMeta: meta,
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: deployer},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: deployer, Namespace: ns}}}
+		if _, err := client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create RoleBinding %s/%s: %w", ns, deployer, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return poll(ctx, 10*time.Minute, func() (bool, error) {
+		sas, err := client.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=default"})
+		if err != nil {
+			return false, nil
+		}
+		cms, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kube-root-ca.crt"})
+		if err != nil {
+			return false, nil
+		}
+		return countTenants(sas.Items) >= n && countTenants(cms.Items) >= n, nil
+	})
+}
+
+func countTenants[T any, P interface {
+	*T
+	GetNamespace() string
+}](items []T) int {
+	c := 0
+	for i := range items {
+		if strings.HasPrefix(P(&items[i]).GetNamespace(), "tenant-") {
+			c++
+		}
+	}
+	return c
+}
+
+// releaseObject is the i-th Release: the chart app 1.0.0 from the repository at repoURL,
+// released into its own namespace as its ServiceAccount deployer.
+func releaseObject(i int, repoURL string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "berth.dev/v1alpha1",
+		"kind":       "Release",
+		"metadata":   map[string]any{"name": "app", "namespace": tenant(i)},
+		"spec": map[string]any{
+			"serviceAccountName": deployer,
+			"chart":              map[string]any{"repository": repoURL, "name": "app", "version": "1.0.0"},
+		},
+	}}
+}
+
+func createReleases(ctx context.Context, dyn dynamic.Interface, n int, repoURL string) error {
+	return parallel(ctx, n, 64, func(ctx context.Context, i int) error {
+		_, err := dyn.Resource(releaseResource).Namespace(tenant(i)).Create(ctx, releaseObject(i, repoURL), metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create Release %s/app: %w", tenant(i), err)
+		}
+		return nil
+	})
+}
+
+func deleteReleases(ctx context.Context, dyn dynamic.Interface, n int) error {
+	return parallel(ctx, n, 64, func(ctx context.Context, i int) error {
+		err := dyn.Resource(releaseResource).Namespace(tenant(i)).Delete(ctx, "app", metav1.DeleteOptions{})
+		if err != nil {
+			return fmt.Errorf("delete Release %s/app: %w", tenant(i), err)
+		}
+		return nil
+	})
+}
+
+// parallel calls f for 0..n-1 from workers goroutines and returns the first error.
+func parallel(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return first
+}
+
+func poll(ctx context.Context, limit time.Duration, done func() (bool, error)) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after %s", limit)
+		}
+		sleep(ctx, 500*time.Millisecond)
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+	}
+}
+
+// conditionTrue says whether conds (status.conditions) hold condition typ with status True.
+func conditionTrue(conds []any, typ string) bool {
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseReady says whether the Release obj is Ready for its current spec: status.observedGeneration
+// and the Ready condition's are the object's generation, and Ready is True.
+func releaseReady(obj *unstructured.Unstructured) bool {
+	gen := obj.GetGeneration()
+	observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	if observed != gen {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		g, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+		return m["status"] == "True" && g == gen
+	}
+	return false
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+const controllerResultsStart, controllerResultsEnd = "<!-- controller results: written by berth-bench controller -->", "<!-- end of controller results -->"
+
+// The controller case's goals, for 1000 Releases on this 2-core machine.
+const (
+	goalReleases     = 1000
+	goalReadySeconds = 90
+	goalPeakMiB      = 200
+)
+
+// fluxAnchor is the published figure of Flux's helm-controller for the same shape: not measured
+// by this harness, and from another machine.
+const fluxAnchor = "| 1000, Flux helm-controller: published figure, 16-core GitHub runner, not measured here | | 4 m 39 s | | 361 MiB | | | | | |\n"
+
+func (r controllerResults) write(cfg controllerConfig) error {
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.out, "controller.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	md := r.markdown()
+	if err := os.WriteFile(filepath.Join(cfg.out, "controller.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Print(md)
+	if cfg.readme != "" {
+		return replaceBetween(cfg.readme, controllerResultsStart, controllerResultsEnd, md)
+	}
+	return nil
+}
+
+func (r controllerResults) markdown() string {
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s, %s), %s; %s.", r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth)
+	if len(r.Runs) > 0 {
+		first := r.Runs[0]
+		fmt.Fprintf(&b, " Each run on a devcluster of its own with kube-controller-manager's defaults but the controllers' rate limit (requests/s, upstream's is 20) where the table says; `berth controller` out of the cluster at `--concurrency %d`.",
+			first.Concurrency)
+	}
+	b.WriteString("\n\n")
+	b.WriteString("| Releases | cluster's rate limit | all Ready | created in | controller peak RSS at Ready / whole run | CPU until Ready: controller / cluster (load average) | API requests until Ready (per Release) | chart repository requests | writes (requests) in the steady state after | delete until gone (requests) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, run := range r.Runs {
+		if run.Error != "" && run.ReadySeconds == 0 {
+			fmt.Fprintf(&b, "| %d | %d | failed: %s | | | | | | | |\n", run.Releases, run.ControllerQPS, firstLineOf(run.Error))
+			continue
+		}
+		perRelease := float64(run.Requests) / float64(run.Releases)
+		steady := fmt.Sprintf("%d (%d) in %s", run.SteadyWrites, run.SteadyRequests, durationText(run.SteadySeconds))
+		del := ""
+		if run.DeleteSeconds > 0 {
+			del = fmt.Sprintf("%s (%d)", durationText(run.DeleteSeconds), run.DeleteRequests)
+		}
+		whole := "–"
+		if run.PeakRSSBytes > 0 {
+			whole = mib(run.PeakRSSBytes)
+		}
+		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s / %s MiB | %.1f s / %.1f s (%.1f) | %d (%.1f) | %d | %s | %s |\n", run.Releases, run.ControllerQPS, durationText(run.ReadySeconds),
+			durationText(run.CreateSeconds), mib(run.PeakRSSReadyBytes), whole, run.CPUSecondsReady, run.ClusterCPUSecondsReady, run.LoadAverage,
+			run.Requests, perRelease, run.ChartRequests, steady, del)
+		if run.Error != "" {
+			fmt.Fprintf(&b, "| | | failed after Ready: %s | | | | | | | |\n", firstLineOf(run.Error))
+		}
+	}
+	b.WriteString(fluxAnchor)
+	if floor := rolloutFloorText(r.Runs); floor != "" {
+		b.WriteString("\n" + floor + "\n")
+	}
+	b.WriteString("\nThe controller's requests until every Release was Ready, by verb and resource (from the API server's audit log):\n\n")
+	b.WriteString(requestsTable(r.Runs))
+	if writes := steadyWritesText(r.Runs); writes != "" {
+		b.WriteString("\nWrites in the steady state: " + writes + ".\n")
+	}
+	b.WriteString("\n| goal | measured | met |\n|---|---|---|\n")
+	for _, g := range controllerGoals(r.Runs) {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Goal, g.Measured, g.Met)
+	}
+	return b.String()
+}
+
+// rolloutFloorText says, run by run, how many requests the cluster's Deployment controller made
+// until every Release was Ready and how long that takes at the cluster's rate limit: a floor
+// under the time until Ready that no controller of Releases can go below.
+func rolloutFloorText(runs []controllerRun) string {
+	var parts []string
+	for _, run := range runs {
+		dep := run.ClusterRequests["deployment-controller"]
+		if dep == 0 || run.ControllerQPS == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d Releases at %d/s: %d requests of the Deployment controller and %d of the ReplicaSet controller, %s at that rate",
+			run.Releases, run.ControllerQPS, dep, run.ClusterRequests["replicaset-controller"], durationText(float64(dep)/float64(run.ControllerQPS))))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "The cluster's side of the rollouts until every Release was Ready (each controller of the cluster has its own rate limit): " + strings.Join(parts, "; ") + "."
+}
+
+// requestsTable is the requests until Ready by verb and resource, a column a run, the most
+// frequent first (by the last run).
+func requestsTable(runs []controllerRun) string {
+	keys := map[string]bool{}
+	for _, run := range runs {
+		for k := range run.RequestsByResource {
+			keys[k] = true
+		}
+	}
+	if len(keys) == 0 {
+		return "(none recorded)\n"
+	}
+	last := runs[len(runs)-1].RequestsByResource
+	var sorted []string
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		if last[sorted[i]] != last[sorted[j]] {
+			return last[sorted[i]] > last[sorted[j]]
+		}
+		return sorted[i] < sorted[j]
+	})
+	var b strings.Builder
+	b.WriteString("| request |")
+	for _, run := range runs {
+		fmt.Fprintf(&b, " %d Releases, %d/s |", run.Releases, run.ControllerQPS)
+	}
+	b.WriteString("\n|---|")
+	for range runs {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, k := range sorted {
+		fmt.Fprintf(&b, "| %s |", k)
+		for _, run := range runs {
+			fmt.Fprintf(&b, " %d |", run.RequestsByResource[k])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// steadyWritesText names the writes of the steady state, run by run; empty when there were none.
+func steadyWritesText(runs []controllerRun) string {
+	var parts []string
+	for _, run := range runs {
+		var ws []string
+		for k, n := range run.SteadyByVerb {
+			verb, _, _ := strings.Cut(k, " ")
+			if isWrite(verb) {
+				ws = append(ws, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		if len(ws) > 0 {
+			sort.Strings(ws)
+			parts = append(parts, fmt.Sprintf("%d Releases at %d/s: %s", run.Releases, run.ControllerQPS, strings.Join(ws, ", ")))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// controllerGoal is a goal of the controller case; Met is "yes", "no" or "–" (not run).
+type controllerGoal struct {
+	Goal, Measured, Met string
+}
+
+func controllerGoals(runs []controllerRun) []controllerGoal {
+	var out []controllerGoal
+	for _, run := range runs {
+		if run.Releases != goalReleases {
+			continue
+		}
+		at := fmt.Sprintf(" (cluster's rate limit %d/s)", run.ControllerQPS)
+		ready := controllerGoal{Goal: fmt.Sprintf("%d Releases Ready in at most %d s", goalReleases, goalReadySeconds) + at}
+		peak := controllerGoal{Goal: fmt.Sprintf("controller peak memory at most %d MiB with %d Releases", goalPeakMiB, goalReleases) + at}
+		if run.ReadySeconds == 0 {
+			ready.Measured, ready.Met = "failed", "no"
+			peak.Measured, peak.Met = "failed", "no"
+		} else {
+			ready.Measured, ready.Met = durationText(run.ReadySeconds), yesNo(run.ReadySeconds <= goalReadySeconds)
+			p := max(run.PeakRSSReadyBytes, run.PeakRSSBytes)
+			peak.Measured, peak.Met = mib(p)+" MiB", yesNo(float64(p)/(1<<20) <= goalPeakMiB)
+		}
+		out = append(out, ready, peak)
+	}
+	if len(out) == 0 {
+		out = append(out, controllerGoal{Goal: fmt.Sprintf("%d Releases Ready in at most %d s, controller peak memory at most %d MiB", goalReleases, goalReadySeconds, goalPeakMiB),
+			Measured: "not run", Met: "–"})
+	}
+	steady := controllerGoal{Goal: "no writes in the steady state after every Release is Ready"}
+	var ms []string
+	met := len(runs) > 0
+	for _, run := range runs {
+		if run.ReadySeconds == 0 || run.SteadySeconds == 0 {
+			ms = append(ms, fmt.Sprintf("%d Releases at %d/s: not measured", run.Releases, run.ControllerQPS))
+			met = false
+			continue
+		}
+		ms = append(ms, fmt.Sprintf("%d in %s (%d Releases at %d/s)", run.SteadyWrites, durationText(run.SteadySeconds), run.Releases, run.ControllerQPS))
+		met = met && run.SteadyWrites == 0
+	}
+	steady.Measured, steady.Met = strings.Join(ms, ", "), yesNo(met)
+	return append(out, steady)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
+
+// durationText is seconds as "42.1 s" or, from two minutes, "4 m 39 s".
+func durationText(s float64) string {
+	if s < 120 {
+		return fmt.Sprintf("%.1f s", s)
+	}
+	whole := int(s + 0.5)
+	return fmt.Sprintf("%d m %02d s", whole/60, whole%60)
+}
+
+func verbsText(byVerb map[string]int) string {
+	var parts []string
+	for v, n := range byVerb {
+		parts = append(parts, fmt.Sprintf("%s %d", v, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.ReplaceAll(line, "|", "\\|")
+}
