@@ -93,7 +93,7 @@ func smallChart() chartSpec {
 	}
 	b.WriteString(secret("credentials", changing(0)))
 	b.WriteString(service("app", changing(1)))
-	b.WriteString(deployment("app", changing(0), 2))
+	b.WriteString(deployment("app", changing(0), 2, "app"))
 	f["templates/app.yaml"] = b.String()
 	return chartSpec{Name: "small", Objects: 10, Hooks: map[string]int{}, files: f}
 }
@@ -112,7 +112,7 @@ func largeChart() chartSpec {
 		b.WriteString(role(name, changing(i)))
 		b.WriteString(roleBinding(name, changing(i)))
 		b.WriteString(service(name, changing(i)))
-		b.WriteString(deployment(name, changing(i), 2))
+		b.WriteString(deployment(name, changing(i), 2, name))
 		b.WriteString(pdb(name, changing(i)))
 		b.WriteString(networkPolicy(name, changing(i)))
 	}
@@ -148,7 +148,7 @@ func largeFlatChart() chartSpec {
 		// Half the apps change, all three objects of each.
 		b.WriteString(secret(name, changing(i)))
 		b.WriteString(service(name, changing(i)))
-		b.WriteString(deployment(name, changing(i), 2))
+		b.WriteString(deployment(name, changing(i), 2, ""))
 	}
 	f["templates/apps.yaml"] = b.String()
 	b.Reset()
@@ -166,7 +166,7 @@ func controllerChart() chartSpec {
 	var b strings.Builder
 	b.WriteString(configMap("config", changing(0), 4))
 	b.WriteString(service("app", changing(1)))
-	b.WriteString(strings.Replace(deployment("app", changing(1), 1), "      serviceAccountName: app\n", "", 1))
+	b.WriteString(deployment("app", changing(1), 1, ""))
 	f["templates/app.yaml"] = b.String()
 	return chartSpec{Name: "app", Objects: 3, Hooks: map[string]int{}, files: f}
 }
@@ -190,7 +190,7 @@ func hooksChart() chartSpec {
 	var b strings.Builder
 	b.WriteString(serviceAccount("app", `"1"`))
 	b.WriteString(configMap("settings", changing(0), 4))
-	b.WriteString(deployment("app", `"1"`, 1))
+	b.WriteString(deployment("app", `"1"`, 1, "app"))
 	f["templates/app.yaml"] = b.String()
 	b.Reset()
 	b.WriteString("{{- if .Values.hooks }}\n")
@@ -300,7 +300,12 @@ kind: Service
 `, name, meta(name, generation))
 }
 
-func deployment(name, generation string, replicas int) string {
+// deployment is a Deployment whose Pods run as the ServiceAccount account, or as the
+// namespace's default account when account is empty.
+func deployment(name, generation string, replicas int, account string) string {
+	if account != "" {
+		account = "      serviceAccountName: " + account + "\n"
+	}
 	return fmt.Sprintf(`---
 apiVersion: apps/v1
 kind: Deployment
@@ -318,13 +323,12 @@ kind: Deployment
       annotations:
         bench.berth.dev/generation: %[3]s
     spec:
-      serviceAccountName: %[1]s
-      containers:
+%[5]s      containers:
       - name: app
         image: registry.example/app:1.0
         ports:
         - containerPort: 8080
-`, name, meta(name, `"1"`), generation, replicas)
+`, name, meta(name, `"1"`), generation, replicas, account)
 }
 
 func pdb(name, generation string) string {

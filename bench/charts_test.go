@@ -115,6 +115,36 @@ func TestChartsHaveTheirSize(t *testing.T) {
 	}
 }
 
+// TestPodsRunAsAccountsTheChartHas: a Pod template that names a ServiceAccount the release does
+// not create is never admitted, and its Deployment never becomes ready for any tool.
+func TestPodsRunAsAccountsTheChartHas(t *testing.T) {
+	for _, c := range charts() {
+		t.Run(c.Name, func(t *testing.T) {
+			r := render(t, c, 1, true)
+			objs := append(r.CRDs, r.Resources...)
+			for _, h := range r.Hooks {
+				objs = append(objs, h.Object)
+			}
+			accounts := map[string]bool{"default": true}
+			for _, obj := range objs {
+				if obj.GetKind() == "ServiceAccount" {
+					accounts[obj.GetName()] = true
+				}
+			}
+			for _, obj := range objs {
+				path := []string{"spec", "template", "spec", "serviceAccountName"}
+				if obj.GetKind() == "Pod" {
+					path = []string{"spec", "serviceAccountName"}
+				}
+				sa, found, _ := unstructured.NestedString(obj.Object, path...)
+				if found && !accounts[sa] {
+					t.Errorf("%s %s runs as ServiceAccount %q, which the chart does not create", obj.GetKind(), obj.GetName(), sa)
+				}
+			}
+		})
+	}
+}
+
 func TestUpgradeChangesHalfTheObjects(t *testing.T) {
 	for _, c := range charts() {
 		t.Run(c.Name, func(t *testing.T) {
