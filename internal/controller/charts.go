@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	helmcli "helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/registry"
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/source"
@@ -20,11 +22,16 @@ import (
 // writing the Helm files of the user the controller runs as.
 type Charts struct {
 	settings *helmcli.EnvSettings
+	// transport and registry carry every fetch's requests to chart repositories and OCI
+	// registries: one pool of connections for the controller's life, where a client a fetch
+	// would leave connections open behind it at every reconcile.
+	transport *http.Transport
+	registry  *registry.Client
 }
 
 // NewCharts returns a chart fetcher whose Helm repository index, chart and registry caches are
 // under dir.
-func NewCharts(dir string) *Charts {
+func NewCharts(dir string) (*Charts, error) {
 	s := helmcli.New()
 	s.RepositoryConfig = filepath.Join(dir, "repositories.yaml")
 	s.RepositoryCache = filepath.Join(dir, "repository")
@@ -32,7 +39,13 @@ func NewCharts(dir string) *Charts {
 	s.RegistryConfig = filepath.Join(dir, "registry", "config.json")
 	s.PluginsDirectory = filepath.Join(dir, "plugins")
 	s.Debug = false
-	return &Charts{settings: s}
+	rc, err := source.NewRegistryClient(s, source.RegistryOptions{}, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true // as Helm's getter: archives are compressed already
+	return &Charts{settings: s, transport: t, registry: rc}, nil
 }
 
 // fetched is a chart and the digest of its package.
@@ -45,10 +58,7 @@ type fetched struct {
 func (c *Charts) fetch(ctx context.Context, ref chartRef) (*fetched, error) {
 	opts := source.Options{}
 	opts.RepoURL, opts.Version = ref.RepoURL, ref.Version
-	r, err := source.NewResolver(c.settings, opts, io.Discard)
-	if err != nil {
-		return nil, err
-	}
+	r := &source.Resolver{Settings: c.settings, Options: opts, Registry: c.registry, Out: io.Discard, Transport: c.transport}
 	path, err := r.Locate(ctx, ref.Ref)
 	if err != nil {
 		return nil, err

@@ -121,11 +121,15 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		}
 		dir = filepath.Join(base, "berth-controller")
 	}
+	charts, err := NewCharts(dir)
+	if err != nil {
+		return nil, err
+	}
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
 		Config:   mgr.GetConfig(),
 		Recorder: mgr.GetEventRecorder(Name),
-		Charts:   NewCharts(dir),
+		Charts:   charts,
 		Holder:   holder(o.Identity),
 	}
 	concurrency := max(o.Concurrency, 1)

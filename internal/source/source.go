@@ -62,6 +62,12 @@ type Resolver struct {
 	// SourceDateEpoch is SOURCE_DATE_EPOCH, the time stamped on the dependency archives Helm
 	// writes; empty when unset.
 	SourceDateEpoch string
+	// Transport, when set, carries every request to a chart repository (its index and the
+	// chart's archive), and its idle connections serve the next fetch. A process that fetches
+	// again and again (the controller) sets one for all its resolvers; without it each fetch
+	// makes transports of its own, as Helm's LocateChart does, whose connections stay open until
+	// the server closes them. It is not used when Options ask for TLS settings of their own.
+	Transport *http.Transport
 }
 
 // NewResolver returns a resolver of references with opts; out receives what Helm's registry
@@ -119,11 +125,17 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 	if !onDisk {
 		guard = newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache, helmpath.CachePath("repository"))
 	}
-	inst := action.NewInstall(&action.Configuration{})
-	inst.ChartPathOptions = r.Options.ChartPathOptions
-	inst.Version = version
-	inst.SetRegistryClient(r.Registry)
-	path, err := inst.LocateChart(ref, r.Settings)
+	var path string
+	var err error
+	if !onDisk && r.sharesTransport() {
+		path, err = r.download(ref, version)
+	} else {
+		inst := action.NewInstall(&action.Configuration{})
+		inst.ChartPathOptions = r.Options.ChartPathOptions
+		inst.Version = version
+		inst.SetRegistryClient(r.Registry)
+		path, err = inst.LocateChart(ref, r.Settings)
+	}
 	if err != nil {
 		guard.undo()
 		kind := KindOf(err)
