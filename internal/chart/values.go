@@ -20,8 +20,7 @@ type ValueOptions struct {
 }
 
 // Merge merges the values exactly as Helm does: value files in order, then --set-json, --set,
-// --set-string, --set-file and --set-literal. A malformed expression is an error naming its flag
-// and the expression.
+// --set-string, --set-file and --set-literal. A malformed expression is a *ValueExprError.
 func (o ValueOptions) Merge() (map[string]any, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -41,32 +40,57 @@ func (o ValueOptions) Merge() (map[string]any, error) {
 	return vals, nil
 }
 
+// ValueSource is where a value expression came from: Helm's --set and its kin, named as the
+// options of ValueOptions are.
+type ValueSource string
+
+const (
+	SetValue        ValueSource = "set"
+	SetStringValue  ValueSource = "set-string"
+	SetFileValue    ValueSource = "set-file"
+	SetJSONValue    ValueSource = "set-json"
+	SetLiteralValue ValueSource = "set-literal"
+)
+
+// ValueExprError is a value expression that does not parse.
+type ValueExprError struct {
+	Source ValueSource
+	Expr   string
+	Err    error
+}
+
+func (e *ValueExprError) Error() string {
+	return fmt.Sprintf("%s expression %q: %v", e.Source, e.Expr, e.Err)
+}
+
+func (e *ValueExprError) Unwrap() error { return e.Err }
+
 // check parses every expression on its own so that an error names the one at fault; Helm's own
 // messages do not always say which.
 func (o ValueOptions) check() error {
 	noFile := func([]rune) (any, error) { return "", nil }
-	flags := []struct {
-		flag  string
-		exprs []string
-		parse func(string, map[string]any) error
+	sources := []struct {
+		source ValueSource
+		exprs  []string
+		parse  func(string, map[string]any) error
 	}{
-		{"--set-json", o.JSONValues, func(s string, m map[string]any) error {
+		{SetJSONValue, o.JSONValues, func(s string, m map[string]any) error {
 			if t := strings.TrimSpace(s); t != "" && t[0] == '{' {
 				return nil // a JSON object: Helm's own error names it
 			}
 			return strvals.ParseJSON(s, m)
 		}},
-		{"--set", o.Values, strvals.ParseInto},
-		{"--set-string", o.StringValues, strvals.ParseIntoString},
-		{"--set-file", o.FileValues, func(s string, m map[string]any) error {
+		{SetValue, o.Values, strvals.ParseInto},
+		{SetStringValue, o.StringValues, strvals.ParseIntoString},
+		{SetFileValue, o.FileValues, func(s string, m map[string]any) error {
 			return strvals.ParseIntoFile(s, m, noFile)
 		}},
-		{"--set-literal", o.LiteralValues, strvals.ParseLiteralInto},
+		{SetLiteralValue, o.LiteralValues, strvals.ParseLiteralInto},
 	}
-	for _, f := range flags {
-		for _, expr := range f.exprs {
-			if err := f.parse(expr, map[string]any{}); err != nil {
-				return fmt.Errorf("%s %q: %w", f.flag, expr, err)
+	for _, src := range sources {
+		for _, expr := range src.exprs {
+			if err := src.parse(expr, map[string]any{}); err != nil {
+				return &ValueExprError{Source: src.source, Expr: expr, Err: err}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -59,22 +60,32 @@ func TestValueOptionsMergeErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		opts ValueOptions
-		want []string
+		// expr, when set, is the malformed expression the error must name, from source.
+		source ValueSource
+		expr   string
+		want   []string
 	}{
-		{"malformed --set", ValueOptions{Values: []string{"ok=1", "a.b"}}, []string{`--set "a.b"`, "has no value"}},
-		{"malformed --set-string", ValueOptions{StringValues: []string{"noval"}}, []string{`--set-string "noval"`}},
-		{"malformed --set-json value", ValueOptions{JSONValues: []string{"a={bad"}}, []string{`--set-json "a={bad"`}},
-		{"malformed --set-json object", ValueOptions{JSONValues: []string{"{bad"}}, []string{"--set-json", "{bad"}},
-		{"malformed --set-literal", ValueOptions{LiteralValues: []string{"novalue"}}, []string{`--set-literal "novalue"`}},
-		{"missing values file", ValueOptions{ValueFiles: []string{"testdata/none.yaml"}}, []string{"testdata/none.yaml"}},
-		{"missing --set-file", ValueOptions{FileValues: []string{"k=testdata/none.pem"}}, []string{"--set-file", "testdata/none.pem"}},
-		{"invalid values file", ValueOptions{ValueFiles: []string{"testdata/app/templates/NOTES.txt"}}, []string{"testdata/app/templates/NOTES.txt"}},
+		{"malformed --set", ValueOptions{Values: []string{"ok=1", "a.b"}}, SetValue, "a.b", []string{"has no value"}},
+		{"malformed --set-string", ValueOptions{StringValues: []string{"noval"}}, SetStringValue, "noval", nil},
+		{"malformed --set-json value", ValueOptions{JSONValues: []string{"a={bad"}}, SetJSONValue, "a={bad", nil},
+		{"malformed --set-json object", ValueOptions{JSONValues: []string{"{bad"}}, "", "", []string{"--set-json", "{bad"}},
+		{"malformed --set-literal", ValueOptions{LiteralValues: []string{"novalue"}}, SetLiteralValue, "novalue", nil},
+		{"missing values file", ValueOptions{ValueFiles: []string{"testdata/none.yaml"}}, "", "", []string{"testdata/none.yaml"}},
+		{"missing --set-file", ValueOptions{FileValues: []string{"k=testdata/none.pem"}}, "", "", []string{"--set-file", "testdata/none.pem"}},
+		{"invalid values file", ValueOptions{ValueFiles: []string{"testdata/app/templates/NOTES.txt"}}, "", "", []string{"testdata/app/templates/NOTES.txt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tt.opts.Merge()
 			if err == nil {
 				t.Fatal("Merge succeeded, want an error")
+			}
+			var ve *ValueExprError
+			switch {
+			case tt.expr != "" && !errors.As(err, &ve):
+				t.Errorf("error %q is not a *ValueExprError", err)
+			case tt.expr != "" && (ve.Source != tt.source || ve.Expr != tt.expr):
+				t.Errorf("error names %s expression %q, want %s %q", ve.Source, ve.Expr, tt.source, tt.expr)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

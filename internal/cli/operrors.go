@@ -5,12 +5,18 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/lifecycle"
 )
 
 // explainOperationError adds to an operation's error what to do about it, in the flags a user of
 // the command knows; the lifecycle's errors say what happened, not which flag changes it.
 func explainOperationError(err error) error {
+	var ve *chart.ValueExprError
+	if errors.As(err, &ve) {
+		// The expression's flag says it all; what wrapped it adds nothing.
+		return fmt.Errorf("--%s %q: %w", ve.Source, ve.Expr, ve.Err)
+	}
 	var hints []string
 	var ns *lifecycle.NamespaceNotFoundError
 	if errors.As(err, &ns) {
