@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
 )
 
 // explainOperationError adds to an operation's error what to do about it, in the flags a user of
@@ -25,6 +26,10 @@ func explainOperationError(err error) error {
 	var own *lifecycle.OwnershipError
 	if errors.As(err, &own) {
 		hints = append(hints, "remove the objects, or pass --take-ownership to adopt them")
+	}
+	var held *release.HeldError
+	if errors.As(err, &held) {
+		hints = append(hints, "wait for it to finish, or pass --wait-for-lock")
 	}
 	var ie *lifecycle.InterruptedError
 	if errors.As(err, &ie) {

@@ -141,7 +141,7 @@ func (c *Client) Diagnose(ctx context.Context, id resource.Identity, operation s
 		b.Kind = BlockedByDependents
 		b.Dependents = deps
 		b.Message = fmt.Sprintf("being deleted, waiting for %d dependent(s) to go first (foreground deletion)", len(deps))
-		b.Next = "find out why the dependents below do not go away (their own finalizers, a webhook), or uninstall with --cascade=background"
+		b.Next = "find out why the dependents below do not go away (their own finalizers, a webhook), or uninstall with background cascading deletion, which does not wait for them"
 	case len(b.Finalizers) > 0:
 		b.Kind = BlockedByFinalizer
 		names := make([]string, len(b.Finalizers))

@@ -365,7 +365,7 @@ func (r *Result) recordLine() string {
 	case "removed":
 		return fmt.Sprintf("every record of release %s removed (last revision %d)", r.Release, rec.Revision)
 	case string(release.StatusUninstalled):
-		return fmt.Sprintf("release %s revision %d marked uninstalled (--keep-history)", r.Release, rec.Revision)
+		return fmt.Sprintf("release %s revision %d marked uninstalled, its history kept", r.Release, rec.Revision)
 	}
 	line := fmt.Sprintf("release %s revision %d, %s", r.Release, rec.Revision, rec.Status)
 	for _, v := range rec.Superseded {

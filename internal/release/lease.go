@@ -76,7 +76,7 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("release %q in namespace %q is being changed by %s since %s (Lease/%s/%s, renewed %s): wait for it to finish, or pass --wait-for-lock",
+	return fmt.Sprintf("release %q in namespace %q is being changed by %s since %s (Lease/%s/%s, renewed %s)",
 		e.Release, e.Namespace, e.Holder, e.Holder.Since.Format(time.RFC3339), e.Namespace, LeaseKey(e.Release),
 		e.Holder.Renewed.Format(time.RFC3339))
 }
