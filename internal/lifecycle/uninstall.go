@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -274,22 +273,6 @@ func (d Deps) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resou
 // purge deletes every recorded revision of a release. A record already gone (deleted with its
 // namespace, say) is as good as deleted.
 func (d Deps) purge(ctx context.Context, name string) error {
-	history, err := d.Store.History(ctx, name)
-	if errors.Is(err, release.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	errs := make([]error, len(history))
-	var wg sync.WaitGroup
-	for i, rel := range history {
-		wg.Go(func() {
-			if _, err := d.Store.Delete(ctx, name, rel.Version); err != nil && !errors.Is(err, release.ErrNotFound) {
-				errs[i] = fmt.Errorf("delete the record of release %s revision %d: %w", name, rel.Version, err)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	_, err := d.Store.Purge(ctx, name)
+	return err
 }

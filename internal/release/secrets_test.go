@@ -13,6 +13,11 @@ func TestSecretStore(t *testing.T) {
 	testStore(t, NewSecretStore(env.Client.CoreV1(), env.Namespace))
 }
 
+func TestConfigMapStore(t *testing.T) {
+	env := testenv.New(t)
+	testStore(t, NewConfigMapStore(env.Client.CoreV1(), env.Namespace))
+}
+
 // TestSecretFormat checks the Secret a revision is kept in: Helm's name, type, labels and data key.
 func TestSecretFormat(t *testing.T) {
 	env := testenv.New(t)

@@ -39,6 +39,8 @@ type Writer interface {
 	// Prune deletes the oldest revisions until at most max remain, never the deployed one, and
 	// returns the versions it deleted.
 	Prune(ctx context.Context, name string, max int) ([]int, error)
+	// Purge deletes every revision of a release and returns the versions it deleted.
+	Purge(ctx context.Context, name string) ([]int, error)
 }
 
 // Store reads and writes the revisions of the releases of one namespace.
@@ -54,7 +56,9 @@ type Store interface {
 type HelmStore struct {
 	// driver returns Helm's driver over the records of namespace ("" for all namespaces),
 	// making its API calls with ctx.
-	driver    func(ctx context.Context, namespace string) driver.Driver
+	driver func(ctx context.Context, namespace string) driver.Driver
+	// records reaches the objects that hold the records of namespace without Helm's driver.
+	records   func(namespace string) recordObjects
 	namespace string
 }
 
@@ -65,7 +69,7 @@ var _ Store = (*HelmStore)(nil)
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
 	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
 		return driver.NewSecrets(ctxSecrets{SecretInterface: secrets.Secrets(ns), ctx: ctx})
-	}}
+	}, records: func(ns string) recordObjects { return secretRecords{secrets.Secrets(ns)} }}
 }
 
 // NewConfigMapStore returns the store of the releases of namespace, kept as ConfigMaps through
@@ -73,7 +77,7 @@ func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmSt
 func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
 	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
 		return driver.NewConfigMaps(ctxConfigMaps{ConfigMapInterface: configMaps.ConfigMaps(ns), ctx: ctx})
-	}}
+	}, records: func(ns string) recordObjects { return configMapRecords{configMaps.ConfigMaps(ns)} }}
 }
 
 // Drivers are the names HELM_DRIVER takes, as helm takes them.
@@ -108,7 +112,7 @@ func NewStore(name string, core typedcorev1.CoreV1Interface, namespace string) (
 
 // In returns the store of another namespace on the same backend.
 func (s *HelmStore) In(namespace string) *HelmStore {
-	return &HelmStore{driver: s.driver, namespace: namespace}
+	return &HelmStore{driver: s.driver, records: s.records, namespace: namespace}
 }
 
 // Namespace returns the namespace whose releases the store holds.

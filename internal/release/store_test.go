@@ -139,6 +139,31 @@ func testStore(t *testing.T, s *HelmStore) {
 			t.Errorf("Get after Delete: error %v, want ErrNotFound", err)
 		}
 	})
+
+	t.Run("purge", func(t *testing.T) {
+		for v, st := range map[int]Status{1: StatusSuperseded, 2: StatusDeployed, 3: StatusFailed} {
+			if err := s.Create(ctx, rev(ns, "purged", v, st)); err != nil {
+				t.Fatalf("Create revision %d: %v", v, err)
+			}
+		}
+		// A release whose name starts with the purged one's is not the purged one's.
+		if err := s.Create(ctx, rev(ns, "purged-too", 1, StatusDeployed)); err != nil {
+			t.Fatalf("Create purged-too: %v", err)
+		}
+		deleted, err := s.Purge(ctx, "purged")
+		if err != nil || !slices.Equal(deleted, []int{1, 2, 3}) {
+			t.Fatalf("Purge deleted %v, %v; want [1 2 3]", deleted, err)
+		}
+		if _, err := s.History(ctx, "purged"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("History after Purge: error %v, want ErrNotFound", err)
+		}
+		if h, err := s.History(ctx, "purged-too"); err != nil || !slices.Equal(versions(h), []int{1}) {
+			t.Errorf("History of purged-too after purging purged: %v, %v; want [1]", h, err)
+		}
+		if deleted, err := s.Purge(ctx, "purged"); err != nil || len(deleted) != 0 {
+			t.Errorf("second Purge deleted %v, %v; want nothing", deleted, err)
+		}
+	})
 }
 
 func TestMemoryStore(t *testing.T) {
