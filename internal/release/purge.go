@@ -24,9 +24,44 @@ type recordObject struct {
 
 // recordObjects lists and deletes the objects that hold a release's records without decoding
 // what they hold.
-type recordObjects interface {
-	list(ctx context.Context, selector string) ([]recordObject, error)
-	delete(ctx context.Context, o recordObject) error
+type recordObjects struct {
+	list   func(ctx context.Context, selector string) ([]recordObject, error)
+	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+func secretRecords(c typedcorev1.SecretInterface) recordObjects {
+	return recordObjects{delete: c.Delete, list: func(ctx context.Context, selector string) ([]recordObject, error) {
+		l, err := c.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, err
+		}
+		return recordsOf(l.Items), nil
+	}}
+}
+
+func configMapRecords(c typedcorev1.ConfigMapInterface) recordObjects {
+	return recordObjects{delete: c.Delete, list: func(ctx context.Context, selector string) ([]recordObject, error) {
+		l, err := c.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, err
+		}
+		return recordsOf(l.Items), nil
+	}}
+}
+
+// recordsOf is the record object of each of items, Secrets or ConfigMaps; one with no version
+// label (not Helm's) has version 0.
+func recordsOf[T any, P interface {
+	*T
+	metav1.Object
+}](items []T) []recordObject {
+	out := make([]recordObject, len(items))
+	for i := range items {
+		m := P(&items[i])
+		v, _ := strconv.Atoi(m.GetLabels()["version"])
+		out[i] = recordObject{name: m.GetName(), uid: m.GetUID(), version: v}
+	}
+	return out
 }
 
 // Purge deletes every revision of a release and returns the versions it deleted, oldest first.
@@ -45,7 +80,9 @@ func (s *HelmStore) Purge(ctx context.Context, name string) ([]int, error) {
 	var wg sync.WaitGroup
 	for i, r := range records {
 		wg.Go(func() {
-			if err := objs.delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
+			uid := r.uid // deleted only if it is still the object listed
+			opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+			if err := objs.delete(ctx, r.name, opts); err != nil && !apierrors.IsNotFound(err) {
 				errs[i] = fmt.Errorf("release %s/%s: delete revision %d: %w", s.namespace, name, r.version, err)
 			}
 		})
@@ -59,53 +96,4 @@ func (s *HelmStore) Purge(ctx context.Context, name string) ([]int, error) {
 	}
 	slices.Sort(deleted)
 	return deleted, errors.Join(errs...)
-}
-
-// recordOf is the record object of a Secret's or ConfigMap's metadata; one with no version
-// label (not Helm's) has version 0.
-func recordOf(m metav1.ObjectMeta) recordObject {
-	v, _ := strconv.Atoi(m.Labels["version"])
-	return recordObject{name: m.Name, uid: m.UID, version: v}
-}
-
-func preconditionUID(uid types.UID) metav1.DeleteOptions {
-	return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-}
-
-type secretRecords struct{ c typedcorev1.SecretInterface }
-
-func (s secretRecords) list(ctx context.Context, selector string) ([]recordObject, error) {
-	l, err := s.c.List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]recordObject, len(l.Items))
-	for i, o := range l.Items {
-		out[i] = recordOf(o.ObjectMeta)
-	}
-	return out, nil
-}
-
-func (s secretRecords) delete(ctx context.Context, o recordObject) error {
-	return s.c.Delete(ctx, o.name, preconditionUID(o.uid))
-}
-
-type configMapRecords struct {
-	c typedcorev1.ConfigMapInterface
-}
-
-func (s configMapRecords) list(ctx context.Context, selector string) ([]recordObject, error) {
-	l, err := s.c.List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]recordObject, len(l.Items))
-	for i, o := range l.Items {
-		out[i] = recordOf(o.ObjectMeta)
-	}
-	return out, nil
-}
-
-func (s configMapRecords) delete(ctx context.Context, o recordObject) error {
-	return s.c.Delete(ctx, o.name, preconditionUID(o.uid))
 }

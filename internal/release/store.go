@@ -69,7 +69,7 @@ var _ Store = (*HelmStore)(nil)
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
 	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
 		return driver.NewSecrets(ctxSecrets{SecretInterface: secrets.Secrets(ns), ctx: ctx})
-	}, records: func(ns string) recordObjects { return secretRecords{secrets.Secrets(ns)} }}
+	}, records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}
 }
 
 // NewConfigMapStore returns the store of the releases of namespace, kept as ConfigMaps through
@@ -77,7 +77,7 @@ func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmSt
 func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
 	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
 		return driver.NewConfigMaps(ctxConfigMaps{ConfigMapInterface: configMaps.ConfigMaps(ns), ctx: ctx})
-	}, records: func(ns string) recordObjects { return configMapRecords{configMaps.ConfigMaps(ns)} }}
+	}, records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }}
 }
 
 // Drivers are the names HELM_DRIVER takes, as helm takes them.
