@@ -25,6 +25,8 @@ func apiServerArgs(root string, p *pki, port int, etcdURL string) []string {
 		"--service-account-signing-key-file=" + p.ServiceAccountKey,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allow-privileged=true",
+		// The simulated nodes' kubelet (its log server) is at their InternalIP.
+		"--kubelet-preferred-address-types=InternalIP",
 		// The "kubernetes" Service would point at 127.0.0.1, which Endpoints may not hold.
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",

@@ -62,10 +62,14 @@ func runKubelet(args []string) error {
 		return err
 	}
 
+	logPort, err := serveLogs(ctx, typed)
+	if err != nil {
+		return fmt.Errorf("serve container logs: %w", err)
+	}
 	var nodes []string
 	for i := 1; i <= *nodeCount; i++ {
 		name := fmt.Sprintf("devcluster-node-%d", i)
-		if err := registerNode(ctx, typed, name); err != nil {
+		if err := registerNode(ctx, typed, name, logPort); err != nil {
 			return fmt.Errorf("register node %s: %w", name, err)
 		}
 		nodes = append(nodes, name)
@@ -81,7 +85,7 @@ func runKubelet(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctr, err := newKwok(cs, cfg, typed, kwokTyped, stages)
+	ctr, err := newKwok(cs, cfg, typed, kwokTyped, stages, logPort)
 	if err != nil {
 		return err
 	}
@@ -93,7 +97,7 @@ func runKubelet(args []string) error {
 	return nil
 }
 
-func newKwok(cs client.Clientset, cfg *rest.Config, typed, kwokTyped kubernetes.Interface, stages map[internalversion.StageResourceRef][]*internalversion.Stage) (*controllers.Controller, error) {
+func newKwok(cs client.Clientset, cfg *rest.Config, typed, kwokTyped kubernetes.Interface, stages map[internalversion.StageResourceRef][]*internalversion.Stage, kubeletPort int) (*controllers.Controller, error) {
 	dyn, err := cs.ToDynamicClient()
 	if err != nil {
 		return nil, err
@@ -126,7 +130,8 @@ func newKwok(cs client.Clientset, cfg *rest.Config, typed, kwokTyped kubernetes.
 		TypedKwokClient:                   kwokClient,
 		ManageNodesWithAnnotationSelector: kwokNodeAnnotation + "=fake",
 		CIDR:                              podCIDR,
-		NodeIP:                            "10.0.0.1",
+		NodeIP:                            nodeIP,
+		NodePort:                          kubeletPort,
 		PodPlayStageParallelism:           16,
 		NodePlayStageParallelism:          4,
 		NodeLeaseDurationSeconds:          40,
@@ -138,7 +143,13 @@ func newKwok(cs client.Clientset, cfg *rest.Config, typed, kwokTyped kubernetes.
 	})
 }
 
-func registerNode(ctx context.Context, c kubernetes.Interface, name string) error {
+// nodeIP is every simulated node's InternalIP: the API server reaches the node's kubelet port
+// (the log server) there.
+const nodeIP = "127.0.0.1"
+
+// registerNode creates the node name, or takes it over from an earlier run of this cluster, with
+// kubeletPort as its kubelet's port.
+func registerNode(ctx context.Context, c kubernetes.Interface, name string, kubeletPort int) error {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("64"),
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
@@ -158,9 +169,13 @@ func registerNode(ctx context.Context, c kubernetes.Interface, name string) erro
 		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 	}
 	_, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
 	}
+	// The kubelet's port is new with each run of this process.
+	patch := fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":%q},{"type":"Hostname","address":%q}],"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`,
+		nodeIP, name, kubeletPort)
+	_, err = c.CoreV1().Nodes().PatchStatus(ctx, name, []byte(patch))
 	return err
 }
 

@@ -39,6 +39,11 @@ func TestLiveViewRedrawsWhatIsUnderWay(t *testing.T) {
 	if !strings.HasSuffix(out.String(), "pre-upgrade hook  Job.batch/ns/migrate  running  0s\n") {
 		t.Errorf("a running hook should be a row of the table:\n%q", out.String())
 	}
+	// What the hook writes scrolls above the table, which stays below it while the hook runs.
+	v.handle(engine.Event{Type: engine.HookLogLine, Step: "pre-upgrade", Object: job, Source: "migrate-x7k2p/main", Message: "migrated 3 tables"})
+	if want := "  migrate migrate-x7k2p/main | migrated 3 tables\nSTEP              OBJECT                STATE    ELAPSED\npre-upgrade hook  Job.batch/ns/migrate  running  0s\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("a hook's log line should scroll above the table:\n%q\nwant it to end with\n%q", out.String(), want)
+	}
 	v.handle(engine.Event{Type: engine.HookDone, Step: "pre-upgrade", Object: job, Message: "Job completed", Duration: time.Second})
 	if v.drawn != 0 || !strings.HasSuffix(out.String(), "pre-upgrade hook Job.batch/ns/migrate: Job completed in 1s\n") {
 		t.Errorf("a finished hook should leave the table and scroll:\n%q", out.String())

@@ -45,6 +45,9 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 	deps.Store = store
 	deps.Preflight = preflightFor(cmd, clients, store)
 	deps.JournalWritten = written
+	// A live view shows what hooks write as they run. Plain output does not follow the logs (a
+	// failed hook's error ends with its log, and helm.sh/hook-output-log-policy prints them).
+	deps.FollowHookLogs = isTerminal(errOut)
 	return &session{clients: clients, deps: deps}, nil
 }
 
@@ -82,6 +85,8 @@ func progressPrinter(w io.Writer) func(engine.Event) {
 			fmt.Fprintf(w, "%s hook %s %s (after %s)\n", e.Step, e.Object, e.Message, e.Duration.Round(time.Millisecond))
 		case engine.HookPodFailed:
 			fmt.Fprintf(w, "%s hook %s: %s\n", e.Step, e.Object, e.Message)
+		case engine.HookLogLine:
+			fmt.Fprintf(w, "  %s %s | %s\n", e.Object.Name, e.Source, e.Message)
 		case engine.HookLogs:
 			fmt.Fprintf(w, "%s hook %s: output (helm.sh/hook-output-log-policy):%s\n", e.Step, e.Object, e.Message)
 		}

@@ -36,6 +36,10 @@ type HookOptions struct {
 	// Logs asks for the logs of the hook's Pods in the report even when the hook succeeds (a
 	// hook that did not succeed always has them).
 	Logs bool
+	// LogLine, when set, is told each line the hook's containers write, from the moment each
+	// starts until the hook's outcome, as the kubelet serves it: for a Pod hook its own
+	// containers, for a Job those of each of its Pods.
+	LogLine func(LogLine)
 	// Resume follows the hook object that exists (a run an interrupted operation began), by its
 	// UID, instead of creating another; it creates one when none exists.
 	Resume bool
@@ -113,7 +117,19 @@ func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, op
 		}
 	}
 	f := &follower{c: c, opts: opts, created: created, last: created, pods: map[string]*unstructured.Unstructured{}, reported: map[string]bool{}}
+	if opts.LogLine != nil {
+		f.logs = newLogFollower(wctx, c, opts.LogLine)
+		switch {
+		case isJob(created):
+			f.logs.watchJobPods(created.GetNamespace(), string(created.GetUID()))
+		case isPod(created):
+			f.logs.note(created)
+		}
+	}
 	run, err := f.follow(wctx, out)
+	if f.logs != nil {
+		f.logs.stop()
+	}
 	if run.Result.State != readiness.Ready || opts.Logs {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 		defer rcancel()
@@ -134,6 +150,8 @@ type follower struct {
 	// failures counts the failed Pods reported; reported holds their UIDs.
 	failures int
 	reported map[string]bool
+	// logs follows the logs of the hook's containers; nil when they are not asked for.
+	logs *logFollower
 }
 
 func (f *follower) follow(ctx context.Context, out <-chan observation) (HookRun, error) {
@@ -150,6 +168,9 @@ func (f *follower) follow(ctx context.Context, out <-chan observation) (HookRun,
 				continue // the absence noted before the creation was seen, or another object
 			}
 			f.last = o.obj
+			if f.logs != nil && isPod(o.obj) {
+				f.logs.note(o.obj)
+			}
 			r := hookOutcome(o.obj)
 			f.notePods(ctx, o.obj, r.State)
 			if o.gone && r.State == readiness.InProgress {

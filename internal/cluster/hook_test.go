@@ -107,3 +107,64 @@ func TestRunHookReportsDeletionByOthers(t *testing.T) {
 		t.Errorf("message %q does not say what was last seen", run.Result.Message)
 	}
 }
+
+// The lines a hook's containers write are told as they are written, while the hook runs: here
+// the hook never ends by itself, and is deleted once both lines were told.
+func TestRunHookFollowsLogs(t *testing.T) {
+	t.Parallel()
+	env, c := setup(t)
+	c.WithPodLogs(env.Client.CoreV1())
+	ctx := deadline(t)
+	obj := object(t, hookJob(t, env.Namespace, "talker", `devcluster.berth.dev/outcome: hang, devcluster.berth.dev/log: "starting\nmigrated 3 tables"`, ""))
+	var lines []cluster.LogLine
+	logLine := func(l cluster.LogLine) {
+		lines = append(lines, l)
+		if len(lines) == 2 {
+			prop := metav1.DeletePropagationBackground
+			env.Client.BatchV1().Jobs(env.Namespace).Delete(ctx, "talker", metav1.DeleteOptions{PropagationPolicy: &prop})
+		}
+	}
+	run, err := c.RunHook(ctx, obj, cluster.HookOptions{LogLine: logLine})
+	if err != nil || !run.Gone {
+		t.Fatalf("RunHook = %+v, %v; want the hook deleted while it ran", run.Result, err)
+	}
+	var got []string
+	for _, l := range lines {
+		if !strings.HasPrefix(l.Pod, "talker-") || l.Container != "hook" {
+			t.Errorf("line %q from %s/%s, want the hook container of a Pod of Job talker", l.Line, l.Pod, l.Container)
+		}
+		got = append(got, l.Line)
+	}
+	if strings.Join(got, "|") != "starting|migrated 3 tables" {
+		t.Errorf("lines told %q, want the two the container wrote, in order", got)
+	}
+}
+
+// A Pod hook's own containers are followed, and the lines they wrote are all told before the
+// hook's outcome.
+func TestRunHookFollowsPodHookLogs(t *testing.T) {
+	t.Parallel()
+	env, c := setup(t)
+	c.WithPodLogs(env.Client.CoreV1())
+	obj := object(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: talker
+  namespace: %s
+  annotations: {devcluster.berth.dev/outcome: succeed, devcluster.berth.dev/log: "one\ntwo\nthree"}
+spec:
+  restartPolicy: Never
+  containers: [{name: main, image: example.invalid/hook}]
+`, env.Namespace))
+	var got []string
+	run, err := c.RunHook(deadline(t), obj, cluster.HookOptions{LogLine: func(l cluster.LogLine) {
+		got = append(got, l.Pod+"/"+l.Container+": "+l.Line)
+	}})
+	if err != nil || run.Result.State != readiness.Ready {
+		t.Fatalf("RunHook = %+v, %v; want the Pod succeeded", run.Result, err)
+	}
+	if want := "talker/main: one|talker/main: two|talker/main: three"; strings.Join(got, "|") != want {
+		t.Errorf("lines told %q, want %q", got, want)
+	}
+}

@@ -21,6 +21,7 @@ const (
 	HookFailed     EventType = "hook-failed"
 	HookPodFailed  EventType = "hook-pod-failed" // a Pod of a hook Job failed; Message says why and whether it is retried
 	HookLogs       EventType = "hook-logs"       // the logs of a hook's Pods (helm.sh/hook-output-log-policy); Message holds them
+	HookLogLine    EventType = "hook-log-line"   // a line a hook's container wrote while it ran; Source says which
 )
 
 // Event is one thing the engine did or saw. The CLI renders events as progress.
@@ -31,4 +32,6 @@ type Event struct {
 	State    readiness.State   `json:"state,omitempty"`
 	Message  string            `json:"message,omitempty"`
 	Duration time.Duration     `json:"duration,omitempty"`
+	// Source is the Pod and container ("pod/container") a HookLogLine came from.
+	Source string `json:"source,omitempty"`
 }

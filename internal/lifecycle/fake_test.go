@@ -154,11 +154,14 @@ func (c *fakeCluster) Dependents(context.Context, resource.Identity) []cluster.D
 	return nil
 }
 
-// RunHook creates the hook, which succeeds at once.
-func (c *fakeCluster) RunHook(ctx context.Context, obj *unstructured.Unstructured, _ cluster.HookOptions) (cluster.HookRun, error) {
+// RunHook creates the hook, which writes one line to its log and succeeds at once.
+func (c *fakeCluster) RunHook(ctx context.Context, obj *unstructured.Unstructured, opts cluster.HookOptions) (cluster.HookRun, error) {
 	created, err := c.Apply(ctx, obj, cluster.ApplyOptions{})
 	if err != nil {
 		return cluster.HookRun{}, err
+	}
+	if opts.LogLine != nil {
+		opts.LogLine(cluster.LogLine{Pod: obj.GetName() + "-pod", Container: "main", Line: "ran " + obj.GetName()})
 	}
 	return cluster.HookRun{Created: created, Result: readiness.Result{State: readiness.Ready, Message: "succeeded"}}, nil
 }

@@ -173,7 +173,14 @@ func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, eve
 	start := d.now()
 	h.record.LastRun = releasev1.HookExecution{StartedAt: start, Phase: releasev1.HookPhaseRunning}
 	emit(engine.Event{Type: engine.HookStarted, Step: string(event), Object: id})
+	var logLine func(cluster.LogLine)
+	if d.FollowHookLogs && d.Events != nil {
+		logLine = func(l cluster.LogLine) {
+			emit(engine.Event{Type: engine.HookLogLine, Step: string(event), Object: id, Source: l.Pod + "/" + l.Container, Message: l.Line})
+		}
+	}
 	run, err := d.Cluster.RunHook(ctx, obj, cluster.HookOptions{
+		LogLine: logLine,
 		Progress: func(id resource.Identity, r readiness.Result) {
 			emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
 		},

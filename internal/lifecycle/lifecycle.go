@@ -49,6 +49,10 @@ type Deps struct {
 	Namespaces Namespaces
 	// Events is told of the engine's progress; may be nil.
 	Events func(engine.Event)
+	// FollowHookLogs tells Events each line a hook's containers write while the hook runs
+	// (HookLogLine), for a view that shows them as they come. It costs a watch of each Job
+	// hook's Pods and a log stream for each container.
+	FollowHookLogs bool
 	// Preflight checks the cluster for what would block operation op on a release before the
 	// operation changes anything (berth doctor's checks); an error stops the operation. May be
 	// nil.

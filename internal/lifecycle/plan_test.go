@@ -244,3 +244,44 @@ func compareGolden(t *testing.T, path, got string) {
 		t.Errorf("%s differs (-want +got); rerun with -update if the change is intended:\n%s", path, diff)
 	}
 }
+
+// TestHookLogLinesAreEvents: with FollowHookLogs, what a hook's containers write is told as
+// HookLogLine events between the hook's start and its outcome; without, it is not followed.
+func TestHookLogLinesAreEvents(t *testing.T) {
+	ch, err := chart.Load(filepath.Join("..", "chart", "testdata", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, follow := range []bool{true, false} {
+		var mu sync.Mutex
+		var got []string
+		d := lifecycle.Deps{
+			Cluster: newFakeCluster(), Store: release.NewMemoryStore("team"), Namespaces: fakeNamespaces{},
+			Holder: release.Holder{Identity: "test"}, FollowHookLogs: follow,
+			Events: func(e engine.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch e.Type {
+				case engine.HookStarted, engine.HookDone:
+					got = append(got, fmt.Sprintf("%s %s", e.Type, e.Object.Name))
+				case engine.HookLogLine:
+					got = append(got, fmt.Sprintf("%s %s %s: %s", e.Type, e.Object.Name, e.Source, e.Message))
+				}
+			},
+		}
+		install := lifecycle.InstallOptions{Name: "web", Namespace: "team", Chart: ch, WaitOptions: lifecycle.WaitOptions{Wait: true, Timeout: time.Minute}}
+		if _, err := lifecycle.Install(t.Context(), d, install); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"hook-started web-app-hook-config", "hook-done web-app-hook-config", "hook-started web-app-migrate", "hook-done web-app-migrate"}
+		if follow {
+			want = []string{
+				"hook-started web-app-hook-config", "hook-log-line web-app-hook-config web-app-hook-config-pod/main: ran web-app-hook-config", "hook-done web-app-hook-config",
+				"hook-started web-app-migrate", "hook-log-line web-app-migrate web-app-migrate-pod/main: ran web-app-migrate", "hook-done web-app-migrate",
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("FollowHookLogs %v: hook events (-want +got):\n%s", follow, diff)
+		}
+	}
+}
