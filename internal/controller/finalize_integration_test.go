@@ -34,7 +34,7 @@ spec:
   backoffLimit: 0
   template:
     metadata:
-      annotations: {devcluster.berth.dev/outcome: ` + outcome + `}
+      annotations: {devcluster.berth.dev/outcome: ` + outcome + `, devcluster.berth.dev/log: "draining: queue busy"}
     spec:
       restartPolicy: Never
       containers: [{name: drain, image: example.invalid/drain}]
@@ -62,7 +62,7 @@ func TestReleaseFailingPreDeleteHookHoldsUntilHooksAreDisabled(t *testing.T) {
 	})
 	if len(got.Status.Blockers) != 1 || got.Status.Blockers[0].Kind != "hook" || !strings.Contains(got.Status.Blockers[0].Object, "web-drain") ||
 		!strings.Contains(got.Status.Blockers[0].Message, "pre-delete") || !strings.Contains(got.Status.Blockers[0].Message, "last Pod web-drain-") ||
-		got.Status.Blockers[0].LogTail == "" {
+		!strings.Contains(got.Status.Blockers[0].LogTail, "draining: queue busy") {
 		t.Errorf("blockers: %+v, want the pre-delete hook Job web-drain with its last Pod's state and its logs", got.Status.Blockers)
 	}
 	if h := got.Status.History; len(h) == 0 || h[0].Operation != "uninstall" || h[0].Outcome != "Failed" {

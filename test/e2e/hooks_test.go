@@ -250,6 +250,7 @@ metadata:
     helm.sh/hook: test
     devcluster.berth.dev/outcome: succeed
     devcluster.berth.dev/run: 0s
+    devcluster.berth.dev/log: "GET /healthz 200"
 spec:
   restartPolicy: Never
   containers: [{name: check, image: example.invalid/check}]
@@ -281,7 +282,7 @@ func TestHookTestCommand(t *testing.T) {
 	berthtest.MustBerth(t, env, "install", "tested", chart)
 
 	stdout, _ := berthtest.MustBerth(t, env, "test", "tested", "--logs", "--filter", "name=pod-test")
-	for _, want := range []string{"TEST SUITE:     pod-test", "Phase:          Succeeded", "POD LOGS: pod-test (check)"} {
+	for _, want := range []string{"TEST SUITE:     pod-test", "Phase:          Succeeded", "POD LOGS: pod-test (check)", "GET /healthz 200"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("berth test output does not say %q:\n%s", want, stdout)
 		}

@@ -62,6 +62,7 @@ spec:
         devcluster.berth.dev/attempts: {{ . | quote }}
         {{- end }}
         devcluster.berth.dev/exit-code: "3"
+        devcluster.berth.dev/log: "configmap \"work\" deleted"
     spec:
       restartPolicy: Never
       containers:
@@ -118,7 +119,7 @@ func TestS1CleanupHookFinallyFails(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		"post-delete hook Job.batch/" + env.Namespace + "/cleanup failed", "BackoffLimitExceeded",
-		"Failed", "exit code 3", "logs", "events:", "berth uninstall s1 goes on",
+		"Failed", "exit code 3", "logs", `configmap "work" deleted`, "events:", "berth uninstall s1 goes on",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("uninstall error does not say %q:\n%s", want, msg)
