@@ -25,8 +25,10 @@ func apiServerArgs(root string, p *pki, port int, etcdURL string) []string {
 		"--service-account-signing-key-file=" + p.ServiceAccountKey,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allow-privileged=true",
-		// The simulated nodes' kubelet (its log server) is at their InternalIP.
+		// The simulated nodes' kubelet (its log server) is at their InternalIP, with a certificate
+		// of the cluster's CA.
 		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-certificate-authority=" + p.CACert,
 		// The "kubernetes" Service would point at 127.0.0.1, which Endpoints may not hold.
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",

@@ -20,13 +20,15 @@ import (
 type pki struct {
 	CACert, CAKey           string
 	ServingCert, ServingKey string
+	KubeletCert, KubeletKey string // the simulated nodes' kubelet port, on 127.0.0.1
 	AdminCert, AdminKey     string
 	ServiceAccountKey       string // private key; its public half verifies tokens
 	ServiceAccountPub       string
 }
 
-// generatePKI writes a CA, a serving certificate for the API server on 127.0.0.1, an admin client
-// certificate (system:masters) and a service-account signing key into dir.
+// generatePKI writes a CA, serving certificates for the API server and the simulated kubelet on
+// 127.0.0.1, an admin client certificate (system:masters) and a service-account signing key into
+// dir.
 func generatePKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -34,6 +36,7 @@ func generatePKI(dir string) (*pki, error) {
 	p := &pki{
 		CACert: filepath.Join(dir, "ca.crt"), CAKey: filepath.Join(dir, "ca.key"),
 		ServingCert: filepath.Join(dir, "apiserver.crt"), ServingKey: filepath.Join(dir, "apiserver.key"),
+		KubeletCert: filepath.Join(dir, "kubelet.crt"), KubeletKey: filepath.Join(dir, "kubelet.key"),
 		AdminCert: filepath.Join(dir, "admin.crt"), AdminKey: filepath.Join(dir, "admin.key"),
 		ServiceAccountKey: filepath.Join(dir, "sa.key"), ServiceAccountPub: filepath.Join(dir, "sa.pub"),
 	}
@@ -78,6 +81,18 @@ func generatePKI(dir string) (*pki, error) {
 			"kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 	}
 	if err := issue(serving, ca, caKey, p.ServingCert, p.ServingKey); err != nil {
+		return nil, err
+	}
+	kubelet := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "devcluster-kubelet"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.ParseIP(nodeIP)},
+	}
+	if err := issue(kubelet, ca, caKey, p.KubeletCert, p.KubeletKey); err != nil {
 		return nil, err
 	}
 	admin := &x509.Certificate{

@@ -28,6 +28,14 @@ func TestGeneratePKI(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "127.0.0.1"}); err != nil {
 		t.Errorf("serving certificate does not verify for 127.0.0.1: %v", err)
 	}
+	kubelet, err := tls.LoadX509KeyPair(p.KubeletCert, p.KubeletKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ = x509.ParseCertificate(kubelet.Certificate[0])
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: nodeIP}); err != nil {
+		t.Errorf("kubelet certificate does not verify for %s: %v", nodeIP, err)
+	}
 	admin, err := tls.LoadX509KeyPair(p.AdminCert, p.AdminKey)
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,8 @@ func runKubelet(args []string) error {
 	flags := flag.NewFlagSet("kubelet", flag.ContinueOnError)
 	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the cluster")
 	nodeCount := flags.Int("nodes", 1, "number of simulated nodes")
+	certFile := flags.String("tls-cert-file", "", "serving certificate of the kubelet port (container logs)")
+	keyFile := flags.String("tls-private-key-file", "", "key of --tls-cert-file")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func runKubelet(args []string) error {
 		return err
 	}
 
-	logPort, err := serveLogs(ctx, typed)
+	logPort, err := serveLogs(ctx, typed, *certFile, *keyFile)
 	if err != nil {
 		return fmt.Errorf("serve container logs: %w", err)
 	}

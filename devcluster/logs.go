@@ -2,13 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -37,13 +31,14 @@ type logServer struct {
 	client kubernetes.Interface
 }
 
-// serveLogs starts the log server on a free port of 127.0.0.1 until ctx ends, and returns the port.
-func serveLogs(ctx context.Context, client kubernetes.Interface) (int, error) {
-	cert, err := selfSignedCert()
+// serveLogs starts the log server on a free port of nodeIP, with the certificate in certFile and
+// keyFile, until ctx ends, and returns the port.
+func serveLogs(ctx context.Context, client kubernetes.Interface, certFile, keyFile string) (int, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("kubelet serving certificate: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
 	if err != nil {
 		return 0, err
 	}
@@ -151,28 +146,4 @@ func started(pod *corev1.Pod, name string) bool {
 func terminated(pod *corev1.Pod, name string) bool {
 	s, ok := containerState(pod, name)
 	return ok && s.Terminated != nil
-}
-
-// selfSignedCert is the log server's certificate for 127.0.0.1. The API server verifies a
-// kubelet's certificate only when it is given a CA for them (--kubelet-certificate-authority),
-// which devcluster does not give.
-func selfSignedCert() (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "devcluster-kubelet"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, errors.Join(errors.New("log server certificate"), err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }

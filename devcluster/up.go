@@ -102,7 +102,8 @@ func up(args []string) error {
 	if err := s.start("kube-controller-manager", controllerManagerArgs(kubeconfig, p, *jobBatchPeriod, *controllerQPS)...); err != nil {
 		return err
 	}
-	if err := s.start("kubelet", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(*nodes)); err != nil {
+	if err := s.start("kubelet", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(*nodes),
+		"--tls-cert-file", p.KubeletCert, "--tls-private-key-file", p.KubeletKey); err != nil {
 		return err
 	}
 	if err := s.wait(ctx, readyTimeout, "nodes", func(ctx context.Context) error { return c.nodesReady(ctx, *nodes) }); err != nil {
