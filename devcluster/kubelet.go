@@ -87,7 +87,7 @@ func runKubelet(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctr, err := newKwok(cs, cfg, typed, kwokTyped, stages, logPort)
+	ctr, err := newKwok(cs, cfg, typed, kwokTyped, stages)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func runKubelet(args []string) error {
 	return nil
 }
 
-func newKwok(cs client.Clientset, cfg *rest.Config, typed, kwokTyped kubernetes.Interface, stages map[internalversion.StageResourceRef][]*internalversion.Stage, kubeletPort int) (*controllers.Controller, error) {
+func newKwok(cs client.Clientset, cfg *rest.Config, typed, kwokTyped kubernetes.Interface, stages map[internalversion.StageResourceRef][]*internalversion.Stage) (*controllers.Controller, error) {
 	dyn, err := cs.ToDynamicClient()
 	if err != nil {
 		return nil, err
@@ -132,16 +132,16 @@ func newKwok(cs client.Clientset, cfg *rest.Config, typed, kwokTyped kubernetes.
 		TypedKwokClient:                   kwokClient,
 		ManageNodesWithAnnotationSelector: kwokNodeAnnotation + "=fake",
 		CIDR:                              podCIDR,
-		NodeIP:                            nodeIP,
-		NodePort:                          kubeletPort,
-		PodPlayStageParallelism:           16,
-		NodePlayStageParallelism:          4,
-		NodeLeaseDurationSeconds:          40,
-		NodeLeaseParallelism:              4,
-		PodsOnNodeSyncParallelism:         4,
-		LocalStages:                       stages,
-		ID:                                id,
-		FuncMap:                           gotpl.FuncMap{"Outcome": o.compute},
+		// The nodes' addresses and kubelet port are registerNode's; kwok's node stage keeps them.
+		NodeIP:                    nodeIP,
+		PodPlayStageParallelism:   16,
+		NodePlayStageParallelism:  4,
+		NodeLeaseDurationSeconds:  40,
+		NodeLeaseParallelism:      4,
+		PodsOnNodeSyncParallelism: 4,
+		LocalStages:               stages,
+		ID:                        id,
+		FuncMap:                   gotpl.FuncMap{"Outcome": o.compute},
 	})
 }
 
@@ -174,7 +174,8 @@ func registerNode(ctx context.Context, c kubernetes.Interface, name string, kube
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	// The kubelet's port is new with each run of this process.
+	// The kubelet's port is new with each run of this process, and kwok initializes a node only
+	// once (until it is Ready): the addresses and port are set here, at every start.
 	patch := fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":%q},{"type":"Hostname","address":%q}],"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`,
 		nodeIP, name, kubeletPort)
 	_, err = c.CoreV1().Nodes().PatchStatus(ctx, name, []byte(patch))
