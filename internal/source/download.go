@@ -20,21 +20,31 @@ func (r *Resolver) sharesTransport() bool {
 }
 
 // download fetches the chart ref names, not on disk, into Helm's caches as Helm's LocateChart
-// does (the same downloader, index lookup, verification and credential rules), but with every
-// request to a chart repository made through r.Transport, whose connections outlive the fetch
-// and serve the next one.
+// does: the same downloader, index lookup, verification, TLS and credential rules. When r shares
+// its Transport, every request to a chart repository goes through it, and its connections
+// outlive the fetch and serve the next one; LocateChart makes transports of its own for each
+// fetch, which it never closes.
 func (r *Resolver) download(ref, version string) (string, error) {
 	o := r.Options
-	getters := getter.All(r.Settings, getter.WithTransport(r.Transport))
+	var shared []getter.Option
+	if r.sharesTransport() {
+		shared = append(shared, getter.WithTransport(r.Transport))
+	}
+	getters := getter.All(r.Settings, shared...)
 	out := r.Out
 	if out == nil {
 		out = io.Discard
 	}
 	dl := downloader.ChartDownloader{
-		Out:              out,
-		Keyring:          o.Keyring,
-		Getters:          getters,
-		Options:          []getter.Option{getter.WithPassCredentialsAll(o.PassCredentialsAll), getter.WithPlainHTTP(o.PlainHTTP)},
+		Out:     out,
+		Keyring: o.Keyring,
+		Getters: getters,
+		Options: []getter.Option{
+			getter.WithPassCredentialsAll(o.PassCredentialsAll),
+			getter.WithTLSClientConfig(o.CertFile, o.KeyFile, o.CaFile),
+			getter.WithInsecureSkipVerifyTLS(o.InsecureSkipTLSVerify),
+			getter.WithPlainHTTP(o.PlainHTTP),
+		},
 		RepositoryConfig: r.Settings.RepositoryConfig,
 		RepositoryCache:  r.Settings.RepositoryCache,
 		ContentCache:     r.Settings.ContentCache,
@@ -50,7 +60,9 @@ func (r *Resolver) download(ref, version string) (string, error) {
 	if o.RepoURL != "" {
 		chartURL, err := repo.FindChartInRepoURL(o.RepoURL, ref, getters,
 			repo.WithChartVersion(version),
+			repo.WithClientTLS(o.CertFile, o.KeyFile, o.CaFile),
 			repo.WithUsernamePassword(o.Username, o.Password),
+			repo.WithInsecureSkipTLSVerify(o.InsecureSkipTLSVerify),
 			repo.WithPassCredentialsAll(o.PassCredentialsAll))
 		if err != nil {
 			return "", err

@@ -57,7 +57,8 @@ type Resolver struct {
 	Options  Options
 	// Registry is the client for oci:// references; NewResolver makes it from Options.
 	Registry *registry.Client
-	// Out receives the progress of fetching dependencies (DependencyUpdate).
+	// Out receives the progress of fetching dependencies (DependencyUpdate) and the downloader's
+	// warnings.
 	Out io.Writer
 	// SourceDateEpoch is SOURCE_DATE_EPOCH, the time stamped on the dependency archives Helm
 	// writes; empty when unset.
@@ -127,14 +128,13 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 	}
 	var path string
 	var err error
-	if !onDisk && r.sharesTransport() {
-		path, err = r.download(ref, version)
-	} else {
+	if onDisk {
 		inst := action.NewInstall(&action.Configuration{})
 		inst.ChartPathOptions = r.Options.ChartPathOptions
 		inst.Version = version
-		inst.SetRegistryClient(r.Registry)
 		path, err = inst.LocateChart(ref, r.Settings)
+	} else {
+		path, err = r.download(ref, version)
 	}
 	if err != nil {
 		guard.undo()
