@@ -38,7 +38,7 @@ type HookOptions struct {
 	Logs bool
 	// LogLine, when set, is told each line the hook's containers write, from the moment each
 	// starts until the hook's outcome, as the kubelet serves it: for a Pod hook its own
-	// containers, for a Job those of each of its Pods.
+	// containers, for a Job those of each of its Pods. A client without Pod logs tells nothing.
 	LogLine func(LogLine)
 	// Resume follows the hook object that exists (a run an interrupted operation began), by its
 	// UID, instead of creating another; it creates one when none exists.
@@ -117,7 +117,7 @@ func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, op
 		}
 	}
 	f := &follower{c: c, opts: opts, created: created, last: created, pods: map[string]*unstructured.Unstructured{}, reported: map[string]bool{}}
-	if opts.LogLine != nil {
+	if opts.LogLine != nil && c.podLogs != nil {
 		f.logs = newLogFollower(wctx, c, opts.LogLine)
 		switch {
 		case isJob(created):

@@ -39,6 +39,7 @@ type logFollower struct {
 	wg       sync.WaitGroup
 }
 
+// newLogFollower returns a follower of logs read through c, which has a client for them.
 func newLogFollower(ctx context.Context, c *Client, line func(LogLine)) *logFollower {
 	ctx, cancel := context.WithCancel(ctx)
 	return &logFollower{c: c, ctx: ctx, cancel: cancel, line: line, seen: map[string]bool{}}
@@ -47,9 +48,6 @@ func newLogFollower(ctx context.Context, c *Client, line func(LogLine)) *logFoll
 // note looks at a Pod of the hook, and starts following each of its containers that has started
 // and is not followed yet.
 func (l *logFollower) note(pod *unstructured.Unstructured) {
-	if l.c.podLogs == nil {
-		return
-	}
 	for _, cs := range containerStatuses(pod) {
 		if cs.state != "running" && cs.state != "terminated" {
 			continue
@@ -66,9 +64,6 @@ func (l *logFollower) note(pod *unstructured.Unstructured) {
 
 // watchJobPods follows the Pods of the Job with uid in namespace until the follower stops.
 func (l *logFollower) watchJobPods(namespace, uid string) {
-	if l.c.podLogs == nil {
-		return
-	}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = jobControllerUIDLabel + "=" + uid }
 	inf := dynamicinformer.NewFilteredDynamicInformer(l.c.dynamic, podsResource, namespace, 0, cache.Indexers{}, tweak).Informer()
 	note := func(obj any) {
