@@ -109,7 +109,7 @@ func doctorExitCode(err error) (int, bool) {
 // doctorCluster is what berth doctor's checks read, through clients.
 func doctorCluster(clients *kube.Clients, store *release.HelmStore) doctor.Cluster {
 	return doctor.Cluster{
-		Dynamic: clients.Dynamic, Metadata: clients.Metadata, Discovery: clients.Client.Discovery(),
+		Dynamic: clients.Dynamic, Metadata: clients.Metadata, Discovery: clients.Client.Discovery(), Mapper: clients.Mapper,
 		Backend:  cluster.New(clients.Dynamic, clients.Mapper).WebhookBackend,
 		Releases: func(ns string) release.Reader { return store.In(ns) },
 		LeaseHolder: func(ctx context.Context, ns, name string) (*release.Holder, bool, error) {
@@ -126,9 +126,11 @@ func addSkipPreflightFlag(f *pflag.FlagSet) {
 	f.Bool(skipPreflightFlag, false, "do not stop when the preflight (berth doctor's checks of the webhooks, APIServices and namespace the operation meets) finds a blocker")
 }
 
-// preflightFor returns the preflight of the operations cmd runs: berth doctor's checks, unless
-// cmd has none or --skip-preflight says to go on anyway.
-func preflightFor(cmd *cobra.Command, clients *kube.Clients, store *release.HelmStore) func(context.Context, release.Operation, string) error {
+// preflightFor returns the preflight of the operations cmd runs: berth doctor's checks of the
+// requests the operation's plan will make, unless cmd has none or --skip-preflight says to go on
+// anyway. What it warns of (a webhook that may apply, an APIService whose discovery fails) is
+// written to errOut; what blocks stops the operation.
+func preflightFor(cmd *cobra.Command, clients *kube.Clients, store *release.HelmStore, errOut io.Writer) func(context.Context, release.Operation, string, []doctor.Request) error {
 	if cmd.Flags().Lookup(skipPreflightFlag) == nil {
 		return nil
 	}
@@ -136,9 +138,13 @@ func preflightFor(cmd *cobra.Command, clients *kube.Clients, store *release.Helm
 		return nil
 	}
 	c := doctorCluster(clients, store)
-	return func(ctx context.Context, op release.Operation, name string) error {
-		if err := doctor.Preflight(ctx, c, op, clients.Namespace, name); err != nil {
-			return fmt.Errorf("%w\nfix what is named above and run the command again, or pass --%s to go on anyway", err, skipPreflightFlag)
+	return func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error {
+		warnings, perr := doctor.Preflight(ctx, c, op, clients.Namespace, name, reqs)
+		for _, f := range warnings {
+			fmt.Fprintf(errOut, "warning: %s: %s\n  %s\n  fix: %s\n", f.Object, f.Problem, f.Breaks, f.Fix)
+		}
+		if perr != nil {
+			return fmt.Errorf("%w\nfix what is named above and run the command again, or pass --%s to go on anyway", perr, skipPreflightFlag)
 		}
 		return nil
 	}

@@ -43,7 +43,7 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 	}
 	deps := lifecycle.NewDeps(clients, release.Self(operationCommand(cmd)), progressFor(errOut))
 	deps.Store = store
-	deps.Preflight = preflightFor(cmd, clients, store)
+	deps.Preflight = preflightFor(cmd, clients, store, errOut)
 	deps.JournalWritten = written
 	// A live view shows what hooks write as they run. Plain output does not follow the logs (a
 	// failed hook's error ends with its log, and helm.sh/hook-output-log-policy prints them).

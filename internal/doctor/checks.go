@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -15,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -36,6 +34,7 @@ var (
 	argoHookFinal  = "argocd.argoproj.io/hook-finalizer"
 	jobGVR         = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
 	podGVR         = corev1.SchemeGroupVersion.WithResource("pods")
+	namespaceKind  = schema.GroupKind{Kind: "Namespace"}
 	webhookConfigs = []struct {
 		gvr  schema.GroupVersionResource
 		kind string
@@ -50,77 +49,6 @@ func (r *run) listAll(ctx context.Context, gvr schema.GroupVersionResource, kind
 		return nil, false
 	}
 	return l.Items, true
-}
-
-// webhooks finds admission webhooks with failurePolicy Fail that cannot answer, whose CA cannot
-// be used, or whose timeout is long.
-func (r *run) webhooks(ctx context.Context) {
-	var nsLabels labels.Set
-	if r.opts.Namespace != "" {
-		if ns, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, r.opts.Namespace, metav1.GetOptions{}); err == nil {
-			nsLabels = ns.GetLabels()
-		}
-	}
-	for _, kind := range webhookConfigs {
-		items, _ := r.listAll(ctx, kind.gvr, kind.kind, "")
-		for _, item := range items {
-			var cfg admissionv1.ValidatingWebhookConfiguration // the mutating one has the same shape for what is read here
-			if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &cfg) != nil {
-				continue
-			}
-			id := resource.Identity{Group: admissionv1.GroupName, Kind: kind.kind, Name: cfg.Name}
-			for _, w := range cfg.Webhooks {
-				if r.opts.Namespace != "" && !selects(w.NamespaceSelector, nsLabels) {
-					continue
-				}
-				r.webhook(ctx, id, w)
-			}
-		}
-	}
-}
-
-func (r *run) webhook(ctx context.Context, id resource.Identity, w admissionv1.ValidatingWebhook) {
-	policy := admissionv1.Fail // the default of admissionregistration/v1
-	if w.FailurePolicy != nil {
-		policy = *w.FailurePolicy
-	}
-	if policy != admissionv1.Fail || !interceptsAny(w.Rules, r.opts.operations) {
-		return
-	}
-	timeout := int32(10)
-	if w.TimeoutSeconds != nil {
-		timeout = *w.TimeoutSeconds
-	}
-	what := intercepted(w.Rules)
-	if bad := badCABundle(w.ClientConfig.CABundle); bad != "" {
-		r.add(Finding{
-			Severity: Blocker, Check: "webhook", Object: id,
-			Problem: fmt.Sprintf("webhook %q (failurePolicy Fail): its caBundle %s, so the API server cannot call it", w.Name, bad),
-			Breaks:  fmt.Sprintf("every %s fails", what),
-			Fix:     "set the webhook's caBundle to the PEM certificate of the CA that signed its server's certificate",
-		})
-		return
-	}
-	backend, ok := r.Backend(ctx, w.ClientConfig)
-	if !ok {
-		backend += r.missingService(ctx, w.ClientConfig.Service)
-	}
-	switch {
-	case !ok:
-		r.add(Finding{
-			Severity: Blocker, Check: "webhook", Object: id,
-			Problem: fmt.Sprintf("webhook %q (failurePolicy Fail, timeoutSeconds %d) cannot answer: it calls %s", w.Name, timeout, backend),
-			Breaks:  fmt.Sprintf("every %s fails while its backend does not answer", what),
-			Fix:     fmt.Sprintf("bring its backend up, or delete %s %s if it is no longer used", id.Kind, id.Name),
-		})
-	case timeout > longWebhookTimeout:
-		r.add(Finding{
-			Severity: Warning, Check: "webhook", Object: id,
-			Problem: fmt.Sprintf("webhook %q (failurePolicy Fail) waits up to %ds for %s", w.Name, timeout, backend),
-			Breaks:  fmt.Sprintf("every %s waits that long when the backend is slow, and fails after", what),
-			Fix:     fmt.Sprintf("lower the webhook's timeoutSeconds to %d or less", longWebhookTimeout),
-		})
-	}
 }
 
 // missingService says whether a webhook's service, or its namespace, does not exist.
@@ -165,63 +93,6 @@ func badCABundle(b []byte) string {
 	return ""
 }
 
-// interceptsAny reports whether rules intercept one of ops (any operation when ops is empty).
-func interceptsAny(rules []admissionv1.RuleWithOperations, ops []admissionv1.OperationType) bool {
-	if len(ops) == 0 {
-		return true
-	}
-	for _, rule := range rules {
-		for _, op := range rule.Operations {
-			if op == admissionv1.OperationAll || slices.Contains(ops, op) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// intercepted says in plain words what a webhook's rules intercept: "DELETE of pods" and the like.
-func intercepted(rules []admissionv1.RuleWithOperations) string {
-	var parts []string
-	for _, rule := range rules {
-		ops := make([]string, len(rule.Operations))
-		for i, op := range rule.Operations {
-			ops[i] = string(op)
-		}
-		opText := strings.Join(ops, "/")
-		if slices.Contains(rule.Operations, admissionv1.OperationAll) {
-			opText = "request (CREATE, UPDATE, DELETE, CONNECT)"
-		}
-		var res []string
-		for _, g := range rule.APIGroups {
-			for _, rs := range rule.Resources {
-				switch {
-				case rs == "*" && g == "*":
-					res = append(res, "every resource")
-				case g == "" || g == "*":
-					res = append(res, rs)
-				default:
-					res = append(res, rs+"."+g)
-				}
-			}
-		}
-		parts = append(parts, opText+" of "+strings.Join(res, ", "))
-	}
-	if len(parts) == 0 {
-		return "request it intercepts"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// selects reports whether a namespace selector matches a namespace's labels.
-func selects(sel *metav1.LabelSelector, nsLabels labels.Set) bool {
-	if sel == nil {
-		return true
-	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	return err == nil && s.Matches(nsLabels)
-}
-
 // apiServices finds aggregated APIServices that are not Available.
 func (r *run) apiServices(ctx context.Context) {
 	items, _ := r.listAll(ctx, apiServiceGVR, "APIService", "")
@@ -248,14 +119,48 @@ func (r *run) apiServices(ctx context.Context) {
 		}
 		gv := group + "/" + version
 		svc := svcNS + "/" + svcName
-		r.add(Finding{
+		f := Finding{
 			Severity: Blocker, Check: "apiservice",
 			Object:  resource.Identity{Group: apiServiceGVR.Group, Kind: "APIService", Name: item.GetName()},
 			Problem: fmt.Sprintf("not Available (%s); it is served by service %s", reason, svc),
 			Breaks:  fmt.Sprintf("discovery of %s fails for every client, and no namespace can finish deleting while it does", gv),
 			Fix:     fmt.Sprintf("bring service %s back, or delete the APIService %s if %s is gone for good", svc, item.GetName(), gv),
-		})
+		}
+		if r.opts.planned && !r.meetsAPIService(&item, gv, &f) {
+			continue
+		}
+		r.add(f)
 	}
+}
+
+// meetsAPIService says whether the operation's requests meet an APIService that is not
+// Available, and rewrites its finding f to say how: a blocker when the operation creates,
+// changes or deletes objects of its group and version, or deletes a namespace (which cannot
+// finish deleting while discovery fails); a warning that discovery fails otherwise. The release
+// that owns the APIService is never stopped by it: its upgrade is how it is repaired.
+func (r *run) meetsAPIService(item *unstructured.Unstructured, gv string, f *Finding) bool {
+	if rel, ns, ok := resource.OwnedBy(item); ok && rel == r.opts.Release && ns == r.opts.Namespace {
+		return false
+	}
+	var touched, namespaces []string
+	for _, q := range r.opts.requests {
+		switch {
+		case q.Object.GetAPIVersion() == gv || q.Object.GetAPIVersion() == strings.TrimPrefix(gv, "/"):
+			touched = append(touched, string(q.Operation)+" of "+q.Subject())
+		case q.Operation == admissionv1.Delete && q.Object.GroupVersionKind().GroupKind() == namespaceKind:
+			namespaces = append(namespaces, q.Object.GetName())
+		}
+	}
+	switch {
+	case len(touched) > 0:
+		f.Breaks = fmt.Sprintf("the operation's %s %s while %s is not served", list(touched, maxNamed), verb(len(touched), "fails", "fail"), gv)
+	case len(namespaces) > 0:
+		f.Breaks = fmt.Sprintf("namespace %s cannot finish deleting while discovery of %s fails", list(namespaces, maxNamed), gv)
+	default:
+		f.Severity = Warning
+		f.Breaks = fmt.Sprintf("discovery of %s fails for every client (listing what it serves, and deleting namespaces); this operation makes no request of it", gv)
+	}
+	return true
 }
 
 // conversionWebhooks finds CRDs whose conversion webhook cannot answer.

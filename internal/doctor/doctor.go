@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -22,6 +23,8 @@ type Cluster struct {
 	Dynamic   dynamic.Interface
 	Metadata  metadata.Interface
 	Discovery discovery.DiscoveryInterface
+	// Mapper maps kinds to resources, for matching requests to webhooks' rules.
+	Mapper meta.RESTMapper
 	// Backend names a webhook's backend and says whether it can answer.
 	Backend func(ctx context.Context, cc admissionv1.WebhookClientConfig) (string, bool)
 	// Releases reads the release records of a namespace ("" for every namespace).
@@ -39,8 +42,10 @@ type Options struct {
 	// Release limits the release checks to one release (of Namespace).
 	Release string
 
-	// operations, when set, limits the webhook checks to webhooks that intercept one of them.
-	operations []admissionv1.OperationType
+	// planned says requests are the requests of the operation checked: the webhook and
+	// APIService checks report only what those requests meet.
+	planned  bool
+	requests []Request
 }
 
 // Run runs every check and returns what they found. It never fails: what it may not read is a
@@ -49,6 +54,9 @@ func Run(ctx context.Context, c Cluster, o Options) Report {
 	r := &run{Cluster: c, opts: o}
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if o.Release != "" {
+		r.opts.requests, r.opts.planned = r.releaseRequests(ctx)
 	}
 	r.webhooks(ctx)
 	r.apiServices(ctx)

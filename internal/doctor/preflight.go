@@ -8,25 +8,23 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
 )
 
-// operations are the API operations a release operation makes.
-var operations = map[release.Operation][]admissionv1.OperationType{
-	release.OpInstall:   {admissionv1.Create, admissionv1.Update},
-	release.OpUpgrade:   {admissionv1.Create, admissionv1.Update, admissionv1.Delete},
-	release.OpRollback:  {admissionv1.Create, admissionv1.Update, admissionv1.Delete},
-	release.OpUninstall: {admissionv1.Delete},
-}
-
-// Preflight runs the checks that can block operation op on a release in namespace before it
-// starts: admission webhooks that intercept what op does there and cannot answer, APIServices
-// that are not Available (discovery fails) and the namespace itself Terminating. It returns the
-// blockers found, nil when there are none. CRDs' conversion webhooks are left to berth doctor:
+// Preflight runs the checks that can block operation op on release name in namespace before it
+// changes anything, against the requests the operation will make (its plan's objects and hooks;
+// the Pods and other objects their controllers make are added here): admission webhooks the API
+// server would call for one of them and that cannot answer, APIServices that are not Available
+// and serve what the operation touches, and the namespace itself Terminating. It returns the
+// warnings found (a webhook that may apply, an APIService whose discovery fails) and, when there
+// are blockers, an error that names them. CRDs' conversion webhooks are left to berth doctor:
 // reading every CRD on every operation costs more than it finds.
-func Preflight(ctx context.Context, c Cluster, op release.Operation, namespace, name string) *PreflightError {
-	r := &run{Cluster: c, opts: Options{Namespace: namespace, Release: name, operations: operations[op]}}
+func Preflight(ctx context.Context, c Cluster, op release.Operation, namespace, name string, reqs []Request) ([]Finding, *PreflightError) {
+	r := &run{Cluster: c, opts: Options{Namespace: namespace, Release: name, planned: true, requests: WithControllers(reqs)}}
 	r.Now = c.Now
 	if r.Now == nil {
 		r.Now = time.Now
@@ -34,12 +32,17 @@ func Preflight(ctx context.Context, c Cluster, op release.Operation, namespace, 
 	r.webhooks(ctx)
 	r.apiServices(ctx)
 	r.namespaces(ctx)
-	rep := Report{Scope: r.opts.scope(), Findings: slices.DeleteFunc(r.findings, func(f Finding) bool { return f.Severity != Blocker })}
-	if len(rep.Findings) == 0 {
-		return nil
-	}
+	rep := Report{Scope: r.opts.scope(), Findings: r.findings}
 	rep.sort()
-	return &PreflightError{Operation: op, Release: name, Namespace: namespace, Findings: rep.Findings}
+	i := slices.IndexFunc(rep.Findings, func(f Finding) bool { return f.Severity != Blocker })
+	if i < 0 {
+		i = len(rep.Findings)
+	}
+	blockers, warnings := rep.Findings[:i], rep.Findings[i:]
+	if len(blockers) == 0 {
+		return warnings, nil
+	}
+	return warnings, &PreflightError{Operation: op, Release: name, Namespace: namespace, Findings: blockers}
 }
 
 // PreflightError is what stopped an operation before it began: the blockers its preflight found.
@@ -57,4 +60,50 @@ func (e *PreflightError) Error() string {
 		fmt.Fprintf(&b, "\n  %s: %s\n    breaks: %s\n    fix: %s", f.Object, f.Problem, f.Breaks, f.Fix)
 	}
 	return b.String()
+}
+
+// releaseRequests are the requests an upgrade or uninstall of the release's newest revision could
+// make: each object updated and deleted (with what its controller does then) and each hook run.
+// ok is false when the release has no record to read.
+func (r *run) releaseRequests(ctx context.Context) ([]Request, bool) {
+	rel, err := r.Releases(r.opts.Namespace).Last(ctx, r.opts.Release)
+	if err != nil {
+		return nil, false
+	}
+	objs, err := resource.ParseManifest(rel.Manifest)
+	if err != nil {
+		return nil, false
+	}
+	var reqs []Request
+	for _, obj := range objs {
+		r.setNamespace(obj, rel.Namespace)
+		reqs = append(reqs,
+			Request{Operation: admissionv1.Update, Object: obj, SpecChanged: true},
+			Request{Operation: admissionv1.Delete, Object: obj})
+	}
+	for _, rh := range rel.Hooks {
+		objs, err := resource.ParseManifest(rh.Manifest)
+		if err != nil {
+			continue
+		}
+		for _, obj := range objs {
+			r.setNamespace(obj, rel.Namespace)
+			if h, ok, err := resource.ParseHook(obj); ok && err == nil {
+				reqs = append(reqs, HookRequests(h)...)
+			}
+		}
+	}
+	return WithControllers(reqs), true
+}
+
+// setNamespace gives obj namespace when its kind is namespaced and it names none, as the API
+// server does.
+func (r *run) setNamespace(obj *unstructured.Unstructured, namespace string) {
+	if obj.GetNamespace() != "" || r.Mapper == nil {
+		return
+	}
+	gvk := obj.GroupVersionKind()
+	if m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace {
+		obj.SetNamespace(namespace)
+	}
 }

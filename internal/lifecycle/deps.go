@@ -17,7 +17,7 @@ import (
 // engine's progress.
 func NewDeps(clients *kube.Clients, holder release.Holder, events func(engine.Event)) Deps {
 	return Deps{
-		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()).WithMetadata(clients.Metadata),
+		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()).WithMetadata(clients.Metadata).WithDiscovery(clients.Client.Discovery()),
 		Store:      release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace),
 		Namespaces: cluster.Namespaces{Client: clients.Client},
 		Events:     events,

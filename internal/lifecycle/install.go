@@ -127,14 +127,19 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	if err == nil {
 		err = checkOwnership(o.Name, o.Namespace, p.objects, before, o.TakeOwnership)
 	}
-	if err == nil {
-		err = errors.Join(s.crdErr, s.validationErr)
-	}
 	var pl *plan.Plan
 	if err == nil {
 		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait, Late: p.lateIdentities()}, revisionPolicy{
 			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(p.objects, before)),
 		}, rel, resource.HookPreInstall, resource.HookPostInstall, o.NoHooks)
+	}
+	if err == nil && o.DryRun == NoDryRun {
+		// What would block the plan's requests is named before what the dry run refused: a
+		// webhook that cannot answer is the reason of both.
+		err = d.preflight(ctx, release.OpInstall, rel, pl, p.byID, before, s.applied)
+	}
+	if err == nil {
+		err = errors.Join(s.crdErr, s.validationErr)
 	}
 	if err != nil {
 		undo()

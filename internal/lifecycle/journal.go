@@ -36,6 +36,9 @@ type operation struct {
 	// not: hook objects left by the interrupted run are removed before their event runs again.
 	resume     *release.Journal
 	recovering bool
+	// preflighted says the operation's preflight ran: it checks the operation's own plan, once,
+	// and never an undo or the finishing of an interrupted operation.
+	preflighted bool
 	// noJournalInTerminating goes on without a journal when the namespace is being deleted and
 	// refuses to hold one.
 	noJournalInTerminating bool

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -53,10 +54,10 @@ type Deps struct {
 	// (HookLogLine), for a view that shows them as they come. It costs a watch of each Job
 	// hook's Pods and a log stream for each container.
 	FollowHookLogs bool
-	// Preflight checks the cluster for what would block operation op on a release before the
-	// operation changes anything (berth doctor's checks); an error stops the operation. May be
-	// nil.
-	Preflight func(ctx context.Context, op release.Operation, name string) error
+	// Preflight checks the cluster for what would block operation op on a release, given the
+	// requests its plan will make, before the operation changes anything (berth doctor's
+	// checks); an error stops the operation. May be nil.
+	Preflight func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error
 	// Lookup is the cluster that templates read with lookup while an install or upgrade renders
 	// (not with a client dry run, as in Helm); nil renders offline.
 	Lookup *rest.Config
@@ -353,12 +354,4 @@ func (d Deps) lookup(dryRun DryRun) *rest.Config {
 		return nil
 	}
 	return d.Lookup
-}
-
-// preflight runs d.Preflight, if any.
-func (d Deps) preflight(ctx context.Context, op release.Operation, name string) error {
-	if d.Preflight == nil {
-		return nil
-	}
-	return d.Preflight(ctx, op, name)
 }

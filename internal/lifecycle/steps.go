@@ -427,9 +427,9 @@ func (r *runs) all() []Run {
 }
 
 // revisionOperation runs body, an install, upgrade or rollback of release name: a dry run at
-// once under the operation's deadline; otherwise after the preflight, holding the release's lease,
-// once an interrupted operation on the release is finished (body is told of it: nil when there
-// was none).
+// once under the operation's deadline; otherwise holding the release's lease, once an interrupted
+// operation on the release is finished (body is told of it: nil when there was none). The body
+// runs the preflight once its plan is known, before its first change.
 func (d Deps) revisionOperation(ctx context.Context, op release.Operation, name string, w WaitOptions, dryRun DryRun,
 	body func(context.Context, Deps, *Interrupted) (*release.Release, error)) (*Result, error) {
 	start := d.now()
@@ -442,9 +442,6 @@ func (d Deps) revisionOperation(ctx context.Context, op release.Operation, name 
 		defer cancel()
 		rel, err = body(dctx, d, nil)
 	default:
-		if err = d.preflight(ctx, op, name); err != nil {
-			break
-		}
 		err = d.operate(ctx, name, w, func(ctx context.Context, d Deps) error {
 			in, err := d.recoverFirst(ctx, name, op)
 			if err != nil {

@@ -69,9 +69,6 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		defer cancel()
 		return d.uninstall(ctx, o)
 	}
-	if err := d.preflight(ctx, release.OpUninstall, o.Name); err != nil {
-		return nil, err
-	}
 	var res *UninstallResult
 	d.runs = &runs{}
 	if o.SkipHooksInTerminatingNamespace {
@@ -147,6 +144,9 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 	if o.DryRun {
 		out.DryRun = true
 		return out, d.dryRunDeletes(ctx, pl, before, o.Cascade, out)
+	}
+	if err := d.preflight(ctx, release.OpUninstall, last, pl, byID(recorded), before, nil); err != nil {
+		return nil, err
 	}
 	jo := journalOptions(o.WaitOptions, o.NoHooks, false)
 	jo.KeepHistory, jo.Cascade = o.KeepHistory, string(o.Cascade)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -175,9 +176,6 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, before, r.takeOwnership); err != nil {
 		return err
 	}
-	if err := errors.Join(s.crdErr, s.validationErr); err != nil {
-		return err
-	}
 	pol := revisionPolicy{op: r.op, revision: rel.Version, create: !r.recorded, adopted: identities(adoptedFromHelm(p.objects, before))}
 	for _, prev := range r.previous {
 		if prev != nil && prev.Info.Status == release.StatusDeployed && prev.Version != rel.Version && !slices.Contains(pol.superseded, prev.Version) {
@@ -187,6 +185,18 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	pl, err := d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait, Late: p.lateIdentities()},
 		pol, rel, r.pre, r.post, r.noHooks)
 	if err != nil {
+		return err
+	}
+	if r.dryRun == NoDryRun {
+		// What would block the plan's requests is named before what the dry run refused: a
+		// webhook that cannot answer is the reason of both.
+		objects := byID(recorded)
+		maps.Copy(objects, p.byID)
+		if err := d.preflight(ctx, r.op, rel, pl, objects, before, s.applied); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(s.crdErr, s.validationErr); err != nil {
 		return err
 	}
 	if r.dryRun == ServerDryRun {

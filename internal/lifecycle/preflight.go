@@ -1,0 +1,99 @@
+package lifecycle
+
+import (
+	"context"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/doctor"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// preflight runs d.Preflight, if any, on the requests plan pl of operation op on rel will make:
+// once an operation, for its own plan (not an interrupted operation it finishes first, nor the
+// undo of its failure). objects are the objects the plan names (desired, or recorded for what it deletes), before their
+// live metadata and applied what the API server's dry run returned for them (nil when it did not
+// run).
+func (d Deps) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan,
+	objects, before, applied map[resource.Identity]*unstructured.Unstructured) error {
+	if d.Preflight == nil || d.op == nil || d.op.recovering || d.op.preflighted {
+		return nil
+	}
+	d.op.preflighted = true
+	return d.Preflight(ctx, op, rel.Name, requests(d.Cluster, rel, pl, objects, before, applied))
+}
+
+// requests are the requests the API server receives from plan pl, as admission sees them: each
+// object applied is created or updated (an update changes the spec when the dry run moved its
+// generation), each object deleted is deleted, each object adopted is updated, and each hook is
+// created (and deleted, when its delete policy says so). What controllers make of them (a
+// Deployment's Pods) the preflight adds.
+func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, applied map[resource.Identity]*unstructured.Unstructured) []doctor.Request {
+	var out []doctor.Request
+	for _, step := range pl.Steps {
+		switch step.Action {
+		case plan.Apply, plan.Adopt:
+			for _, id := range step.Objects {
+				obj := objects[id]
+				if obj == nil {
+					continue
+				}
+				live := before[id]
+				switch {
+				case live == nil:
+					out = append(out, doctor.Request{Operation: admissionv1.Create, Object: obj})
+				case step.Action == plan.Adopt:
+					out = append(out, doctor.Request{Operation: admissionv1.Update, Object: obj, Old: live})
+				default:
+					out = append(out, doctor.Request{Operation: admissionv1.Update, Object: obj, Old: live,
+						SpecChanged: specChanged(live, applied[id])})
+				}
+			}
+		case plan.Delete:
+			for _, id := range step.Objects {
+				if obj := objects[id]; obj != nil {
+					out = append(out, doctor.Request{Operation: admissionv1.Delete, Object: obj})
+				}
+			}
+		case plan.RunHooks:
+			out = append(out, hookRequests(c, rel, step)...)
+		}
+	}
+	return out
+}
+
+// hookRequests are the requests of the hooks a RunHooks step runs.
+func hookRequests(c Cluster, rel *release.Release, step plan.Step) []doctor.Request {
+	_, hooks, err := hooksOf(rel)
+	if err != nil {
+		return nil
+	}
+	var out []doctor.Request
+	for _, h := range resource.HooksFor(hooks, resource.HookEvent(step.Hook)) {
+		obj := h.Object.DeepCopy()
+		if c.Normalize(obj, rel.Namespace) != nil {
+			continue
+		}
+		h.Object = obj
+		out = append(out, doctor.HookRequests(h)...)
+	}
+	return out
+}
+
+// specChanged says whether applying an object changes its spec: the API server's dry run of the
+// apply moved its generation. Without a dry run's answer, it may.
+func specChanged(live, applied *unstructured.Unstructured) bool {
+	return live == nil || applied == nil || live.GetGeneration() == 0 || applied.GetGeneration() != live.GetGeneration()
+}
+
+// byID indexes objects by identity.
+func byID(objs []*unstructured.Unstructured) map[resource.Identity]*unstructured.Unstructured {
+	out := make(map[resource.Identity]*unstructured.Unstructured, len(objs))
+	for _, obj := range objs {
+		out[resource.IdentityOf(obj)] = obj
+	}
+	return out
+}
