@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	helmcli "helm.sh/helm/v4/pkg/cli"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/engine"
 )
@@ -41,11 +42,18 @@ func ExitCode(err error) int {
 	case errors.As(err, new(doctorFound)):
 		code, _ := doctorExitCode(err)
 		return code
-	case errors.As(err, &blocked), errors.As(err, new(*doctor.PreflightError)):
+	case errors.As(err, &blocked), errors.As(err, new(*doctor.PreflightError)), unavailableAPI(err):
 		return ExitBlocked
 	default:
 		return 1
 	}
+}
+
+// unavailableAPI reports whether err says a kind cannot be reached because the APIService that
+// serves it is not Available: the operation is blocked, not wrong.
+func unavailableAPI(err error) bool {
+	var u *cluster.UnknownKindError
+	return errors.As(err, &u) && u.Unavailable != nil
 }
 
 // Run executes the berth command line args (without the program name).

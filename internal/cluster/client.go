@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -32,6 +34,16 @@ type Client struct {
 	podLogs corev1client.PodsGetter
 	// metadata reads objects' metadata alone (see WithMetadata); may be nil.
 	metadata metadata.Interface
+	// discovery tells an unknown kind from one whose API is unavailable (see WithDiscovery); may
+	// be nil.
+	discovery discovery.DiscoveryInterface
+}
+
+// WithDiscovery makes c ask discovery, when a kind is unknown, whether its group version is
+// registered but unavailable, so that the error names the APIService to repair.
+func (c *Client) WithDiscovery(d discovery.DiscoveryInterface) *Client {
+	c.discovery = d
+	return c
 }
 
 // New returns a Client. The mapper should be discovery-based: ResetMapper makes it see kinds
@@ -52,10 +64,18 @@ func (c *Client) ResetMapper() {
 type UnknownKindError struct {
 	GVK schema.GroupVersionKind
 	Err error
+	// Unavailable, when set, says the group version is registered but cannot be discovered now:
+	// its APIService is not Available. It is what discovery answered.
+	Unavailable error
 }
 
 func (e *UnknownKindError) Error() string {
-	return fmt.Sprintf("unknown kind %s in %s: the API server serves no such kind (is its CRD installed?)", e.GVK.Kind, e.GVK.GroupVersion())
+	gv := e.GVK.GroupVersion()
+	if e.Unavailable != nil {
+		return fmt.Sprintf("unknown kind %s in %s: %s is not served now (%v); the APIService %s.%s that serves it is not Available: bring its service back (berth doctor names it)",
+			e.GVK.Kind, gv, gv, e.Unavailable, gv.Version, gv.Group)
+	}
+	return fmt.Sprintf("unknown kind %s in %s: the API server serves no such kind (is its CRD installed?)", e.GVK.Kind, gv)
 }
 
 func (e *UnknownKindError) Unwrap() error { return e.Err }
@@ -89,11 +109,24 @@ func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), versions...)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, &UnknownKindError{GVK: gvk, Err: err}
+			return nil, &UnknownKindError{GVK: gvk, Err: err, Unavailable: c.undiscoverable(gvk.GroupVersion())}
 		}
 		return nil, fmt.Errorf("map %s: %w", gvk, err)
 	}
 	return m, nil
+}
+
+// undiscoverable returns why discovery of gv fails when gv is registered but cannot be discovered
+// (an aggregated API whose service is down); nil when it is simply not there, or cannot be asked.
+func (c *Client) undiscoverable(gv schema.GroupVersion) error {
+	if c.discovery == nil || gv.Group == "" || gv.Version == "" {
+		return nil
+	}
+	_, err := c.discovery.ServerResourcesForGroupVersion(gv.String())
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // Namespaced reports whether objects of gvk live in namespaces.
