@@ -27,15 +27,16 @@ type Request struct {
 	// By is the object whose controller makes this request (a Deployment for its Pods); zero when
 	// the operation makes it itself.
 	By resource.Identity
-	// what says in words what the request is about, for findings; empty means the object.
-	what string
+	// What says in words what the request is about, for findings ("the record of revision 2");
+	// empty means the object itself.
+	What string
 }
 
 // Subject says what the request is about: the object, or what a workload's controller makes of
 // it ("Deployment.apps/shop/web's Pods").
 func (q Request) Subject() string {
-	if q.what != "" {
-		return q.what
+	if q.What != "" {
+		return q.What
 	}
 	return resource.IdentityOf(q.Object).String()
 }
@@ -109,7 +110,7 @@ func controlled(q Request) []Request {
 			made.Object["spec"] = spec
 		}
 		for _, op := range ops {
-			out = append(out, Request{Operation: op, Object: made, By: id, what: id.String() + "'s " + what})
+			out = append(out, Request{Operation: op, Object: made, By: id, What: id.String() + "'s " + what})
 		}
 	}
 	switch {

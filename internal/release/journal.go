@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/berthdev/berth/internal/plan"
@@ -118,18 +120,34 @@ func (s *Journals) Get(ctx context.Context, name string) (*Journal, error) {
 	return &j, nil
 }
 
+// secret is the Secret that holds the journal of release name, without the journal.
+func (s *Journals) secret(name string) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: JournalKey(name), Namespace: s.namespace,
+			Labels: map[string]string{"owner": "berth", "name": name}},
+		Type: JournalSecretType,
+	}
+}
+
+// Object is the Secret that holds the journal of release name, without the journal: what the
+// preflight matches webhooks against.
+func (s *Journals) Object(name string) *unstructured.Unstructured {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s.secret(name))
+	if err != nil {
+		return nil
+	}
+	return &unstructured.Unstructured{Object: u}
+}
+
 // Put records a journal, replacing the release's previous one.
 func (s *Journals) Put(ctx context.Context, j *Journal) error {
 	data, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("journal of release %s: encode: %w", j.Release, err)
 	}
-	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: JournalKey(j.Release), Namespace: s.namespace,
-			Labels: map[string]string{"owner": "berth", "name": j.Release}},
-		Type: JournalSecretType,
-		Data: map[string][]byte{journalDataKey: data},
-	}
+	sec := s.secret(j.Release)
+	sec.Data = map[string][]byte{journalDataKey: data}
 	client := s.secrets.Secrets(s.namespace)
 	_, err = client.Update(ctx, sec, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	helmrelease "helm.sh/helm/v4/pkg/release"
@@ -60,6 +62,8 @@ type HelmStore struct {
 	// records reaches the objects that hold the records of namespace without Helm's driver.
 	records   func(namespace string) recordObjects
 	namespace string
+	// kind is the kind of the objects that hold the records: Secret or ConfigMap; "" in memory.
+	kind string
 }
 
 var _ Store = (*HelmStore)(nil)
@@ -69,7 +73,7 @@ var _ Store = (*HelmStore)(nil)
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
 	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
 		return driver.NewSecrets(ctxSecrets{SecretInterface: secrets.Secrets(ns), ctx: ctx})
-	}, records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}
+	}, records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }, kind: "Secret"}
 }
 
 // NewConfigMapStore returns the store of the releases of namespace, kept as ConfigMaps through
@@ -77,7 +81,7 @@ func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmSt
 func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
 	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
 		return driver.NewConfigMaps(ctxConfigMaps{ConfigMapInterface: configMaps.ConfigMaps(ns), ctx: ctx})
-	}, records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }}
+	}, records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }, kind: "ConfigMap"}
 }
 
 // Drivers are the names HELM_DRIVER takes, as helm takes them.
@@ -112,7 +116,26 @@ func NewStore(name string, core typedcorev1.CoreV1Interface, namespace string) (
 
 // In returns the store of another namespace on the same backend.
 func (s *HelmStore) In(namespace string) *HelmStore {
-	return &HelmStore{driver: s.driver, records: s.records, namespace: namespace}
+	return &HelmStore{driver: s.driver, records: s.records, namespace: namespace, kind: s.kind}
+}
+
+// RecordObject is the object that holds revision version of release name with status, as Helm's
+// driver writes it (name, type and Helm's labels, without the record itself); nil for a store that
+// keeps its records outside the cluster. The preflight matches webhooks against it.
+func (s *HelmStore) RecordObject(name string, version int, status Status) *unstructured.Unstructured {
+	if s.kind == "" {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("v1")
+	obj.SetKind(s.kind)
+	obj.SetNamespace(s.namespace)
+	obj.SetName(fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, version))
+	obj.SetLabels(map[string]string{"name": name, "owner": "helm", "status": string(status), "version": strconv.Itoa(version)})
+	if s.kind == "Secret" {
+		obj.Object["type"] = "helm.sh/release.v1"
+	}
+	return obj
 }
 
 // Namespace returns the namespace whose releases the store holds.

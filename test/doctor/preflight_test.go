@@ -185,6 +185,23 @@ rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [s
 	assertDeployed(t, env, "web", 1)
 }
 
+// TestPreflightSecretsWebhook: a chart without a Secret still writes Secrets, its release's records
+// and journal. A dead webhook on CREATE of every Secret stops the install before it starts, naming
+// the record; one whose objectSelector leaves Helm's and berth's own Secrets alone does not.
+func TestPreflightSecretsWebhook(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	deadWebhook(t, env, validating, `
+rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [secrets]}]
+objectSelector: {matchExpressions: [{key: owner, operator: NotIn, values: [helm, berth]}]}`)
+	berthtest.MustBerth(t, env, "install", "web", webChart(t))
+	assertDeployed(t, env, "web", 1)
+
+	deadWebhook(t, env, validating, `
+rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [secrets]}]`)
+	assertInstallRefused(t, env, "other", webChart(t), "CREATE of the record of revision 1 (Secret/"+env.Namespace+"/sh.helm.release.v1.other.v1)")
+}
+
 // TestPreflightMatchPolicyEquivalent: a dead webhook on CREATE of v2 Widgets is called, under
 // matchPolicy Equivalent, for a v1 Widget too (the API server converts it); under matchPolicy
 // Exact it is not.
