@@ -13,7 +13,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -79,27 +78,8 @@ func TestAPIServiceWithoutBackend(t *testing.T) {
 	env := testenv.New(t)
 	group := strings.ReplaceAll(env.Namespace, "-", "") + ".example.com"
 	name := "v1alpha1." + group
-	env.Apply(t, fmt.Sprintf(`apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {name: %s}
-spec:
-  group: %s
-  version: v1alpha1
-  groupPriorityMinimum: 100
-  versionPriority: 10
-  insecureSkipTLSVerify: true
-  service: {namespace: %s, name: missing}
-`, name, group, env.Namespace))
-	apiServices := env.Resource(t, "apiregistration.k8s.io/v1", "APIService")
-	t.Cleanup(func() { _ = apiServices.Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	eventually(t, "the APIService has an Available condition", func(ctx context.Context) (bool, error) {
-		a, err := apiServices.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
-		return len(conds) > 0, nil
-	})
+	env.Apply(t, deadAPIService(group, env.Namespace))
+	awaitAPIServiceVerdict(t, env, name)
 	rep, code := runDoctor(t, env)
 	got := find(rep, "apiservice", name)
 	if len(got) != 1 || got[0].Severity != doctor.Blocker || !strings.Contains(got[0].Breaks, group+"/v1alpha1") {
