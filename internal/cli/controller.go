@@ -18,6 +18,7 @@ type controllerFlags struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 	cacheDir                string
+	defaultServiceAccount   string
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -29,8 +30,10 @@ func newControllerCommand(streams Streams) *cobra.Command {
 installs each Release's chart, upgrades it when the chart version or the values
 change, and uninstalls it when the Release is deleted, with the same lifecycle
 as berth install, upgrade and uninstall. Every cluster call for a release is
-made as the Release's spec.serviceAccountName (the namespace's default account
-when empty), never with the controller's own rights. Releases are recorded in
+made as the Release's spec.serviceAccountName (--default-service-account, or
+the namespace's default account, when empty), never with the controller's own
+rights; a Release whose account does not exist is Stalled
+(ServiceAccountNotFound) and nothing is done as it. Releases are recorded in
 Helm's format in their target namespace, so helm list sees them.
 
 It runs in a cluster (with its ServiceAccount) or, for development, against
@@ -55,6 +58,7 @@ The CustomResourceDefinition must be installed first.`,
 				CacheDir:                flags.cacheDir,
 				Logger:                  logger,
 				Identity:                podIdentity(),
+				DefaultServiceAccount:   flags.defaultServiceAccount,
 			})
 			if err != nil {
 				return err
@@ -68,6 +72,7 @@ The CustomResourceDefinition must be installed first.`,
 	f.StringVar(&flags.healthProbeBindAddress, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz probes; "0" turns them off`)
 	f.BoolVar(&flags.leaderElect, "leader-elect", false, "elect a leader among the controller's replicas, so that one acts at a time")
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
+	f.StringVar(&flags.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Release's namespace) that a Release naming none in spec.serviceAccountName acts as (default: the namespace's default account)")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd
 }

@@ -98,6 +98,12 @@ func runController(t *testing.T, env *testenv.Env, reconciles ...int) (stop func
 	if len(reconciles) > 0 {
 		o.Concurrency = reconciles[0]
 	}
+	return runControllerWith(t, env, o)
+}
+
+// runControllerWith runs a controller with options o until stop is called or the test ends.
+func runControllerWith(t *testing.T, env *testenv.Env, o controller.Options) (stop func()) {
+	t.Helper()
 	mgr, err := controller.NewManager(env.Config, o)
 	if err != nil {
 		t.Fatal(err)

@@ -23,8 +23,13 @@ func impersonate(cfg *rest.Config, ns, name string) *rest.Config {
 }
 
 // clientsFor returns the clients with which every cluster call for d's release is made: the
-// Release's ServiceAccount's, in the target namespace.
-func (r *Reconciler) clientsFor(d *desired) (*kube.Clients, error) {
+// Release's ServiceAccount's, in the target namespace. named says the Release names its account
+// (in spec.serviceAccountName). An account that does not exist is an *AccountNotFoundError, and
+// no clients.
+func (r *Reconciler) clientsFor(ctx context.Context, d *desired, named bool) (*kube.Clients, error) {
+	if err := r.checkAccount(ctx, d, named); err != nil {
+		return nil, err
+	}
 	return kube.NewClients(impersonate(r.Config, d.Namespace, d.ServiceAccount), d.TargetNamespace)
 }
 

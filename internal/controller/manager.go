@@ -60,6 +60,9 @@ type Options struct {
 	// Identity names this replica in the leases and journals of its operations (its Pod,
 	// namespace/name); empty means its host.
 	Identity string
+	// DefaultServiceAccount is the account a Release that names none acts as; empty means its
+	// namespace's default account.
+	DefaultServiceAccount string
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -131,6 +134,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Recorder: mgr.GetEventRecorder(Name),
 		Charts:   charts,
 		Holder:   holder(o.Identity),
+		Accounts: mgr.GetAPIReader(),
+
+		DefaultServiceAccount: o.DefaultServiceAccount,
 	}
 	concurrency := max(o.Concurrency, 1)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Release{}, referencesIndex, referencesOf); err != nil {

@@ -41,6 +41,12 @@ type Reconciler struct {
 	Config   *rest.Config
 	Recorder events.EventRecorder
 	Charts   *Charts
+	// Accounts reads ServiceAccounts, uncached, to check that a Release's account exists before
+	// acting as it; nil reads them with Client.
+	Accounts client.Reader
+	// DefaultServiceAccount is the account a Release that names none acts as; empty means its
+	// namespace's default account.
+	DefaultServiceAccount string
 	// Holder names the controller in the leases and journals of its operations.
 	Holder release.Holder
 }
@@ -83,7 +89,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		orig = rel.DeepCopy()
 	}
 
-	clients, err := r.clientsFor(d)
+	named := d.ServiceAccount != ""
+	d.ServiceAccount = r.accountOf(d.ServiceAccount)
+	clients, err := r.clientsFor(ctx, d, named)
+	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
+		// Stalled until the account is created: looked at again soon, with no call made as it.
+		markFailed(&rel, ReasonServiceAccountNotFound, err, true)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -265,9 +278,8 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	if d.ReleaseName == "" { // never released
 		return ctrl.Result{}, true, nil
 	}
-	if d.ServiceAccount == "" {
-		d.ServiceAccount = "default"
-	}
+	named := d.ServiceAccount != ""
+	d.ServiceAccount = r.accountOf(d.ServiceAccount)
 	if rel.Spec.Timeout != nil && rel.Spec.Timeout.Duration > 0 {
 		d.Timeout = rel.Spec.Timeout.Duration
 	}
@@ -275,7 +287,15 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	if rel.Spec.Uninstall != nil {
 		u = *rel.Spec.Uninstall
 	}
-	clients, err := r.clientsFor(d)
+	clients, err := r.clientsFor(ctx, d, named)
+	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
+		if r.accountGone(ctx, rel, err) {
+			r.letGo(ctx, orig, rel, d, err)
+			return ctrl.Result{}, true, nil
+		}
+		markFailed(rel, ReasonServiceAccountNotFound, err, true)
+		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
+	}
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}

@@ -25,7 +25,8 @@ const (
 // desired is what a Release's spec asks for, checked and with its defaults.
 type desired struct {
 	ReleaseName, TargetNamespace string
-	// Namespace and ServiceAccount are the Release's namespace and the account that acts.
+	// Namespace and ServiceAccount are the Release's namespace and the account that acts
+	// (spec.serviceAccountName; the reconciler fills in its default when it is empty).
 	Namespace, ServiceAccount string
 	Chart                     chartRef
 	// ChartIn, when set, is the ConfigMap or Secret that holds the packaged chart.
@@ -82,9 +83,6 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 	}
 	if d.TargetNamespace == "" {
 		d.TargetNamespace = rel.Namespace
-	}
-	if d.ServiceAccount == "" {
-		d.ServiceAccount = "default"
 	}
 	if st := rel.Status; st.ReleaseName != "" && (st.ReleaseName != d.ReleaseName || st.TargetNamespace != d.TargetNamespace) {
 		return nil, invalid("releaseName", "the release is %s in namespace %s and cannot move to %s in namespace %s: put releaseName and targetNamespace back, or delete this Release (which uninstalls it) and create another",

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -47,7 +48,7 @@ func (r *Reconciler) reportSkippedHooks(ctx context.Context, orig, rel *v1alpha1
 // rights (or its existence) with the deletion of the Release's namespace: then nothing can act
 // for the release any more, and the namespace's deletion removes what the release has in it.
 func (r *Reconciler) accountGone(ctx context.Context, rel *v1alpha1.Release, err error) bool {
-	if !isForbidden(err) || lifecycle.NamespaceTerminating(err) {
+	if !isForbidden(err) && !errors.As(err, new(*AccountNotFoundError)) || lifecycle.NamespaceTerminating(err) {
 		return false
 	}
 	cs, cerr := kubernetes.NewForConfig(r.Config)

@@ -2,6 +2,7 @@ package controllerchart
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"slices"
@@ -32,11 +33,14 @@ var releaseNeeds = []need{
 	{"berth.dev", "releases", "watch", ""}, {"berth.dev", "releases", "patch", ""},
 	{"berth.dev", "releases/status", "patch", ""}, {"berth.dev", "releases/finalizers", "update", ""},
 	{"events.k8s.io", "events", "create", ""}, {"events.k8s.io", "events", "patch", ""},
-	{"", "serviceaccounts", "impersonate", "deployer"},
+	{"", "serviceaccounts", "impersonate", "deployer"}, {"", "serviceaccounts", "get", "deployer"},
 	{"", "configmaps", "list", ""}, {"", "configmaps", "watch", ""},
 	{"", "secrets", "list", ""}, {"", "secrets", "watch", ""},
-	{"", "namespaces", "get", ""},
 }
+
+// namespaceNeed is the one cluster-scoped request: whether a Release's namespace is being
+// deleted.
+var namespaceNeed = func(ns string) need { return need{"", "namespaces", "get", ns} }
 
 // leaderNeeds are the requests of leader election in the controller's namespace.
 var leaderNeeds = []need{
@@ -51,6 +55,7 @@ var leaderNeeds = []need{
 var refused = []need{
 	{"", "users", "impersonate", "admin"}, {"", "groups", "impersonate", "system:masters"},
 	{"apps", "deployments", "create", ""}, {"", "secrets", "create", ""}, {"", "secrets", "delete", ""},
+	{"", "secrets", "get", "values"}, {"", "configmaps", "get", "values"},
 	{"rbac.authorization.k8s.io", "clusterroles", "bind", ""},
 }
 
@@ -74,16 +79,22 @@ func TestTemplateRBACCoversTheController(t *testing.T) {
 					t.Errorf("the leader election Role does not allow %+v", n)
 				}
 			}
-			var rules []rbacv1.PolicyRule
+			var rules, nsRules []rbacv1.PolicyRule
 			if tc.kind == "ClusterRole" {
 				rules = find[rbacv1.ClusterRole](t, objs, "ClusterRole", "", "ctl-berth-controller").Rules
 				find[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "", "ctl-berth-controller")
+				nsRules = rules
 			} else {
 				rules = find[rbacv1.Role](t, objs, "Role", tc.ns, "ctl-berth-controller").Rules
 				find[rbacv1.RoleBinding](t, objs, "RoleBinding", tc.ns, "ctl-berth-controller")
-				if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return strings.HasPrefix(o.GetKind(), "Cluster") }) {
-					t.Error("with watchNamespace set, the chart renders cluster-wide RBAC")
+				nsRules = find[rbacv1.ClusterRole](t, objs, "ClusterRole", "", "ctl-berth-controller-namespace").Rules
+				find[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "", "ctl-berth-controller-namespace")
+				if allows(nsRules, namespaceNeed("other")) || len(nsRules) != 1 {
+					t.Errorf("with watchNamespace set, the cluster-wide role grants more than reading that namespace: %+v", nsRules)
 				}
+			}
+			if !allows(nsRules, namespaceNeed(cmp.Or(tc.ns, "apps"))) {
+				t.Errorf("the controller may not read namespace %s", cmp.Or(tc.ns, "apps"))
 			}
 			for _, n := range releaseNeeds {
 				if !allows(rules, n) {

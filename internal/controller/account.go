@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ReasonServiceAccountNotFound says the ServiceAccount a Release acts as does not exist: nothing
+// is done for the Release until it does.
+const ReasonServiceAccountNotFound = "ServiceAccountNotFound"
+
+// fallbackServiceAccount is the account a Release acts as when it names none and the controller
+// was given no --default-service-account: its namespace's default account.
+const fallbackServiceAccount = "default"
+
+// AccountNotFoundError says the ServiceAccount a Release acts as does not exist. Impersonation
+// does not check that an account exists, and RoleBindings left behind by an account that was
+// deleted would still grant its name rights: the controller makes no call as an account it has
+// not seen.
+type AccountNotFoundError struct {
+	Namespace, Name string
+	// Defaulted says the Release names no account and this is the default one.
+	Defaulted bool
+}
+
+func (e *AccountNotFoundError) Error() string {
+	what := "spec.serviceAccountName"
+	if e.Defaulted {
+		what = "the default account (the Release names none in spec.serviceAccountName)"
+	}
+	return fmt.Sprintf("ServiceAccount %s/%s, %s, does not exist: create it, or name an existing account in spec.serviceAccountName",
+		e.Namespace, e.Name, what)
+}
+
+// accountOf is the ServiceAccount a Release that names account acts as: account, or the
+// controller's default.
+func (r *Reconciler) accountOf(account string) string {
+	switch {
+	case account != "":
+		return account
+	case r.DefaultServiceAccount != "":
+		return r.DefaultServiceAccount
+	}
+	return fallbackServiceAccount
+}
+
+// checkAccount makes sure the ServiceAccount d acts as exists, reading it with the controller's
+// own rights, uncached.
+func (r *Reconciler) checkAccount(ctx context.Context, d *desired, named bool) error {
+	reader := r.Accounts
+	if reader == nil {
+		reader = r.Client
+	}
+	var sa corev1.ServiceAccount
+	err := reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.ServiceAccount}, &sa)
+	if apierrors.IsNotFound(err) {
+		return &AccountNotFoundError{Namespace: d.Namespace, Name: d.ServiceAccount, Defaulted: !named}
+	}
+	if err != nil {
+		return fmt.Errorf("read ServiceAccount %s/%s: %w", d.Namespace, d.ServiceAccount, err)
+	}
+	return nil
+}
