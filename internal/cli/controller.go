@@ -14,6 +14,7 @@ import (
 type controllerFlags struct {
 	concurrency             int
 	metricsBindAddress      string
+	metricsSecure           bool
 	healthProbeBindAddress  string
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -51,6 +52,7 @@ The CustomResourceDefinition must be installed first.`,
 			mgr, err := controller.NewManager(clients.Config, controller.Options{
 				Concurrency:             flags.concurrency,
 				MetricsBindAddress:      flags.metricsBindAddress,
+				MetricsPlainHTTP:        !flags.metricsSecure,
 				HealthProbeBindAddress:  flags.healthProbeBindAddress,
 				LeaderElection:          flags.leaderElect,
 				LeaderElectionNamespace: flags.leaderElectionNamespace,
@@ -69,6 +71,7 @@ The CustomResourceDefinition must be installed first.`,
 	f := cmd.Flags()
 	f.IntVar(&flags.concurrency, "concurrency", 4, "how many Releases are reconciled at once")
 	f.StringVar(&flags.metricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" turns it off`)
+	f.BoolVar(&flags.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to clients whose token the API server authenticates and authorizes for get on /metrics (false: plain HTTP to anyone)")
 	f.StringVar(&flags.healthProbeBindAddress, "health-probe-bind-address", ":8081", `address of the /healthz and /readyz probes; "0" turns them off`)
 	f.BoolVar(&flags.leaderElect, "leader-elect", false, "elect a leader among the controller's replicas, so that one acts at a time")
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")

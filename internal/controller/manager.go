@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -43,6 +44,10 @@ type Options struct {
 	Concurrency int
 	// MetricsBindAddress serves Prometheus metrics; "0" serves none.
 	MetricsBindAddress string
+	// MetricsPlainHTTP serves them over plain HTTP to anyone who reaches the address; by default
+	// they are served over HTTPS (a self-signed certificate) to clients whose bearer token the
+	// API server authenticates and authorizes for get on the non-resource URL /metrics.
+	MetricsPlainHTTP bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" or empty serves none.
 	HealthProbeBindAddress string
 	// LeaderElection makes one replica of several act at a time.
@@ -88,7 +93,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	mo := ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Logger,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        Name + ".berth.dev",
@@ -163,6 +168,17 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("create Release controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// metricsOptions serves the metrics as o says: over HTTPS, each request authenticated and
+// authorized by the API server (TokenReview, SubjectAccessReview), unless o.MetricsPlainHTTP.
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if !o.MetricsPlainHTTP {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
 }
 
 // deleting passes the update that marks an object for deletion, and no later one: the status

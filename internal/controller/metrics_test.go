@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/internal/controller"
@@ -23,7 +26,8 @@ import (
 
 // TestMetricsEndpoint scrapes the metrics endpoint of a running controller: berth_releases counts
 // its Releases by condition, beside controller-runtime's reconcile metrics, and /readyz answers
-// once the controller knows its Releases.
+// once the controller knows its Releases. The endpoint is HTTPS and answers only a token the API
+// server authenticates and authorizes for get on /metrics.
 func TestMetricsEndpoint(t *testing.T) {
 	env := testenv.New(t)
 	installCRD(t, env)
@@ -46,6 +50,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	})
 
+	url := "https://" + metricsAddr + "/metrics"
+	token := metricsReader(t, env)
 	deployer(t, env, "deployer")
 	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")); err != nil {
 		t.Fatal(err)
@@ -72,12 +78,18 @@ func TestMetricsEndpoint(t *testing.T) {
 	var families map[string]*dto.MetricFamily
 	var got map[string]float64
 	waitUntil(t, "berth_releases counts both Releases", func() bool {
-		families = scrape(t, "http://"+metricsAddr+"/metrics")
+		families = scrape(t, url, token)
 		got = releaseGauge(families)
 		return fmt.Sprint(got) == fmt.Sprint(want)
 	})
 	if f := families["controller_runtime_reconcile_total"]; f == nil || len(f.GetMetric()) == 0 {
 		t.Error("the metrics endpoint serves no controller_runtime_reconcile_total")
+	}
+	if code := status(t, url, ""); code != http.StatusUnauthorized {
+		t.Errorf("metrics without a token: %d, want %d", code, http.StatusUnauthorized)
+	}
+	if code := status(t, url, accountToken(t, env, "nosy")); code != http.StatusForbidden {
+		t.Errorf("metrics with the token of an account that may not read them: %d, want %d", code, http.StatusForbidden)
 	}
 	resp, err := http.Get("http://" + probeAddr + "/readyz")
 	if err != nil {
@@ -92,7 +104,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	deleteRelease(t, c, web)
 	want["Ready/True"], want["Reconciling/False"], want["Stalled/False"] = 0, 1, 1
 	waitUntil(t, "berth_releases counts the Release left", func() bool {
-		got = releaseGauge(scrape(t, "http://"+metricsAddr+"/metrics"))
+		got = releaseGauge(scrape(t, url, token))
 		return fmt.Sprint(got) == fmt.Sprint(want)
 	})
 	deleteRelease(t, c, broken)
@@ -109,10 +121,73 @@ func freeAddress(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// scrape reads the metric families of a Prometheus endpoint; none while it does not answer.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+// metricsReader returns the token of a ServiceAccount bound to a ClusterRole that may get
+// /metrics, as a Prometheus would be.
+func metricsReader(t *testing.T, env *testenv.Env) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	name := "metrics-reader-" + env.Namespace
+	rbac := env.Client.RbacV1()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	if _, err := rbac.ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prometheus", Namespace: env.Namespace}}}
+	if _, err := rbac.ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = rbac.ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return accountToken(t, env, "prometheus")
+}
+
+// accountToken creates the ServiceAccount name in the test's namespace and returns a token the
+// API server issues for it.
+func accountToken(t *testing.T, env *testenv.Env, name string) string {
+	t.Helper()
+	if _, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).Create(t.Context(), serviceAccount(name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// get requests url with token (none when empty); the endpoint's certificate is self-signed.
+func get(url, token string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return c.Do(req)
+}
+
+// status is the HTTP status of a request of url with token.
+func status(t *testing.T, url, token string) int {
+	t.Helper()
+	resp, err := get(url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scrape reads the metric families of a Prometheus endpoint with token; none while it does not
+// answer.
+func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := get(url, token)
 	if err != nil {
 		return nil
 	}

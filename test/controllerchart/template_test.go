@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -107,10 +109,18 @@ func TestTemplateRBACCoversTheController(t *testing.T) {
 				}
 			}
 
+			auth := find[rbacv1.ClusterRole](t, objs, "ClusterRole", "", "ctl-berth-controller-metrics-auth").Rules
+			find[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "", "ctl-berth-controller-metrics-auth")
+			for _, n := range []need{{"authentication.k8s.io", "tokenreviews", "create", ""}, {"authorization.k8s.io", "subjectaccessreviews", "create", ""}} {
+				if !allows(auth, n) {
+					t.Errorf("the metrics-auth ClusterRole does not allow %+v", n)
+				}
+			}
+
 			d := find[appsv1.Deployment](t, objs, "Deployment", "berth-system", "ctl-berth-controller")
 			args := d.Spec.Template.Spec.Containers[0].Args
 			want := []string{"controller", "--leader-elect", "--leader-election-namespace=berth-system",
-				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--concurrency=4"}
+				"--metrics-bind-address=:8080", "--metrics-secure=true", "--health-probe-bind-address=:8081", "--concurrency=4"}
 			if tc.ns != "" {
 				want = append(want, "--namespace="+tc.ns)
 			}
@@ -120,6 +130,52 @@ func TestTemplateRBACCoversTheController(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTemplateHardening: the image pinned by digest, metrics over plain HTTP only when asked (and
+// then no review rights), and a NetworkPolicy that admits only the metrics and probe ports.
+func TestTemplateHardening(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	objs := renderChart(t, "--set", "image.digest="+digest, "--set", "image.tag=v9.9.9")
+	d := find[appsv1.Deployment](t, objs, "Deployment", "berth-system", "ctl-berth-controller")
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != "ghcr.io/berthdev/berth@"+digest {
+		t.Errorf("image %q, want it pinned by digest", got)
+	}
+	if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "NetworkPolicy" }) {
+		t.Error("a NetworkPolicy is rendered without networkPolicy.enabled")
+	}
+
+	objs = renderChart(t, "--set", "metrics.secure=false")
+	d = find[appsv1.Deployment](t, objs, "Deployment", "berth-system", "ctl-berth-controller")
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--metrics-secure=false") {
+		t.Errorf("metrics.secure=false: arguments %q", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return strings.HasSuffix(o.GetName(), "-metrics-auth") }) {
+		t.Error("metrics.secure=false still renders the review rights")
+	}
+
+	objs = renderChart(t, "--set", "networkPolicy.enabled=true",
+		"--set", "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=monitoring")
+	np := find[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", "berth-system", "ctl-berth-controller")
+	d = find[appsv1.Deployment](t, objs, "Deployment", "berth-system", "ctl-berth-controller")
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("the NetworkPolicy selects %s=%s, which the controller's Pods lack", k, v)
+		}
+	}
+	var ports []string
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			ports = append(ports, p.Port.String())
+		}
+		if len(rule.Ports) == 1 && rule.Ports[0].Port.String() == "metrics" &&
+			(len(rule.From) != 1 || rule.From[0].NamespaceSelector.MatchLabels["team"] != "monitoring") {
+			t.Errorf("metrics are admitted from %+v, want the namespaces labelled team=monitoring", rule.From)
+		}
+	}
+	if fmt.Sprint(ports) != "[metrics health]" || len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
+		t.Errorf("NetworkPolicy admits ports %v with policy types %v, want metrics and health, ingress only", ports, np.Spec.PolicyTypes)
 	}
 }
 

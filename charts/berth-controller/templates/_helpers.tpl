@@ -38,7 +38,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* The controller's image. */}}
 {{- define "berth-controller.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
 {{- end }}
 
 {{/* The name of the leader election Lease: the controller's name, as the command sets it. */}}
