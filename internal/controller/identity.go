@@ -30,6 +30,12 @@ func (r *Reconciler) clientsFor(ctx context.Context, d *desired, named bool) (*k
 	if err := r.checkAccount(ctx, d, named); err != nil {
 		return nil, err
 	}
+	return r.impersonated(d)
+}
+
+// impersonated returns the clients of d's account, in the target namespace, without checking
+// that the account exists.
+func (r *Reconciler) impersonated(d *desired) (*kube.Clients, error) {
 	return kube.NewClients(impersonate(r.Config, d.Namespace, d.ServiceAccount), d.TargetNamespace)
 }
 

@@ -162,7 +162,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Watches(metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "ConfigMap")), builder.OnlyMetadata).
 		Watches(metadataOf("Secret"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "Secret")), builder.OnlyMetadata).
 		// Names are unique per process; tests run one manager after another.
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true)}).
+		// Workers are shared fairly between namespaces: one tenant's many Releases do not make
+		// another's wait behind them.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue}).
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("create Release controller: %w", err)

@@ -287,15 +287,21 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	if rel.Spec.Uninstall != nil {
 		u = *rel.Spec.Uninstall
 	}
-	clients, err := r.clientsFor(ctx, d, named)
+	err := r.checkAccount(ctx, d, named)
 	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
-		if r.accountGone(ctx, rel, err) {
-			r.letGo(ctx, orig, rel, d, err)
-			return ctrl.Result{}, true, nil
+		if !r.accountGone(ctx, rel, err) {
+			markFailed(rel, ReasonServiceAccountNotFound, err, true)
+			return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
 		}
-		markFailed(rel, ReasonServiceAccountNotFound, err, true)
-		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
+		// The account went with its namespace, which is being deleted, after the release was
+		// made as it: the uninstall runs as it did, with the rights that outlive the namespace
+		// (a ClusterRoleBinding), and the Release is let go below when there are none.
+		err = nil
 	}
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	clients, err := r.impersonated(d)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}

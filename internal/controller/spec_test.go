@@ -39,7 +39,7 @@ func TestDesiredOf(t *testing.T) {
 			want: func(d *desired) any {
 				return []any{d.ReleaseName, d.TargetNamespace, d.ServiceAccount, d.Chart, d.Interval, d.HistoryMax}
 			},
-			wantValue: []any{"web", "team-a", "default", chartRef{Ref: "web", RepoURL: "https://charts.example.test", Version: "0.3.0"}, defaultInterval, defaultHistoryMax}},
+			wantValue: []any{"web", "team-a", "", chartRef{Ref: "web", RepoURL: "https://charts.example.test", Version: "0.3.0"}, defaultInterval, defaultHistoryMax}},
 		{name: "oci with name", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts", Name: "web", Version: "0.3.0"}
 		}), want: func(d *desired) any { return d.Chart },
@@ -215,5 +215,20 @@ func TestEventNoteFitsAnEvent(t *testing.T) {
 		if len(msg) <= maxEventNote && got != msg {
 			t.Errorf("a %d-byte error was cut", len(msg))
 		}
+	}
+}
+
+// TestAccountOf: a Release's own account, else the controller's default, else its namespace's.
+func TestAccountOf(t *testing.T) {
+	r := &Reconciler{}
+	if got := r.accountOf(""); got != "default" {
+		t.Errorf("no account, no default: %q", got)
+	}
+	r.DefaultServiceAccount = "releaser"
+	if got := r.accountOf(""); got != "releaser" {
+		t.Errorf("no account: %q, want the controller's default", got)
+	}
+	if got := r.accountOf("deployer"); got != "deployer" {
+		t.Errorf("a named account: %q", got)
 	}
 }
