@@ -103,9 +103,9 @@ spec:
 // only what it would inject. An ordinary chart installs; a chart whose Pods ask for the sidecar is
 // refused, naming its Pods; once the namespace asks for injection, an upgrade that leaves the Pods
 // alone proceeds and one that replaces them is refused. berth doctor of the cluster names what
-// the injector intercepts in its selectors' terms.
+// the injector intercepts in its selectors' terms. (Its webhooks select every ordinary namespace,
+// so not in parallel with the tests that look at theirs.)
 func TestIstioInjectorWithoutEndpoints(t *testing.T) {
-	t.Parallel()
 	env := testenv.New(t)
 	name := "istio-sidecar-injector-" + berthtest.Suffix(env)
 	env.Apply(t, `{apiVersion: v1, kind: Service, metadata: {name: istiod}, spec: {selector: {app: istiod}, ports: [{port: 443}]}}`)
