@@ -31,7 +31,10 @@ func (d Deps) engineOptions(p *prepared, before map[resource.Identity]*unstructu
 
 // fail records the operation's revision as failed with the cause and, when asked, undoes the
 // operation: a second operation, given a deadline of its own as long as the first one's (the
-// first one's may be what ended it).
+// first one's may be what ended it). An operation that lost the release to another (its lease
+// taken over, its journal changed) writes neither: each write after the failure is made once the
+// lease is confirmed as the operation's (operation.guard), and the undo ends when the lease is
+// lost.
 func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, cause error, undo bool, timeout time.Duration, undoFn func(context.Context) error) error {
 	rel := r.rel
 	fe := &FailedError{Release: rel.Name, Revision: rel.Version, What: what, Err: cause}
@@ -40,20 +43,29 @@ func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, c
 		// Or nothing was recorded yet: there is nothing to mark.
 		return fe
 	}
+	d.op.failing()
 	// The record must be written even when the operation ran out of time.
-	wctx := context.WithoutCancel(ctx)
+	wctx, cancel := d.op.writeContext(ctx)
+	defer cancel()
+	if fe.Lost = d.op.guard(wctx); fe.Lost != nil {
+		return fe
+	}
 	rel.Info.Status = release.StatusFailed
 	rel.Info.Description = fmt.Sprintf("%s: %v", what, cause)
 	rel.Info.LastDeployed = d.now()
 	if err := d.Store.Update(wctx, rel); err != nil {
 		fe.RecordErr = &RecordError{Release: rel.Name, Revision: rel.Version, Status: release.StatusFailed, Err: err}
 	}
-	if undo {
-		uctx, cancel := WaitOptions{Timeout: timeout}.deadline(wctx)
-		defer cancel()
-		fe.Undo = true
-		fe.UndoErr = undoFn(uctx)
+	if !undo {
+		return fe
 	}
+	if fe.Lost = d.op.guard(wctx); fe.Lost != nil {
+		return fe
+	}
+	uctx, cancelUndo := WaitOptions{Timeout: timeout}.deadline(d.op.fenced(ctx))
+	defer cancelUndo()
+	fe.Undo = true
+	fe.UndoErr = undoFn(uctx)
 	return fe
 }
 
@@ -69,7 +81,7 @@ func recorded(d Deps, r *runner, pl *plan.Plan) bool {
 }
 
 // FailedError is an operation that failed after it recorded its revision, which is now recorded
-// as failed.
+// as failed, unless the operation lost the release to another first.
 type FailedError struct {
 	Release  string
 	Revision int
@@ -78,6 +90,10 @@ type FailedError struct {
 	Err  error
 	// RecordErr says the failure could not be recorded.
 	RecordErr error
+	// Lost says the operation lost the release to another (release.ErrLost), or could not
+	// confirm it still held it, before it recorded the failure or undid the operation: it wrote
+	// neither.
+	Lost error
 	// Undo says the operation was undone on failure (rollback on failure): UndoErr is why that
 	// did not succeed, nil when it did.
 	Undo    bool
@@ -88,6 +104,9 @@ func (e *FailedError) Error() string {
 	s := fmt.Sprintf("%s: %v", e.What, e.Err)
 	if e.RecordErr != nil {
 		s += "\n" + e.RecordErr.Error()
+	}
+	if e.Lost != nil {
+		s += "\nthe failure is not recorded, nor undone: " + e.Lost.Error()
 	}
 	switch {
 	case e.Undo && e.UndoErr != nil:
@@ -100,7 +119,7 @@ func (e *FailedError) Error() string {
 
 func (e *FailedError) Unwrap() []error {
 	var out []error
-	for _, err := range []error{e.Err, e.RecordErr, e.UndoErr} {
+	for _, err := range []error{e.Err, e.RecordErr, e.Lost, e.UndoErr} {
 		if err != nil {
 			out = append(out, err)
 		}

@@ -173,33 +173,54 @@ func (fakeNamespaces) Exists(context.Context, string) (bool, error) { return tru
 func (fakeNamespaces) Create(context.Context, string) error         { return nil }
 func (fakeNamespaces) Delete(context.Context, string) error         { return nil }
 
-// memoryJournals keep journals in memory.
+// memoryJournals keep journals in memory, each with a version that every write changes; writes
+// are conditional on it, as release.Journals' are.
 type memoryJournals struct {
-	mu sync.Mutex
-	j  map[string]*release.Journal
+	mu       sync.Mutex
+	j        map[string]*release.Journal
+	versions map[string]string
+	writes   int
 }
 
-func (m *memoryJournals) Get(_ context.Context, name string) (*release.Journal, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.j[name], nil
+// Get returns the journal of release name; nil when there is none.
+func (m *memoryJournals) Get(ctx context.Context, name string) (*release.Journal, error) {
+	j, _, err := m.Read(ctx, name)
+	return j, err
 }
 
-func (m *memoryJournals) Put(_ context.Context, j *release.Journal) error {
+func (m *memoryJournals) Read(_ context.Context, name string) (*release.Journal, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.j[name], m.versions[name], nil
+}
+
+func (m *memoryJournals) Put(_ context.Context, j *release.Journal, version string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.versions[j.Release] != version {
+		return version, &release.JournalChangedError{Release: j.Release, Err: fmt.Errorf("at version %q, not %q", m.versions[j.Release], version)}
+	}
 	if m.j == nil {
-		m.j = map[string]*release.Journal{}
+		m.j, m.versions = map[string]*release.Journal{}, map[string]string{}
 	}
 	c := *j
 	c.Steps = append([]string(nil), j.Steps...)
 	m.j[j.Release] = &c
-	return nil
+	m.writes++
+	m.versions[j.Release] = strconv.Itoa(m.writes)
+	return m.versions[j.Release], nil
 }
 
-func (m *memoryJournals) Delete(_ context.Context, name string) error {
+func (m *memoryJournals) Delete(_ context.Context, name, version string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if version == "" || m.versions[name] == "" {
+		return nil
+	}
+	if m.versions[name] != version {
+		return &release.JournalChangedError{Release: name, Err: fmt.Errorf("at version %q, not %q", m.versions[name], version)}
+	}
 	delete(m.j, name)
+	delete(m.versions, name)
 	return nil
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// operation is the state of the operation under way: its journal and whether a signal asked it to
-// stop. Its methods do nothing on a nil operation (an operation run without operate).
+// operation is the state of the operation under way: its journal, its lease and whether a signal
+// asked it to stop. Its methods do nothing on a nil operation (an operation run without operate).
 type operation struct {
 	name     string
 	journals JournalStore
@@ -28,6 +28,18 @@ type operation struct {
 	writes  int
 	// stop ends on a signal.
 	stop context.Context
+
+	// lease is the release's lease the operation holds; nil when it runs without one. fence ends
+	// when the lease is lost; it is the parent of the writes after a failure.
+	lease *release.Lease
+	fence context.Context
+	// version is the version of the release's journal as the operation last read or wrote it, ""
+	// when it saw none: its journal writes are conditional on it.
+	version string
+	// failed says the operation failed (or stopped): each write from then on checks the lease
+	// first. lost, once set, says the release is another's now: nothing more is written.
+	failed bool
+	lost   error
 
 	// j is the journal of the operation being carried out; nil before begin.
 	j *release.Journal
@@ -42,6 +54,84 @@ type operation struct {
 	// noJournalInTerminating goes on without a journal when the namespace is being deleted and
 	// refuses to hold one.
 	noJournalInTerminating bool
+}
+
+// writeGrace bounds a write that must be made even though the operation's deadline passed or a
+// signal stopped it: the failure record, the journal's last state.
+const writeGrace = 30 * time.Second
+
+// writeContext is the context of a write that must be made even when ctx ended (the deadline, a
+// signal): ctx's values, a grace of writeGrace, and an end when the lease is lost.
+func (o *operation) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(o.fenced(ctx), writeGrace, fmt.Errorf("a write that had to be made took over %s", writeGrace))
+}
+
+// fenced is the parent of work done after a failure (an undo): without ctx's cancellation (the
+// deadline, a signal), and ended when the lease is lost.
+func (o *operation) fenced(ctx context.Context) context.Context {
+	if o == nil || o.fence == nil {
+		return context.WithoutCancel(ctx)
+	}
+	return o.fence
+}
+
+// failing notes that the operation failed: from now on, each of its writes checks the lease first.
+func (o *operation) failing() {
+	if o != nil {
+		o.failed = true
+	}
+}
+
+// guard confirms, before a write, that the release is still the operation's: no other operation
+// changed its journal, and its lease, renewed now, still names it (Lease.Renew asks the API
+// server; a renewed lease stays the operation's for a lease duration, longer than the write
+// takes). An error says it is not, or that this cannot be told: the write must not be made.
+func (o *operation) guard(ctx context.Context) error {
+	switch {
+	case o == nil:
+		return nil
+	case o.lost != nil:
+		return o.lost
+	case o.lease == nil:
+		return nil
+	}
+	return o.lose(o.lease.Renew(ctx))
+}
+
+// guardAfterFailure is guard once the operation failed, and nothing before: until then, its
+// lease is renewed and watched by Lease.Keep, which ends its context when the lease is lost.
+func (o *operation) guardAfterFailure(ctx context.Context) error {
+	if o == nil || (!o.failed && o.lost == nil) {
+		return nil
+	}
+	return o.guard(ctx)
+}
+
+// lose notes err when it says the release is another's now (release.ErrLost), and returns it.
+func (o *operation) lose(err error) error {
+	if errors.Is(err, release.ErrLost) && o.lost == nil {
+		o.lost = err
+	}
+	return err
+}
+
+// journals is what the operation reads the release's journal through: itself, which notes the
+// version it read; nil when it keeps no journal.
+func (d Deps) journals() JournalReader {
+	if d.op == nil || d.op.journals == nil {
+		return nil
+	}
+	return d.op
+}
+
+// Get reads the journal of release name for the operation (JournalReader), and notes its version:
+// the operation's journal writes are conditional on it.
+func (o *operation) Get(ctx context.Context, name string) (*release.Journal, error) {
+	j, version, err := o.journals.Read(ctx, name)
+	if err == nil {
+		o.version = version
+	}
+	return j, err
 }
 
 // begin starts the journal of an operation on revision rev with its plan, and returns the plan
@@ -74,24 +164,37 @@ func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl
 	return pl, o.write(ctx)
 }
 
-// write records the journal.
+// write records the journal, on the precondition that it is as the operation last read or wrote
+// it; after a failure, once the lease is confirmed.
 func (o *operation) write(ctx context.Context) error {
 	if o.journals == nil || o.j == nil {
 		return nil
 	}
+	wctx, cancel := o.writeContext(ctx)
+	defer cancel()
+	if err := o.guardAfterFailure(wctx); err != nil {
+		return err
+	}
 	o.j.Updated = o.now()
-	if err := o.journals.Put(context.WithoutCancel(ctx), o.j); err != nil {
+	version, err := o.journals.Put(wctx, o.j, o.version)
+	if err != nil {
 		if o.noJournalInTerminating && NamespaceTerminating(err) {
 			o.journals = nil
 			return nil
 		}
-		return err
+		return o.lose(err)
 	}
+	o.version = version
+	o.count()
+	return nil
+}
+
+// count tells of one more journal write.
+func (o *operation) count() {
 	o.writes++
 	if o.written != nil {
 		o.written(o.writes)
 	}
-	return nil
 }
 
 // Done reports whether the journal records step id as completed (engine.Journal).
@@ -172,33 +275,39 @@ func (o *operation) operation() release.Operation {
 }
 
 // end deletes the journal of an operation that ended (succeeded or failed: the release's record
-// then says what it is) and readies the operation for the next one.
-// With force, the journal is deleted even when this operation did not write it (it finished or
-// undid an interrupted one).
+// then says what it is) and readies the operation for the next one. With force, the journal is
+// deleted even when this operation did not write it (it finished or undid an interrupted one).
+// The deletion is conditional on the journal's version as the operation last read or wrote it,
+// and made once the lease is confirmed: a journal another operation wrote is left to it.
 func (o *operation) end(ctx context.Context, force bool) error {
 	if o == nil {
 		return nil
 	}
 	begun := o.j != nil || o.resume != nil || force
 	o.j, o.resume, o.recovering = nil, nil, false
-	if o.journals == nil || !begun {
+	if o.journals == nil || !begun || o.version == "" {
 		return nil
 	}
-	if err := o.journals.Delete(ctx, o.name); err != nil {
+	wctx, cancel := o.writeContext(ctx)
+	defer cancel()
+	if err := o.guard(wctx); err != nil {
 		return err
 	}
-	o.writes++
-	if o.written != nil {
-		o.written(o.writes)
+	if err := o.journals.Delete(wctx, o.name, o.version); err != nil {
+		return o.lose(err)
 	}
+	o.version = ""
+	o.count()
 	return nil
 }
 
-// interrupt marks the journal of an operation stopped by a signal as interrupted.
+// interrupt marks the journal of an operation stopped by a signal as interrupted, once the lease
+// is confirmed.
 func (o *operation) interrupt(ctx context.Context) error {
 	if o == nil || o.j == nil {
 		return nil
 	}
+	o.failing()
 	o.j.State = release.JournalInterrupted
 	return o.write(ctx)
 }

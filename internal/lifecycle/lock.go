@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,21 +17,24 @@ import (
 
 // Leases take a release's lease.
 type Leases interface {
+	// Acquire takes the lease, or says who holds it (a *release.HeldError); it may watch a held
+	// lease, within ctx, to tell whether its holder is live (release.Leases.Acquire).
 	Acquire(ctx context.Context, name string, me release.Holder) (*release.Lease, error)
-	// Holder reads who holds the lease and whether it is live; nil when nobody does.
+	// Holder reads who holds the lease and whether it looks live; nil when nobody does.
 	Holder(ctx context.Context, name string) (*release.Holder, bool, error)
 }
 
-// JournalStore keeps the journal of each release's operation under way.
+// JournalStore keeps the journal of each release's operation under way. Writes are conditional
+// on the version of the journal the writer last read or wrote ("" for none): a journal at another
+// version is another operation's, and the write is refused (a *release.JournalChangedError).
 type JournalStore interface {
-	// Get returns the journal of a release; nil when there is none.
-	Get(ctx context.Context, name string) (*release.Journal, error)
-	Put(ctx context.Context, j *release.Journal) error
-	Delete(ctx context.Context, name string) error
+	// Read returns the journal of a release and its version; nil and "" when there is none.
+	Read(ctx context.Context, name string) (*release.Journal, string, error)
+	// Put writes j over the journal at version and returns the version written.
+	Put(ctx context.Context, j *release.Journal, version string) (string, error)
+	// Delete deletes the journal at version.
+	Delete(ctx context.Context, name, version string) error
 }
-
-// lockPoll is how often a held lease is tried again with --wait-for-lock.
-const lockPoll = time.Second
 
 // ErrInterrupted is the cause of an operation stopped by a signal.
 var ErrInterrupted = errors.New("interrupted")
@@ -51,47 +53,78 @@ func (e *InterruptedError) Error() string {
 func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
 func (e *InterruptedError) Unwrap() error        { return e.Err }
 
-// operate runs fn as one operation on release name: it holds the release's lease while fn runs,
-// renewing it, and gives it back at the end; it deletes the operation's journal when fn ends,
-// unless a signal (ctx ending) stopped it: the journal is then marked interrupted. fn runs with a
-// context that a signal does not cancel: it stops at the next safe point instead (between steps),
-// and waits are cut short. The operation's deadline (w.Timeout) starts here and bounds everything:
-// waiting for the lease, finishing an interrupted operation first, and every step.
+// operate runs fn as one operation on release name: it holds the release's lease while fn runs
+// (see hold), and deletes the operation's journal when fn ends, unless a signal (ctx ending)
+// stopped it: the journal is then marked interrupted. fn runs with a context that a signal does
+// not cancel: it stops at the next safe point instead (between steps), and waits are cut short.
+// The operation's deadline (w.Timeout) starts here and bounds everything: waiting for the lease,
+// finishing an interrupted operation first, and every step.
 func (d Deps) operate(ctx context.Context, name string, w WaitOptions, fn func(context.Context, Deps) error) error {
-	stop := ctx
-	deadlined, cancelDeadline := w.deadline(context.WithoutCancel(ctx))
+	o := &operation{name: name, journals: d.Journals, written: d.JournalWritten, stop: ctx, holder: d.Holder, now: d.now,
+		noJournalInTerminating: d.terminating != nil}
+	return d.hold(ctx, context.WithoutCancel(ctx), name, w, o, func(work context.Context, d Deps) error {
+		d.Cluster = interruptible{Cluster: d.Cluster, stop: ctx}
+		err := fn(work, d)
+		if err != nil && o.stopped() {
+			ie := &InterruptedError{Release: name, Operation: o.operation(), Err: err}
+			return joinOnce(ie, o.interrupt(ctx))
+		}
+		return joinOnce(err, o.end(ctx, false))
+	})
+}
+
+// joinOnce joins err and then, what came of the writes after err, saying once that the release
+// was lost to another operation.
+func joinOnce(err, then error) error {
+	if errors.Is(err, release.ErrLost) && errors.Is(then, release.ErrLost) {
+		return err
+	}
+	return errors.Join(err, then)
+}
+
+// Hold runs fn while it holds the lease of release name, as an operation does, for a change that
+// is not one (drift correction): it takes the lease (waiting for it with w.WaitForLock), renews
+// it while fn runs and gives it back at the end. fn's context ends at the deadline w.Timeout,
+// which starts here, when ctx ends, or when the lease is lost (its cause is then a
+// *release.LostError): fn must make no change once it has ended.
+func Hold(ctx context.Context, d Deps, name string, w WaitOptions, fn func(context.Context) error) error {
+	o := &operation{name: name, stop: ctx, holder: d.Holder, now: d.now}
+	return d.hold(ctx, ctx, name, w, o, func(ctx context.Context, _ Deps) error { return fn(ctx) })
+}
+
+// hold runs fn as operation o on release name, holding the release's lease: it takes it
+// (waiting until ctx or the deadline ends), renews it while fn runs and gives it back at the end.
+// fn runs with d.op set to o and a context made from run with the deadline w.Timeout, which
+// starts here; that context also ends when the lease is lost, as does o's fence, the context of
+// o's writes after a failure (which check the lease first: see operation.guard).
+func (d Deps) hold(ctx, run context.Context, name string, w WaitOptions, o *operation, fn func(context.Context, Deps) error) error {
+	fence, lose := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer lose(nil)
+	work, cancelWork := context.WithCancelCause(run)
+	defer cancelWork(nil)
+	defer context.AfterFunc(fence, func() { cancelWork(context.Cause(fence)) })()
+	work, cancelDeadline := w.deadline(work)
 	defer cancelDeadline()
-	work, cancel := context.WithCancelCause(deadlined)
-	defer cancel(nil)
 	lockCtx, lockCancel := w.deadline(ctx) // a signal stops waiting for the lease
 	lease, err := d.lock(lockCtx, name, w.WaitForLock)
 	lockCancel()
 	if err != nil {
 		return err
 	}
-	o := &operation{name: name, journals: d.Journals, written: d.JournalWritten, stop: stop, holder: d.Holder, now: d.now,
-		noJournalInTerminating: d.terminating != nil}
+	o.lease, o.fence = lease, fence
 	if lease != nil {
-		stopRenewing := lease.Keep(func(err error) {
-			cancel(fmt.Errorf("lost the lease of release %s (another process took it over): %w", name, err))
-		})
+		stopRenewing := lease.Keep(func(err error) { lose(err) })
 		defer func() {
 			stopRenewing()
 			lease.Release(context.WithoutCancel(ctx))
 		}()
 	}
 	d.op = o
-	d.Cluster = interruptible{Cluster: d.Cluster, stop: stop}
-	err = fn(work, d)
-	wctx := context.WithoutCancel(ctx)
-	if err != nil && o.stopped() {
-		ie := &InterruptedError{Release: name, Operation: o.operation(), Err: err}
-		return errors.Join(ie, o.interrupt(wctx))
-	}
-	return errors.Join(err, o.end(wctx, false))
+	return fn(work, d)
 }
 
-// lock acquires the release's lease, waiting for it with wait until ctx ends.
+// lock acquires the release's lease, waiting for it with wait until ctx ends. Acquire watches a
+// held lease until its holder shows it is live, so waiting is trying again at once.
 func (d Deps) lock(ctx context.Context, name string, wait bool) (*release.Lease, error) {
 	if d.Leases == nil {
 		return nil, nil
@@ -112,10 +145,8 @@ func (d Deps) lock(ctx context.Context, name string, wait bool) (*release.Lease,
 		if !wait || !errors.As(err, &held) {
 			return l, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w; gave up waiting: %w", err, context.Cause(ctx))
-		case <-time.After(lockPoll):
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("gave up waiting: %w", err) // err says why: ctx's cause
 		}
 	}
 }
@@ -156,7 +187,7 @@ func (c interruptible) RunHook(ctx context.Context, obj *unstructured.Unstructur
 // over and removes them, even when no record is left.
 func LeftBehind(ctx context.Context, d Deps, name string) (bool, error) {
 	if d.Journals != nil {
-		j, err := d.Journals.Get(ctx, name)
+		j, _, err := d.Journals.Read(ctx, name)
 		if err != nil || j != nil {
 			return j != nil, err
 		}

@@ -185,7 +185,7 @@ func (in *Interrupted) latest(ctx context.Context, d Deps) *release.Release {
 // an uninstall instead removes what the interrupted operation's hooks left (it deletes its
 // objects anyway), or goes on with an interrupted uninstall.
 func (d Deps) recoverFirst(ctx context.Context, name string, op release.Operation) (*Interrupted, error) {
-	in, err := findInterrupted(ctx, d.Store, d.Journals, name)
+	in, err := findInterrupted(ctx, d.Store, d.journals(), name)
 	if err != nil || in == nil {
 		return in, err
 	}
@@ -367,7 +367,7 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 	d.runs = &runs{}
 	defer func() { out.Runs = d.runs.all() }()
 	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
-		in, err := findInterrupted(ctx, d.Store, d.Journals, o.Name)
+		in, err := findInterrupted(ctx, d.Store, d.journals(), o.Name)
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,9 @@ type TestOptions struct {
 	Include, Exclude []string
 	// Logs keeps the logs of the tests' Pods, read before any test is deleted.
 	Logs bool
+	// WaitForLock waits (within Timeout) for the release's lease when another operation holds
+	// it, instead of failing at once.
+	WaitForLock bool
 }
 
 var notName = regexp.MustCompile(`^!\s?name=`)
@@ -51,10 +54,22 @@ type TestResult struct {
 
 // Test runs the test hooks of a release's last revision in Helm's order and with Helm's delete
 // policies, each to an observed outcome, stops at the first that fails, and records each test's
-// last run in the revision (helm status shows them).
+// last run in the revision (helm status shows them). It holds the release's lease while it runs,
+// as the operations do: the record it writes is theirs too.
 func Test(ctx context.Context, d Deps, o TestOptions) (*TestResult, error) {
-	ctx, cancel := WaitOptions{Timeout: o.Timeout}.deadline(ctx)
-	defer cancel()
+	var res *TestResult
+	w := WaitOptions{Timeout: o.Timeout, WaitForLock: o.WaitForLock}
+	op := &operation{name: o.Name, stop: ctx, holder: d.Holder, now: d.now}
+	err := d.hold(ctx, ctx, o.Name, w, op, func(ctx context.Context, d Deps) error {
+		var err error
+		res, err = d.test(ctx, o)
+		return err
+	})
+	return res, err
+}
+
+// test is Test under the release's lease.
+func (d Deps) test(ctx context.Context, o TestOptions) (*TestResult, error) {
 	rel, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
 		return nil, err
@@ -65,8 +80,15 @@ func Test(ctx context.Context, d Deps, o TestOptions) (*TestResult, error) {
 	}
 	logs, err := d.runEventHooks(ctx, rel, resource.HookTest, hookRunOptions{include: include, logs: o.Logs})
 	res := &TestResult{Release: rel, Logs: logs}
-	// The record is written even when a test failed or the deadline passed.
-	if werr := d.Store.Update(context.WithoutCancel(ctx), rel); werr != nil {
+	// The record is written even when a test failed or the deadline passed, unless the release
+	// is another operation's now.
+	wctx, cancel := d.op.writeContext(ctx)
+	defer cancel()
+	werr := d.op.guard(wctx)
+	if werr == nil {
+		werr = d.Store.Update(wctx, rel)
+	}
+	if werr != nil {
 		werr = fmt.Errorf("record the test run in release %s revision %d: %w", rel.Name, rel.Version, werr)
 		return res, errors.Join(err, werr)
 	}

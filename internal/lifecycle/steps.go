@@ -225,9 +225,13 @@ func (r *runner) eachObject(ctx context.Context, step plan.Step, fn func(context
 	return forEach(ctx, objs, fn)
 }
 
-// record writes what a Record step records.
+// record writes what a Record step records, once the lease is confirmed as the operation's
+// (operation.guard): the records are what an operation that took the release over goes by.
 func (r *runner) record(ctx context.Context, step plan.Step) error {
 	d, rel := r.d, r.rel
+	if err := d.op.guard(ctx); err != nil {
+		return err
+	}
 	switch s := release.Status(step.Status); s {
 	case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
 		if r.historyMax > 0 {

@@ -167,7 +167,9 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 	if err == nil {
 		return out, nil
 	}
-	wctx := context.WithoutCancel(ctx)
+	d.op.failing()
+	wctx, cancel := d.op.writeContext(ctx)
+	defer cancel()
 	ue := &UninstallError{Release: o.Name, Err: err}
 	var se *engine.StepError
 	if errors.As(err, &se) && se.Step == "hooks/"+string(resource.HookPreDelete) {
@@ -178,6 +180,9 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 		d.leftBehind(wctx, recorded, err, out)
 	}
 	if d.op.stopped() {
+		return out, ue
+	}
+	if ue.Lost = d.op.guard(wctx); ue.Lost != nil {
 		return out, ue
 	}
 	if werr := d.Store.Update(wctx, last); werr != nil {
@@ -195,6 +200,9 @@ type UninstallError struct {
 	Err            error
 	// RecordErr says the release's record could not be written.
 	RecordErr error
+	// Lost says the uninstall lost the release to another (release.ErrLost), or could not
+	// confirm it still held it, before it recorded how far it got: it wrote nothing more.
+	Lost error
 }
 
 func (e *UninstallError) Error() string {
@@ -204,17 +212,22 @@ func (e *UninstallError) Error() string {
 	} else {
 		s = fmt.Sprintf("uninstall %s: %v\nthe release stays recorded as uninstalling", e.Release, e.Err)
 	}
-	if e.RecordErr != nil {
-		s += "\n" + e.RecordErr.Error()
+	for _, err := range []error{e.RecordErr, e.Lost} {
+		if err != nil {
+			s += "\n" + err.Error()
+		}
 	}
 	return s
 }
 
 func (e *UninstallError) Unwrap() []error {
-	if e.RecordErr != nil {
-		return []error{e.Err, e.RecordErr}
+	out := []error{e.Err}
+	for _, err := range []error{e.RecordErr, e.Lost} {
+		if err != nil {
+			out = append(out, err)
+		}
 	}
-	return []error{e.Err}
+	return out
 }
 
 // leftBehind fills in what an uninstall that stopped leaves: the blockers it met, and the

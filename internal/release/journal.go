@@ -93,7 +93,9 @@ func (j *Journal) HookSucceeded(event string) bool {
 }
 
 // Journals keeps the journals of the releases of one namespace, each in a Secret of type
-// berth.dev/journal.v1 named berth.journal.NAME whose data key "journal" holds it as JSON.
+// berth.dev/journal.v1 named berth.journal.NAME whose data key "journal" holds it as JSON. Each
+// write is conditional on the version of the journal its writer last read or wrote, so that an
+// operation that lost its release to another never overwrites or deletes the other's journal.
 type Journals struct {
 	secrets   typedcorev1.SecretsGetter
 	namespace string
@@ -106,18 +108,25 @@ func NewJournals(secrets typedcorev1.SecretsGetter, namespace string) *Journals 
 
 // Get returns the journal of a release; nil when there is none.
 func (s *Journals) Get(ctx context.Context, name string) (*Journal, error) {
+	j, _, err := s.Read(ctx, name)
+	return j, err
+}
+
+// Read returns the journal of a release and the version of it that was read (its Secret's
+// resourceVersion), on which the reader's writes are conditional; nil and "" when there is none.
+func (s *Journals) Read(ctx context.Context, name string) (*Journal, string, error) {
 	sec, err := s.secrets.Secrets(s.namespace).Get(ctx, JournalKey(name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("Secret/%s/%s: get journal: %w", s.namespace, JournalKey(name), err)
+		return nil, "", fmt.Errorf("Secret/%s/%s: get journal: %w", s.namespace, JournalKey(name), err)
 	}
 	var j Journal
 	if err := json.Unmarshal(sec.Data[journalDataKey], &j); err != nil {
-		return nil, fmt.Errorf("Secret/%s/%s: decode journal: %w", s.namespace, JournalKey(name), err)
+		return nil, "", fmt.Errorf("Secret/%s/%s: decode journal: %w", s.namespace, JournalKey(name), err)
 	}
-	return &j, nil
+	return &j, sec.ResourceVersion, nil
 }
 
 // secret is the Secret that holds the journal of release name, without the journal.
@@ -140,30 +149,64 @@ func (s *Journals) Object(name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: u}
 }
 
-// Put records a journal, replacing the release's previous one.
-func (s *Journals) Put(ctx context.Context, j *Journal) error {
+// JournalChangedError says that the journal of a release is not as the operation writing it last
+// read or wrote it: another operation, which owns the release now, wrote or deleted it. Nothing
+// was written.
+type JournalChangedError struct {
+	Release, Namespace string
+	Err                error
+}
+
+func (e *JournalChangedError) Error() string {
+	return fmt.Sprintf("Secret/%s/%s: the journal of release %s changed under this operation, which wrote nothing more to it: %v",
+		e.Namespace, JournalKey(e.Release), e.Release, e.Err)
+}
+
+func (e *JournalChangedError) Is(target error) bool { return target == ErrLost }
+func (e *JournalChangedError) Unwrap() error        { return e.Err }
+
+// Put writes j in place of the release's journal at version, the version its writer last read or
+// wrote ("" when it saw none: j is then created), and returns the version it wrote. A journal
+// that is not at version is another operation's: Put leaves it and returns a
+// *JournalChangedError.
+func (s *Journals) Put(ctx context.Context, j *Journal, version string) (string, error) {
 	data, err := json.Marshal(j)
 	if err != nil {
-		return fmt.Errorf("journal of release %s: encode: %w", j.Release, err)
+		return version, fmt.Errorf("journal of release %s: encode: %w", j.Release, err)
 	}
 	sec := s.secret(j.Release)
 	sec.Data = map[string][]byte{journalDataKey: data}
 	client := s.secrets.Secrets(s.namespace)
-	_, err = client.Update(ctx, sec, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = client.Create(ctx, sec, metav1.CreateOptions{})
+	var out *corev1.Secret
+	if version == "" {
+		out, err = client.Create(ctx, sec, metav1.CreateOptions{})
+	} else {
+		sec.ResourceVersion = version
+		out, err = client.Update(ctx, sec, metav1.UpdateOptions{})
 	}
-	if err != nil {
-		return fmt.Errorf("Secret/%s/%s: write journal: %w", s.namespace, sec.Name, err)
+	switch {
+	case apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) || (version != "" && apierrors.IsNotFound(err)):
+		return version, &JournalChangedError{Release: j.Release, Namespace: s.namespace, Err: err}
+	case err != nil:
+		return version, fmt.Errorf("Secret/%s/%s: write journal: %w", s.namespace, sec.Name, err)
 	}
-	return nil
+	return out.ResourceVersion, nil
 }
 
-// Delete removes the journal of a release; there may be none.
-func (s *Journals) Delete(ctx context.Context, name string) error {
-	err := s.secrets.Secrets(s.namespace).Delete(ctx, JournalKey(name), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("Secret/%s/%s: delete journal: %w", s.namespace, JournalKey(name), err)
+// Delete removes the journal of a release at version, the version its deleter last read or
+// wrote; nothing when version is "" (it saw none) or the journal is gone already. A journal at
+// another version is another operation's: Delete leaves it and returns a *JournalChangedError.
+func (s *Journals) Delete(ctx context.Context, name, version string) error {
+	if version == "" {
+		return nil
 	}
-	return nil
+	err := s.secrets.Secrets(s.namespace).Delete(ctx, JournalKey(name), metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return &JournalChangedError{Release: name, Namespace: s.namespace, Err: err}
+	}
+	return fmt.Errorf("Secret/%s/%s: delete journal: %w", s.namespace, JournalKey(name), err)
 }

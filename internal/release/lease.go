@@ -10,7 +10,6 @@ import (
 	"os/user"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
 )
 
 // DefaultLeaseDuration is how long a lease that is not renewed stays held.
@@ -81,14 +81,20 @@ func (e *HeldError) Error() string {
 		e.Holder.Renewed.Format(time.RFC3339))
 }
 
+// DefaultLeasePoll is how often a lease another holds is read while it is watched.
+const DefaultLeasePoll = time.Second
+
 // Leases takes and gives back the Leases of the releases of one namespace.
 type Leases struct {
 	client    typedcoordinationv1.LeasesGetter
 	namespace string
-	// Duration is how long a lease stays held without renewal.
+	// Duration is how long a lease this process takes stays held without renewal.
 	Duration time.Duration
-	// Now is the clock.
-	Now func() time.Time
+	// Poll is how often a lease another holds is read while it is watched.
+	Poll time.Duration
+	// Clock gives the times this process writes into its leases, and times what it sees of
+	// others' (see Acquire).
+	Clock clock.WithTicker
 	// Host is this machine's name: a lease held by a process of this host that no longer runs is
 	// free at once, without waiting for it to expire.
 	Host string
@@ -98,20 +104,15 @@ type Leases struct {
 // CoordinationV1()).
 func NewLeases(client typedcoordinationv1.LeasesGetter, namespace string) *Leases {
 	host, _ := os.Hostname()
-	return &Leases{client: client, namespace: namespace, Duration: DefaultLeaseDuration, Now: time.Now, Host: host}
+	return &Leases{client: client, namespace: namespace, Duration: DefaultLeaseDuration, Poll: DefaultLeasePoll,
+		Clock: clock.RealClock{}, Host: host}
 }
 
-// Lease is a release's lease while this process holds it.
-type Lease struct {
-	leases *Leases
-	name   string
-	mu     sync.Mutex
-	obj    *coordinationv1.Lease
-}
-
-// Holder reads who holds a release's lease and whether the lease is live (held, renewed in time,
-// and when held from this host, by a process that still runs). It returns nil when there is no
-// lease.
+// Holder reads who holds a release's lease, and whether the lease looks live: held, renewed
+// within its duration as the holder's clock tells against this one, and when held from this
+// host, by a process that still runs. It returns nil when there is no lease. Looking live is a
+// hint for people (berth status, berth doctor): one read cannot tell more, and Acquire never goes
+// by it.
 func (s *Leases) Holder(ctx context.Context, name string) (*Holder, bool, error) {
 	obj, err := s.client.Leases(s.namespace).Get(ctx, LeaseKey(name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -121,55 +122,108 @@ func (s *Leases) Holder(ctx context.Context, name string) (*Holder, bool, error)
 		return nil, false, fmt.Errorf("Lease/%s/%s: get: %w", s.namespace, LeaseKey(name), err)
 	}
 	h := holderOf(obj)
-	return &h, s.live(h), nil
+	looksLive := !s.gone(h) && !s.clock().Now().After(h.Renewed.Add(s.durationOf(h)))
+	return &h, looksLive, nil
 }
 
-// Acquire takes the lease of release name for me: it creates the Lease, or takes it over when
-// its holder let it expire or, on this host, no longer runs. The resourceVersion of the Lease it
-// read is a precondition of the takeover, so of two processes racing for one lease exactly one
-// wins. A lease held by another live operation is a *HeldError.
+// Acquire takes the lease of release name for me. It creates the Lease, or takes it over from a
+// holder that is gone: the Lease names none, or a process of this host that no longer runs (a
+// killed berth, whose operation the caller then finishes), or its holder did not renew it while
+// this process watched it for a whole lease duration.
+//
+// Whether a lease expired is judged by what this process sees, as client-go's leader election
+// does: it notes the record it read and when it first read it, by its own monotonic clock, and
+// the lease is expired once that record has not changed for the lease's duration. The holder's
+// renewTime is never compared with this clock: with clocks 30 seconds apart that would take a
+// live lease, or keep a dead one for the skew. A process that meets a lease once (a one-shot
+// berth upgrade) therefore watches it, reading it every Poll, until it changes — renewed,
+// released or taken: its holder is live, and Acquire returns a *HeldError — or until it has not
+// changed for a lease duration: then it takes the lease over, with the resourceVersion it watched
+// as the precondition, so that of two processes racing for it exactly one wins. Refusing a live
+// lease thus takes up to a third of its duration (its holder renews it that often); taking over
+// a dead one, its duration. ctx bounds the watch (the operation's deadline, or a signal): when it
+// ends first, Acquire returns the *HeldError with ctx's cause.
 func (s *Leases) Acquire(ctx context.Context, name string, me Holder) (*Lease, error) {
-	key := LeaseKey(name)
-	client := s.client.Leases(s.namespace)
 	me.Identity = identity(me)
-	for range 3 {
-		obj := s.object(name, me, nil)
-		created, err := client.Create(ctx, obj, metav1.CreateOptions{})
-		if err == nil {
-			return &Lease{leases: s, name: name, obj: created}, nil
+	var seen observation
+	for {
+		l, cur, err := s.createOrRead(ctx, name, me)
+		switch {
+		case l != nil || err != nil:
+			return l, err
+		case cur == nil && seen.began():
+			// Released while watched: its holder was live.
+			return nil, &HeldError{Release: name, Namespace: s.namespace, Holder: seen.holder}
+		case cur == nil:
+			continue // released between the create and the read: create it again
 		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("Lease/%s/%s: create: %w", s.namespace, key, err)
-		}
-		cur, err := client.Get(ctx, key, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue // released in between
-		}
-		if err != nil {
-			return nil, fmt.Errorf("Lease/%s/%s: get: %w", s.namespace, key, err)
-		}
-		if h := holderOf(cur); s.live(h) {
+		h := holderOf(cur)
+		now := s.clock().Now()
+		if seen.see(cur, now) {
 			return nil, &HeldError{Release: name, Namespace: s.namespace, Holder: h}
 		}
-		obj = s.object(name, me, cur)
-		updated, err := client.Update(ctx, obj, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			continue // someone else took it first, or released it: look again
+		if s.gone(h) || seen.expired(now, s.durationOf(h)) {
+			l, err := s.takeOver(ctx, name, me, cur)
+			if errors.Is(err, errChanged) {
+				continue // the next read says how: renewed, released or taken
+			}
+			return l, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("Lease/%s/%s: take over: %w", s.namespace, key, err)
+		select {
+		case <-ctx.Done():
+			held := &HeldError{Release: name, Namespace: s.namespace, Holder: h}
+			return nil, fmt.Errorf("%w; watched it for %s: %w", held, now.Sub(seen.since).Round(time.Millisecond), context.Cause(ctx))
+		case <-s.clock().After(s.poll()):
 		}
-		return &Lease{leases: s, name: name, obj: updated}, nil
 	}
-	return nil, fmt.Errorf("Lease/%s/%s: changed under every attempt to acquire it", s.namespace, key)
+}
+
+// errChanged says a Lease changed between its read and a write conditional on that read.
+var errChanged = errors.New("the lease changed")
+
+// createOrRead creates the Lease held by me, or reads the one that exists (cur); both are nil
+// when it was deleted in between.
+func (s *Leases) createOrRead(ctx context.Context, name string, me Holder) (l *Lease, cur *coordinationv1.Lease, err error) {
+	client := s.client.Leases(s.namespace)
+	created, err := client.Create(ctx, s.object(name, me, nil), metav1.CreateOptions{})
+	if err == nil {
+		return &Lease{leases: s, name: name, obj: created}, nil, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, nil, fmt.Errorf("Lease/%s/%s: create: %w", s.namespace, LeaseKey(name), err)
+	}
+	cur, err = client.Get(ctx, LeaseKey(name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("Lease/%s/%s: get: %w", s.namespace, LeaseKey(name), err)
+	}
+	return nil, cur, nil
+}
+
+// takeOver writes me as the holder of cur, on the precondition that cur is unchanged
+// (errChanged otherwise).
+func (s *Leases) takeOver(ctx context.Context, name string, me Holder, cur *coordinationv1.Lease) (*Lease, error) {
+	updated, err := s.client.Leases(s.namespace).Update(ctx, s.object(name, me, cur), metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil, errChanged
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Lease/%s/%s: take over: %w", s.namespace, LeaseKey(name), err)
+	}
+	return &Lease{leases: s, name: name, obj: updated}, nil
 }
 
 // object is the Lease held by me; over a Lease that exists (cur), it carries cur's
 // resourceVersion as the precondition of the update.
 func (s *Leases) object(name string, me Holder, cur *coordinationv1.Lease) *coordinationv1.Lease {
-	now := metav1.NewMicroTime(s.now())
+	now := metav1.NewMicroTime(s.clock().Now())
 	seconds := int32(s.duration() / time.Second)
 	transitions := int32(0)
+	if cur != nil && cur.Spec.LeaseTransitions != nil {
+		transitions = *cur.Spec.LeaseTransitions + 1
+	}
 	obj := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: LeaseKey(name), Namespace: s.namespace,
 			Labels: map[string]string{"owner": "berth", "name": name},
@@ -181,29 +235,21 @@ func (s *Leases) object(name string, me Holder, cur *coordinationv1.Lease) *coor
 	}
 	if cur != nil {
 		obj.ResourceVersion = cur.ResourceVersion
-		if cur.Spec.LeaseTransitions != nil {
-			transitions = *cur.Spec.LeaseTransitions + 1
-		}
 	}
 	return obj
 }
 
-// live reports whether h still holds its lease.
-func (s *Leases) live(h Holder) bool {
-	if h.Identity == "" || s.now().After(h.Renewed.Add(h.Duration)) {
-		return false
-	}
-	if h.Host != "" && h.Host == s.Host && h.PID > 0 && !processRuns(h.PID) {
-		return false
-	}
-	return true
+// gone reports whether h is known to hold its lease no more without watching it: it names no
+// holder, or a process of this host that no longer runs.
+func (s *Leases) gone(h Holder) bool {
+	return h.Identity == "" || (h.Host != "" && h.Host == s.Host && h.PID > 0 && !processRuns(h.PID))
 }
 
-func (s *Leases) now() time.Time {
-	if s.Now == nil {
-		return time.Now()
+func (s *Leases) clock() clock.WithTicker {
+	if s.Clock == nil {
+		return clock.RealClock{}
 	}
-	return s.Now()
+	return s.Clock
 }
 
 func (s *Leases) duration() time.Duration {
@@ -213,72 +259,56 @@ func (s *Leases) duration() time.Duration {
 	return s.Duration
 }
 
-// Renew extends the lease. It fails when the lease was taken over or deleted.
-func (l *Lease) Renew(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.obj == nil {
-		return errors.New("lease already released")
+// durationOf is how long h's lease stays held without renewal: as its holder wrote it.
+func (s *Leases) durationOf(h Holder) time.Duration {
+	if h.Duration <= 0 {
+		return s.duration()
 	}
-	obj := l.obj.DeepCopy()
-	now := metav1.NewMicroTime(l.leases.now())
-	obj.Spec.RenewTime = &now
-	updated, err := l.leases.client.Leases(l.leases.namespace).Update(ctx, obj, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("Lease/%s/%s: renew: %w", l.leases.namespace, LeaseKey(l.name), err)
-	}
-	l.obj = updated
-	return nil
+	return h.Duration
 }
 
-// Keep renews the lease every third of its duration until stop is called. When a renewal fails
-// because the lease was lost (taken over or deleted), or when the lease expired because renewals
-// failed, lost is called once.
-func (l *Lease) Keep(lost func(error)) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(l.leases.duration() / 3)
-		defer t.Stop()
-		last := l.leases.now()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), l.leases.duration()/3)
-			err := l.Renew(ctx)
-			cancel()
-			switch {
-			case err == nil:
-				last = l.leases.now()
-			case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || l.leases.now().After(last.Add(l.leases.duration())):
-				lost(err)
-				return
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+func (s *Leases) poll() time.Duration {
+	if s.Poll <= 0 {
+		return DefaultLeasePoll
+	}
+	return s.Poll
 }
 
-// Release gives the lease back by deleting the Lease, provided it is still this holder's.
-func (l *Lease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.obj == nil {
-		return nil
+// observation is what this process saw of a Lease another holds: the record it last read, and
+// when, by this process's clock, it first read that record.
+type observation struct {
+	record string
+	since  time.Time
+	holder Holder
+}
+
+// began reports whether the Lease was read.
+func (o *observation) began() bool { return !o.since.IsZero() }
+
+// see notes a read of obj at now; it reports whether the Lease changed since the last read (never
+// on the first).
+func (o *observation) see(obj *coordinationv1.Lease, now time.Time) (changed bool) {
+	rec := recordOf(obj)
+	if o.began() && rec == o.record {
+		return false
 	}
-	obj := l.obj
-	l.obj = nil
-	err := l.leases.client.Leases(l.leases.namespace).Delete(ctx, obj.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &obj.UID, ResourceVersion: &obj.ResourceVersion}})
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil // released, or no longer ours
-	}
-	return fmt.Errorf("Lease/%s/%s: release: %w", l.leases.namespace, obj.Name, err)
+	changed = o.began()
+	o.record, o.since, o.holder = rec, now, holderOf(obj)
+	return changed
+}
+
+// expired reports whether the Lease, as this process watched it, has not changed for d by now.
+// Both times are this process's own (with time.Now's monotonic reading): the holder's clock
+// plays no part.
+func (o *observation) expired(now time.Time, d time.Duration) bool {
+	return o.began() && now.Sub(o.since) >= d
+}
+
+// recordOf is what tells one state of a Lease from another: its resourceVersion, and its holder
+// and renewTime should a client not tell the version.
+func recordOf(obj *coordinationv1.Lease) string {
+	h := holderOf(obj)
+	return fmt.Sprintf("%s/%s/%s", obj.ResourceVersion, h.Identity, h.Renewed.Format(time.RFC3339Nano))
 }
 
 // holderOf reads who holds a Lease.

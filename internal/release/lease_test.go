@@ -1,14 +1,36 @@
 package release
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/berthdev/berth/internal/plan"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/berthdev/berth/internal/testenv"
 )
+
+// skewed is the clock of a host whose clock is off by by.
+type skewed struct {
+	clock.RealClock
+	by time.Duration
+}
+
+func (c skewed) Now() time.Time { return time.Now().Add(c.by) }
+
+// shortLeases are the leases of env's namespace, lasting d and read again every poll while
+// watched.
+func shortLeases(env *testenv.Env, d, poll time.Duration) *Leases {
+	s := NewLeases(env.Client.CoordinationV1(), env.Namespace)
+	s.Duration, s.Poll = d, poll
+	return s
+}
 
 func TestLeaseRace(t *testing.T) {
 	env := testenv.New(t)
@@ -20,10 +42,13 @@ func TestLeaseRace(t *testing.T) {
 		wg.Go(func() {
 			me := Self("berth upgrade web")
 			me.Who = "deployer@ci"
-			l, err := NewLeases(env.Client.CoordinationV1(), env.Namespace).Acquire(t.Context(), "web", me)
+			l, err := shortLeases(env, 3*time.Second, 50*time.Millisecond).Acquire(t.Context(), "web", me)
 			var he *HeldError
 			switch {
 			case err == nil:
+				// The winner renews its lease, as an operation does: the others see it live.
+				stop := l.Keep(func(err error) { t.Errorf("the winner lost its lease: %v", err) })
+				t.Cleanup(stop)
 				won <- l
 			case errors.As(err, &he):
 				held <- he
@@ -57,17 +82,16 @@ func TestLeaseRace(t *testing.T) {
 func TestLeaseTakeover(t *testing.T) {
 	tests := []struct {
 		name string
-		// first is the holder whose lease is taken over; later shifts the second process's clock.
+		// first is the holder whose lease is taken over, and never renewed.
 		first Holder
-		later time.Duration
 	}{
-		{name: "expired", first: Holder{Host: "elsewhere", PID: 1, Command: "berth install web"}, later: time.Minute},
+		{name: "not renewed while watched", first: Holder{Host: "elsewhere", PID: 1, Command: "berth install web"}},
 		{name: "holder process gone", first: Holder{PID: 1 << 30, Command: "berth install web"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := testenv.New(t)
-			first := NewLeases(env.Client.CoordinationV1(), env.Namespace)
+			first := shortLeases(env, time.Second, 50*time.Millisecond)
 			if tt.first.Host == "" {
 				tt.first.Host = first.Host
 			}
@@ -75,13 +99,13 @@ func TestLeaseTakeover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			second := NewLeases(env.Client.CoordinationV1(), env.Namespace)
-			second.Now = func() time.Time { return time.Now().Add(tt.later) }
+			second := shortLeases(env, time.Minute, 50*time.Millisecond)
 			if _, err := second.Acquire(t.Context(), "web", Self("berth upgrade web")); err != nil {
 				t.Fatalf("take over: %v", err)
 			}
-			if err := old.Renew(t.Context()); err == nil {
-				t.Error("the old holder renewed a lease taken over from it")
+			var lost *LostError
+			if err := old.Renew(t.Context()); !errors.As(err, &lost) || lost.Holder == nil || lost.Holder.Command != "berth upgrade web" {
+				t.Errorf("the old holder's renewal of a lease taken over from it: %v, want a *LostError naming the new holder", err)
 			}
 			h, live, err := second.Holder(t.Context(), "web")
 			if err != nil || h.Command != "berth upgrade web" || !live {
@@ -91,30 +115,146 @@ func TestLeaseTakeover(t *testing.T) {
 	}
 }
 
-func TestJournalRoundTrip(t *testing.T) {
-	env := testenv.New(t)
-	js := NewJournals(env.Client.CoreV1(), env.Namespace)
-	if j, err := js.Get(t.Context(), "web"); j != nil || err != nil {
-		t.Fatalf("get before put: %+v, %v; want none", j, err)
-	}
-	j := &Journal{Release: "web", Operation: OpUpgrade, Revision: 2, State: JournalRunning,
-		Plan: &plan.Plan{Steps: []plan.Step{{ID: "apply/ConfigMap", Action: plan.Apply}}}}
-	for _, step := range []string{"", "apply/ConfigMap"} {
-		if step != "" {
-			j.Steps = append(j.Steps, step)
+// TestLeaseExpiryUnderClockSkew: whether another's lease expired is judged by what the watcher
+// sees, timed by its own clock (here a fake one the test steps): the holder's clock, two
+// minutes behind or ahead, changes nothing. A lease renewed while watched is live; one not
+// renewed for a lease duration of watching is taken over, and not a poll sooner.
+func TestLeaseExpiryUnderClockSkew(t *testing.T) {
+	const duration, poll = 30 * time.Second, time.Second
+	for _, skew := range []time.Duration{-2 * time.Minute, 2 * time.Minute} {
+		for _, renewed := range []bool{true, false} {
+			name := "holder clock " + skew.String()
+			if renewed {
+				name += ", renewed"
+			} else {
+				name += ", not renewed"
+			}
+			t.Run(name, func(t *testing.T) {
+				env := testenv.New(t)
+				holders := shortLeases(env, duration, poll)
+				holders.Clock = skewed{by: skew}
+				held, err := holders.Acquire(t.Context(), "web", Holder{Host: "elsewhere", PID: 1, Command: "berth upgrade web"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fc := testingclock.NewFakeClock(time.Now())
+				watcher := shortLeases(env, duration, poll)
+				watcher.Clock = fc
+				w := watch(t, watcher)
+				for waited := time.Duration(0); waited < duration; waited += poll {
+					if w.next(t, fc) && !renewed {
+						t.Fatalf("acquire ended after %s of watching a lease not renewed: %v", waited, w.err)
+					}
+					if renewed && waited == 10*time.Second {
+						if err := held.Renew(t.Context()); err != nil {
+							t.Fatal(err)
+						}
+					}
+					fc.Step(poll)
+				}
+				l, err := w.outcome(t)
+				var he *HeldError
+				switch {
+				case renewed && !errors.As(err, &he):
+					t.Errorf("a lease renewed while watched: acquire returned %v, want a *HeldError", err)
+				case !renewed && err != nil:
+					t.Errorf("a lease not renewed for %s of watching: %v, want it taken over", duration, err)
+				case !renewed:
+					if h, _, err := watcher.Holder(t.Context(), "web"); err != nil || h.Identity != *l.obj.Spec.HolderIdentity {
+						t.Errorf("after the takeover the Lease names %+v (%v), want the watcher", h, err)
+					}
+				}
+			})
 		}
-		if err := js.Put(t.Context(), j); err != nil {
-			t.Fatal(err)
+	}
+}
+
+// watching is an Acquire under way in the background.
+type watching struct {
+	done chan struct{}
+	l    *Lease
+	err  error
+}
+
+// watch starts an Acquire of release web with s.
+func watch(t *testing.T, s *Leases) *watching {
+	w := &watching{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		w.l, w.err = s.Acquire(t.Context(), "web", Self("berth upgrade web"))
+	}()
+	return w
+}
+
+// next waits until the Acquire waits for fc to move on, or has ended; it reports whether it has.
+func (w *watching) next(t *testing.T, fc *testingclock.FakeClock) (ended bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case <-w.done:
+			return true, nil
+		default:
+			return fc.HasWaiters(), nil
 		}
+	})
+	if err != nil {
+		t.Fatalf("acquire neither waits nor ended: %v", err)
 	}
-	got, err := js.Get(t.Context(), "web")
-	if err != nil || !got.StepDone("apply/ConfigMap") || got.Operation != OpUpgrade || len(got.Plan.Steps) != 1 {
-		t.Fatalf("get: %+v, %v", got, err)
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
 	}
-	if err := js.Delete(t.Context(), "web"); err != nil {
-		t.Fatal(err)
+}
+
+// outcome waits until the Acquire has ended and returns what it returned; it must not have ended
+// before the last step of the clock.
+func (w *watching) outcome(t *testing.T) (*Lease, error) {
+	t.Helper()
+	select {
+	case <-w.done:
+		return w.l, w.err
+	case <-t.Context().Done():
+		t.Fatal("acquire did not end")
 	}
-	if err := js.Delete(t.Context(), "web"); err != nil {
-		t.Fatalf("delete twice: %v", err)
+	return nil, nil
+}
+
+// TestObservationIgnoresTheHoldersClock: the verdict on a lease depends on when the watcher saw
+// its record change, by the watcher's clock, never on the renewTime the holder wrote.
+func TestObservationIgnoresTheHoldersClock(t *testing.T) {
+	const d = 30 * time.Second
+	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	lease := func(version string, renewed time.Time) *coordinationv1.Lease {
+		id, seconds, at := "other", int32(d/time.Second), metav1.NewMicroTime(renewed)
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{ResourceVersion: version},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &seconds, RenewTime: &at}}
+	}
+	for _, skew := range []time.Duration{-2 * time.Minute, 0, 2 * time.Minute} {
+		t.Run(skew.String(), func(t *testing.T) {
+			var o observation
+			holderNow := start.Add(skew)
+			if o.see(lease("1", holderNow), start) {
+				t.Fatal("the first read is a change")
+			}
+			if o.expired(start, d) || o.expired(start.Add(d-time.Nanosecond), d) {
+				t.Error("expired before a lease duration of watching")
+			}
+			// Read again unchanged: the watch goes on from the first read.
+			if o.see(lease("1", holderNow), start.Add(10*time.Second)) {
+				t.Error("an unchanged read is a change")
+			}
+			// Renewed 20 s in: live, and watched anew from then.
+			if !o.see(lease("2", holderNow.Add(20*time.Second)), start.Add(20*time.Second)) {
+				t.Error("a renewal is not a change")
+			}
+			if o.expired(start.Add(d), d) || o.expired(start.Add(20*time.Second+d-time.Nanosecond), d) {
+				t.Error("expired less than a lease duration after it was seen renewed")
+			}
+			if !o.expired(start.Add(20*time.Second+d), d) {
+				t.Error("not expired a lease duration after it was last seen renewed")
+			}
+		})
 	}
 }
