@@ -6,13 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	helmcli "helm.sh/helm/v4/pkg/cli"
-	"helm.sh/helm/v4/pkg/registry"
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/source"
@@ -22,16 +20,26 @@ import (
 // writing the Helm files of the user the controller runs as.
 type Charts struct {
 	settings *helmcli.EnvSettings
-	// transport and registry carry every fetch's requests to chart repositories and OCI
-	// registries: one pool of connections for the controller's life, where a client a fetch
-	// would leave connections open behind it at every reconcile.
-	transport *http.Transport
-	registry  *registry.Client
+	// fetcher carries every fetch's requests to chart repositories and OCI registries: one pool
+	// of connections for the controller's life, where a client a fetch would leave connections
+	// open behind it at every reconcile; every request bounded in time and size; repository
+	// indexes and charts kept, so that a reconcile of what did not change downloads nothing.
+	fetcher *source.Fetcher
 }
+
+// chartCacheBytes bounds the charts the controller keeps on disk.
+const chartCacheBytes = 512 << 20
 
 // NewCharts returns a chart fetcher whose Helm repository index, chart and registry caches are
 // under dir.
 func NewCharts(dir string) (*Charts, error) {
+	o := source.DefaultFetchOptions()
+	o.ChartCacheBytes = chartCacheBytes
+	return newCharts(dir, o), nil
+}
+
+// newCharts returns a chart fetcher of dir, whose fetches have the bounds of o.
+func newCharts(dir string, o source.FetchOptions) *Charts {
 	s := helmcli.New()
 	s.RepositoryConfig = filepath.Join(dir, "repositories.yaml")
 	s.RepositoryCache = filepath.Join(dir, "repository")
@@ -39,13 +47,7 @@ func NewCharts(dir string) (*Charts, error) {
 	s.RegistryConfig = filepath.Join(dir, "registry", "config.json")
 	s.PluginsDirectory = filepath.Join(dir, "plugins")
 	s.Debug = false
-	rc, err := source.NewRegistryClient(s, source.RegistryOptions{}, io.Discard)
-	if err != nil {
-		return nil, err
-	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DisableCompression = true // as Helm's getter: archives are compressed already
-	return &Charts{settings: s, transport: t, registry: rc}, nil
+	return &Charts{settings: s, fetcher: source.NewFetcher(o)}
 }
 
 // fetched is a chart and the digest of its package.
@@ -54,11 +56,13 @@ type fetched struct {
 	digest string
 }
 
-// fetch downloads (or finds in the cache) and loads the chart ref names.
+// fetch downloads (or finds in the cache) and loads the chart ref names, within ctx: a source
+// that does not answer before ctx's deadline fails the fetch with a source.TimeoutError that
+// names it.
 func (c *Charts) fetch(ctx context.Context, ref chartRef) (*fetched, error) {
 	opts := source.Options{}
 	opts.RepoURL, opts.Version = ref.RepoURL, ref.Version
-	r := &source.Resolver{Settings: c.settings, Options: opts, Registry: c.registry, Out: io.Discard, Transport: c.transport}
+	r := &source.Resolver{Settings: c.settings, Options: opts, Out: io.Discard, Fetcher: c.fetcher}
 	path, err := r.Locate(ctx, ref.Ref)
 	if err != nil {
 		return nil, err

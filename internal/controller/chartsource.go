@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -99,7 +100,7 @@ func (r *Reconciler) inputs(ctx context.Context, d *desired, clients *kube.Clien
 	if d.ChartIn != nil {
 		ch, err = chartIn(ctx, reader, d.ChartIn)
 	} else {
-		ch, err = r.Charts.fetch(ctx, d.Chart)
+		ch, err = r.fetchChart(ctx, d)
 	}
 	if err != nil {
 		return nil, &inputError{reason: reasonOf(err, ReasonChartUnavailable), err: err}
@@ -108,6 +109,21 @@ func (r *Reconciler) inputs(ctx context.Context, d *desired, clients *kube.Clien
 		return nil, &inputError{reason: reasonOf(err, ReasonValuesMissing), err: err}
 	}
 	return ch, nil
+}
+
+// fetchChart fetches d's chart within d.Timeout (spec.timeout): a repository or registry that
+// does not answer fails the reconcile then, with a source.TimeoutError naming it, rather than
+// hold one of the controller's workers.
+func (r *Reconciler) fetchChart(ctx context.Context, d *desired) (*fetched, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
+	defer cancel()
+	return r.Charts.fetch(ctx, d.Chart)
+}
+
+// timeLeft is what is left of timeout once took has passed: at least a nanosecond, since 0
+// would mean the default.
+func timeLeft(timeout, took time.Duration) time.Duration {
+	return max(timeout-took, time.Nanosecond)
 }
 
 // inputError is a chart or values that could not be had, with its condition reason.

@@ -100,10 +100,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	fetchStart := time.Now()
 	ch, err := r.inputs(ctx, d, clients)
 	if err != nil {
 		return inputFailed(&rel, d, err), r.patchStatus(ctx, orig, &rel)
 	}
+	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
+	d.Timeout = timeLeft(d.Timeout, time.Since(fetchStart))
 	version := ch.chart.Metadata.Version
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
 	if err != nil {

@@ -1,88 +1,183 @@
 package source
 
 import (
+	"context"
 	"io"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
 	"helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/berthdev/berth/internal/chart"
 )
 
-// sharesTransport reports whether r fetches through its Transport: it has one, and its options
-// ask for no TLS settings of their own (a shared transport has one TLS configuration).
-func (r *Resolver) sharesTransport() bool {
-	o := r.Options
-	return r.Transport != nil && o.CertFile == "" && o.KeyFile == "" && o.CaFile == "" && !o.InsecureSkipTLSVerify
+// download fetches the chart ref names, not on disk, into the content cache, and returns its
+// path and the files the fetch put into the cache. Every fetch goes through r's Fetcher, within
+// ctx (its deadline and cancellation): a chart of an OCI registry, or of the repository given by
+// URL (--repo, the controller's), by berth's own bounded requests and caches around Helm's
+// registry client and index lookup; REPO/CHART of the user's repositories and a chart's URL by
+// Helm's downloader, as Helm's LocateChart does, detached and bounded (helmDownload).
+func (r *Resolver) download(ctx context.Context, ref, version string) (string, []string, error) {
+	ctx = withBudget(ctx)
+	f := r.fetcher()
+	switch {
+	case registry.IsOCI(ref):
+		return r.registryChart(ctx, f, ref, version)
+	case r.Options.RepoURL != "":
+		return r.repositoryChart(ctx, f, ref, version)
+	default:
+		path, err := r.helmDownload(ctx, f, ref, version)
+		return path, nil, err
+	}
 }
 
-// download fetches the chart ref names, not on disk, into Helm's caches as Helm's LocateChart
-// does: the same downloader, index lookup, verification, TLS and credential rules. When r shares
-// its Transport, every request to a chart repository goes through it, and its connections
-// outlive the fetch and serve the next one; LocateChart makes transports of its own for each
-// fetch, which it never closes.
-func (r *Resolver) download(ref, version string) (string, error) {
-	o := r.Options
-	var shared []getter.Option
-	if r.sharesTransport() {
-		shared = append(shared, getter.WithTransport(r.Transport))
+// fetcher is r's Fetcher, or one of DefaultFetchOptions when it has none.
+func (r *Resolver) fetcher() *Fetcher {
+	if r.Fetcher != nil {
+		return r.Fetcher
 	}
-	getters := getter.All(r.Settings, shared...)
-	out := r.Out
-	if out == nil {
-		out = io.Discard
+	return NewFetcher(DefaultFetchOptions())
+}
+
+// out is where Helm's messages go.
+func (r *Resolver) out() io.Writer {
+	if r.Out == nil {
+		return io.Discard
+	}
+	return r.Out
+}
+
+// repositoryChart fetches the chart ref names from the repository Options.RepoURL, with the
+// credentials and TLS settings of Options, and verifies it with Verify.
+func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version string) (string, []string, error) {
+	o := r.Options
+	a := repoAccess{
+		Username: o.Username, Password: o.Password, PassCredentialsAll: o.PassCredentialsAll,
+		TLS: RegistryOptions{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CaFile, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify},
+	}
+	return f.repositoryChart(ctx, f.chartCache(r.Settings.ContentCache), o.RepoURL, ref, version, a, o.Verify, o.Keyring)
+}
+
+// verifyArchive checks the chart archive at path against its provenance file prov and the
+// keyring, as Helm's downloader does. A provenance file signs the archive by its name,
+// NAME-VERSION.tgz, which a file in cache does not have: a copy of that name is checked.
+func verifyArchive(path, prov, keyring string) error {
+	ch, err := chart.Load(path)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "berth-verify-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	named := filepath.Join(dir, ch.Metadata.Name+"-"+ch.Metadata.Version+".tgz")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(named, data, 0o600); err != nil {
+		return err
+	}
+	_, err = downloader.VerifyChart(named, prov, keyring)
+	return err
+}
+
+// helmDownload fetches REPO/CHART of the user's repositories or a chart's URL into Helm's
+// caches as Helm's LocateChart does: the same downloader, index lookup, verification, TLS and
+// credential rules. Helm's getter takes no context: the download runs detached (detach), each
+// request bounded by RequestTimeout or what is left of ctx's deadline, through the fetcher's
+// transport (its dial, TLS handshake and response header timeouts, and connections that serve
+// the next fetch) unless the fetch has TLS settings of its own.
+func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version string) (string, error) {
+	o := r.Options
+	timeout := f.opts.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return "", f.requestError(ctx, context.DeadlineExceeded, r.hostOf(ref), ref)
+	}
+	shared := []getter.Option{getter.WithTimeout(timeout)}
+	if r.sharesTransport(ref) {
+		shared = append(shared, getter.WithTransport(f.transport))
 	}
 	dl := downloader.ChartDownloader{
-		Out:     out,
+		Out:     r.out(),
 		Keyring: o.Keyring,
-		Getters: getters,
+		Getters: getter.All(r.Settings, shared...),
 		Options: []getter.Option{
 			getter.WithPassCredentialsAll(o.PassCredentialsAll),
 			getter.WithTLSClientConfig(o.CertFile, o.KeyFile, o.CaFile),
 			getter.WithInsecureSkipVerifyTLS(o.InsecureSkipTLSVerify),
 			getter.WithPlainHTTP(o.PlainHTTP),
+			getter.WithBasicAuth(o.Username, o.Password),
+			getter.WithUserAgent(f.opts.UserAgent),
 		},
 		RepositoryConfig: r.Settings.RepositoryConfig,
 		RepositoryCache:  r.Settings.RepositoryCache,
 		ContentCache:     r.Settings.ContentCache,
-		RegistryClient:   r.Registry,
-	}
-	if registry.IsOCI(ref) {
-		dl.Options = append(dl.Options, getter.WithRegistryClient(r.Registry))
+		Cache:            f.chartCache(r.Settings.ContentCache),
 	}
 	if o.Verify {
 		dl.Verify = downloader.VerifyAlways
 	}
-	username, password := o.Username, o.Password
-	if o.RepoURL != "" {
-		chartURL, err := repo.FindChartInRepoURL(o.RepoURL, ref, getters,
-			repo.WithChartVersion(version),
-			repo.WithClientTLS(o.CertFile, o.KeyFile, o.CaFile),
-			repo.WithUsernamePassword(o.Username, o.Password),
-			repo.WithInsecureSkipTLSVerify(o.InsecureSkipTLSVerify),
-			repo.WithPassCredentialsAll(o.PassCredentialsAll))
-		if err != nil {
-			return "", err
-		}
-		// As Helm: the repository's credentials go with the chart's download only when asked to
-		// or when the chart is where the repository is (scheme, host and port).
-		if !o.PassCredentialsAll && !sameServer(o.RepoURL, chartURL) {
-			username, password = "", ""
-		}
-		ref = chartURL
-	}
-	dl.Options = append(dl.Options, getter.WithBasicAuth(username, password))
 	if err := os.MkdirAll(r.Settings.RepositoryCache, 0o755); err != nil {
 		return "", err
 	}
-	file, _, err := dl.DownloadToCache(ref, version)
+	path, err := detach(ctx, func() (string, error) {
+		file, _, err := dl.DownloadToCache(ref, version)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(file)
+	})
 	if err != nil {
-		return "", err
+		return "", f.requestError(ctx, err, r.hostOf(ref), ref)
 	}
-	return filepath.Abs(file)
+	return path, nil
+}
+
+// sharesTransport reports whether the fetch of ref, by Helm's downloader, may go through the
+// fetcher's shared transport: neither Options nor the repository REPO/CHART names ask for TLS
+// settings (a shared transport has one TLS configuration, and Helm's getter ignores TLS
+// settings when given a transport). A chart's URL may be in a repository with TLS settings of
+// its own, which only Helm's downloader finds: it never shares.
+func (r *Resolver) sharesTransport(ref string) bool {
+	o := r.Options
+	if o.CertFile != "" || o.KeyFile != "" || o.CaFile != "" || o.InsecureSkipTLSVerify {
+		return false
+	}
+	e := r.entryOf(ref)
+	return e != nil && e.CertFile == "" && e.KeyFile == "" && e.CAFile == "" && !e.InsecureSkipTLSVerify
+}
+
+// entryOf is the entry of repositories.yaml that REPO/CHART ref names, or nil.
+func (r *Resolver) entryOf(ref string) *repo.Entry {
+	name, _, ok := strings.Cut(ref, "/")
+	if !ok || strings.Contains(ref, "://") {
+		return nil
+	}
+	f, err := repo.LoadFile(r.Settings.RepositoryConfig)
+	if err != nil {
+		return nil
+	}
+	return f.Get(name)
+}
+
+// hostOf is the server ref is fetched from: its URL's, or that of the repository REPO/CHART
+// names.
+func (r *Resolver) hostOf(ref string) string {
+	if e := r.entryOf(ref); e != nil {
+		return hostOf(e.URL)
+	}
+	return hostOf(ref)
 }
 
 // sameServer reports whether URLs a and b have one scheme, host and port.

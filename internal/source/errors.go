@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v4/pkg/repo/v1"
 )
@@ -26,7 +28,8 @@ type Error struct {
 	Version string
 	// Kind is the cause, KindUnknown when it is none berth tells apart.
 	Kind Kind
-	// Host is the registry's HOST[:PORT] of an oci:// reference.
+	// Host is the registry's HOST[:PORT] of an oci:// reference. A chart repository that
+	// timed out is named by the TimeoutError in Err.
 	Host string
 	Err  error
 }
@@ -119,3 +122,97 @@ func (e *RegistryError) Error() string {
 }
 
 func (e *RegistryError) Unwrap() error { return e.Err }
+
+// TimeoutStep is what took too long in a fetch that timed out.
+type TimeoutStep string
+
+// The steps of TimeoutError.
+const (
+	// StepConnect: the TCP connection (FetchOptions.DialTimeout).
+	StepConnect TimeoutStep = "connecting"
+	// StepTLSHandshake: the TLS handshake (FetchOptions.TLSHandshakeTimeout).
+	StepTLSHandshake TimeoutStep = "the TLS handshake"
+	// StepResponseHeaders: the wait for the response's headers once the request was sent
+	// (FetchOptions.ResponseHeaderTimeout).
+	StepResponseHeaders TimeoutStep = "waiting for the response"
+	// StepRequest: one request as a whole, its body included (FetchOptions.RequestTimeout).
+	StepRequest TimeoutStep = "the request"
+	// StepFetch: the fetch as a whole, within the deadline of its context (a Release's
+	// spec.timeout, in the controller).
+	StepFetch TimeoutStep = "the fetch"
+)
+
+// TimeoutError is a chart repository or OCI registry that took the connection (or did not
+// refuse it) and did not answer in time, or answered too slowly to finish in time.
+type TimeoutError struct {
+	// Host is the server's HOST[:PORT].
+	Host string
+	// URL is the request that was under way, when one is known.
+	URL  string
+	Step TimeoutStep
+	// After is the time the step was given; 0 when it is not known.
+	After time.Duration
+	Err   error
+}
+
+func (e *TimeoutError) Error() string {
+	msg := fmt.Sprintf("host %s did not answer in time: %s timed out", e.Host, e.Step)
+	if e.After > 0 {
+		msg += " after " + e.After.String()
+	}
+	if e.URL != "" {
+		msg += " (" + e.URL + ")"
+	}
+	return msg
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// Timeout reports true, as net.Error's timeouts do.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// TooLargeError is a response larger than a fetch takes: a repository index above
+// FetchOptions.MaxIndexBytes, a chart above MaxChartBytes.
+type TooLargeError struct {
+	// What is what was fetched: "repository index", "chart", "provenance file", "manifest",
+	// "tag list".
+	What string
+	URL  string
+	// Limit is the most bytes allowed.
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s %s is larger than the %d bytes allowed", e.What, e.URL, e.Limit)
+}
+
+// DigestError is a download whose content is not the digest its index gives.
+type DigestError struct {
+	URL       string
+	Want, Got string
+}
+
+func (e *DigestError) Error() string {
+	return fmt.Sprintf("digest mismatch: %s has digest %s, its repository's index says %s", e.URL, e.Got, e.Want)
+}
+
+// fetchKind is the kind of the errors berth's own fetch makes (timeouts, sizes, digests,
+// cancellation); ok is false for others.
+func fetchKind(err error) (Kind, bool) {
+	var (
+		timeout *TimeoutError
+		large   *TooLargeError
+		digest  *DigestError
+	)
+	switch {
+	case errors.As(err, &timeout):
+		return KindTimeout, true
+	case errors.As(err, &large):
+		return KindTooLarge, true
+	case errors.As(err, &digest):
+		return KindDigestMismatch, true
+	case errors.Is(err, context.Canceled):
+		return KindCanceled, true
+	}
+	return KindUnknown, false
+}

@@ -57,6 +57,14 @@ const (
 	// KindUnverified: the chart's provenance file is missing or does not verify against the
 	// keyring.
 	KindUnverified
+	// KindTimeout: the server took the connection but did not answer in time (TimeoutError
+	// names it).
+	KindTimeout
+	// KindTooLarge: an index, a manifest or a chart is larger than the fetch allows
+	// (TooLargeError).
+	KindTooLarge
+	// KindCanceled: the fetch was canceled before it ended.
+	KindCanceled
 )
 
 var kindNames = map[Kind]string{
@@ -64,7 +72,7 @@ var kindNames = map[Kind]string{
 	KindNoCredentials: "no credentials", KindUnauthorized: "unauthorized", KindNotFound: "not found",
 	KindDigestMismatch: "digest mismatch", KindNotChart: "not a chart", KindNoChart: "no such chart",
 	KindNotIndexed: "not in the cached index", KindNotInRepository: "not in the repository", KindMissing: "missing",
-	KindUnverified: "provenance check failed",
+	KindUnverified: "provenance check failed", KindTimeout: "timed out", KindTooLarge: "too large", KindCanceled: "canceled",
 }
 
 func (k Kind) String() string { return kindNames[k] }

@@ -1,9 +1,10 @@
 // Package source turns a chart reference, as a Helm user types it, into a loaded chart: a
 // directory, a packaged .tgz, repo/chart from the user's Helm repositories, a chart in a
 // repository given by URL (--repo), an https://…/chart-1.2.3.tgz URL, or oci://host/path/chart.
-// Resolution, download, caching and provenance checks are Helm's own (its action, downloader,
-// getter, repo and registry packages), driven by Helm's settings; this package only wires them
-// and says what failed.
+// Resolution and provenance checks are Helm's own (its action, downloader, getter, repo and
+// registry packages), driven by Helm's settings. The requests are bounded (Fetcher): in time, by
+// the caller's context and per step of each request, and in size; indexes and charts are kept
+// between fetches. The package says what failed, and where.
 package source
 
 import (
@@ -63,18 +64,19 @@ type Resolver struct {
 	// SourceDateEpoch is SOURCE_DATE_EPOCH, the time stamped on the dependency archives Helm
 	// writes; empty when unset.
 	SourceDateEpoch string
-	// Transport, when set, carries every request to a chart repository (its index and the
-	// chart's archive), and its idle connections serve the next fetch. A process that fetches
-	// again and again (the controller) sets one for all its resolvers; without it each fetch
-	// makes transports of its own, as Helm's LocateChart does, whose connections stay open until
-	// the server closes them. It is not used when Options ask for TLS settings of their own.
-	Transport *http.Transport
+	// Fetcher makes the requests of every chart not on disk: bounded in time (dial, TLS
+	// handshake, response headers, the request as a whole, and the context of Locate) and in
+	// size, through one transport whose idle connections serve the next fetch, with repository
+	// indexes and charts kept between fetches. A process that fetches again and again (the
+	// controller) shares one between its resolvers; NewResolver makes one of
+	// DefaultFetchOptions. Without one, each fetch makes its own.
+	Fetcher *Fetcher
 }
 
 // NewResolver returns a resolver of references with opts; out receives what Helm's registry
 // client reports (pulled digests and the like).
 func NewResolver(settings *helmcli.EnvSettings, opts Options, out io.Writer) (*Resolver, error) {
-	r := &Resolver{Settings: settings, Options: opts, Out: out}
+	r := &Resolver{Settings: settings, Options: opts, Out: out, Fetcher: NewFetcher(DefaultFetchOptions())}
 	rc, err := NewRegistryClient(settings, r.registryOptions(), out)
 	if err != nil {
 		return nil, err
@@ -84,9 +86,12 @@ func NewResolver(settings *helmcli.EnvSettings, opts Options, out io.Writer) (*R
 }
 
 // Locate returns the local path of the chart ref names: ref itself for a directory or archive
-// on disk, otherwise the archive Helm downloaded into its cache (verified first with Verify).
-// The chart at the path loads. When Locate fails, it leaves Helm's caches as it found them: no
-// archive, provenance file or directory of its own making remains.
+// on disk, otherwise the archive downloaded into Helm's content cache (verified first with
+// Verify). The chart at the path loads. When Locate fails, it leaves Helm's caches as it found
+// them: no archive, provenance file or directory of its own making remains.
+//
+// The fetch ends when ctx does: a server that does not answer before ctx's deadline fails it
+// with a TimeoutError naming the server, of KindTimeout.
 func (r *Resolver) Locate(ctx context.Context, ref string) (string, error) {
 	return r.locate(ctx, ref)
 }
@@ -121,10 +126,17 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 			return "", err
 		}
 	}
-	// A chart on disk is used where it is; anything else is fetched into Helm's caches.
+	// A chart on disk is used where it is; anything else is fetched into Helm's caches. Helm's
+	// downloader may leave files behind when it fails, which the guard takes back; berth's own
+	// fetch says which files it put there (created).
 	guard := &cacheGuard{}
-	if !onDisk {
+	if !onDisk && !registry.IsOCI(ref) && r.Options.RepoURL == "" {
 		guard = newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache, helmpath.CachePath("repository"))
+	}
+	var created []string
+	undo := func() {
+		guard.undo()
+		r.fetcher().chartCache(r.Settings.ContentCache).forget(created)
 	}
 	var path string
 	var err error
@@ -134,13 +146,16 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 		inst.Version = version
 		path, err = inst.LocateChart(ref, r.Settings)
 	} else {
-		path, err = r.download(ref, version)
+		path, created, err = r.download(ctx, ref, version)
 	}
 	if err != nil {
-		guard.undo()
+		undo()
 		kind := KindOf(err)
 		if host != "" {
 			kind = classify(err, hasCredentials(ctx, r.Settings, host, r.registryOptions()))
+		}
+		if k, ok := fetchKind(err); ok {
+			kind = k
 		}
 		if r.Options.Verify && kind == KindUnknown {
 			kind = KindUnverified
@@ -149,12 +164,12 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 	}
 	if r.Options.DependencyUpdate {
 		if err := r.updateDependencies(path); err != nil {
-			guard.undo()
+			undo()
 			return fail(KindOf(err), err)
 		}
 	}
 	if _, err := loader.Load(path); err != nil {
-		guard.undo()
+		undo()
 		return fail(KindNotChart, err)
 	}
 	return path, nil

@@ -82,8 +82,9 @@ type ReleaseSpec struct {
 	Suspend bool `json:"suspend,omitempty"`
 
 	// Interval is how often the Release is checked against its chart source and cluster;
-	// default 10m.
+	// default 10m, at least 10s.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.interval must be at least 10s (a Go duration like 10s, 5m or 1h)"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Timeout bounds each operation (install, upgrade, uninstall) as a whole; default 5m.

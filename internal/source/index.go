@@ -1,0 +1,382 @@
+package source
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v4/pkg/downloader"
+	"helm.sh/helm/v4/pkg/repo/v1"
+)
+
+// repoAccess is how a fetch reaches a chart repository: its credentials and TLS settings.
+type repoAccess struct {
+	Username, Password string
+	// PassCredentialsAll sends the credentials to the chart's server too when it is not the
+	// repository's.
+	PassCredentialsAll bool
+	// TLS holds the client certificate, CA and verification settings (its other fields are not
+	// used).
+	TLS RegistryOptions
+}
+
+// key tells apart what a fetch with a gets from what another does: an index served to some
+// credentials is not served to others.
+func (a repoAccess) key() string {
+	pw := sha256.Sum256([]byte(a.Password))
+	return a.Username + "\x00" + hex.EncodeToString(pw[:]) + "\x00" + tlsKey(a.TLS)
+}
+
+// indexEntry is a repository index as fetched, with what revalidates it.
+type indexEntry struct {
+	index              *repo.IndexFile
+	etag, lastModified string
+	// checked is when it was last downloaded or revalidated.
+	checked time.Time
+	// size is the size of the index file.
+	size int64
+}
+
+// validated reports whether the server gave a validator for a conditional request.
+func (e *indexEntry) validated() bool { return e.etag != "" || e.lastModified != "" }
+
+// repositoryChart returns the chart name at version in the chart repository at repoURL, checked
+// against keyring when verify is set: its path in cache, the content cache, and the files this
+// fetch put there. The index comes from memory when its server answers a conditional request
+// with 304 Not Modified (or, when it gives no validator, within IndexTTL); the chart comes from
+// cache when it holds the digest the index gives, so that fetching again what did not change
+// downloads nothing.
+func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoURL, name, version string, a repoAccess, verify bool, keyring string) (string, []string, error) {
+	idx, asked, err := f.index(ctx, repoURL, a, false)
+	if err == nil && !asked && !has(idx, name, version) {
+		// The index in memory, within IndexTTL, may predate the chart: ask the server.
+		idx, _, err = f.index(ctx, repoURL, a, true)
+	}
+	if _, ours := fetchKind(err); err != nil && !ours {
+		return "", nil, fmt.Errorf("looks like %q is not a valid chart repository or cannot be reached: %w", repoURL, err)
+	}
+	if err != nil {
+		return "", nil, err // a timeout, a size or a cancellation: it says what happened
+	}
+	what := fmt.Sprintf("chart %q", name)
+	if version != "" {
+		what = fmt.Sprintf("%s version %q", what, version)
+	}
+	cv, err := idx.Get(name, version)
+	if err != nil {
+		return "", nil, repo.ChartNotFoundError{Chart: what, RepoURL: repoURL}
+	}
+	if len(cv.URLs) == 0 {
+		return "", nil, fmt.Errorf("%s has no downloadable URLs", what)
+	}
+	chartURL, err := repo.ResolveReferenceURL(repoURL, cv.URLs[0])
+	if err != nil {
+		return "", nil, fmt.Errorf("failed to make chart URL absolute: %w", err)
+	}
+	// As Helm: the repository's credentials go with the chart's download only when asked to
+	// or when the chart is where the repository is (scheme, host and port).
+	if !a.PassCredentialsAll && !sameServer(repoURL, chartURL) {
+		a.Username, a.Password = "", ""
+	}
+	digest := strings.TrimPrefix(cv.Digest, "sha256:")
+	key, err := cacheKey(digest, chartURL)
+	if err != nil {
+		return "", nil, err
+	}
+	path, created, err := f.archive(ctx, cache, key, chartURL, digest, a)
+	if err != nil || !verify {
+		return path, created, err
+	}
+	prov, put, err := f.provenance(ctx, cache, key, chartURL, a)
+	created = append(created, put...)
+	if err != nil {
+		return "", created, err
+	}
+	return path, created, verifyArchive(path, prov, keyring)
+}
+
+// has reports whether idx has chart name at version.
+func has(idx *repo.IndexFile, name, version string) bool {
+	_, err := idx.Get(name, version)
+	return err == nil
+}
+
+// index returns the index of the repository at repoURL, from memory or downloaded; asked says
+// whether the server was asked, which it always is with fresh.
+func (f *Fetcher) index(ctx context.Context, repoURL string, a repoAccess, fresh bool) (idx *repo.IndexFile, asked bool, err error) {
+	indexURL, err := repo.ResolveReferenceURL(repoURL, "index.yaml")
+	if err != nil {
+		return nil, false, err
+	}
+	key := indexURL + "\x00" + a.key()
+	cached := f.indexes.get(key)
+	if !fresh && cached != nil && !cached.validated() && f.opts.Now().Sub(cached.checked) < f.opts.IndexTTL {
+		return cached.index, false, nil
+	}
+	e, err := f.indexFlights.do(ctx, key, f.opts.RequestTimeout, func(ctx context.Context) (*indexEntry, error) {
+		e, err := f.downloadIndex(ctx, indexURL, a, cached)
+		if err == nil {
+			f.indexes.put(key, e)
+		}
+		return e, err
+	})
+	if err != nil {
+		return nil, true, f.requestError(ctx, err, hostOf(indexURL), indexURL)
+	}
+	return e.index, true, nil
+}
+
+// downloadIndex fetches the index at indexURL: with a conditional request when cached has a
+// validator, whose 304 Not Modified keeps cached (checked again now).
+func (f *Fetcher) downloadIndex(ctx context.Context, indexURL string, a repoAccess, cached *indexEntry) (*indexEntry, error) {
+	header := http.Header{}
+	if cached != nil {
+		if cached.etag != "" {
+			header.Set("If-None-Match", cached.etag)
+		}
+		if cached.lastModified != "" {
+			header.Set("If-Modified-Since", cached.lastModified)
+		}
+	}
+	resp, done, err := f.request(ctx, indexURL, a, header)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if resp.StatusCode == http.StatusNotModified && cached != nil {
+		e := *cached
+		e.checked = f.opts.Now()
+		return &e, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("failed to fetch %s : %s", indexURL, resp.Status)
+	}
+	data, err := f.readBody(ctx, resp, f.opts.MaxIndexBytes, "repository index", indexURL)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := parseIndex(data)
+	if err != nil {
+		return nil, err
+	}
+	e := &indexEntry{index: idx, etag: resp.Header.Get("ETag"), checked: f.opts.Now(), size: int64(len(data))}
+	if lm := resp.Header.Get("Last-Modified"); settled(lm, resp.Header.Get("Date"), e.checked) {
+		e.lastModified = lm
+	}
+	if !e.validated() && resp.Header.Get("Last-Modified") != "" {
+		// Changed within the second it was fetched in: another change in that second would
+		// keep its Last-Modified; the next fetch downloads it again.
+		e.checked = time.Time{}
+	}
+	return e, nil
+}
+
+// settled reports whether an index last modified at lastModified (an HTTP date, of one second's
+// precision) had not changed for a second when the server answered (at date, or now when it
+// gives none): only then does its Last-Modified tell its changes apart.
+func settled(lastModified, date string, now time.Time) bool {
+	lm, err := http.ParseTime(lastModified)
+	if err != nil {
+		return false
+	}
+	at := now
+	if d, err := http.ParseTime(date); err == nil {
+		at = d
+	}
+	return at.Sub(lm) >= time.Second
+}
+
+// archive returns the path in cache of the chart at chartURL, under key, and the files it put
+// there: the cached file when there is one, else the one it downloads, checked against digest
+// (hex SHA-256) when the index gives one.
+func (f *Fetcher) archive(ctx context.Context, cache *chartCache, key [sha256.Size]byte, chartURL, digest string, a repoAccess) (string, []string, error) {
+	if p, err := cache.Get(key, downloader.CacheChart); err == nil {
+		return p, nil, nil
+	}
+	flightKey := cache.root + "\x00" + hex.EncodeToString(key[:]) + "\x00" + a.key()
+	path, err := f.chartFlights.do(ctx, flightKey, f.opts.RequestTimeout, func(ctx context.Context) (string, error) {
+		data, err := f.get(ctx, chartURL, a, f.opts.MaxChartBytes, "chart")
+		if err != nil {
+			return "", err
+		}
+		if digest != "" {
+			if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != digest {
+				return "", &DigestError{URL: chartURL, Want: "sha256:" + digest, Got: "sha256:" + hex.EncodeToString(sum[:])}
+			}
+		}
+		return cache.Put(key, bytes.NewReader(data), downloader.CacheChart)
+	})
+	if err != nil {
+		return "", nil, f.requestError(ctx, err, hostOf(chartURL), chartURL)
+	}
+	return path, []string{path}, nil
+}
+
+// provenance returns the path in cache of the provenance file of the chart at chartURL (cached
+// under key), and the files it put there.
+func (f *Fetcher) provenance(ctx context.Context, cache *chartCache, key [sha256.Size]byte, chartURL string, a repoAccess) (string, []string, error) {
+	if p, err := cache.Get(key, downloader.CacheProv); err == nil {
+		return p, nil, nil
+	}
+	provURL := chartURL + ".prov"
+	data, err := f.get(ctx, provURL, a, maxProvenanceBytes, "provenance file")
+	if err != nil {
+		if _, ours := fetchKind(err); ours {
+			return "", nil, fmt.Errorf("failed to fetch provenance %q: %w", provURL, err)
+		}
+		return "", nil, fmt.Errorf("failed to fetch provenance %q", provURL)
+	}
+	p, err := cache.Put(key, bytes.NewReader(data), downloader.CacheProv)
+	if err != nil {
+		return "", nil, err
+	}
+	return p, []string{p}, nil
+}
+
+// cacheKey is the content cache's key of a chart: its digest (hex SHA-256) when known, else
+// the SHA-256 of its URL, which names its version.
+func cacheKey(digest, chartURL string) ([sha256.Size]byte, error) {
+	var key [sha256.Size]byte
+	if digest == "" {
+		return sha256.Sum256([]byte(chartURL)), nil
+	}
+	b, err := hex.DecodeString(digest)
+	if err != nil || len(b) != sha256.Size {
+		return key, fmt.Errorf("invalid digest %q of %s", digest, chartURL)
+	}
+	copy(key[:], b)
+	return key, nil
+}
+
+// get downloads u whole, up to limit bytes (what names it in errors).
+func (f *Fetcher) get(ctx context.Context, u string, a repoAccess, limit int64, what string) ([]byte, error) {
+	resp, done, err := f.request(ctx, u, a, http.Header{"Accept": {"application/gzip,application/octet-stream"}})
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("failed to fetch %s : %s", u, resp.Status)
+	}
+	return f.readBody(ctx, resp, limit, what, u)
+}
+
+// request sends GET u with header under ctx, with a's credentials and TLS settings; done
+// closes the response and what the request opened.
+func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header http.Header) (*http.Response, func(), error) {
+	t, closeTransport, err := f.transportFor(a.TLS)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, http.NoBody)
+	if err != nil {
+		closeTransport()
+		return nil, nil, err
+	}
+	req.Header = header
+	req.Header.Set("User-Agent", f.opts.UserAgent)
+	if a.Username != "" && a.Password != "" {
+		req.SetBasicAuth(a.Username, a.Password)
+	}
+	resp, err := (&http.Client{Transport: t}).Do(req)
+	if err != nil {
+		closeTransport()
+		return nil, nil, f.requestError(ctx, err, hostOf(u), u)
+	}
+	return resp, func() {
+		resp.Body.Close()
+		closeTransport()
+	}, nil
+}
+
+// readBody reads resp's body whole, up to limit bytes.
+func (f *Fetcher) readBody(ctx context.Context, resp *http.Response, limit int64, what, u string) ([]byte, error) {
+	if resp.ContentLength > limit {
+		return nil, &TooLargeError{What: what, URL: u, Limit: limit}
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, f.requestError(ctx, err, hostOf(u), u)
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{What: what, URL: u, Limit: limit}
+	}
+	return data, nil
+}
+
+// parseIndex loads a repository index as Helm does (entries checked and sorted).
+func parseIndex(data []byte) (*repo.IndexFile, error) {
+	// Helm loads indexes from files only.
+	tmp, err := os.CreateTemp("", "berth-index-*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return repo.LoadIndexFile(tmp.Name())
+}
+
+// indexCache holds repository indexes in memory up to a total size of their files, the least
+// recently used leaving first.
+type indexCache struct {
+	mu    sync.Mutex
+	limit int64
+	size  int64
+	order *list.List // of *indexItem, the most recently used first
+	items map[string]*list.Element
+}
+
+type indexItem struct {
+	key   string
+	entry *indexEntry
+}
+
+func newIndexCache(limit int64) *indexCache {
+	return &indexCache{limit: limit, order: list.New(), items: map[string]*list.Element{}}
+}
+
+func (c *indexCache) get(key string) *indexEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[key]
+	if !ok {
+		return nil
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*indexItem).entry
+}
+
+// put keeps e under key, and drops the least recently used others while the cache is over its
+// limit.
+func (c *indexCache) put(key string, e *indexEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.size -= el.Value.(*indexItem).entry.size
+		c.order.Remove(el)
+	}
+	c.items[key] = c.order.PushFront(&indexItem{key: key, entry: e})
+	c.size += e.size
+	for c.size > c.limit && c.order.Len() > 1 {
+		last := c.order.Back()
+		item := last.Value.(*indexItem)
+		c.order.Remove(last)
+		delete(c.items, item.key)
+		c.size -= item.entry.size
+	}
+}
