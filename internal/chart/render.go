@@ -96,7 +96,7 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 
 	ch = cloneChart(ch)
 	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
-		return nil, fmt.Errorf("chart %s: process dependencies: %w", name, err)
+		return nil, fmt.Errorf("chart %s: process dependencies: %w", name, &CoalesceError{Err: err})
 	}
 	revision := opts.Revision
 	if revision == 0 {
@@ -109,9 +109,17 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 		IsInstall: !opts.IsUpgrade,
 		IsUpgrade: opts.IsUpgrade,
 	}
-	top, err := util.ToRenderValuesWithSchemaValidation(ch, vals, releaseOpts, caps, opts.SkipSchemaValidation)
+	// Helm's own validation flattens its errors into text: validateValues validates as it does,
+	// with an error that can leave the values out.
+	top, err := util.ToRenderValuesWithSchemaValidation(ch, vals, releaseOpts, caps, true)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s: %w", name, err)
+		return nil, fmt.Errorf("chart %s: %w", name, &CoalesceError{Err: err})
+	}
+	if !opts.SkipSchemaValidation {
+		coalesced, _ := top["Values"].(common.Values)
+		if err := validateValues(ch, coalesced); err != nil {
+			return nil, fmt.Errorf("chart %s: %w", name, err)
+		}
 	}
 	var e engine.Engine
 	if opts.Cluster != nil {
@@ -119,7 +127,7 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 	}
 	files, err := e.RenderWithContext(ctx, ch, top)
 	if err != nil {
-		return nil, fmt.Errorf("render chart %s: %w", name, err)
+		return nil, fmt.Errorf("render chart %s: %w", name, templateError(err))
 	}
 
 	r := &Rendered{Chart: ch, Config: vals, Notes: takeNotes(files, name, opts.SubchartNotes)}

@@ -20,6 +20,7 @@ type controllerFlags struct {
 	leaderElectionNamespace string
 	cacheDir                string
 	defaultServiceAccount   string
+	statusChartOutput       bool
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -61,6 +62,7 @@ The CustomResourceDefinition must be installed first.`,
 				Logger:                  logger,
 				Identity:                podIdentity(),
 				DefaultServiceAccount:   flags.defaultServiceAccount,
+				StatusChartOutput:       flags.statusChartOutput,
 			})
 			if err != nil {
 				return err
@@ -76,6 +78,7 @@ The CustomResourceDefinition must be installed first.`,
 	f.BoolVar(&flags.leaderElect, "leader-elect", false, "elect a leader among the controller's replicas, so that one acts at a time")
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
 	f.StringVar(&flags.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Release's namespace) that a Release naming none in spec.serviceAccountName acts as (default: the namespace's default account)")
+	f.BoolVar(&flags.statusChartOutput, "status-chart-output", false, "show what a chart's own code outputs (the end of a failed hook's logs, a template's fail or required message) in the Release's status.blockers[].logTail. Off by default: that output can print the release's values, Secrets included, and anyone who may view a Release's namespace reads its status. Events and conditions never carry it")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd
 }

@@ -105,6 +105,9 @@ func (r *Reconciler) inputs(ctx context.Context, d *desired, clients *kube.Clien
 	if err != nil {
 		return nil, &inputError{reason: reasonOf(err, ReasonChartUnavailable), err: err}
 	}
+	if err := checkSchemas(ch.chart); err != nil {
+		return nil, &inputError{reason: ReasonInvalidChart, err: err}
+	}
 	if err := resolveValues(ctx, reader, d); err != nil {
 		return nil, &inputError{reason: reasonOf(err, ReasonValuesMissing), err: err}
 	}
@@ -143,7 +146,7 @@ func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
 	reason := reasonOf(err, ReasonChartUnavailable)
 	var chartErr *ChartError
 	var valuesErr *ValuesError
-	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, &valuesErr)
+	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, &valuesErr) || refusedSchema(err)
 	markFailed(rel, reason, err, stalled)
 	if stalled {
 		return ctrl.Result{RequeueAfter: d.Interval}

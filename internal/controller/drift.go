@@ -16,6 +16,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/diff"
 	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -181,10 +182,10 @@ func correctDrift(ctx context.Context, c driftCluster, found []drifted) error {
 
 // checkDrift compares the deployed revision's objects with the live ones, as the Release's
 // ServiceAccount, and says so in the Drifted condition; in correct mode it applies the drifted
-// objects again, without a new revision. Detection writes nothing to the cluster but the status
-// and an event when what drifted changes: the comparison reads the objects, and asks the API
-// server for a dry run of an apply only for an object whose recorded fields differ live.
-// Disabled, it reads nothing.
+// objects again, without a new revision, holding the release's lease (correctReleaseDrift).
+// Detection writes nothing to the cluster but the status and an event when what drifted changes:
+// the comparison reads the objects, and asks the API server for a dry run of an apply only for an
+// object whose recorded fields differ live; it takes no lease. Disabled, it reads nothing.
 func (r *Reconciler) checkDrift(ctx context.Context, rel *v1alpha1.Release, d *desired, clients *kube.Clients) {
 	if d.Drift.Mode == v1alpha1.DriftDisabled {
 		meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionDrifted)
@@ -193,7 +194,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, rel *v1alpha1.Release, d *d
 	c := cluster.New(clients.Dynamic, clients.Mapper)
 	found, revision, err := r.findReleaseDrift(ctx, c, clients, d)
 	if err != nil {
-		setCondition(rel, ConditionDrifted, metav1.ConditionUnknown, ReasonDriftCheckFailed, firstLine(err.Error()))
+		setCondition(rel, ConditionDrifted, metav1.ConditionUnknown, ReasonDriftCheckFailed, errorLine(err))
 		return
 	}
 	prev := findCondition(rel.Status.Conditions, ConditionDrifted)
@@ -214,15 +215,27 @@ func (r *Reconciler) checkDrift(ctx context.Context, rel *v1alpha1.Release, d *d
 		setCondition(rel, ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected, msg)
 		return
 	}
-	if err := correctDrift(ctx, c, found); err != nil {
-		msg := fmt.Sprintf("%d object(s) differ from revision %d: %s; correcting them failed: %s", len(found), revision, what, firstLine(err.Error()))
+	r.correct(ctx, rel, c, clients, d, found, revision)
+}
+
+// correct puts the drifted objects found in revision back (correctReleaseDrift), and says how that
+// went in the Drifted condition and an event.
+func (r *Reconciler) correct(ctx context.Context, rel *v1alpha1.Release, c driftCluster, clients *kube.Clients, d *desired, found []drifted, revision int) {
+	corrected, at, err := r.correctReleaseDrift(ctx, c, clients, d)
+	switch {
+	case err != nil:
+		msg := fmt.Sprintf("%d object(s) differ from revision %d: %s; correcting them failed: %s", len(found), revision, driftMessage(found), errorLine(err))
 		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonDriftCorrectionFailed, "drift", "%s", cutNote(msg))
 		setCondition(rel, ConditionDrifted, metav1.ConditionTrue, ReasonDriftCorrectionFailed, msg)
-		return
+	case len(corrected) == 0:
+		// An operation put the objects back meanwhile.
+		setCondition(rel, ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift,
+			fmt.Sprintf("the objects of release %s are as revision %d records them", d.ReleaseName, at))
+	default:
+		msg := fmt.Sprintf("put %d object(s) back as revision %d records them: %s", len(corrected), at, driftMessage(corrected))
+		r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, ReasonDriftCorrected, "drift", "%s", cutNote(msg))
+		setCondition(rel, ConditionDrifted, metav1.ConditionFalse, ReasonDriftCorrected, msg)
 	}
-	msg := fmt.Sprintf("put %d object(s) back as revision %d records them: %s", len(found), revision, what)
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, ReasonDriftCorrected, "drift", "%s", cutNote(msg))
-	setCondition(rel, ConditionDrifted, metav1.ConditionFalse, ReasonDriftCorrected, msg)
 }
 
 // findReleaseDrift reads the release's last record and compares its objects with the live ones.
@@ -233,6 +246,30 @@ func (r *Reconciler) findReleaseDrift(ctx context.Context, c driftCluster, clien
 	}
 	found, err := findDrift(ctx, c, last, d.Drift)
 	return found, last.Version, err
+}
+
+// correctReleaseDrift puts the release's drifted objects back while it holds the release's lease,
+// as an operation does (berth's CLI, or this controller's own operations, may be changing the
+// release): it finds the drift again under the lease, from the release's last record, which must
+// be deployed (an operation that did not finish is finished first, by the next upgrade or
+// recover). It returns what it put back, none when nothing has drifted any more.
+func (r *Reconciler) correctReleaseDrift(ctx context.Context, c driftCluster, clients *kube.Clients, d *desired) (corrected []drifted, revision int, err error) {
+	w := lifecycle.WaitOptions{Timeout: d.Timeout}
+	err = lifecycle.Hold(ctx, r.depsFor(d, clients, nil), d.ReleaseName, w, func(ctx context.Context) error {
+		last, err := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Last(ctx, d.ReleaseName)
+		if err != nil {
+			return fmt.Errorf("read the records of release %s in namespace %s: %w", d.ReleaseName, clients.Namespace, err)
+		}
+		revision = last.Version
+		if last.Info.Status != release.StatusDeployed {
+			return fmt.Errorf("release %s revision %d is %s: drift is corrected once it is deployed", d.ReleaseName, last.Version, last.Info.Status)
+		}
+		if corrected, err = findDrift(ctx, c, last, d.Drift); err != nil || len(corrected) == 0 {
+			return err
+		}
+		return correctDrift(ctx, c, corrected)
+	})
+	return corrected, revision, err
 }
 
 // Bounds of the drift message: objects named, fields named per object, characters in all.

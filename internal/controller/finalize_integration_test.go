@@ -62,8 +62,9 @@ func TestReleaseFailingPreDeleteHookHoldsUntilHooksAreDisabled(t *testing.T) {
 	})
 	if len(got.Status.Blockers) != 1 || got.Status.Blockers[0].Kind != "hook" || !strings.Contains(got.Status.Blockers[0].Object, "web-drain") ||
 		!strings.Contains(got.Status.Blockers[0].Message, "pre-delete") || !strings.Contains(got.Status.Blockers[0].Message, "last Pod web-drain-") ||
-		!strings.Contains(got.Status.Blockers[0].LogTail, "draining: queue busy") {
-		t.Errorf("blockers: %+v, want the pre-delete hook Job web-drain with its last Pod's state and its logs", got.Status.Blockers)
+		got.Status.Blockers[0].LogTail != "" {
+		// Its logs can print the values: the controller shows them only with --status-chart-output.
+		t.Errorf("blockers: %+v, want the pre-delete hook Job web-drain with its last Pod's state, without its logs", got.Status.Blockers)
 	}
 	if h := got.Status.History; len(h) == 0 || h[0].Operation != "uninstall" || h[0].Outcome != "Failed" {
 		t.Errorf("history: %+v, want a failed uninstall first", h)

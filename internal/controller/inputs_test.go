@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,12 +34,30 @@ func TestMergeValues(t *testing.T) {
 			},
 			spec: map[string]any{"replicas": 3.0},
 			want: map[string]any{"image": map[string]any{"repo": "web", "tag": "2"}, "replicas": 3.0, "list": []any{3.0}}},
-		{name: "targetPath sets one value, typed as --set types it",
+		{name: "targetPath sets the content as one string, as it is",
 			sources: []valuesSource{file("base", "db: {host: x, port: 1}\n"), at("db.port", "5432"), at("db.password", "s3cr=t")},
-			want:    map[string]any{"db": map[string]any{"host": "x", "port": int64(5432), "password": "s3cr=t"}}},
-		{name: "a quoted content is a string",
-			sources: []valuesSource{at("db.port", `"5432"`), at("enabled", "'true'")},
-			want:    map[string]any{"db": map[string]any{"port": "5432"}, "enabled": "true"}},
+			want:    map[string]any{"db": map[string]any{"host": "x", "port": "5432", "password": "s3cr=t"}}},
+		{name: "a targetPath content is never parsed",
+			sources: []valuesSource{
+				at("a", "sec,ret"), at("b", "P4ss,x["), at("c", "{x,y}"), at("d", `"quoted"`), at("e", "null"),
+				at("f", "k=v,k2=v2"), at("g", "line 1\nline 2\n"), at("h", `back\slash`), at("i", ""),
+			},
+			want: map[string]any{
+				"a": "sec,ret", "b": "P4ss,x[", "c": "{x,y}", "d": `"quoted"`, "e": "null",
+				"f": "k=v,k2=v2", "g": "line 1\nline 2\n", "h": `back\slash`, "i": "",
+			}},
+		{name: "targetPath paths: dots, escaped dots, list items",
+			sources: []valuesSource{
+				file("base", "list: [a, b, c]\nscalar: x\n"),
+				at(`annotations.example\.com/key`, "v"), at("list[1]", "B"), at("list[4].name", "n"), at("grid[0][1]", "g"),
+				at("scalar.key", "replaces the scalar"),
+			},
+			want: map[string]any{
+				"annotations": map[string]any{"example.com/key": "v"},
+				"list":        []any{"a", "B", "c", nil, map[string]any{"name": "n"}},
+				"grid":        []any{[]any{nil, "g"}},
+				"scalar":      map[string]any{"key": "replaces the scalar"},
+			}},
 		{name: "a later file overrides a targetPath",
 			sources: []valuesSource{at("a.b", "1"), file("f", "a: {b: 2}\n")},
 			want:    map[string]any{"a": map[string]any{"b": 2.0}}},
@@ -62,13 +81,29 @@ func TestMergeValues(t *testing.T) {
 }
 
 func TestMergeValuesErrors(t *testing.T) {
+	const secret = "Sup3r-S3cret-canary"
+	file := func(data string) valuesSource {
+		return valuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "f", Key: "values.yaml"}, Data: []byte(data)}
+	}
+	at := func(path string) valuesSource {
+		return valuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "f", Key: "k", TargetPath: path}, Data: []byte(secret)}
+	}
 	tests := []struct {
 		name   string
 		source valuesSource
+		want   string
 	}{
-		{name: "not YAML", source: valuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: "f", Key: "values.yaml"}, Data: []byte("a: [1\n")}},
-		{name: "not a map", source: valuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: "f", Key: "values.yaml"}, Data: []byte("- 1\n")}},
-		{name: "a path --set refuses", source: valuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "f", Key: "k", TargetPath: "a[x]"}, Data: []byte("1")}},
+		{"not YAML", file("a: 1\npassword: [" + secret + "\n"), "Secret/team-a/f key values.yaml: not a values file: YAML error at line 2"},
+		{"a YAML error that quotes the content", file("? [" + secret + "]\n: 1\n"), "not a values file: not a YAML map of values"},
+		{"a tag that does not fit", file("a: !!int " + secret + "\n"), "not a values file: not a YAML map of values"},
+		{"not a map", file("- " + secret + "\n"), "not a values file: not a YAML map of values"},
+		{"a bad list index", at("a[x]"), `targetPath "a[x]": has the list index [x]`},
+		{"a negative list index", at("a[-1]"), `targetPath "a[-1]": has the list index [-1]`},
+		{"an empty key", at("a..b"), `targetPath "a..b": has an empty key`},
+		{"a leading index", at("[0]"), `targetPath "[0]": has an empty key`},
+		{"a trailing dot", at("a."), `targetPath "a.": has an empty key`},
+		{"text after an index", at("a[0]b"), `targetPath "a[0]b": has 'b' after a list index`},
+		{"no closing bracket", at("a[0"), `targetPath "a[0": has a [ without ]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,6 +114,12 @@ func TestMergeValuesErrors(t *testing.T) {
 			}
 			if reasonOf(err, ReasonFailed) != ReasonInvalidValues {
 				t.Errorf("reason %s, want %s", reasonOf(err, ReasonFailed), ReasonInvalidValues)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not say %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "Sup3r") {
+				t.Errorf("error %q holds the content", err)
 			}
 		})
 	}

@@ -68,6 +68,11 @@ type Options struct {
 	// DefaultServiceAccount is the account a Release that names none acts as; empty means its
 	// namespace's default account.
 	DefaultServiceAccount string
+	// StatusChartOutput lets Release status show what a chart's own code output (a failed hook's
+	// logs, a template's fail or required message) in status.blockers[].logTail. That output can
+	// carry the release's values, Secrets included, and anyone who may view a Release's namespace
+	// reads its status: off, the controller writes none of it.
+	StatusChartOutput bool
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -142,6 +147,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Accounts: mgr.GetAPIReader(),
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
+		StatusChartOutput:     o.StatusChartOutput,
 	}
 	concurrency := max(o.Concurrency, 1)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Release{}, referencesIndex, referencesOf); err != nil {

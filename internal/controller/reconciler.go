@@ -47,6 +47,10 @@ type Reconciler struct {
 	// DefaultServiceAccount is the account a Release that names none acts as; empty means its
 	// namespace's default account.
 	DefaultServiceAccount string
+	// StatusChartOutput lets status.blockers[].logTail show what a chart's own code output (the
+	// end of a failed hook's logs, a template's fail or required message), which can carry the
+	// release's values; without it the controller writes none of it anywhere.
+	StatusChartOutput bool
 	// Holder names the controller in the leases and journals of its operations.
 	Holder release.Holder
 }
@@ -183,7 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		reason := reasonOf(err, failed)
 		requeue := attemptFailed(&rel, d, reason, err)
-		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, firstLine(err.Error()))
+		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
 		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
 		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, orig, &rel)
 	}
@@ -429,6 +433,7 @@ func cascade(p string) string {
 // patchStatus writes rel's status when it differs from orig's: a reconcile that changes
 // nothing writes nothing.
 func (r *Reconciler) patchStatus(ctx context.Context, orig, rel *v1alpha1.Release) error {
+	redactStatus(rel, r.StatusChartOutput)
 	if equality.Semantic.DeepEqual(orig.Status, rel.Status) {
 		return nil
 	}

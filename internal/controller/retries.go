@@ -89,7 +89,7 @@ func attemptFailed(rel *v1alpha1.Release, d *desired, reason string, err error) 
 	}
 	if field, op := d.retrySpec(rel); op.Retries > 0 {
 		setCondition(rel, ConditionStalled, metav1.ConditionTrue, ReasonRetriesExhausted,
-			fmt.Sprintf("%d attempts failed (%s.retries: %d), the last with: %s", rel.Status.Failures, field, op.Retries, firstLine(err.Error())))
+			fmt.Sprintf("%d attempts failed (%s.retries: %d), the last with: %s", rel.Status.Failures, field, op.Retries, errorLine(err)))
 	}
 	return d.Interval
 }

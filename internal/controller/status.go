@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/engine"
@@ -88,7 +89,7 @@ func markWaiting(rel *v1alpha1.Release, reason, msg string) {
 // markFailed says the release is not as the spec asks, why, and whether the controller will go
 // on by itself (stalled: it will not until something changes).
 func markFailed(rel *v1alpha1.Release, reason string, err error, stalled bool) {
-	msg := firstLine(err.Error())
+	msg := errorLine(err)
 	setCondition(rel, ConditionReady, metav1.ConditionFalse, reason, msg)
 	meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionReconciling)
 	if stalled {
@@ -119,9 +120,9 @@ func operationRecord(op string, start, end time.Time, revision int, chartVersion
 	var blocked *engine.BlockedError
 	switch {
 	case errors.As(err, &blocked):
-		r.Outcome, r.Message = "Blocked", firstLine(err.Error())
+		r.Outcome, r.Message = "Blocked", errorLine(err)
 	case err != nil:
-		r.Outcome, r.Message = "Failed", firstLine(err.Error())
+		r.Outcome, r.Message = "Failed", errorLine(err)
 	}
 	return r
 }
@@ -151,8 +152,9 @@ func reasonOf(err error, failed string) string {
 }
 
 // blockersOf names what stopped an operation, as the CLI names it: the blockers of a blocked
-// deletion, a failed hook with the end of its logs, or a missing permission of the Release's
-// ServiceAccount (in namespace ns).
+// deletion, a failed hook with the end of its logs, a template that failed with its message, or
+// a missing permission of the Release's ServiceAccount (in namespace ns). The logs and the
+// message are in logTail, which redactStatus removes unless the controller may show them.
 func blockersOf(err error, ns string) []v1alpha1.Blocker {
 	var out []v1alpha1.Blocker
 	var blocked *engine.BlockedError
@@ -166,10 +168,14 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 	if errors.As(err, &hook) {
 		return []v1alpha1.Blocker{{
 			Kind: "hook", Object: hook.Hook.String(),
-			Message: fmt.Sprintf("%s hook %s%s", hook.Event, firstLine(hook.Outcome), lastPodState(hook.Pods)),
+			Message: fmt.Sprintf("%s hook %s%s", hook.Event, hookOutcome(hook), lastPodState(hook.Pods)),
 			Next:    "fix the hook or what it depends on, then change the Release (or set install/upgrade.disableHooks, uninstall.disableHooks)",
 			LogTail: logTail(hook.Logs),
 		}}
+	}
+	var tmpl *chart.TemplateError
+	if errors.As(err, &tmpl) {
+		return []v1alpha1.Blocker{templateBlocker(tmpl)}
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && apierrors.IsForbidden(err) && !lifecycle.NamespaceTerminating(err) {
@@ -192,18 +198,18 @@ func isForbidden(err error) bool {
 }
 
 // lastPodState is "; last Pod NAME: PHASE, REASON: MESSAGE, CONTAINERS" for the newest of a
-// hook's Pods; empty when it has none.
+// hook's Pods, the containers without their messages (a termination message is the container's
+// own output); empty when it has none.
 func lastPodState(pods []cluster.PodReport) string {
 	if len(pods) == 0 {
 		return ""
 	}
 	p := pods[len(pods)-1]
-	var parts []string
-	for _, part := range append([]string{p.Phase, strings.Trim(p.Reason+": "+p.Message, ": ")}, p.Containers...) {
-		if part != "" {
-			parts = append(parts, part)
-		}
+	parts := []string{p.Phase, strings.Trim(p.Reason+": "+p.Message, ": ")}
+	for _, c := range p.Containers {
+		parts = append(parts, withoutMessage(c))
 	}
+	parts = slices.DeleteFunc(parts, func(s string) bool { return s == "" })
 	if len(parts) == 0 {
 		return ""
 	}
@@ -232,9 +238,10 @@ func firstLine(s string) string {
 // maxEventNote is the longest note an Event may have (events.k8s.io/v1: under 1 kB).
 const maxEventNote = 1000
 
-// eventNote is err's message cut to fit an Event; the status keeps the details.
+// eventNote is err's message, as errorText gives it, cut to fit an Event; the status keeps the
+// details.
 func eventNote(err error) string {
-	msg := err.Error()
+	msg := errorText(err)
 	if len(msg) <= maxEventNote {
 		return msg
 	}

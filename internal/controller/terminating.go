@@ -71,7 +71,7 @@ func (r *Reconciler) accountGone(ctx context.Context, rel *v1alpha1.Release, err
 // its objects in that namespace; objects elsewhere are left, as the Event and the log say.
 func (r *Reconciler) letGo(ctx context.Context, orig, rel *v1alpha1.Release, d *desired, err error) {
 	msg := fmt.Sprintf("namespace %s is being deleted and its ServiceAccount %s can no longer act (%s): release %s is not uninstalled; the namespace's deletion removes its records and its objects in namespace %s, and objects it has elsewhere are left",
-		rel.Namespace, d.ServiceAccount, firstLine(err.Error()), d.ReleaseName, d.TargetNamespace)
+		rel.Namespace, d.ServiceAccount, errorLine(err), d.ReleaseName, d.TargetNamespace)
 	addHistory(rel, v1alpha1.OperationRecord{Operation: "uninstall", Outcome: "Skipped", ChartVersion: rel.Status.ChartVersion,
 		StartedAt: metav1.Now(), Message: msg})
 	setCondition(rel, ConditionReady, metav1.ConditionFalse, ReasonNamespaceTerminating, msg)

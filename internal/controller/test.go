@@ -47,8 +47,10 @@ func testOf(s *v1alpha1.TestSpec) (testRules, error) {
 }
 
 // runTests runs the chart's tests after an install or upgrade that started at start, within
-// what is left of the operation's timeout, as the Release's ServiceAccount. A failure makes rel
-// not Ready, naming the test; the tests are not run again until the next install or upgrade.
+// what is left of the operation's timeout, as the Release's ServiceAccount. They hold the
+// release's lease, as the operations do (lifecycle.Test), waiting for it within that time should
+// another operation have taken it since the install or upgrade. A failure makes rel not Ready,
+// naming the test; the tests are not run again until the next install or upgrade.
 func (r *Reconciler) runTests(ctx context.Context, rel *v1alpha1.Release, d *desired, clients *kube.Clients, events func(engine.Event), start time.Time) {
 	if !d.Test.Enable {
 		meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionTested)
@@ -61,7 +63,7 @@ func (r *Reconciler) runTests(ctx context.Context, rel *v1alpha1.Release, d *des
 	}
 	began := time.Now()
 	res, err := lifecycle.Test(ctx, r.depsFor(d, clients, events), lifecycle.TestOptions{
-		Name: d.ReleaseName, Timeout: left, Include: d.Test.Include, Exclude: d.Test.Exclude,
+		Name: d.ReleaseName, Timeout: left, Include: d.Test.Include, Exclude: d.Test.Exclude, WaitForLock: true,
 	})
 	if ctx.Err() != nil {
 		return // the controller is stopping: nothing is known of the tests
@@ -78,7 +80,7 @@ func (r *Reconciler) runTests(ctx context.Context, rel *v1alpha1.Release, d *des
 
 // markTestFailed says that the tests of the deployed revision failed, and which.
 func markTestFailed(rel *v1alpha1.Release, err error) {
-	setCondition(rel, ConditionTested, metav1.ConditionFalse, ReasonTestFailed, firstLine(err.Error()))
+	setCondition(rel, ConditionTested, metav1.ConditionFalse, ReasonTestFailed, errorLine(err))
 	markFailed(rel, ReasonTestFailed, err, true)
 	for i := range rel.Status.Blockers {
 		if rel.Status.Blockers[i].Kind == "hook" {

@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/strvals"
 
+	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 )
 
@@ -33,17 +36,17 @@ type valuesSource struct {
 	Missing bool
 }
 
-// ValuesError says that the content of a valuesFrom reference cannot be used as values.
+// ValuesError says that the content of a valuesFrom reference cannot be used as values. It never
+// holds the content, nor a parser's message that could quote it.
 type ValuesError struct {
 	Kind, Namespace, Name, Key string
-	Err                        error
+	// Problem says what is wrong, without the content: "not a values file: YAML error at line 3".
+	Problem string
 }
 
 func (e *ValuesError) Error() string {
-	return fmt.Sprintf("%s/%s/%s key %s: %v: fix the key's content, or the reference in spec.valuesFrom", e.Kind, e.Namespace, e.Name, e.Key, e.Err)
+	return fmt.Sprintf("%s/%s/%s key %s: %s: fix the key's content, or the reference in spec.valuesFrom", e.Kind, e.Namespace, e.Name, e.Key, e.Problem)
 }
-
-func (e *ValuesError) Unwrap() error { return e.Err }
 
 // readValues reads each valuesFrom reference of d's Release with r, in order.
 func readValues(ctx context.Context, r keyReader, refs []v1alpha1.ValuesReference) ([]valuesSource, error) {
@@ -72,40 +75,148 @@ func readValues(ctx context.Context, r keyReader, refs []v1alpha1.ValuesReferenc
 
 // mergeValues merges the values of sources in order, later ones winning, then spec's values
 // over them, as Flux's helm-controller does: a key's content is a values file deep-merged into
-// what came before, or, with a targetPath, one value set at that path as helm's --set sets it
-// (a quoted content is set as a string). ns is the sources' namespace, for errors.
+// what came before, or, with a targetPath, one string set at that path, as it is. ns is the
+// sources' namespace, for errors.
 func mergeValues(ns string, sources []valuesSource, spec map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	for _, s := range sources {
 		if s.Missing {
 			continue
 		}
-		fail := func(err error) error {
-			return &ValuesError{Kind: s.Ref.Kind, Namespace: ns, Name: s.Ref.Name, Key: s.Ref.Key, Err: err}
+		fail := func(problem string) error {
+			return &ValuesError{Kind: s.Ref.Kind, Namespace: ns, Name: s.Ref.Name, Key: s.Ref.Key, Problem: problem}
 		}
 		if s.Ref.TargetPath != "" {
 			if err := setPath(out, s.Ref.TargetPath, string(s.Data)); err != nil {
-				return nil, fail(fmt.Errorf("set targetPath %s: %w", s.Ref.TargetPath, err))
+				return nil, fail(fmt.Sprintf("targetPath %q: %v", s.Ref.TargetPath, err))
 			}
 			continue
 		}
 		vals, err := common.ReadValues(s.Data)
 		if err != nil {
-			return nil, fail(fmt.Errorf("not a values file: %w", err))
+			return nil, fail(notValues(err))
 		}
 		out = loader.MergeMaps(out, vals)
 	}
 	return loader.MergeMaps(out, spec), nil
 }
 
-// setPath sets value at the dotted path of values with Helm's strvals, as --set does; a value
-// in single or double quotes is set as a string.
-func setPath(values map[string]any, path, value string) error {
-	quoted := len(value) >= 2 && (value[0] == '"' && value[len(value)-1] == '"' || value[0] == '\'' && value[len(value)-1] == '\'')
-	if quoted {
-		return strvals.ParseIntoString(path+"="+strings.Trim(value, `"'`), values)
+// yamlLine finds the line number at the head of a YAML parser's message.
+var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+):`)
+
+// notValues says why content is not a values file, with the line of a YAML error but never the
+// parser's message: that can quote the content ("cannot unmarshal !!str `...`", "invalid map key:
+// ...").
+func notValues(err error) string {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		return "not a values file: YAML error at line " + m[1] + " (the content and the parser's message are left out)"
 	}
-	return strvals.ParseInto(path+"="+value, values)
+	return "not a values file: not a YAML map of values (the content and the parser's message are left out)"
+}
+
+// setPath sets value, as one string and as it is, at path in values: path names keys separated by
+// dots, as Flux's targetPath and helm's --set name them ("a.b.c"; a\.b for a key with a dot;
+// "list[0]" for an item of a list). value is never parsed: commas, brackets, braces, quotes and
+// "=" are part of it. A value in the way that is not a map (or a list, for an index) is replaced.
+func setPath(values map[string]any, path, value string) error {
+	steps, err := parsePath(path)
+	if err != nil {
+		return err
+	}
+	put(values, steps, value)
+	return nil
+}
+
+// pathStep is a key of a map, or an index of a list.
+type pathStep struct {
+	key   string
+	index int // when key is empty
+}
+
+// maxPathIndex bounds a list index of a targetPath, as helm's --set bounds it.
+const maxPathIndex = 65536
+
+// parsePath splits a targetPath into keys and list indexes.
+func parsePath(path string) ([]pathStep, error) {
+	var steps []pathStep
+	var key strings.Builder
+	endKey := func() error {
+		if key.Len() == 0 {
+			return errors.New("has an empty key: name each key, separated by single dots")
+		}
+		steps = append(steps, pathStep{key: key.String()})
+		key.Reset()
+		return nil
+	}
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; c {
+		case '\\':
+			if i+1 == len(path) {
+				return nil, errors.New("ends with \\: escape a dot as \\.")
+			}
+			i++
+			key.WriteByte(path[i])
+		case '.':
+			if err := endKey(); err != nil {
+				return nil, err
+			}
+		case '[':
+			if err := endKey(); err != nil {
+				return nil, err
+			}
+			for {
+				end := strings.IndexByte(path[i:], ']')
+				if end < 0 {
+					return nil, errors.New("has a [ without ]")
+				}
+				n, err := strconv.Atoi(path[i+1 : i+end])
+				if err != nil || n < 0 || n > maxPathIndex {
+					return nil, fmt.Errorf("has the list index [%s]: write a whole number from 0 to %d", path[i+1:i+end], maxPathIndex)
+				}
+				steps = append(steps, pathStep{index: n})
+				i += end + 1
+				if i == len(path) || path[i] != '[' {
+					break
+				}
+			}
+			switch {
+			case i == len(path):
+				return steps, nil
+			case path[i] != '.':
+				return nil, fmt.Errorf("has %q after a list index: follow it with a dot and a key", path[i])
+			case i+1 == len(path):
+				return nil, errors.New("ends with a dot")
+			}
+		default:
+			key.WriteByte(c)
+		}
+	}
+	if err := endKey(); err != nil {
+		return nil, err
+	}
+	return steps, nil
+}
+
+// put sets value at steps under node, and returns node (or what replaced it).
+func put(node any, steps []pathStep, value string) any {
+	if len(steps) == 0 {
+		return value
+	}
+	s := steps[0]
+	if s.key == "" {
+		list, _ := node.([]any)
+		for len(list) <= s.index {
+			list = append(list, nil)
+		}
+		list[s.index] = put(list[s.index], steps[1:], value)
+		return list
+	}
+	m, ok := node.(map[string]any)
+	if !ok {
+		m = map[string]any{}
+	}
+	m[s.key] = put(m[s.key], steps[1:], value)
+	return m
 }
 
 // digestOf is the sha256 of values; equal values have equal digests.
@@ -161,3 +272,22 @@ func valuesFromOf(refs []v1alpha1.ValuesReference) ([]v1alpha1.ValuesReference, 
 }
 
 func (e *ValuesError) conditionReason() string { return ReasonInvalidValues }
+
+// checkSchemas refuses a chart whose values schemas refer to a schema at an http, https or file
+// URL, before anything renders it: the controller makes no request and reads no file from inside
+// its Pod for a tenant's chart. It refuses a schema that does not compile too, as the compiler
+// could meet such a reference after the error.
+func checkSchemas(ch *chartv2.Chart) error {
+	err := chart.CheckSchemaRefs(ch)
+	var ref *chart.SchemaRefError
+	if errors.As(err, &ref) {
+		return fmt.Errorf("%w: the controller fetches no schema and reads no file for a chart: put the schema it refers to in the chart's values.schema.json (under $defs), and release a new version", err)
+	}
+	return err
+}
+
+// refusedSchema says err is checkSchemas' refusal of a chart: nothing changes until the chart
+// does.
+func refusedSchema(err error) bool {
+	return errors.As(err, new(*chart.SchemaRefError)) || errors.As(err, new(*chart.SchemaCompileError))
+}

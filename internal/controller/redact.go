@@ -1,0 +1,158 @@
+package controller
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/lifecycle"
+)
+
+// Whoever may view a Release's namespace reads its status and Events, and the controller's logs
+// and metrics are read by its operators: none of them may learn the release's values, which come
+// from the tenant's Secrets. What the controller writes there from an error goes through
+// errorText. What a chart's own code outputs (a hook's logs, a template's fail or required
+// message) can print any value: it goes only to status.blockers[].logTail, and only when the
+// controller is started with --status-chart-output (Reconciler.StatusChartOutput).
+
+// errorText is err's message as the controller may write it in a condition, an Event, the
+// status' history or its logs: the parts of it that can carry values are replaced by a form that
+// carries none.
+//   - an error of the chart package that can quote values (a values schema's violations, a
+//     template's failure, Helm's coalescing of values) by its Redacted form;
+//   - a failed hook by its outcome and its last Pod's state, without logs, events or its
+//     containers' messages (a container's termination message is its own output);
+//   - the API server's refusal of an invalid object by the fields and the causes' types, without
+//     its message (which quotes the invalid values).
+//
+// When a wrapper did not keep such an error's message as it is, only the redacted forms are
+// given, without the wrappers' words.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var safe []string
+	whole := true
+	walkErrors(err, func(e error) bool {
+		text, ok := redacted(e)
+		if !ok {
+			return true
+		}
+		safe = append(safe, text)
+		if orig := e.Error(); orig != "" && strings.Contains(msg, orig) {
+			msg = strings.ReplaceAll(msg, orig, text)
+		} else if orig != "" {
+			whole = false
+		}
+		return false
+	})
+	if !whole {
+		return strings.Join(safe, "; ")
+	}
+	return msg
+}
+
+// errorLine is the first line of errorText.
+func errorLine(err error) string { return firstLine(errorText(err)) }
+
+// walkErrors calls visit with err and, while visit says so, with what it wraps, depth first.
+func walkErrors(err error, visit func(error) bool) {
+	if err == nil || !visit(err) {
+		return
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), visit)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, visit)
+		}
+	}
+}
+
+// redacted is the form of e without values, when e is an error whose message can carry them.
+func redacted(e error) (string, bool) {
+	switch e := e.(type) {
+	case chart.RedactedError:
+		return e.Redacted(), true
+	case *lifecycle.HookError:
+		return fmt.Sprintf("%s hook %s %s%s", e.Event, e.Hook, hookOutcome(e), lastPodState(e.Pods)), true
+	case apierrors.APIStatus:
+		if s := e.Status(); s.Reason == metav1.StatusReasonInvalid {
+			return invalidText(s), true
+		}
+	}
+	return "", false
+}
+
+// hookOutcome is the first line of a failed hook's outcome, with the error that ended it (a
+// refused create, say) as errorText gives it.
+func hookOutcome(h *lifecycle.HookError) string {
+	outcome := h.Outcome
+	if h.Cause != nil {
+		if c := h.Cause.Error(); c != "" {
+			outcome = strings.ReplaceAll(outcome, c, errorText(h.Cause))
+		}
+	}
+	return firstLine(outcome)
+}
+
+// invalidText says which fields of an object the API server found invalid, and why in its
+// causes' types, without its message: "Invalid value: VALUE".
+func invalidText(s metav1.Status) string {
+	what := "the object"
+	var fields []string
+	if d := s.Details; d != nil {
+		if d.Kind != "" {
+			what = strings.TrimSpace(d.Kind + " " + d.Name)
+		}
+		for _, c := range d.Causes {
+			fields = append(fields, strings.TrimSpace(fmt.Sprintf("%s (%s)", c.Field, c.Type)))
+		}
+	}
+	if len(fields) == 0 {
+		return what + " is invalid (the API server's message is left out, as it can quote values)"
+	}
+	return fmt.Sprintf("%s is invalid: %s (the API server's message is left out, as it can quote values)", what, strings.Join(fields, ", "))
+}
+
+// containerState is how a container ended or why it waits, from a hook report's "NAME: STATE,
+// exit code N (REASON): MESSAGE" or "NAME: waiting: REASON: MESSAGE", without the message.
+var containerState = regexp.MustCompile(`^[^:]+: (?:terminated, exit code -?\d+(?: \([A-Za-z]+\))?|waiting(?:: [A-Za-z]+)?|running)`)
+
+// withoutMessage is a container's state without its message; its name alone when the state
+// does not read as expected.
+func withoutMessage(container string) string {
+	if s := containerState.FindString(container); s != "" {
+		return s
+	}
+	name, _, _ := strings.Cut(container, ":")
+	return name
+}
+
+// templateBlocker names the template that failed to render; its message, which the template's
+// author wrote and which can print values, is its logTail.
+func templateBlocker(t *chart.TemplateError) v1alpha1.Blocker {
+	return v1alpha1.Blocker{
+		Kind: "template", Object: t.Location(), Message: t.Redacted(),
+		Next:    "fix the values the template checks: berth template with the same values prints its message (in logTail too when the controller runs with --status-chart-output)",
+		LogTail: t.Error(),
+	}
+}
+
+// redactStatus removes from rel's status what a chart's own code output (status.blockers[].
+// logTail: a hook's logs, a template's message) unless chartOutput allows it.
+func redactStatus(rel *v1alpha1.Release, chartOutput bool) {
+	if chartOutput {
+		return
+	}
+	for i := range rel.Status.Blockers {
+		rel.Status.Blockers[i].LogTail = ""
+	}
+}
