@@ -51,10 +51,7 @@ func (r *Reconciler) accountOf(account string) string {
 // checkAccount makes sure the ServiceAccount d acts as exists, reading it with the controller's
 // own rights, uncached.
 func (r *Reconciler) checkAccount(ctx context.Context, d *desired, named bool) error {
-	reader := r.Accounts
-	if reader == nil {
-		reader = r.Client
-	}
+	reader := r.uncached()
 	var sa corev1.ServiceAccount
 	err := reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.ServiceAccount}, &sa)
 	if apierrors.IsNotFound(err) {

@@ -144,7 +144,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Recorder: mgr.GetEventRecorder(Name),
 		Charts:   charts,
 		Holder:   holder(o.Identity),
-		Accounts: mgr.GetAPIReader(),
+		Uncached: mgr.GetAPIReader(),
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,

@@ -41,9 +41,10 @@ type Reconciler struct {
 	Config   *rest.Config
 	Recorder events.EventRecorder
 	Charts   *Charts
-	// Accounts reads ServiceAccounts, uncached, to check that a Release's account exists before
-	// acting as it; nil reads them with Client.
-	Accounts client.Reader
+	// Uncached reads past the cache what must be current: a Release's ServiceAccount before
+	// acting as it, and the Release again once its operation holds the lease; nil reads with
+	// Client.
+	Uncached client.Reader
 	// DefaultServiceAccount is the account a Release that names none acts as; empty means its
 	// namespace's default account.
 	DefaultServiceAccount string
@@ -162,7 +163,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	orig = rel.DeepCopy()
 
 	start := time.Now()
-	out, err := r.release(ctx, d, clients, ch, r.stepReporter(ctx, &rel))
+	seen := 0
+	if last != nil {
+		seen = last.Version
+	}
+	out, err := r.release(ctx, d, clients, ch, r.stepReporter(ctx, &rel), r.stillHolds(&rel, d.ReleaseName, seen, version, d.Values))
 	revision := 0
 	if out != nil {
 		revision = out.Version
@@ -171,6 +176,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The controller is stopping: the operation stopped at a step its journal records, and
 		// the next reconcile resumes it.
 		return ctrl.Result{}, ctx.Err()
+	}
+	if stale := new(StaleError); errors.As(err, &stale) {
+		// Another writer acted first; nothing was written. What it did is read again, soon.
+		log.FromContext(ctx).V(1).Info("decision outdated under the lease", "reason", stale.Error())
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if done := new(ReleasedError); errors.As(err, &done) {
+		// Another writer released what the spec asks for: say so, and release nothing again.
+		msg := fmt.Sprintf("release %s revision %d of chart %s %s is deployed in namespace %s", d.ReleaseName, done.Revision, ch.chart.Name(), version, d.TargetNamespace)
+		rel.Status.Revision = done.Revision
+		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
+		rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
+		reason := reasonFor(&recorded{Version: done.Revision})
+		setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
+		markReady(&rel, reason, msg)
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 	addHistory(&rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if err != nil {
@@ -208,8 +229,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // release installs or upgrades the release: an upgrade with --install, so that a release
 // that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
-func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event)) (*release.Release, error) {
+func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
+	precondition func(context.Context, release.Reader) error) (*release.Release, error) {
 	deps := r.depsFor(d, clients, events)
+	deps.Precondition = func(ctx context.Context) error { return precondition(ctx, deps.Store) }
 	caps, err := lifecycle.Capabilities(ctx, clients)
 	if err != nil {
 		return nil, err

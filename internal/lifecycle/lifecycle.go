@@ -58,6 +58,10 @@ type Deps struct {
 	// requests its plan will make, before the operation changes anything (berth doctor's
 	// checks); an error stops the operation. May be nil.
 	Preflight func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error
+	// Precondition, when set, is checked once an operation holds the release's lease, before it
+	// does or writes anything: an error stops the operation as it is. A caller that decided what
+	// to do from what it read before the lease (a controller) checks here that it still holds.
+	Precondition func(ctx context.Context) error
 	// Lookup is the cluster that templates read with lookup while an install or upgrade renders
 	// (not with a client dry run, as in Helm); nil renders offline.
 	Lookup *rest.Config

@@ -63,6 +63,11 @@ func (d Deps) operate(ctx context.Context, name string, w WaitOptions, fn func(c
 	o := &operation{name: name, journals: d.Journals, written: d.JournalWritten, stop: ctx, holder: d.Holder, now: d.now,
 		noJournalInTerminating: d.terminating != nil}
 	return d.hold(ctx, context.WithoutCancel(ctx), name, w, o, func(work context.Context, d Deps) error {
+		if d.Precondition != nil {
+			if err := d.Precondition(work); err != nil {
+				return err // nothing was done: no journal to end
+			}
+		}
 		d.Cluster = interruptible{Cluster: d.Cluster, stop: ctx}
 		err := fn(work, d)
 		if err != nil && o.stopped() {
