@@ -35,6 +35,9 @@ const chartCacheBytes = 512 << 20
 func NewCharts(dir string) (*Charts, error) {
 	o := source.DefaultFetchOptions()
 	o.ChartCacheBytes = chartCacheBytes
+	// A tenant's Release reaches a registry with its own credentials or none, never the
+	// controller's, and gets no chart from the cache that its own credentials did not fetch.
+	o.ManyTenants = true
 	return newCharts(dir, o), nil
 }
 
@@ -56,12 +59,14 @@ type fetched struct {
 	digest string
 }
 
-// fetch downloads (or finds in the cache) and loads the chart ref names, within ctx: a source
-// that does not answer before ctx's deadline fails the fetch with a source.TimeoutError that
-// names it.
-func (c *Charts) fetch(ctx context.Context, ref chartRef) (*fetched, error) {
-	opts := source.Options{}
+// fetch downloads (or finds in the cache) and loads the chart ref names, with the credentials
+// and TLS material of a, within ctx: a source that does not answer before ctx's deadline fails
+// the fetch with a source.TimeoutError that names it.
+func (c *Charts) fetch(ctx context.Context, ref chartRef, a chartAccess) (*fetched, error) {
+	opts := source.Options{TLS: a.TLS}
 	opts.RepoURL, opts.Version = ref.RepoURL, ref.Version
+	opts.Username, opts.Password = a.Username, a.Password
+	opts.PlainHTTP, opts.PassCredentialsAll = ref.PlainHTTP, ref.PassCredentials
 	r := &source.Resolver{Settings: c.settings, Options: opts, Out: io.Discard, Fetcher: c.fetcher}
 	path, err := r.Locate(ctx, ref.Ref)
 	if err != nil {

@@ -49,6 +49,8 @@ func chartSourceOf(c v1alpha1.ChartSource) (chartRef, *chartObject, error) {
 		return chartRef{}, nil, invalid("chart", "set exactly one of repository, secretRef and configMapRef")
 	case c.Name != "" || c.Version != "" || c.Digest != "":
 		return chartRef{}, nil, invalid("chart", "name, version and digest apply to a chart of a repository, not to one in a %s: remove them", o.Kind)
+	case c.Credentials != nil || c.TLS != nil || c.PlainHTTP || c.PassCredentials:
+		return chartRef{}, nil, invalid("chart", "credentials, tls, plainHTTP and passCredentials apply to a chart of a repository, not to one in a %s: remove them", o.Kind)
 	case o.Name == "":
 		return chartRef{}, nil, invalid(o.Field+".name", "is required: name the %s, in the Release's namespace, that holds the packaged chart", o.Kind)
 	case o.Key == "":
@@ -100,7 +102,7 @@ func (r *Reconciler) inputs(ctx context.Context, d *desired, clients *kube.Clien
 	if d.ChartIn != nil {
 		ch, err = chartIn(ctx, reader, d.ChartIn)
 	} else {
-		ch, err = r.fetchChart(ctx, d)
+		ch, err = r.fetchChart(ctx, d, reader)
 	}
 	if err != nil {
 		return nil, &inputError{reason: reasonOf(err, ReasonChartUnavailable), err: err}
@@ -117,10 +119,15 @@ func (r *Reconciler) inputs(ctx context.Context, d *desired, clients *kube.Clien
 // fetchChart fetches d's chart within d.Timeout (spec.timeout): a repository or registry that
 // does not answer fails the reconcile then, with a source.TimeoutError naming it, rather than
 // hold one of the controller's workers.
-func (r *Reconciler) fetchChart(ctx context.Context, d *desired) (*fetched, error) {
+func (r *Reconciler) fetchChart(ctx context.Context, d *desired, reader keyReader) (*fetched, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
-	return r.Charts.fetch(ctx, d.Chart)
+	a, err := readChartAccess(ctx, reader, d.Chart)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := r.Charts.fetch(ctx, d.Chart, a)
+	return ch, authFailed(err, d.Chart, d.Namespace)
 }
 
 // timeLeft is what is left of timeout once took has passed: at least a nanosecond, since 0
@@ -146,7 +153,10 @@ func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
 	reason := reasonOf(err, ReasonChartUnavailable)
 	var chartErr *ChartError
 	var valuesErr *ValuesError
-	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, &valuesErr) || refusedSchema(err)
+	var accessErr *ChartAccessError
+	var authErr *ChartAuthError
+	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, &valuesErr) || refusedSchema(err) ||
+		errors.As(err, &accessErr) || errors.As(err, &authErr)
 	markFailed(rel, reason, err, stalled)
 	if stalled {
 		return ctrl.Result{RequeueAfter: d.Interval}

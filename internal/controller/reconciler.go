@@ -108,6 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	fetchStart := time.Now()
 	ch, err := r.inputs(ctx, d, clients)
 	if err != nil {
+		r.warnAuthFailed(&rel, err)
 		return inputFailed(&rel, d, err), r.patchStatus(ctx, orig, &rel)
 	}
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.

@@ -17,7 +17,7 @@ import (
 
 // MissingError says that a ConfigMap or Secret a Release names, or its key, is not there.
 type MissingError struct {
-	// Reason is the condition reason: ValuesMissing or ChartMissing.
+	// Reason is the condition reason: ValuesMissing, ChartMissing or CredentialsMissing.
 	Reason                     string
 	Kind, Namespace, Name, Key string
 	// NoObject says the object itself is missing, not only its key.
@@ -93,6 +93,12 @@ func referencesOf(obj client.Object) []string {
 	}
 	if r := rel.Spec.Chart.ConfigMapRef; r != nil {
 		out = append(out, "ConfigMap/"+r.Name)
+	}
+	if r := rel.Spec.Chart.Credentials; r != nil {
+		out = append(out, "Secret/"+r.Name)
+	}
+	if r := rel.Spec.Chart.TLS; r != nil {
+		out = append(out, "Secret/"+r.Name)
 	}
 	for _, v := range rel.Spec.ValuesFrom {
 		out = append(out, v.Kind+"/"+v.Name)

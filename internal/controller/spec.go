@@ -51,6 +51,12 @@ type desired struct {
 // --version V, or oci://HOST/PATH[@DIGEST] --version V).
 type chartRef struct {
 	Ref, RepoURL, Version string
+	// Credentials and TLS name the Secrets of the Release's namespace with the credentials and
+	// TLS material of the repository or registry, if any.
+	Credentials, TLS string
+	// PlainHTTP reaches an OCI registry over plain HTTP; PassCredentials sends the credentials
+	// to a chart URL on another host than the repository's.
+	PlainHTTP, PassCredentials bool
 }
 
 // SpecError says what in a Release's spec the controller cannot act on, and what to change.
@@ -142,6 +148,34 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 
 // chartRefOf checks a chart source that names a Helm repository or an OCI reference.
 func chartRefOf(c v1alpha1.ChartSource) (chartRef, error) {
+	ref, err := chartLocationOf(c)
+	if err != nil {
+		return chartRef{}, err
+	}
+	oci := strings.HasPrefix(ref.Ref, "oci://")
+	switch {
+	case c.PlainHTTP && !oci:
+		return chartRef{}, invalid("chart.plainHTTP", "applies to OCI registries (oci://) only: a Helm repository's URL says http:// or https:// itself")
+	case c.PassCredentials && oci:
+		return chartRef{}, invalid("chart.passCredentials", "applies to Helm repositories only: remove it")
+	case c.Credentials != nil && c.Credentials.Name == "":
+		return chartRef{}, invalid("chart.credentials.name", "is required: name the Secret, in the Release's namespace, with the credentials")
+	case c.TLS != nil && c.TLS.Name == "":
+		return chartRef{}, invalid("chart.tls.name", "is required: name the Secret, in the Release's namespace, with ca.crt (and tls.crt and tls.key)")
+	}
+	if c.Credentials != nil {
+		ref.Credentials = c.Credentials.Name
+	}
+	if c.TLS != nil {
+		ref.TLS = c.TLS.Name
+	}
+	ref.PlainHTTP, ref.PassCredentials = c.PlainHTTP, c.PassCredentials
+	return ref, nil
+}
+
+// chartLocationOf checks where a chart source that names a Helm repository or an OCI reference
+// points.
+func chartLocationOf(c v1alpha1.ChartSource) (chartRef, error) {
 	repo := strings.TrimSuffix(c.Repository, "/")
 	switch {
 	case repo == "":

@@ -48,6 +48,26 @@ func TestDesiredOf(t *testing.T) {
 			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts/web", Digest: "sha256:abc"}
 		}), want: func(d *desired) any { return d.Chart },
 			wantValue: chartRef{Ref: "oci://registry.example.test/charts/web@sha256:abc"}},
+		{name: "private repository", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart.Credentials = &v1alpha1.SecretReference{Name: "repo-creds"}
+			r.Spec.Chart.TLS = &v1alpha1.SecretReference{Name: "repo-tls"}
+			r.Spec.Chart.PassCredentials = true
+		}), want: func(d *desired) any { return d.Chart },
+			wantValue: chartRef{Ref: "web", RepoURL: "https://charts.example.test", Version: "0.3.0", Credentials: "repo-creds", TLS: "repo-tls", PassCredentials: true}},
+		{name: "oci over plain HTTP", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts/web", PlainHTTP: true,
+				Credentials: &v1alpha1.SecretReference{Name: "pull-secret"}}
+		}), want: func(d *desired) any { return d.Chart },
+			wantValue: chartRef{Ref: "oci://registry.example.test/charts/web", Credentials: "pull-secret", PlainHTTP: true}},
+		{name: "plain HTTP of a Helm repository", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.PlainHTTP = true }),
+			wantField: "chart.plainHTTP", wantReason: ReasonInvalidSpec},
+		{name: "passCredentials of an OCI registry", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts/web", PassCredentials: true}
+		}), wantField: "chart.passCredentials", wantReason: ReasonInvalidSpec},
+		{name: "credentials of a chart in a Secret", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{SecretRef: &v1alpha1.KeyReference{Name: "chart", Key: "web.tgz"},
+				Credentials: &v1alpha1.SecretReference{Name: "repo-creds"}}
+		}), wantField: "chart", wantReason: ReasonInvalidSpec},
 		{name: "no repository", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Repository = "" }),
 			wantField: "chart.repository", wantReason: ReasonInvalidSpec},
 		{name: "not a URL", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Repository = "stable" }),

@@ -59,7 +59,7 @@ func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version
 	o := r.Options
 	a := repoAccess{
 		Username: o.Username, Password: o.Password, PassCredentialsAll: o.PassCredentialsAll,
-		TLS: RegistryOptions{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CaFile, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify},
+		TLS: RegistryOptions{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CaFile, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, Data: o.TLS},
 	}
 	return f.repositoryChart(ctx, f.chartCache(r.Settings.ContentCache), o.RepoURL, ref, version, a, o.Verify, o.Keyring)
 }

@@ -196,6 +196,41 @@ func (e *DigestError) Error() string {
 	return fmt.Sprintf("digest mismatch: %s has digest %s, its repository's index says %s", e.URL, e.Got, e.Want)
 }
 
+// AuthError is a chart repository that refused a request: 401 Unauthorized or 403 Forbidden.
+// It names the server and whether credentials were sent, never the credentials.
+type AuthError struct {
+	// Host is the server's HOST[:PORT].
+	Host string
+	// URL is the request refused.
+	URL string
+	// Status is the HTTP status line, 401 Unauthorized or 403 Forbidden.
+	Status string
+	// WithCredentials says whether the request carried credentials.
+	WithCredentials bool
+}
+
+func (e *AuthError) Error() string {
+	if !e.WithCredentials {
+		return fmt.Sprintf("host %s asks for credentials and none were sent: authentication failed (%s) for %s", e.Host, e.Status, e.URL)
+	}
+	return fmt.Sprintf("host %s refused the credentials: authentication failed (%s) for %s", e.Host, e.Status, e.URL)
+}
+
+// TLSError is a TLS connection to a chart repository that failed: a certificate the client does
+// not trust (no CA given, or the wrong one), a client certificate the server refused.
+type TLSError struct {
+	// Host is the server's HOST[:PORT].
+	Host string
+	URL  string
+	Err  error
+}
+
+func (e *TLSError) Error() string {
+	return fmt.Sprintf("host %s: TLS handshake failed (give the CA that signed its certificate, or the client certificate it asks for): %v", e.Host, e.Err)
+}
+
+func (e *TLSError) Unwrap() error { return e.Err }
+
 // fetchKind is the kind of the errors berth's own fetch makes (timeouts, sizes, digests,
 // cancellation); ok is false for others.
 func fetchKind(err error) (Kind, bool) {
@@ -203,8 +238,17 @@ func fetchKind(err error) (Kind, bool) {
 		timeout *TimeoutError
 		large   *TooLargeError
 		digest  *DigestError
+		authErr *AuthError
+		tlsErr  *TLSError
 	)
 	switch {
+	case errors.As(err, &authErr):
+		if authErr.WithCredentials {
+			return KindUnauthorized, true
+		}
+		return KindNoCredentials, true
+	case errors.As(err, &tlsErr):
+		return KindTLS, true
 	case errors.As(err, &timeout):
 		return KindTimeout, true
 	case errors.As(err, &large):

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -44,6 +45,14 @@ type FetchOptions struct {
 	ChartCacheBytes int64
 	// UserAgent is the User-Agent of every request.
 	UserAgent string
+	// ManyTenants is for a process that fetches for many tenants (the controller): registries
+	// get only the credentials a fetch is given (Options' username and password), never those
+	// stored in the registry config file or Docker's; and a chart of a repository's index is
+	// taken from the content cache only by a fetch of the same URL with the same credentials as
+	// one that downloaded it in this process (else it is downloaded again and checked against
+	// the index's digest), so that an index naming the digest of another tenant's private chart
+	// does not get it from the cache.
+	ManyTenants bool
 	// Now is the clock of the caches; nil is time.Now.
 	Now func() time.Time
 }
@@ -91,6 +100,42 @@ type Fetcher struct {
 	charts map[string]*chartCache
 	// auths are the registries' token caches, by the credentials they were granted to.
 	auths map[string]auth.Cache
+	// granted are the charts of repositories downloaded by this process, by cache, chart,
+	// URL and credentials (grantKey), with ManyTenants.
+	granted map[string]struct{}
+}
+
+// maxGrants bounds Fetcher.granted; beyond, it starts again empty (the next fetch of each
+// chart downloads it once more).
+const maxGrants = 1 << 14
+
+// grantKey names the download of the chart of cache key from chartURL with a's credentials.
+func grantKey(root string, key [sha256.Size]byte, chartURL string, a repoAccess) string {
+	return root + "\x00" + fmt.Sprintf("%x", key) + "\x00" + chartURL + "\x00" + a.key()
+}
+
+// mayReuse reports whether a fetch of grant may take the chart from the content cache.
+func (f *Fetcher) mayReuse(grant string) bool {
+	if !f.opts.ManyTenants {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.granted[grant]
+	return ok
+}
+
+// grant records that grant downloaded its chart.
+func (f *Fetcher) grant(grant string) {
+	if !f.opts.ManyTenants {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.granted) >= maxGrants {
+		clear(f.granted)
+	}
+	f.granted[grant] = struct{}{}
 }
 
 // NewFetcher returns a fetcher with the bounds of o; zero fields are DefaultFetchOptions'.
@@ -103,6 +148,7 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		tags:      newTagCache(),
 		charts:    map[string]*chartCache{},
 		auths:     map[string]auth.Cache{},
+		granted:   map[string]struct{}{},
 	}
 }
 
@@ -151,7 +197,7 @@ func newTransport(o FetchOptions) *http.Transport {
 // opts have none, else one of the fetch's own with the same timeouts, whose connections done
 // closes.
 func (f *Fetcher) transportFor(opts RegistryOptions) (t *http.Transport, done func(), err error) {
-	if opts.CertFile == "" && opts.KeyFile == "" && opts.CAFile == "" && !opts.InsecureSkipTLSVerify {
+	if !opts.hasTLS() {
 		return f.transport, func() {}, nil
 	}
 	conf, err := tlsConfig(opts)
@@ -165,7 +211,12 @@ func (f *Fetcher) transportFor(opts RegistryOptions) (t *http.Transport, done fu
 
 // tlsKey tells apart the TLS settings of opts, for keys of what a fetch shares with others.
 func tlsKey(opts RegistryOptions) string {
-	return fmt.Sprintf("%s|%s|%s|%t", opts.CertFile, opts.KeyFile, opts.CAFile, opts.InsecureSkipTLSVerify)
+	d := sha256.New()
+	for _, b := range [][]byte{opts.Data.CA, opts.Data.Cert, opts.Data.Key} {
+		fmt.Fprintf(d, "%d:", len(b))
+		d.Write(b)
+	}
+	return fmt.Sprintf("%s|%s|%s|%t|%x", opts.CertFile, opts.KeyFile, opts.CAFile, opts.InsecureSkipTLSVerify, d.Sum(nil))
 }
 
 // deadlineKey is the context key of what a context's deadline bounds (a deadline).

@@ -157,8 +157,8 @@ func (f *Fetcher) downloadIndex(ctx context.Context, indexURL string, a repoAcce
 		e.checked = f.opts.Now()
 		return &e, nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("failed to fetch %s : %s", indexURL, resp.Status)
+	if err := statusError(resp, indexURL, a); err != nil {
+		return nil, err
 	}
 	data, err := f.readBody(ctx, resp, f.opts.MaxIndexBytes, "repository index", indexURL)
 	if err != nil {
@@ -199,7 +199,8 @@ func settled(lastModified, date string, now time.Time) bool {
 // there: the cached file when there is one, else the one it downloads, checked against digest
 // (hex SHA-256) when the index gives one.
 func (f *Fetcher) archive(ctx context.Context, cache *chartCache, key [sha256.Size]byte, chartURL, digest string, a repoAccess) (string, []string, error) {
-	if p, err := cache.Get(key, downloader.CacheChart); err == nil {
+	grant := grantKey(cache.root, key, chartURL, a)
+	if p, err := cache.Get(key, downloader.CacheChart); err == nil && f.mayReuse(grant) {
 		return p, nil, nil
 	}
 	flightKey := cache.root + "\x00" + hex.EncodeToString(key[:]) + "\x00" + a.key()
@@ -213,7 +214,11 @@ func (f *Fetcher) archive(ctx context.Context, cache *chartCache, key [sha256.Si
 				return "", &DigestError{URL: chartURL, Want: "sha256:" + digest, Got: "sha256:" + hex.EncodeToString(sum[:])}
 			}
 		}
-		return cache.Put(key, bytes.NewReader(data), downloader.CacheChart)
+		p, err := cache.Put(key, bytes.NewReader(data), downloader.CacheChart)
+		if err == nil {
+			f.grant(grant)
+		}
+		return p, err
 	})
 	if err != nil {
 		return "", nil, f.requestError(ctx, err, hostOf(chartURL), chartURL)
@@ -264,8 +269,8 @@ func (f *Fetcher) get(ctx context.Context, u string, a repoAccess, limit int64, 
 		return nil, err
 	}
 	defer done()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("failed to fetch %s : %s", u, resp.Status)
+	if err := statusError(resp, u, a); err != nil {
+		return nil, err
 	}
 	return f.readBody(ctx, resp, limit, what, u)
 }
@@ -290,12 +295,30 @@ func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header ht
 	resp, err := (&http.Client{Transport: t}).Do(req)
 	if err != nil {
 		closeTransport()
-		return nil, nil, f.requestError(ctx, err, hostOf(u), u)
+		if te := f.timeoutOf(ctx, err, hostOf(u), u); te != nil {
+			return nil, nil, te
+		}
+		if KindOf(err) == KindTLS {
+			return nil, nil, &TLSError{Host: hostOf(u), URL: u, Err: err}
+		}
+		return nil, nil, err
 	}
 	return resp, func() {
 		resp.Body.Close()
 		closeTransport()
 	}, nil
+}
+
+// statusError is the error of a response to a request for u that is not 200 OK: an AuthError
+// for 401 and 403.
+func statusError(resp *http.Response, u string, a repoAccess) error {
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return &AuthError{Host: hostOf(u), URL: u, Status: resp.Status, WithCredentials: a.Username != "" && a.Password != ""}
+	}
+	return fmt.Errorf("failed to fetch %s : %s", u, resp.Status)
 }
 
 // readBody reads resp's body whole, up to limit bytes.

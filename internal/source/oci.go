@@ -28,13 +28,13 @@ import (
 // under ctx, so that the fetch's deadline and cancellation reach them, and under the fetcher's
 // timeouts and size limits. Its requests share the fetcher's connections and, for the same
 // credentials, its registry tokens. done releases what the client opened of its own.
-func (f *Fetcher) registryClient(ctx context.Context, settings *helmcli.EnvSettings, opts RegistryOptions, out io.Writer) (*registry.Client, func(), error) {
+func (f *Fetcher) registryClient(ctx context.Context, settings *helmcli.EnvSettings, host string, opts RegistryOptions, out io.Writer) (*registry.Client, func(), error) {
 	base, done, err := f.transportFor(opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	hc := &http.Client{Transport: &boundTransport{ctx: ctx, base: base, f: f}}
-	cred, id := registryCredential(settings, opts)
+	cred, id := registryCredential(settings, host, opts, f.opts.ManyTenants)
 	authorizer := auth.Client{
 		Client: hc, Credential: cred, Cache: f.authCache(id),
 		Header: http.Header{"User-Agent": {f.opts.UserAgent}},
@@ -57,14 +57,21 @@ func (f *Fetcher) registryClient(ctx context.Context, settings *helmcli.EnvSetti
 }
 
 // registryCredential is how Helm's registry client finds credentials: opts' username and
-// password when both are given, else the registry config file with Docker's as fallback. id
-// tells the credentials apart, for the token cache.
-func registryCredential(settings *helmcli.EnvSettings, opts RegistryOptions) (auth.CredentialFunc, string) {
+// password when both are given, for the registry host only, else (unless onlyGiven) the
+// registry config file with Docker's as fallback. id tells the credentials apart, for the token
+// cache.
+func registryCredential(settings *helmcli.EnvSettings, host string, opts RegistryOptions, onlyGiven bool) (auth.CredentialFunc, string) {
 	if opts.Username != "" && opts.Password != "" {
-		sum := sha256.Sum256([]byte(opts.Password))
 		cred := auth.Credential{Username: opts.Username, Password: opts.Password}
-		return func(context.Context, string) (auth.Credential, error) { return cred, nil },
-			"basic\x00" + opts.Username + "\x00" + hex.EncodeToString(sum[:])
+		return func(_ context.Context, h string) (auth.Credential, error) {
+			if h != host {
+				return auth.EmptyCredential, nil
+			}
+			return cred, nil
+		}, basicID(opts)
+	}
+	if onlyGiven {
+		return func(context.Context, string) (auth.Credential, error) { return auth.EmptyCredential, nil }, "anonymous"
 	}
 	storeOpts := credentials.StoreOptions{AllowPlaintextPut: true, DetectDefaultNativeStore: true}
 	id := "stored\x00" + settings.RegistryConfig
@@ -78,6 +85,12 @@ func registryCredential(settings *helmcli.EnvSettings, opts RegistryOptions) (au
 		s = credentials.NewStoreWithFallbacks(store, docker)
 	}
 	return credentials.Credential(s), id
+}
+
+// basicID tells apart the username and password of opts, without the password.
+func basicID(opts RegistryOptions) string {
+	sum := sha256.Sum256([]byte(opts.Password))
+	return "basic\x00" + opts.Username + "\x00" + hex.EncodeToString(sum[:])
 }
 
 // authCache is the registry token cache of the credentials id.
@@ -193,7 +206,7 @@ func (b *boundBody) Close() error {
 // that fetching again a tag that did not move downloads nothing. Helm's calls run detached
 // (detach): a registry that does not answer fails the fetch when ctx ends.
 func (r *Resolver) registryChart(ctx context.Context, f *Fetcher, ref, version string) (string, []string, error) {
-	rc, done, err := f.registryClient(ctx, r.Settings, r.registryOptions(), r.out())
+	rc, done, err := f.registryClient(ctx, r.Settings, OCIHost(ref), r.registryOptions(), r.out())
 	if err != nil {
 		return "", nil, err
 	}
@@ -218,7 +231,10 @@ func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Clien
 	name, tag, digest := ociParts(ref)
 	check := version
 	if digest == "" && tag == "" && !isVersion(version) {
-		key := name + "\x00" + r.Options.Username
+		// Tag lists are kept by the credentials (and TLS settings) that listed them: another
+		// fetch lists them again with its own.
+		opts := r.registryOptions()
+		key := name + "\x00" + basicID(opts) + "\x00" + tlsKey(opts)
 		tags, err := f.tags.get(key, f.opts.Now(), f.opts.IndexTTL, func() ([]string, error) { return rc.Tags(name) })
 		if err != nil {
 			return "", nil, err
@@ -247,6 +263,10 @@ func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Clien
 			return "", nil, err
 		}
 		digest = desc.Digest.String()
+	} else if _, err := rc.Resolve(name + "@" + digest); err != nil {
+		// A chart pinned by digest may be in the content cache, put there by a fetch with
+		// other credentials: the registry says whether these may read it.
+		return "", nil, err
 	}
 	key, err := cacheKey(strings.TrimPrefix(digest, "sha256:"), ref)
 	if err != nil {

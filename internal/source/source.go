@@ -41,7 +41,22 @@ type Options struct {
 	// DependencyUpdate fetches the dependencies a chart directory declares but lacks, as Helm's
 	// --dependency-update does, before the chart is loaded.
 	DependencyUpdate bool
+	// TLS holds a CA and a client certificate in memory (PEM), for a fetch of a repository given
+	// by URL or of an OCI registry; the controller's come from a Secret. They add to the files
+	// of ChartPathOptions, which take precedence.
+	TLS TLSData
 }
+
+// TLSData is TLS material in memory, PEM encoded.
+type TLSData struct {
+	// CA is the certificates (ca.crt) that verify the server, instead of the system's.
+	CA []byte
+	// Cert and Key are the client certificate (tls.crt) and its key (tls.key).
+	Cert, Key []byte
+}
+
+// empty reports whether d holds nothing.
+func (d TLSData) empty() bool { return len(d.CA) == 0 && len(d.Cert) == 0 && len(d.Key) == 0 }
 
 // version is the version constraint Helm resolves with.
 func (o Options) version() string {
@@ -152,7 +167,9 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 		undo()
 		kind := KindOf(err)
 		if host != "" {
-			kind = classify(err, hasCredentials(ctx, r.Settings, host, r.registryOptions()))
+			given := r.registryOptions()
+			kind = classify(err, given.Username != "" && given.Password != "" ||
+				!r.fetcher().opts.ManyTenants && hasCredentials(ctx, r.Settings, host, given))
 		}
 		if k, ok := fetchKind(err); ok {
 			kind = k
@@ -227,7 +244,7 @@ func (r *Resolver) registryOptions() RegistryOptions {
 	return RegistryOptions{
 		CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CaFile,
 		InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, PlainHTTP: o.PlainHTTP,
-		Username: o.Username, Password: o.Password,
+		Username: o.Username, Password: o.Password, Data: r.Options.TLS,
 	}
 }
 
@@ -242,6 +259,13 @@ type RegistryOptions struct {
 	InsecureSkipTLSVerify     bool
 	PlainHTTP                 bool
 	Username, Password        string
+	// Data is TLS material in memory, used where the files above are not given.
+	Data TLSData
+}
+
+// hasTLS reports whether opts configure TLS at all (else the system's defaults serve).
+func (opts RegistryOptions) hasTLS() bool {
+	return opts.CertFile != "" || opts.KeyFile != "" || opts.CAFile != "" || opts.InsecureSkipTLSVerify || !opts.Data.empty()
 }
 
 // NewRegistryClient returns Helm's registry client with the user's registry credentials
@@ -254,7 +278,7 @@ func NewRegistryClient(settings *helmcli.EnvSettings, opts RegistryOptions, out 
 		registry.ClientOptCredentialsFile(settings.RegistryConfig),
 		registry.ClientOptBasicAuth(opts.Username, opts.Password),
 	}
-	if opts.CertFile != "" && opts.KeyFile != "" || opts.CAFile != "" || opts.InsecureSkipTLSVerify {
+	if opts.CertFile != "" && opts.KeyFile != "" || opts.CAFile != "" || opts.InsecureSkipTLSVerify || !opts.Data.empty() {
 		tlsConf, err := tlsConfig(opts)
 		if err != nil {
 			return nil, err
@@ -291,6 +315,30 @@ func tlsConfig(opts RegistryOptions) (*tls.Config, error) {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("registry client: CA file %s holds no PEM certificate", opts.CAFile)
+		}
+		conf.RootCAs = pool
+	}
+	return tlsData(conf, opts)
+}
+
+// tlsData adds to conf the TLS material in memory of opts, where opts give no file of the same.
+// Its errors name the key of the material (tls.crt, tls.key, ca.crt), never its content.
+func tlsData(conf *tls.Config, opts RegistryOptions) (*tls.Config, error) {
+	d := opts.Data
+	if opts.CertFile == "" && opts.KeyFile == "" && (len(d.Cert) > 0 || len(d.Key) > 0) {
+		if len(d.Cert) == 0 || len(d.Key) == 0 {
+			return nil, errors.New("client certificate: tls.crt and tls.key go together: give both")
+		}
+		cert, err := tls.X509KeyPair(d.Cert, d.Key)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: tls.crt and tls.key are not a certificate and its key: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	if opts.CAFile == "" && len(d.CA) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(d.CA) {
+			return nil, errors.New("ca.crt holds no PEM certificate")
 		}
 		conf.RootCAs = pool
 	}

@@ -140,6 +140,33 @@ type ChartSource struct {
 	// packaged chart's version changes.
 	// +optional
 	ConfigMapRef *KeyReference `json:"configMapRef,omitempty"`
+	// Credentials names a Secret of the Release's namespace, read as the Release's
+	// ServiceAccount, with the credentials of Repository: keys username and password (basic auth
+	// of a Helm repository or an OCI registry), or, for an OCI registry, a Secret of type
+	// kubernetes.io/dockerconfigjson whose auths name the registry's host. They are sent to
+	// Repository's host only, unless PassCredentials is set.
+	// +optional
+	Credentials *SecretReference `json:"credentials,omitempty"`
+	// TLS names a Secret of the Release's namespace, read as the Release's ServiceAccount, with
+	// the TLS material of Repository: ca.crt, the CA that signed the server's certificate, and
+	// tls.crt and tls.key, a client certificate and its key (a kubernetes.io/tls Secret).
+	// +optional
+	TLS *SecretReference `json:"tls,omitempty"`
+	// PlainHTTP reaches an oci:// Repository over plain HTTP instead of HTTPS.
+	// +optional
+	PlainHTTP bool `json:"plainHTTP,omitempty"`
+	// PassCredentials sends the credentials to the chart's URL too when the repository's index
+	// puts it on another host than Repository's (Helm's --pass-credentials). Off, they go to
+	// Repository's host only.
+	// +optional
+	PassCredentials bool `json:"passCredentials,omitempty"`
+}
+
+// SecretReference names a Secret of the Release's namespace.
+type SecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // KeyReference names a key of an object of the Release's namespace.

@@ -1,0 +1,230 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/source"
+)
+
+// Reasons of a repository or registry whose credentials or TLS material cannot be had or used.
+const (
+	// ReasonCredentialsMissing: the credentials or tls Secret, or one of its keys, is not there.
+	ReasonCredentialsMissing = "CredentialsMissing"
+	// ReasonInvalidCredentials: the Secret's content is not credentials or TLS material.
+	ReasonInvalidCredentials = "InvalidCredentials"
+	// ReasonAuthenticationFailed: the repository or registry refused the credentials (401/403).
+	ReasonAuthenticationFailed = "AuthenticationFailed"
+)
+
+// chartAccess is how a fetch reaches a repository or registry: its credentials and TLS
+// material, as read from the Release's Secrets. It is never printed.
+type chartAccess struct {
+	Username, Password string
+	TLS                source.TLSData
+}
+
+// The keys of the credentials and tls Secrets.
+const (
+	keyUsername = "username"
+	keyPassword = "password"
+	keyCA       = "ca.crt"
+	keyCert     = corev1.TLSCertKey
+	keyKey      = corev1.TLSPrivateKeyKey
+)
+
+// ChartAccessError says that a credentials or tls Secret holds something berth cannot use. It
+// names the Secret and the key, never their content.
+type ChartAccessError struct {
+	Namespace, Name, Key string
+	// Field is the spec field that names the Secret.
+	Field string
+	Err   error
+}
+
+func (e *ChartAccessError) Error() string {
+	return fmt.Sprintf("Secret/%s/%s key %s (spec.%s): %v", e.Namespace, e.Name, e.Key, e.Field, e.Err)
+}
+
+func (e *ChartAccessError) Unwrap() error { return e.Err }
+
+func (e *ChartAccessError) conditionReason() string { return ReasonInvalidCredentials }
+
+// ChartAuthError is a repository or registry that refused the credentials of a Release's
+// credentials Secret, or asked for credentials the Release gives none of.
+type ChartAuthError struct {
+	// Host is the server's HOST[:PORT].
+	Host string
+	// Secret is Secret/NAMESPACE/NAME of the credentials, empty when the Release gives none.
+	Secret string
+	Err    error
+}
+
+func (e *ChartAuthError) Error() string {
+	if e.Secret == "" {
+		return fmt.Sprintf("authentication to %s failed: it asks for credentials: name a Secret with them in spec.chart.credentials: %v", e.Host, e.Err)
+	}
+	return fmt.Sprintf("authentication to %s failed with the credentials of %s: fix them there: %v", e.Host, e.Secret, e.Err)
+}
+
+func (e *ChartAuthError) Unwrap() error { return e.Err }
+
+func (e *ChartAuthError) conditionReason() string { return ReasonAuthenticationFailed }
+
+// authFailed returns err, a fetch's, as a ChartAuthError when the server refused the
+// credentials of ref (or asked for some).
+func authFailed(err error, ref chartRef, namespace string) error {
+	var srcErr *source.Error
+	if !errors.As(err, &srcErr) || srcErr.Kind != source.KindUnauthorized && srcErr.Kind != source.KindNoCredentials {
+		return err
+	}
+	host := srcErr.Host
+	var authErr *source.AuthError
+	if errors.As(err, &authErr) {
+		host = authErr.Host
+	}
+	if host == "" {
+		host = hostOfRef(ref)
+	}
+	e := &ChartAuthError{Host: host, Err: err}
+	if ref.Credentials != "" {
+		e.Secret = fmt.Sprintf("Secret/%s/%s", namespace, ref.Credentials)
+	}
+	return e
+}
+
+// hostOfRef is the HOST[:PORT] of the repository or registry of ref.
+func hostOfRef(ref chartRef) string {
+	u := cmp.Or(ref.RepoURL, ref.Ref)
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		u = rest
+	}
+	host, _, _ := strings.Cut(u, "/")
+	return host
+}
+
+// readChartAccess reads, with r, the credentials and TLS material of ref's Secrets.
+func readChartAccess(ctx context.Context, r keyReader, ref chartRef) (chartAccess, error) {
+	var a chartAccess
+	if ref.Credentials != "" {
+		s, err := r.secret(ctx, ref.Credentials, keyUsername)
+		if err != nil {
+			return a, credentialsMissing(err, "chart.credentials")
+		}
+		if a.Username, a.Password, err = credentialsIn(s, r.namespace, hostOfRef(ref)); err != nil {
+			return a, credentialsMissing(err, "chart.credentials")
+		}
+	}
+	if ref.TLS != "" {
+		s, err := r.secret(ctx, ref.TLS, keyCA)
+		if err != nil {
+			return a, credentialsMissing(err, "chart.tls")
+		}
+		if a.TLS, err = tlsIn(s, r.namespace); err != nil {
+			return a, credentialsMissing(err, "chart.tls")
+		}
+	}
+	return a, nil
+}
+
+// credentialsMissing gives a MissingError of a credentials or tls Secret its reason and what to
+// do; other errors pass as they are.
+func credentialsMissing(err error, field string) error {
+	var missing *MissingError
+	if !errors.As(err, &missing) {
+		return err
+	}
+	missing.Reason = ReasonCredentialsMissing
+	if field == "chart.credentials" {
+		missing.Next = fmt.Sprintf("give the Secret keys username and password (kubectl create secret generic %s --from-literal=username=USER --from-literal=password=PASSWORD), or make it a kubernetes.io/dockerconfigjson Secret for an OCI registry, or fix spec.%s", missing.Name, field)
+	} else {
+		missing.Next = fmt.Sprintf("give the Secret key ca.crt, and tls.crt with tls.key for a client certificate (kubectl create secret generic %s --from-file=ca.crt=CA.pem), or fix spec.%s", missing.Name, field)
+	}
+	return missing
+}
+
+// credentialsIn returns the username and password that the credentials Secret s (of namespace
+// ns) holds for host: its keys username and password, or its .dockerconfigjson's entry for host.
+func credentialsIn(s *corev1.Secret, ns, host string) (string, string, error) {
+	missing := func(key string) error { return &MissingError{Kind: "Secret", Namespace: ns, Name: s.Name, Key: key} }
+	if s.Type == corev1.SecretTypeDockerConfigJson {
+		data, ok := s.Data[corev1.DockerConfigJsonKey]
+		if !ok {
+			return "", "", missing(corev1.DockerConfigJsonKey)
+		}
+		u, p, err := source.DockerConfigCredentials(data, host)
+		if err != nil {
+			return "", "", &ChartAccessError{Namespace: ns, Name: s.Name, Key: corev1.DockerConfigJsonKey, Field: "chart.credentials", Err: err}
+		}
+		return u, p, nil
+	}
+	u, ok := s.Data[keyUsername]
+	if !ok {
+		return "", "", missing(keyUsername)
+	}
+	p, ok := s.Data[keyPassword]
+	if !ok {
+		return "", "", missing(keyPassword)
+	}
+	return string(u), string(p), nil
+}
+
+// tlsIn returns the TLS material of the tls Secret s (of namespace ns), checked.
+func tlsIn(s *corev1.Secret, ns string) (source.TLSData, error) {
+	d := source.TLSData{CA: s.Data[keyCA], Cert: s.Data[keyCert], Key: s.Data[keyKey]}
+	fail := func(key string, err error) error {
+		return &ChartAccessError{Namespace: ns, Name: s.Name, Key: key, Field: "chart.tls", Err: err}
+	}
+	missing := func(key string) error { return &MissingError{Kind: "Secret", Namespace: ns, Name: s.Name, Key: key} }
+	switch {
+	case len(d.Cert) > 0 && len(d.Key) == 0:
+		return d, missing(keyKey)
+	case len(d.Key) > 0 && len(d.Cert) == 0:
+		return d, missing(keyCert)
+	case len(d.CA) == 0 && len(d.Cert) == 0:
+		return d, missing(keyCA)
+	}
+	if len(d.CA) > 0 && !x509.NewCertPool().AppendCertsFromPEM(d.CA) {
+		return d, fail(keyCA, errors.New("holds no PEM certificate"))
+	}
+	if len(d.Cert) > 0 {
+		if _, err := tls.X509KeyPair(d.Cert, d.Key); err != nil {
+			// tls's errors say what is wrong without quoting the key.
+			return d, fail(keyCert+" and "+keyKey, fmt.Errorf("are not a certificate and its key: %w", err))
+		}
+	}
+	return d, nil
+}
+
+// secret returns the Secret name of r's namespace, a *MissingError (naming key, the first key
+// wanted) when it is not there.
+func (k keyReader) secret(ctx context.Context, name, key string) (*corev1.Secret, error) {
+	s, err := k.core.Secrets(k.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, readError(&MissingError{Kind: "Secret", Namespace: k.namespace, Name: name, Key: key}, err)
+	}
+	return s, nil
+}
+
+// warnAuthFailed records a Warning event when err is a repository or registry that refused the
+// Release's credentials, and its Ready condition did not say so already: once per failure, not
+// at every look.
+func (r *Reconciler) warnAuthFailed(rel *v1alpha1.Release, err error) {
+	var authErr *ChartAuthError
+	if !errors.As(err, &authErr) {
+		return
+	}
+	if c := findCondition(rel.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonAuthenticationFailed {
+		return
+	}
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonAuthenticationFailed, "fetch", "%s", eventNote(err))
+}
