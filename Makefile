@@ -50,7 +50,7 @@ demo: build
 ## BENCH_FLAGS passes flags to "berth-bench run", e.g. BENCH_FLAGS="--pairs 3 --cases large",
 ## CONTROLLER_BENCH_FLAGS to "berth-bench controller"
 BENCH_FLAGS ?=
-CONTROLLER_BENCH_FLAGS ?= --releases 100,1000 --controller-qps 20,1000
+CONTROLLER_BENCH_FLAGS ?= --releases 100,1000 --controller-qps 20,1000 --hung 100 --interval 1m --steady 3m
 bench: build
 	$(GO) build -o bin/helm helm.sh/helm/v4/cmd/helm
 	$(GO) build -o bin/berth-bench ./bench

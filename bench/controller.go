@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,16 +50,24 @@ type controllerConfig struct {
 	controllerQPS []int
 	steady        time.Duration
 	timeout       time.Duration
-	out, readme   string
-	work          string
-	profile       string
+	// hung is how many Releases on a chart repository that never answers are created before the
+	// measured ones; interval is every Release's spec.interval ("": the Releases' default).
+	hung        int
+	interval    string
+	out, readme string
+	work        string
+	profile     string
 }
 
 // controllerRun is what one run of the controller case measured.
 type controllerRun struct {
-	Releases      int `json:"releases"`
-	Concurrency   int `json:"concurrency"`
-	ControllerQPS int `json:"controller_qps"`
+	Releases int `json:"releases"`
+	// Hung is how many Releases on a chart repository that never answers were created before
+	// the measured ones; Interval their spec.interval ("": the default).
+	Hung          int    `json:"hung"`
+	Interval      string `json:"interval,omitempty"`
+	Concurrency   int    `json:"concurrency"`
+	ControllerQPS int    `json:"controller_qps"`
 	// CreateSeconds is from the first Release's create to the last one's answer.
 	CreateSeconds float64 `json:"create_seconds"`
 	// ReadySeconds is from the first create until the watch saw the last Release Ready.
@@ -88,10 +95,17 @@ type controllerRun struct {
 	SteadySeconds   float64        `json:"steady_seconds"`
 	SteadyRequests  int            `json:"steady_requests"`
 	SteadyWrites    int            `json:"steady_writes"`
-	SteadyByVerb    map[string]int `json:"steady_by_verb"`
-	DeleteSeconds   float64        `json:"delete_seconds"`
-	DeleteRequests  int            `json:"delete_requests"`
-	Error           string         `json:"error,omitempty"`
+	// SteadyHungWrites is how many of SteadyWrites were in the hung Releases' namespaces.
+	SteadyHungWrites int `json:"steady_hung_writes"`
+	// SteadyIndexDownloads and SteadyChartDownloads count the chart repository's answers 200 to
+	// GET index.yaml and GET *.tgz in the steady state; SteadyRevalidations its answers 304.
+	SteadyIndexDownloads int            `json:"steady_index_downloads"`
+	SteadyChartDownloads int            `json:"steady_chart_downloads"`
+	SteadyRevalidations  int            `json:"steady_revalidations"`
+	SteadyByVerb         map[string]int `json:"steady_by_verb"`
+	DeleteSeconds        float64        `json:"delete_seconds"`
+	DeleteRequests       int            `json:"delete_requests"`
+	Error                string         `json:"error,omitempty"`
 }
 
 // controllerResults is what controller.json holds.
@@ -103,34 +117,9 @@ type controllerResults struct {
 }
 
 func runControllerBench(args []string) error {
-	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
-	var cfg controllerConfig
-	var releases, qps string
-	fs.StringVar(&cfg.berth, "berth", "bin/berth", "berth binary")
-	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
-	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs the controller and reads its peak memory")
-	fs.StringVar(&cfg.crd, "crd", "charts/berth-controller/crds/berth.dev_releases.yaml", "the Release CustomResourceDefinition")
-	fs.StringVar(&releases, "releases", "100,1000", "how many Releases each run creates, comma-separated; each runs on a devcluster of its own")
-	fs.IntVar(&cfg.concurrency, "concurrency", 0, "the controller's --concurrency (default: the controller's own default)")
-	fs.StringVar(&qps, "controller-qps", "20", "the devcluster controllers' requests per second (burst 1.5 times it), comma-separated: each count of Releases runs at each; upstream's 20")
-	fs.DurationVar(&cfg.steady, "steady", time.Minute, "how long the controller's requests are counted after every Release is Ready")
-	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "how long to wait for every Release to be Ready, and then gone")
-	fs.StringVar(&cfg.out, "out", "bench/results", "directory for controller.json and controller.md")
-	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose controller results section is replaced by the new table (empty: none)")
-	fs.StringVar(&cfg.work, "work", "", "work directory for the clusters, the chart repository and the controller's cache (default: a new temporary directory)")
-	fs.StringVar(&cfg.profile, "profile", "", "directory for the controller's CPU and allocation profiles of each run, DIR/controller-N-qps-Q/ (BERTH_PROFILE_DIR; default: none)")
-	if err := fs.Parse(args); err != nil {
+	cfg, err := parseControllerFlags(args)
+	if err != nil {
 		return err
-	}
-	var err error
-	if cfg.releases, err = parseCounts(releases); err != nil {
-		return fmt.Errorf("--releases: %w", err)
-	}
-	if cfg.concurrency < 0 {
-		return fmt.Errorf("--concurrency must not be negative, got %d", cfg.concurrency)
-	}
-	if cfg.controllerQPS, err = parseCounts(qps); err != nil {
-		return fmt.Errorf("--controller-qps: %w", err)
 	}
 	for _, path := range []*string{&cfg.berth, &cfg.devcluster, &cfg.measurer, &cfg.crd} {
 		abs, err := filepath.Abs(*path)
@@ -188,6 +177,55 @@ func runControllerBench(args []string) error {
 	return res.write(cfg)
 }
 
+// parseControllerFlags reads the controller case's flags; it checks their values, not the files
+// they name.
+func parseControllerFlags(args []string) (controllerConfig, error) {
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	var cfg controllerConfig
+	var releases, qps string
+	fs.StringVar(&cfg.berth, "berth", "bin/berth", "berth binary")
+	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
+	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs the controller and reads its peak memory")
+	fs.StringVar(&cfg.crd, "crd", "charts/berth-controller/crds/berth.dev_releases.yaml", "the Release CustomResourceDefinition")
+	fs.StringVar(&releases, "releases", "100,1000", "how many Releases each run creates, comma-separated; each runs on a devcluster of its own")
+	fs.IntVar(&cfg.concurrency, "concurrency", 0, "the controller's --concurrency (default: the controller's own default)")
+	fs.StringVar(&qps, "controller-qps", "20", "the devcluster controllers' requests per second (burst 1.5 times it), comma-separated: each count of Releases runs at each; upstream's 20")
+	fs.DurationVar(&cfg.steady, "steady", time.Minute, "how long the controller's requests are counted after every Release is Ready")
+	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "how long to wait for every Release to be Ready, and then gone")
+	fs.StringVar(&cfg.out, "out", "bench/results", "directory for controller.json and controller.md")
+	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose controller results section is replaced by the new table (empty: none)")
+	fs.StringVar(&cfg.work, "work", "", "work directory for the clusters, the chart repository and the controller's cache (default: a new temporary directory)")
+	fs.StringVar(&cfg.profile, "profile", "", "directory for the controller's CPU and allocation profiles of each run, DIR/controller-N-qps-Q/ (BERTH_PROFILE_DIR; default: none)")
+	fs.IntVar(&cfg.hung, "hung", 0, "how many Releases on a chart repository that never answers (timeout 20s) each run creates before the measured ones, each in a namespace hung-NNNN")
+	fs.StringVar(&cfg.interval, "interval", "", "every Release's spec.interval, a Go duration of at least 10s (default: the Releases' default)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if cfg.releases, err = parseCounts(releases); err != nil {
+		return cfg, fmt.Errorf("--releases: %w", err)
+	}
+	if cfg.concurrency < 0 {
+		return cfg, fmt.Errorf("--concurrency must not be negative, got %d", cfg.concurrency)
+	}
+	if cfg.controllerQPS, err = parseCounts(qps); err != nil {
+		return cfg, fmt.Errorf("--controller-qps: %w", err)
+	}
+	if cfg.hung < 0 {
+		return cfg, fmt.Errorf("--hung must not be negative, got %d", cfg.hung)
+	}
+	if cfg.interval != "" {
+		d, err := time.ParseDuration(cfg.interval)
+		if err != nil || d < 10*time.Second {
+			return cfg, fmt.Errorf("--interval: want a Go duration of at least 10s, got %q", cfg.interval)
+		}
+	}
+	return cfg, nil
+}
+
 // parseCounts parses "100,1000".
 func parseCounts(s string) ([]int, error) {
 	var out []int
@@ -222,7 +260,8 @@ func flagDefault(help, name string) (int, error) {
 // running, until every one is Ready; the controller's requests in the steady state after; and
 // the deletion of every Release until they are gone.
 func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir string) (controllerRun, error) {
-	run := controllerRun{Releases: n, Concurrency: cfg.concurrency, ControllerQPS: qps}
+	run := controllerRun{Releases: n, Hung: cfg.hung, Interval: cfg.interval, Concurrency: cfg.concurrency, ControllerQPS: qps}
+	opts := releaseOptions{interval: cfg.interval}
 	cs := clusterSettings{Cases: []string{fmt.Sprintf("controller (%d Releases)", n)}, JobBatchPeriod: upstreamJobBatchPeriod.String(), ControllerQPS: qps}
 	fmt.Printf("starting devcluster in %s: %s\n", dir, cs.describe())
 	cluster, err := startCluster(ctx, config{devcluster: cfg.devcluster}, cs, dir)
@@ -252,10 +291,18 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 		return run, err
 	}
 	defer closeRepo()
-	fmt.Printf("creating %d namespaces, each with a ServiceAccount allowed everything in it\n", n)
-	if err := createTenants(ctx, client, n); err != nil {
+	fmt.Printf("creating %d namespaces, each with a ServiceAccount allowed everything in it\n", n+cfg.hung)
+	if err := createTenants(ctx, client, tenantPrefix, n); err != nil {
 		return run, err
 	}
+	if err := createTenants(ctx, client, hungPrefix, cfg.hung); err != nil {
+		return run, err
+	}
+	hungURL, closeHung, err := serveHung()
+	if err != nil {
+		return run, err
+	}
+	defer closeHung()
 
 	ctl, err := startController(ctx, cfg, cluster.kubeconfig, dir)
 	if err != nil {
@@ -270,18 +317,27 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 	audit := &auditLog{path: cluster.audit}
 	ctlRequests := userAgentOf("controller")
 
+	if cfg.hung > 0 {
+		// First, so that they occupy the controller's workers when the measured ones come.
+		fmt.Printf("creating %d Releases on a chart repository that never answers (timeout %s)\n", cfg.hung, hungTimeout)
+		hungOpts := opts
+		hungOpts.timeout = hungTimeout
+		if err := createReleases(ctx, dyn, hungPrefix, cfg.hung, hungURL, hungOpts); err != nil {
+			return run, err
+		}
+	}
 	fmt.Printf("creating %d Releases\n", n)
-	served.Store(0)
+	served.reset()
 	clusterCPU, err := treeCPUSeconds(cluster.cmd.Process.Pid)
 	if err != nil {
 		return run, err
 	}
 	start := time.Now()
-	if err := createReleases(ctx, dyn, n, repoURL); err != nil {
+	if err := createReleases(ctx, dyn, tenantPrefix, n, repoURL, opts); err != nil {
 		return run, err
 	}
 	run.CreateSeconds = time.Since(start).Seconds()
-	readyAt, err := rw.until(ctx, cfg.timeout, func(total, ready int) bool { return total == n && ready == n }, ctl.done)
+	readyAt, err := rw.until(ctx, cfg.timeout, func(c releaseCounts) bool { return c.Measured == n && c.Ready == n }, ctl.done)
 	if err != nil {
 		return run, fmt.Errorf("Releases Ready: %w", err)
 	}
@@ -290,14 +346,22 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 	if cpu, err := treeCPUSeconds(cluster.cmd.Process.Pid); err == nil {
 		run.ClusterCPUSecondsReady = cpu - clusterCPU
 	}
-	run.ChartRequests = int(served.Load())
+	run.ChartRequests = served.total()
+	atReady := served.snapshot()
 	if run.PeakRSSReadyBytes, run.CPUSecondsReady, err = ctl.usage(); err != nil {
 		return run, err
 	}
 	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs), controller peak RSS %.0f MiB, %.1f s CPU; the cluster %.1f s CPU; load average %.1f\n",
 		n, run.ReadySeconds, run.CreateSeconds, float64(run.PeakRSSReadyBytes)/(1<<20), run.CPUSecondsReady, run.ClusterCPUSecondsReady, run.LoadAverage)
 
-	sleep(ctx, time.Until(readyAt.Add(cfg.steady))+auditSettle)
+	steadyEnd := readyAt.Add(cfg.steady)
+	sleep(ctx, time.Until(steadyEnd))
+	steadyRepo := served.snapshot().sub(atReady)
+	if cfg.hung > 0 {
+		fmt.Printf("  %s/app after the steady state: %s\n", namespaceOf(hungPrefix, 0), readyConditionText(ctx, dyn, namespaceOf(hungPrefix, 0)))
+	}
+	run.SteadyIndexDownloads, run.SteadyChartDownloads, run.SteadyRevalidations = steadyRepo[indexDownload], steadyRepo[chartDownload], steadyRepo[revalidation]
+	sleep(ctx, auditSettle)
 	if run.Requests, run.RequestsByVerb, err = audit.requests(start, readyAt, ctlRequests); err != nil {
 		return run, err
 	}
@@ -311,24 +375,34 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 			return run, err
 		}
 	}
-	steadyEnd := readyAt.Add(cfg.steady)
 	run.SteadySeconds = cfg.steady.Seconds()
 	if run.SteadyRequests, run.SteadyByVerb, err = audit.count(readyAt, steadyEnd, ctlRequests, byVerbAndResource); err != nil {
 		return run, err
 	}
 	run.SteadyWrites = writes(run.SteadyByVerb)
-	fmt.Printf("  %d requests until Ready (%s); %d requests in the %s after, %d writes %v\n",
-		run.Requests, verbsText(run.RequestsByVerb), run.SteadyRequests, cfg.steady, run.SteadyWrites, run.SteadyByVerb)
+	// The same window again, by namespace: how many of the writes were the hung Releases'.
+	_, byGroup, err := (&auditLog{path: cluster.audit}).count(readyAt, steadyEnd, ctlRequests, byVerbAndGroup)
+	if err != nil {
+		return run, err
+	}
+	run.SteadyHungWrites = hungWrites(byGroup)
+	fmt.Printf("  %d requests until Ready (%s); %d requests in the %s after, %d writes (%d of them for the hung Releases) %v\n",
+		run.Requests, verbsText(run.RequestsByVerb), run.SteadyRequests, cfg.steady, run.SteadyWrites, run.SteadyHungWrites, run.SteadyByVerb)
+	fmt.Printf("  chart repository in the steady state: %d index downloads, %d chart downloads, %d revalidations (304)\n",
+		run.SteadyIndexDownloads, run.SteadyChartDownloads, run.SteadyRevalidations)
 	if ctl.exited() {
 		return run, errors.New("the controller exited")
 	}
 
-	fmt.Printf("deleting %d Releases\n", n)
+	fmt.Printf("deleting %d Releases\n", n+cfg.hung)
 	delStart := time.Now()
-	if err := deleteReleases(ctx, dyn, n); err != nil {
+	if err := deleteReleases(ctx, dyn, tenantPrefix, n); err != nil {
 		return run, err
 	}
-	goneAt, err := rw.until(ctx, cfg.timeout, func(total, _ int) bool { return total == 0 }, ctl.done)
+	if err := deleteReleases(ctx, dyn, hungPrefix, cfg.hung); err != nil {
+		return run, err
+	}
+	goneAt, err := rw.until(ctx, cfg.timeout, func(c releaseCounts) bool { return c.All == 0 }, ctl.done)
 	if err != nil {
 		return run, fmt.Errorf("Releases gone: %w", err)
 	}
@@ -400,8 +474,8 @@ func installCRD(ctx context.Context, dyn dynamic.Interface, path string) error {
 }
 
 // serveChart packages the controller case's chart into a Helm repository in dir and serves it
-// over HTTP on localhost until closed; served counts the requests it answered.
-func serveChart(ctx context.Context, dir string) (string, *atomic.Int64, func(), error) {
+// over HTTP on localhost until closed; served counts the requests it answered, by kind.
+func serveChart(ctx context.Context, dir string) (string, *repoCounter, func(), error) {
 	spec := controllerChart()
 	src, err := spec.write(filepath.Join(dir, "src"))
 	if err != nil {
@@ -432,28 +506,34 @@ func serveChart(ctx context.Context, dir string) (string, *atomic.Int64, func(),
 		ln.Close()
 		return "", nil, nil, err
 	}
-	served := &atomic.Int64{}
-	files := http.FileServer(http.Dir(pkgs))
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		files.ServeHTTP(w, r)
-	})}
+	served := &repoCounter{}
+	srv := &http.Server{Handler: served.wrap(http.FileServer(http.Dir(pkgs)))}
 	go srv.Serve(ln)
 	return url, served, func() { srv.Close() }, nil
 }
 
-// tenant is the namespace of the i-th Release.
-func tenant(i int) string { return fmt.Sprintf("tenant-%04d", i) }
+// The namespaces of the measured Releases are tenant-NNNN; those of the Releases on the chart
+// repository that never answers hung-NNNN.
+const tenantPrefix, hungPrefix = "tenant", "hung"
+
+// namespaceOf is the namespace of the i-th Release of prefix.
+func namespaceOf(prefix string, i int) string { return fmt.Sprintf("%s-%04d", prefix, i) }
+
+// tenant is the namespace of the i-th measured Release.
+func tenant(i int) string { return namespaceOf(tenantPrefix, i) }
 
 // deployer is the ServiceAccount every Release acts as, allowed everything in its namespace.
 const deployer = "deployer"
 
-// createTenants creates n namespaces, each with the ServiceAccount deployer bound to a Role that
+// createTenants creates n namespaces prefix-NNNN, each with the ServiceAccount deployer bound to a Role that
 // allows everything in it, and waits until the cluster's controllers have given each namespace
 // its default ServiceAccount and root CA ConfigMap, so that they are idle when the clock starts.
-func createTenants(ctx context.Context, client kubernetes.Interface, n int) error {
+func createTenants(ctx context.Context, client kubernetes.Interface, prefix string, n int) error {
+	if n == 0 {
+		return nil
+	}
 	err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
-		ns := tenant(i)
+		ns := namespaceOf(prefix, i)
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create namespace %s: %w", ns, err)
 		}
@@ -485,52 +565,65 @@ func createTenants(ctx context.Context, client kubernetes.Interface, n int) erro
 		if err != nil {
 			return false, nil
 		}
-		return countTenants(sas.Items) >= n && countTenants(cms.Items) >= n, nil
+		return countTenants(prefix, sas.Items) >= n && countTenants(prefix, cms.Items) >= n, nil
 	})
 }
 
 func countTenants[T any, P interface {
 	*T
 	GetNamespace() string
-}](items []T) int {
+}](prefix string, items []T) int {
 	c := 0
 	for i := range items {
-		if strings.HasPrefix(P(&items[i]).GetNamespace(), "tenant-") {
+		if strings.HasPrefix(P(&items[i]).GetNamespace(), prefix+"-") {
 			c++
 		}
 	}
 	return c
 }
 
-// releaseObject is the i-th Release: the chart app 1.0.0 from the repository at repoURL,
-// released into its own namespace as its ServiceAccount deployer.
-func releaseObject(i int, repoURL string) *unstructured.Unstructured {
+// releaseOptions are the optional fields of every Release's spec; empty ones are left out.
+type releaseOptions struct {
+	interval, timeout string
+}
+
+// releaseObject is the Release app in namespace ns: the chart app 1.0.0 from the repository at
+// repoURL, released into ns as its ServiceAccount deployer.
+func releaseObject(ns, repoURL string, opts releaseOptions) *unstructured.Unstructured {
+	spec := map[string]any{
+		"serviceAccountName": deployer,
+		"chart":              map[string]any{"repository": repoURL, "name": "app", "version": "1.0.0"},
+	}
+	if opts.interval != "" {
+		spec["interval"] = opts.interval
+	}
+	if opts.timeout != "" {
+		spec["timeout"] = opts.timeout
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "berth.dev/v1alpha1",
 		"kind":       "Release",
-		"metadata":   map[string]any{"name": "app", "namespace": tenant(i)},
-		"spec": map[string]any{
-			"serviceAccountName": deployer,
-			"chart":              map[string]any{"repository": repoURL, "name": "app", "version": "1.0.0"},
-		},
+		"metadata":   map[string]any{"name": "app", "namespace": ns},
+		"spec":       spec,
 	}}
 }
 
-func createReleases(ctx context.Context, dyn dynamic.Interface, n int, repoURL string) error {
+// createReleases creates the Release app in each of the n namespaces prefix-NNNN.
+func createReleases(ctx context.Context, dyn dynamic.Interface, prefix string, n int, repoURL string, opts releaseOptions) error {
 	return parallel(ctx, n, 64, func(ctx context.Context, i int) error {
-		_, err := dyn.Resource(releaseResource).Namespace(tenant(i)).Create(ctx, releaseObject(i, repoURL), metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("create Release %s/app: %w", tenant(i), err)
+		ns := namespaceOf(prefix, i)
+		if _, err := dyn.Resource(releaseResource).Namespace(ns).Create(ctx, releaseObject(ns, repoURL, opts), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create Release %s/app: %w", ns, err)
 		}
 		return nil
 	})
 }
 
-func deleteReleases(ctx context.Context, dyn dynamic.Interface, n int) error {
+func deleteReleases(ctx context.Context, dyn dynamic.Interface, prefix string, n int) error {
 	return parallel(ctx, n, 64, func(ctx context.Context, i int) error {
-		err := dyn.Resource(releaseResource).Namespace(tenant(i)).Delete(ctx, "app", metav1.DeleteOptions{})
-		if err != nil {
-			return fmt.Errorf("delete Release %s/app: %w", tenant(i), err)
+		ns := namespaceOf(prefix, i)
+		if err := dyn.Resource(releaseResource).Namespace(ns).Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("delete Release %s/app: %w", ns, err)
 		}
 		return nil
 	})
@@ -597,6 +690,22 @@ func conditionTrue(conds []any, typ string) bool {
 		}
 	}
 	return false
+}
+
+// readyConditionText is the Ready condition of the Release app in ns, "status reason: message",
+// for the log.
+func readyConditionText(ctx context.Context, dyn dynamic.Interface, ns string) string {
+	obj, err := dyn.Resource(releaseResource).Namespace(ns).Get(ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			return fmt.Sprintf("Ready %v %v: %v", m["status"], m["reason"], m["message"])
+		}
+	}
+	return "no Ready condition"
 }
 
 // releaseReady says whether the Release obj is Ready for its current spec: status.observedGeneration

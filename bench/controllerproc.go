@@ -333,22 +333,38 @@ func (rw *releaseWatch) notify() {
 	}
 }
 
-// until waits up to limit for done(total, ready) to hold and returns when it first did, as the
-// watch saw it; it gives up when exited is closed.
-func (rw *releaseWatch) until(ctx context.Context, limit time.Duration, done func(total, ready int) bool, exited <-chan struct{}) (time.Time, error) {
+// releaseCounts are what the watch sees: every Release (All), the measured ones (those of the
+// tenant namespaces) and how many of those are Ready. The hung Releases count in All alone.
+type releaseCounts struct {
+	All, Measured, Ready int
+}
+
+// countReleases counts ready, Ready by "namespace/name".
+func countReleases(ready map[string]bool) releaseCounts {
+	c := releaseCounts{All: len(ready)}
+	for key, r := range ready {
+		if !strings.HasPrefix(key, tenantPrefix+"-") {
+			continue
+		}
+		c.Measured++
+		if r {
+			c.Ready++
+		}
+	}
+	return c
+}
+
+// until waits up to limit for done to hold and returns when it first did, as the watch saw it;
+// it gives up when exited is closed.
+func (rw *releaseWatch) until(ctx context.Context, limit time.Duration, done func(releaseCounts) bool, exited <-chan struct{}) (time.Time, error) {
 	timeout := time.NewTimer(limit)
 	defer timeout.Stop()
 	for {
 		now := time.Now()
 		rw.mu.Lock()
-		total, ready := len(rw.ready), 0
-		for _, r := range rw.ready {
-			if r {
-				ready++
-			}
-		}
+		c := countReleases(rw.ready)
 		rw.mu.Unlock()
-		if done(total, ready) {
+		if done(c) {
 			return now, nil
 		}
 		select {
@@ -356,7 +372,7 @@ func (rw *releaseWatch) until(ctx context.Context, limit time.Duration, done fun
 		case <-exited:
 			return time.Time{}, errors.New("the controller exited")
 		case <-timeout.C:
-			return time.Time{}, fmt.Errorf("not after %s: %d Releases, %d Ready", limit, total, ready)
+			return time.Time{}, fmt.Errorf("not after %s: %d Releases, %d of them measured, %d of those Ready", limit, c.All, c.Measured, c.Ready)
 		case <-ctx.Done():
 			return time.Time{}, errInterrupted
 		}
