@@ -24,6 +24,9 @@ const (
 	ReasonInvalidCredentials = "InvalidCredentials"
 	// ReasonAuthenticationFailed: the repository or registry refused the credentials (401/403).
 	ReasonAuthenticationFailed = "AuthenticationFailed"
+	// ReasonVerificationFailed: the chart has no provenance file, or it does not verify against
+	// the keyring of spec.chart.verify.
+	ReasonVerificationFailed = "VerificationFailed"
 )
 
 // chartAccess is how a fetch reaches a repository or registry: its credentials and TLS
@@ -31,6 +34,8 @@ const (
 type chartAccess struct {
 	Username, Password string
 	TLS                source.TLSData
+	// Keyring is the public keyring of spec.chart.verify, nil when the chart is not verified.
+	Keyring []byte
 }
 
 // The keys of the credentials and tls Secrets.
@@ -40,6 +45,8 @@ const (
 	keyCA       = "ca.crt"
 	keyCert     = corev1.TLSCertKey
 	keyKey      = corev1.TLSPrivateKeyKey
+	// keyKeyring is the default key of the verify Secret, gpg's name for a public keyring.
+	keyKeyring = "pubring.gpg"
 )
 
 // ChartAccessError says that a credentials or tls Secret holds something berth cannot use. It
@@ -102,6 +109,67 @@ func authFailed(err error, ref chartRef, namespace string) error {
 	return e
 }
 
+// VerificationError is a chart that failed the provenance check of spec.chart.verify: it has no
+// provenance file, or its signature is not by a key of the keyring, or the chart is not the one
+// signed. The chart is not released.
+type VerificationError struct {
+	// Chart is the chart's reference (and version constraint).
+	Chart string
+	// Keyring is Secret/NAMESPACE/NAME key KEY of the keyring.
+	Keyring string
+	Err     error
+}
+
+func (e *VerificationError) Error() string {
+	return fmt.Sprintf("chart %s failed verification against the keyring of %s: %s", e.Chart, e.Keyring, e.why())
+}
+
+// why says what of the provenance check failed, in words, then Helm's error.
+func (e *VerificationError) why() string {
+	var prov *source.ProvenanceError
+	msg := oneLine(e.Err)
+	if errors.As(e.Err, &prov) {
+		msg = oneLine(prov.Err)
+	}
+	switch {
+	case prov != nil && prov.Missing:
+		return "no provenance file (.prov): " + msg
+	case strings.Contains(msg, "unknown entity"), strings.Contains(msg, "unknown issuer"):
+		return "signed by a key not in the keyring: " + msg
+	case strings.Contains(msg, "sum does not match"):
+		return "the chart is not the one signed (digest mismatch): " + msg
+	case strings.Contains(msg, "openpgp:"):
+		return "signature invalid: " + msg
+	}
+	return msg
+}
+
+func (e *VerificationError) Unwrap() error { return e.Err }
+
+func (e *VerificationError) conditionReason() string { return ReasonVerificationFailed }
+
+// verificationFailed returns err, a fetch's, as a VerificationError when the chart of ref
+// failed its provenance check.
+func verificationFailed(err error, ref chartRef, namespace string) error {
+	var srcErr *source.Error
+	if ref.Verify == "" || !errors.As(err, &srcErr) || srcErr.Kind != source.KindUnverified {
+		return err
+	}
+	chart := ref.Ref
+	if ref.RepoURL != "" {
+		chart = fmt.Sprintf("%s of %s", ref.Ref, ref.RepoURL)
+	}
+	if ref.Version != "" {
+		chart = fmt.Sprintf("%s version %q", chart, ref.Version)
+	}
+	return &VerificationError{Chart: chart, Keyring: fmt.Sprintf("Secret/%s/%s key %s", namespace, ref.Verify, ref.VerifyKey), Err: err}
+}
+
+// oneLine is err's message on one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
 // hostOfRef is the HOST[:PORT] of the repository or registry of ref.
 func hostOfRef(ref chartRef) string {
 	u := cmp.Or(ref.RepoURL, ref.Ref)
@@ -133,6 +201,16 @@ func readChartAccess(ctx context.Context, r keyReader, ref chartRef) (chartAcces
 			return a, credentialsMissing(err, "chart.tls")
 		}
 	}
+	if ref.Verify != "" {
+		k, err := r.read(ctx, "Secret", ref.Verify, ref.VerifyKey)
+		if err != nil {
+			return a, credentialsMissing(err, "chart.verify")
+		}
+		if err := source.CheckKeyring(k); err != nil {
+			return a, &ChartAccessError{Namespace: r.namespace, Name: ref.Verify, Key: ref.VerifyKey, Field: "chart.verify", Err: err}
+		}
+		a.Keyring = k
+	}
 	return a, nil
 }
 
@@ -144,9 +222,12 @@ func credentialsMissing(err error, field string) error {
 		return err
 	}
 	missing.Reason = ReasonCredentialsMissing
-	if field == "chart.credentials" {
+	switch field {
+	case "chart.credentials":
 		missing.Next = fmt.Sprintf("give the Secret keys username and password (kubectl create secret generic %s --from-literal=username=USER --from-literal=password=PASSWORD), or make it a kubernetes.io/dockerconfigjson Secret for an OCI registry, or fix spec.%s", missing.Name, field)
-	} else {
+	case "chart.verify":
+		missing.Next = fmt.Sprintf("put the public keyring there (kubectl create secret generic %s --from-file=%s=PUBRING.gpg), or fix spec.%s", missing.Name, missing.Key, field)
+	default:
 		missing.Next = fmt.Sprintf("give the Secret key ca.crt, and tls.crt with tls.key for a client certificate (kubectl create secret generic %s --from-file=ca.crt=CA.pem), or fix spec.%s", missing.Name, field)
 	}
 	return missing

@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +31,14 @@ func TestReadChartAccess(t *testing.T) {
 		}
 		return s
 	}
+	entity, err := openpgp.NewEntity("signer", "berth test key", "signer@berth.invalid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pubring bytes.Buffer
+	if err := entity.Serialize(&pubring); err != nil {
+		t.Fatal(err)
+	}
 	objects := fake.NewClientset(
 		secret("basic", corev1.SecretTypeOpaque, map[string]string{"username": "tenant", "password": "s3cret"}),
 		secret("no-password", corev1.SecretTypeOpaque, map[string]string{"username": "tenant"}),
@@ -37,12 +47,18 @@ func TestReadChartAccess(t *testing.T) {
 		secret("client", corev1.SecretTypeTLS, map[string]string{"ca.crt": string(ca.PEM), "tls.crt": string(cert), "tls.key": string(key)}),
 		secret("cert-alone", corev1.SecretTypeOpaque, map[string]string{"tls.crt": string(cert)}),
 		secret("bad-key", corev1.SecretTypeOpaque, map[string]string{"tls.crt": string(cert), "tls.key": "s3cret-key-material"}),
+		secret("keyring", corev1.SecretTypeOpaque, map[string]string{"pubring.gpg": pubring.String(), "trusted.gpg": pubring.String(), "junk.gpg": "s3cret-junk"}),
+		secret("empty-keyring", corev1.SecretTypeOpaque, map[string]string{"pubring.gpg": ""}),
 	)
 	r := keyReader{core: objects.CoreV1(), namespace: "team-a"}
 	repo := chartRef{Ref: "web", RepoURL: "https://charts.example.test"}
 	oci := chartRef{Ref: "oci://registry.example.test:5000/charts/web"}
 	with := func(ref chartRef, creds, tls string) chartRef {
 		ref.Credentials, ref.TLS = creds, tls
+		return ref
+	}
+	verify := func(ref chartRef, name, key string) chartRef {
+		ref.Verify, ref.VerifyKey = name, key
 		return ref
 	}
 	tests := []struct {
@@ -70,6 +86,16 @@ func TestReadChartAccess(t *testing.T) {
 			wantText: []string{"Secret/team-a/cert-alone has no key tls.key"}},
 		{name: "key that is none", ref: with(repo, "", "bad-key"), wantReason: ReasonInvalidCredentials,
 			wantText: []string{"Secret/team-a/bad-key key tls.crt and tls.key"}},
+		{name: "keyring", ref: verify(repo, "keyring", "pubring.gpg"), want: chartAccess{Keyring: pubring.Bytes()}},
+		{name: "keyring of another key", ref: verify(oci, "keyring", "trusted.gpg"), want: chartAccess{Keyring: pubring.Bytes()}},
+		{name: "keyring that is none", ref: verify(repo, "keyring", "junk.gpg"), wantReason: ReasonInvalidCredentials,
+			wantText: []string{"Secret/team-a/keyring key junk.gpg (spec.chart.verify): holds no public keyring"}},
+		{name: "no keyring Secret", ref: verify(repo, "nothing", "pubring.gpg"), wantReason: ReasonCredentialsMissing,
+			wantText: []string{"Secret/team-a/nothing not found (key pubring.gpg wanted)", "spec.chart.verify"}},
+		{name: "no keyring key", ref: verify(repo, "keyring", "missing.gpg"), wantReason: ReasonCredentialsMissing,
+			wantText: []string{"Secret/team-a/keyring has no key missing.gpg", "spec.chart.verify"}},
+		{name: "empty keyring", ref: verify(repo, "empty-keyring", "pubring.gpg"), wantReason: ReasonInvalidCredentials,
+			wantText: []string{"Secret/team-a/empty-keyring key pubring.gpg (spec.chart.verify): holds no public keyring"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,5 +141,44 @@ func TestAuthFailedNamesTheHostAndSecret(t *testing.T) {
 	}
 	if other := errors.New("unreachable"); authFailed(other, chartRef{}, "team-a") != other {
 		t.Error("an error other than a refusal changed")
+	}
+}
+
+// TestVerificationFailedNamesTheChartKeyringAndWhy: a failed provenance check becomes a
+// VerificationError that names the chart, the keyring's Secret and key, and what failed.
+func TestVerificationFailedNamesTheChartKeyringAndWhy(t *testing.T) {
+	ref := chartRef{Ref: "web", RepoURL: "https://charts.example.test", Version: "1.0.0", Verify: "keyring", VerifyKey: "pubring.gpg"}
+	unverified := func(err error) error { return &source.Error{Ref: "web", Kind: source.KindUnverified, Err: err} }
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{name: "no provenance file", err: unverified(&source.ProvenanceError{Missing: true, Err: errors.New(`failed to fetch provenance "https://charts.example.test/web-1.0.0.tgz.prov"`)}),
+			want: "no provenance file (.prov)"},
+		{name: "unknown key", err: unverified(&source.ProvenanceError{Chart: "web-1.0.0.tgz", Err: errors.New("openpgp: signature made by unknown entity")}),
+			want: "signed by a key not in the keyring"},
+		{name: "tampered", err: unverified(&source.ProvenanceError{Chart: "web-1.0.0.tgz", Err: errors.New(`sha256 sum does not match for web-1.0.0.tgz: "a" != "b"`)}),
+			want: "the chart is not the one signed"},
+		{name: "bad signature", err: unverified(&source.ProvenanceError{Chart: "web-1.0.0.tgz", Err: errors.New("openpgp: invalid signature: hash tag doesn't match")}),
+			want: "signature invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := verificationFailed(tt.err, ref, "team-a")
+			var verifyErr *VerificationError
+			if !errors.As(err, &verifyErr) || reasonOf(err, "none") != ReasonVerificationFailed {
+				t.Fatalf("got %v, want a VerificationError", err)
+			}
+			for _, want := range []string{`chart web of https://charts.example.test version "1.0.0"`, "Secret/team-a/keyring key pubring.gpg", tt.want} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message %q does not hold %q", err, want)
+				}
+			}
+		})
+	}
+	other := unverified(errors.New("boom"))
+	if verificationFailed(other, chartRef{Ref: "web"}, "team-a") != other {
+		t.Error("an error of a chart not verified changed")
 	}
 }

@@ -67,6 +67,9 @@ func (c *Charts) fetch(ctx context.Context, ref chartRef, a chartAccess) (*fetch
 	opts.RepoURL, opts.Version = ref.RepoURL, ref.Version
 	opts.Username, opts.Password = a.Username, a.Password
 	opts.PlainHTTP, opts.PassCredentialsAll = ref.PlainHTTP, ref.PassCredentials
+	if ref.Verify != "" {
+		opts.Verify, opts.KeyringData = true, a.Keyring
+	}
 	r := &source.Resolver{Settings: c.settings, Options: opts, Out: io.Discard, Fetcher: c.fetcher}
 	path, err := r.Locate(ctx, ref.Ref)
 	if err != nil {

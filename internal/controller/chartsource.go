@@ -49,8 +49,8 @@ func chartSourceOf(c v1alpha1.ChartSource) (chartRef, *chartObject, error) {
 		return chartRef{}, nil, invalid("chart", "set exactly one of repository, secretRef and configMapRef")
 	case c.Name != "" || c.Version != "" || c.Digest != "":
 		return chartRef{}, nil, invalid("chart", "name, version and digest apply to a chart of a repository, not to one in a %s: remove them", o.Kind)
-	case c.Credentials != nil || c.TLS != nil || c.PlainHTTP || c.PassCredentials:
-		return chartRef{}, nil, invalid("chart", "credentials, tls, plainHTTP and passCredentials apply to a chart of a repository, not to one in a %s: remove them", o.Kind)
+	case c.Credentials != nil || c.TLS != nil || c.PlainHTTP || c.PassCredentials || c.Verify != nil:
+		return chartRef{}, nil, invalid("chart", "credentials, tls, plainHTTP, passCredentials and verify apply to a chart of a repository, not to one in a %s: remove them", o.Kind)
 	case o.Name == "":
 		return chartRef{}, nil, invalid(o.Field+".name", "is required: name the %s, in the Release's namespace, that holds the packaged chart", o.Kind)
 	case o.Key == "":
@@ -127,7 +127,7 @@ func (r *Reconciler) fetchChart(ctx context.Context, d *desired, reader keyReade
 		return nil, err
 	}
 	ch, err := r.Charts.fetch(ctx, d.Chart, a)
-	return ch, authFailed(err, d.Chart, d.Namespace)
+	return ch, verificationFailed(authFailed(err, d.Chart, d.Namespace), d.Chart, d.Namespace)
 }
 
 // timeLeft is what is left of timeout once took has passed: at least a nanosecond, since 0
@@ -155,8 +155,9 @@ func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
 	var valuesErr *ValuesError
 	var accessErr *ChartAccessError
 	var authErr *ChartAuthError
+	var verifyErr *VerificationError
 	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, &valuesErr) || refusedSchema(err) ||
-		errors.As(err, &accessErr) || errors.As(err, &authErr)
+		errors.As(err, &accessErr) || errors.As(err, &authErr) || errors.As(err, &verifyErr)
 	markFailed(rel, reason, err, stalled)
 	if stalled {
 		return ctrl.Result{RequeueAfter: d.Interval}

@@ -124,7 +124,8 @@ func runControllerWith(t *testing.T, env *testenv.Env, o controller.Options) (st
 	return stop
 }
 
-// serveCharts serves a Helm chart repository of the packaged charts (.tgz) given.
+// serveCharts serves a Helm chart repository of the packaged charts (.tgz) given, each with its
+// provenance file (.tgz.prov) when it has one.
 func serveCharts(t *testing.T, packages ...string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -143,6 +144,12 @@ func serveCharts(t *testing.T, packages ...string) string {
 		name := filepath.Base(p)
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
+		}
+		// A provenance file beside the package is served beside it.
+		if prov, err := os.ReadFile(p + ".prov"); err == nil {
+			if err := os.WriteFile(filepath.Join(dir, name+".prov"), prov, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		digest, err := provenance.DigestFile(p)
 		if err != nil {

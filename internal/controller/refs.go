@@ -100,6 +100,9 @@ func referencesOf(obj client.Object) []string {
 	if r := rel.Spec.Chart.TLS; r != nil {
 		out = append(out, "Secret/"+r.Name)
 	}
+	if r := rel.Spec.Chart.Verify; r != nil {
+		out = append(out, "Secret/"+r.Name)
+	}
 	for _, v := range rel.Spec.ValuesFrom {
 		out = append(out, v.Kind+"/"+v.Name)
 	}

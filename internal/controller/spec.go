@@ -4,6 +4,7 @@
 package controller
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -57,6 +58,9 @@ type chartRef struct {
 	// PlainHTTP reaches an OCI registry over plain HTTP; PassCredentials sends the credentials
 	// to a chart URL on another host than the repository's.
 	PlainHTTP, PassCredentials bool
+	// Verify and VerifyKey name the Secret of the Release's namespace, and its key, with the
+	// public keyring the chart's provenance is checked against; Verify is empty when it is not.
+	Verify, VerifyKey string
 }
 
 // SpecError says what in a Release's spec the controller cannot act on, and what to change.
@@ -162,6 +166,11 @@ func chartRefOf(c v1alpha1.ChartSource) (chartRef, error) {
 		return chartRef{}, invalid("chart.credentials.name", "is required: name the Secret, in the Release's namespace, with the credentials")
 	case c.TLS != nil && c.TLS.Name == "":
 		return chartRef{}, invalid("chart.tls.name", "is required: name the Secret, in the Release's namespace, with ca.crt (and tls.crt and tls.key)")
+	case c.Verify != nil && c.Verify.Name == "":
+		return chartRef{}, invalid("chart.verify.name", "is required: name the Secret, in the Release's namespace, with the public keyring")
+	}
+	if c.Verify != nil {
+		ref.Verify, ref.VerifyKey = c.Verify.Name, cmp.Or(c.Verify.Key, keyKeyring)
 	}
 	if c.Credentials != nil {
 		ref.Credentials = c.Credentials.Name

@@ -68,6 +68,20 @@ func TestDesiredOf(t *testing.T) {
 			r.Spec.Chart = v1alpha1.ChartSource{SecretRef: &v1alpha1.KeyReference{Name: "chart", Key: "web.tgz"},
 				Credentials: &v1alpha1.SecretReference{Name: "repo-creds"}}
 		}), wantField: "chart", wantReason: ReasonInvalidSpec},
+		{name: "verify with its default key", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart.Verify = &v1alpha1.KeyringReference{Name: "keyring"}
+		}), want: func(d *desired) any { return d.Chart },
+			wantValue: chartRef{Ref: "web", RepoURL: "https://charts.example.test", Version: "0.3.0", Verify: "keyring", VerifyKey: "pubring.gpg"}},
+		{name: "verify of an OCI chart, with a key", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts/web", Verify: &v1alpha1.KeyringReference{Name: "keyring", Key: "trusted.gpg"}}
+		}), want: func(d *desired) any { return d.Chart },
+			wantValue: chartRef{Ref: "oci://registry.example.test/charts/web", Verify: "keyring", VerifyKey: "trusted.gpg"}},
+		{name: "verify without a name", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Verify = &v1alpha1.KeyringReference{} }),
+			wantField: "chart.verify.name", wantReason: ReasonInvalidSpec},
+		{name: "verify of a chart in a ConfigMap", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{ConfigMapRef: &v1alpha1.KeyReference{Name: "chart", Key: "web.tgz"},
+				Verify: &v1alpha1.KeyringReference{Name: "keyring"}}
+		}), wantField: "chart", wantReason: ReasonInvalidSpec},
 		{name: "no repository", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Repository = "" }),
 			wantField: "chart.repository", wantReason: ReasonInvalidSpec},
 		{name: "not a URL", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.Repository = "stable" }),

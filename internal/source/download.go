@@ -1,7 +1,10 @@
 package source
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -9,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
@@ -61,13 +65,45 @@ func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version
 		Username: o.Username, Password: o.Password, PassCredentialsAll: o.PassCredentialsAll,
 		TLS: RegistryOptions{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CaFile, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, Data: o.TLS},
 	}
-	return f.repositoryChart(ctx, f.chartCache(r.Settings.ContentCache), o.RepoURL, ref, version, a, o.Verify, o.Keyring)
+	var k *keyring
+	if o.Verify {
+		k = r.keyring()
+	}
+	return f.repositoryChart(ctx, f.chartCache(r.Settings.ContentCache), o.RepoURL, ref, version, a, k)
+}
+
+// keyring is the public keyring a chart is verified against: a file, or its content in memory.
+type keyring struct {
+	path string
+	data []byte
+}
+
+// CheckKeyring checks that data is a public keyring as Helm reads one: binary OpenPGP keys, as
+// gpg --export writes them (not --armor). Its error never quotes data.
+func CheckKeyring(data []byte) error {
+	keys, err := openpgp.ReadKeyRing(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("holds no public keyring (binary, as gpg --export writes it, not --armor): %w", err)
+	}
+	if len(keys) == 0 {
+		return errors.New("holds no public keyring: it has no key")
+	}
+	return nil
+}
+
+// keyring is the keyring of r's Options: the file Keyring names, else KeyringData.
+func (r *Resolver) keyring() *keyring {
+	if r.Options.Keyring == "" && r.Options.KeyringData != nil {
+		return &keyring{data: r.Options.KeyringData}
+	}
+	return &keyring{path: r.Options.Keyring}
 }
 
 // verifyArchive checks the chart archive at path against its provenance file prov and the
 // keyring, as Helm's downloader does. A provenance file signs the archive by its name,
-// NAME-VERSION.tgz, which a file in cache does not have: a copy of that name is checked.
-func verifyArchive(path, prov, keyring string) error {
+// NAME-VERSION.tgz, which a file in cache does not have: a copy of that name is checked. A
+// keyring in memory is written beside it. The check's failure is a ProvenanceError.
+func verifyArchive(path, prov string, k *keyring) error {
 	ch, err := chart.Load(path)
 	if err != nil {
 		return err
@@ -77,6 +113,13 @@ func verifyArchive(path, prov, keyring string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	keyringPath := k.path
+	if keyringPath == "" {
+		keyringPath = filepath.Join(dir, "pubring.gpg")
+		if err := os.WriteFile(keyringPath, k.data, 0o600); err != nil {
+			return err
+		}
+	}
 	named := filepath.Join(dir, ch.Metadata.Name+"-"+ch.Metadata.Version+".tgz")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -85,8 +128,10 @@ func verifyArchive(path, prov, keyring string) error {
 	if err := os.WriteFile(named, data, 0o600); err != nil {
 		return err
 	}
-	_, err = downloader.VerifyChart(named, prov, keyring)
-	return err
+	if _, err := downloader.VerifyChart(named, prov, keyringPath); err != nil {
+		return &ProvenanceError{Chart: ch.Metadata.Name + "-" + ch.Metadata.Version + ".tgz", Err: err}
+	}
+	return nil
 }
 
 // helmDownload fetches REPO/CHART of the user's repositories or a chart's URL into Helm's

@@ -231,6 +231,21 @@ func (e *TLSError) Error() string {
 
 func (e *TLSError) Unwrap() error { return e.Err }
 
+// ProvenanceError is a chart that failed its provenance check: its provenance file could not
+// be had (Missing), or does not verify against the keyring (a signature by a key not in it, a
+// chart whose digest is not the one signed).
+type ProvenanceError struct {
+	// Chart is the archive checked, NAME-VERSION.tgz; empty when Missing.
+	Chart string
+	// Missing says the provenance file could not be fetched.
+	Missing bool
+	Err     error
+}
+
+func (e *ProvenanceError) Error() string { return e.Err.Error() }
+
+func (e *ProvenanceError) Unwrap() error { return e.Err }
+
 // fetchKind is the kind of the errors berth's own fetch makes (timeouts, sizes, digests,
 // cancellation); ok is false for others.
 func fetchKind(err error) (Kind, bool) {
@@ -240,8 +255,11 @@ func fetchKind(err error) (Kind, bool) {
 		digest  *DigestError
 		authErr *AuthError
 		tlsErr  *TLSError
+		provErr *ProvenanceError
 	)
 	switch {
+	case errors.As(err, &provErr):
+		return KindUnverified, true
 	case errors.As(err, &authErr):
 		if authErr.WithCredentials {
 			return KindUnauthorized, true

@@ -50,12 +50,12 @@ type indexEntry struct {
 func (e *indexEntry) validated() bool { return e.etag != "" || e.lastModified != "" }
 
 // repositoryChart returns the chart name at version in the chart repository at repoURL, checked
-// against keyring when verify is set: its path in cache, the content cache, and the files this
+// against keyring when it is not nil: its path in cache, the content cache, and the files this
 // fetch put there. The index comes from memory when its server answers a conditional request
 // with 304 Not Modified (or, when it gives no validator, within IndexTTL); the chart comes from
 // cache when it holds the digest the index gives, so that fetching again what did not change
 // downloads nothing.
-func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoURL, name, version string, a repoAccess, verify bool, keyring string) (string, []string, error) {
+func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoURL, name, version string, a repoAccess, keyring *keyring) (string, []string, error) {
 	idx, asked, err := f.index(ctx, repoURL, a, false)
 	if err == nil && !asked && !has(idx, name, version) {
 		// The index in memory, within IndexTTL, may predate the chart: ask the server.
@@ -93,7 +93,7 @@ func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoUR
 		return "", nil, err
 	}
 	path, created, err := f.archive(ctx, cache, key, chartURL, digest, a)
-	if err != nil || !verify {
+	if err != nil || keyring == nil {
 		return path, created, err
 	}
 	prov, put, err := f.provenance(ctx, cache, key, chartURL, a)
@@ -238,7 +238,7 @@ func (f *Fetcher) provenance(ctx context.Context, cache *chartCache, key [sha256
 		if _, ours := fetchKind(err); ours {
 			return "", nil, fmt.Errorf("failed to fetch provenance %q: %w", provURL, err)
 		}
-		return "", nil, fmt.Errorf("failed to fetch provenance %q", provURL)
+		return "", nil, &ProvenanceError{Err: fmt.Errorf("failed to fetch provenance %q", provURL), Missing: true}
 	}
 	p, err := cache.Put(key, bytes.NewReader(data), downloader.CacheProv)
 	if err != nil {

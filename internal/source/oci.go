@@ -295,14 +295,14 @@ func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Clien
 			if _, ours := fetchKind(err); ours {
 				return "", created, fmt.Errorf("failed to fetch provenance %q: %w", ref+".prov", err)
 			}
-			return "", created, fmt.Errorf("failed to fetch provenance %q", ref+".prov")
+			return "", created, &ProvenanceError{Err: fmt.Errorf("failed to fetch provenance %q", ref+".prov"), Missing: true}
 		}
 		if prov, err = cache.Put(key, bytes.NewReader(res.Prov.Data), downloader.CacheProv); err != nil {
 			return "", created, err
 		}
 		created = append(created, prov)
 	}
-	return path, created, verifyArchive(path, prov, r.Options.Keyring)
+	return path, created, verifyArchive(path, prov, r.keyring())
 }
 
 // ociParts splits the oci:// reference ref into its repository (HOST/PATH), tag and digest.

@@ -45,6 +45,9 @@ type Options struct {
 	// by URL or of an OCI registry; the controller's come from a Secret. They add to the files
 	// of ChartPathOptions, which take precedence.
 	TLS TLSData
+	// KeyringData is a public keyring in memory (the controller's comes from a Secret), used
+	// with Verify where Keyring names no file.
+	KeyringData []byte
 }
 
 // TLSData is TLS material in memory, PEM encoded.

@@ -160,6 +160,24 @@ type ChartSource struct {
 	// Repository's host only.
 	// +optional
 	PassCredentials bool `json:"passCredentials,omitempty"`
+	// Verify checks the chart's provenance as helm --verify does: the provenance file beside
+	// the chart (the archive's URL with .prov in a Helm repository, the provenance layer in an
+	// OCI registry) must be signed by a key of the public keyring in the Secret it names, read as
+	// the Release's ServiceAccount, and name the chart's digest. A chart that fails is not
+	// released.
+	// +optional
+	Verify *KeyringReference `json:"verify,omitempty"`
+}
+
+// KeyringReference names a key of a Secret of the Release's namespace that holds a public
+// keyring (as gpg --export writes it).
+type KeyringReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key of the Secret that holds the keyring; default pubring.gpg.
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // SecretReference names a Secret of the Release's namespace.
