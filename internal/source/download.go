@@ -83,7 +83,7 @@ type keyring struct {
 func CheckKeyring(data []byte) error {
 	keys, err := openpgp.ReadKeyRing(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("holds no public keyring (binary, as gpg --export writes it, not --armor): %w", err)
+		return fmt.Errorf("holds no public keyring (binary OpenPGP keys, as gpg exports them without armor): %w", err)
 	}
 	if len(keys) == 0 {
 		return errors.New("holds no public keyring: it has no key")
