@@ -205,8 +205,9 @@ type ValuesReference struct {
 	// Key holding a values file; default values.yaml.
 	// +optional
 	Key string `json:"key,omitempty"`
-	// TargetPath, when set, puts the key's content as one value at this path (a.b.c, as
-	// helm's --set names it) instead of reading it as a values file.
+	// TargetPath, when set, puts the key's content at this path as one string, exactly as it is
+	// (never parsed as a --set value), instead of reading it as a values file. The path is
+	// helm's --set's: dots separate keys, a\.b is a key with a dot, list[0] an item.
 	// +optional
 	TargetPath string `json:"targetPath,omitempty"`
 	// Optional makes a missing object or key count as no values instead of an error.
@@ -394,7 +395,7 @@ type ReleaseStatus struct {
 
 // Blocker is what stopped an operation, and what to do about it.
 type Blocker struct {
-	// Kind is webhook, finalizer, dependents, permission, hook or other.
+	// Kind is webhook, finalizer, dependents, permission, hook, template or other.
 	Kind string `json:"kind"`
 	// Object is the object concerned, as Kind/namespace/name.
 	// +optional
@@ -404,7 +405,9 @@ type Blocker struct {
 	// Next says what to do.
 	// +optional
 	Next string `json:"next,omitempty"`
-	// LogTail is the end of a failing hook's logs.
+	// LogTail is what the chart's own code output: the end of a failing hook's or test's logs, or
+	// a template's fail or required message. It can hold values, Secrets included, so the
+	// controller writes it only when started with --status-chart-output.
 	// +optional
 	LogTail string `json:"logTail,omitempty"`
 }
