@@ -246,6 +246,19 @@ func TestTemplateDeployment(t *testing.T) {
 			pod.Containers[0].Image, pod.NodeSelector, d.Spec.Template.Annotations, *d.Spec.Replicas, pod.Containers[0].Args)
 	}
 
+	// The controller's tenancy flags.
+	objs = renderChart(t, "--set", "defaultServiceAccount=releaser", "--set", "statusChartOutput=true")
+	d = find[appsv1.Deployment](t, objs, "Deployment", "berth-system", "ctl-berth-controller")
+	for _, a := range []string{"--default-service-account=releaser", "--status-chart-output"} {
+		if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, a) {
+			t.Errorf("arguments %q lack %q", d.Spec.Template.Spec.Containers[0].Args, a)
+		}
+	}
+	d = find[appsv1.Deployment](t, renderChart(t), "Deployment", "berth-system", "ctl-berth-controller")
+	if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); strings.Contains(args, "--status-chart-output") || strings.Contains(args, "--default-service-account") {
+		t.Errorf("by default the controller runs with %q", args)
+	}
+
 	// An existing ServiceAccount.
 	objs = renderChart(t, "--set", "serviceAccount.create=false", "--set", "serviceAccount.name=existing")
 	if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ServiceAccount" }) {
