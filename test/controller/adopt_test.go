@@ -11,6 +11,7 @@ import (
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // webChart is a chart with a ConfigMap of its replicas value and a Deployment.
@@ -52,8 +53,8 @@ func uidsOf(t *testing.T, env *testenv.Env) (configMap, deployment types.UID) {
 
 func TestReleaseAdoptsWhatHelmInstalled(t *testing.T) {
 	env := testenv.New(t)
-	c := releaseClient(t, env)
-	serviceAccount(t, env, "deployer", everything)
+	c := releasetest.Client(t, env)
+	releasetest.ServiceAccount(t, env, "deployer", releasetest.Everything)
 	chart := webChart(t)
 	berthtest.MustHelm(t, env, "install", "web", chart)
 	if record := berthtest.LastRecord(t, env, "web"); record.Version != 1 || record.Info.Status != release.StatusDeployed {
@@ -67,8 +68,8 @@ func TestReleaseAdoptsWhatHelmInstalled(t *testing.T) {
 	if err := c.Create(t.Context(), releaseOf(t, env.Namespace, "web", repo.URL, "web", "deployer", "{replicas: 2}")); err != nil {
 		t.Fatal(err)
 	}
-	got := waitFor(t, c, env.Namespace, "web", "has upgraded the release Helm installed", readyAt(2))
-	if c := condition(got, controller.ConditionReleased); c == nil || c.Reason != controller.ReasonUpgradeSucceeded {
+	got := releasetest.WaitFor(t, c, env.Namespace, "web", "has upgraded the release Helm installed", readyAt(2))
+	if c := releasetest.Condition(got, controller.ConditionReleased); c == nil || c.Reason != controller.ReasonUpgradeSucceeded {
 		t.Errorf("Released condition: %+v, want %s", c, controller.ReasonUpgradeSucceeded)
 	}
 	// An upgrade of Helm's revision 1, not a second install: the same objects, changed.

@@ -20,6 +20,7 @@ import (
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // c4Chart is a chart with a pre-install/pre-upgrade hook Job (migrate, deleted before its next
@@ -120,8 +121,8 @@ func c4Seed(t *testing.T) uint64 {
 
 func TestC4ControllerKilledMidOperationConverges(t *testing.T) {
 	env := testenv.New(t)
-	c := releaseClient(t, env)
-	serviceAccount(t, env, "deployer", everything)
+	c := releasetest.Client(t, env)
+	releasetest.ServiceAccount(t, env, "deployer", releasetest.Everything)
 	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, c4Chart(t))
 	seed := c4Seed(t)
 	t.Logf("seed %d (BERTH_C4_SEED=%d repeats these kill moments)", seed, seed)
@@ -168,11 +169,11 @@ func TestC4ControllerKilledMidOperationConverges(t *testing.T) {
 	// After the last restart: every Release converges.
 	for _, name := range names {
 		if removed[name] {
-			waitGone(t, c, env.Namespace, name)
+			releasetest.WaitGone(t, c, env.Namespace, name)
 			continue
 		}
 		want := strconv.Itoa(version[name])
-		waitFor(t, c, env.Namespace, name, "is Ready at its latest generation and values", func(rel *v1alpha1.Release) bool {
+		releasetest.WaitFor(t, c, env.Namespace, name, "is Ready at its latest generation and values", func(rel *v1alpha1.Release) bool {
 			if !isReady(rel) {
 				return false
 			}

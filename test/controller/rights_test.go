@@ -13,15 +13,16 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // TestReleaseActsWithItsServiceAccountsRightsOnly gives a Release a ServiceAccount that may do
-// everything in its namespace but touch Deployments. The controller itself may: were its rights
+// releasetest.Everything in its namespace but touch Deployments. The controller itself may: were its rights
 // used, the Deployment would be created.
 func TestReleaseActsWithItsServiceAccountsRightsOnly(t *testing.T) {
 	env := testenv.New(t)
-	c := releaseClient(t, env)
-	serviceAccount(t, env, "no-deployments",
+	c := releasetest.Client(t, env)
+	releasetest.ServiceAccount(t, env, "no-deployments",
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"*"}, Verbs: []string{"*"}},
 		rbacv1.PolicyRule{APIGroups: []string{"batch", "coordination.k8s.io", "events.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"*"}})
 	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, webChart(t))
@@ -30,11 +31,11 @@ func TestReleaseActsWithItsServiceAccountsRightsOnly(t *testing.T) {
 	if err := c.Create(t.Context(), releaseOf(t, env.Namespace, "web", repo.URL, "web", "no-deployments", "{replicas: 2}")); err != nil {
 		t.Fatal(err)
 	}
-	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
-		s := condition(rel, controller.ConditionStalled)
+	got := releasetest.WaitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
+		s := releasetest.Condition(rel, controller.ConditionStalled)
 		return s != nil && s.Status == metav1.ConditionTrue && rel.Status.ObservedGeneration == rel.Generation
 	})
-	if s := condition(got, controller.ConditionStalled); s.Reason != controller.ReasonPermissionDenied {
+	if s := releasetest.Condition(got, controller.ConditionStalled); s.Reason != controller.ReasonPermissionDenied {
 		t.Errorf("Stalled reason %s (%s), want %s", s.Reason, s.Message, controller.ReasonPermissionDenied)
 	}
 	if len(got.Status.Blockers) != 1 {
@@ -59,7 +60,7 @@ func TestReleaseActsWithItsServiceAccountsRightsOnly(t *testing.T) {
 	if err := c.Patch(t.Context(), got, patch); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
+	releasetest.WaitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
 	if _, err := env.Client.AppsV1().Deployments(env.Namespace).Get(t.Context(), "web", metav1.GetOptions{}); err != nil {
 		t.Errorf("Deployment web after the right was granted: %v", err)
 	}

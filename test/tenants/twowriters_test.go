@@ -25,6 +25,7 @@ import (
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // TestTwoControllersAndACommandOneRevisionPerChange (scenario T3): two controllers, leader
@@ -35,10 +36,10 @@ import (
 func TestTwoControllersAndACommandOneRevisionPerChange(t *testing.T) {
 	env := testenv.New(t)
 	ctx, ns := t.Context(), env.Namespace
-	c := releaseClient(t, env)
-	deployer(t, env, "deployer")
+	c := releasetest.Client(t, env)
+	releasetest.Deployer(t, env, "deployer")
 	v1, v2 := twoWritersChart(t, "0.1.0"), twoWritersChart(t, "0.2.0")
-	repoURL := serveCharts(t, v1, v2)
+	repoURL := releasetest.ServeCharts(t, v1, v2)
 	note, takeovers := traceWrites(t, env)
 	stopA := runNamespacedController(t, env, "controller-a")
 	stopB := runNamespacedController(t, env, "controller-b")
@@ -57,7 +58,7 @@ func TestTwoControllersAndACommandOneRevisionPerChange(t *testing.T) {
 		}
 	}
 	for _, name := range names {
-		waitFor(t, c, ns, name, "is installed", readyAtGeneration(1))
+		releasetest.WaitFor(t, c, ns, name, "is installed", readyAtGeneration(1))
 	}
 
 	note("test: all installed; changing values")
@@ -65,7 +66,7 @@ func TestTwoControllersAndACommandOneRevisionPerChange(t *testing.T) {
 		patchSpec(t, c, ns, name, `{"spec":{"values":{"message":"two"}}}`)
 	}
 	for _, name := range names {
-		waitFor(t, c, ns, name, "is upgraded to its new values", readyAtGeneration(2))
+		releasetest.WaitFor(t, c, ns, name, "is upgraded to its new values", readyAtGeneration(2))
 	}
 
 	// The chart version changes while someone upgrades alpha from the command line with other
@@ -86,13 +87,13 @@ func TestTwoControllersAndACommandOneRevisionPerChange(t *testing.T) {
 		if err != nil {
 			t.Fatalf("berth upgrade alpha: %v\nstderr:\n%s", err, cliErr.String())
 		}
-	case <-time.After(waitTimeout): // a bound, not a wait: the command returns long before
-		t.Fatalf("berth upgrade alpha did not return within %s\nstderr:\n%s", waitTimeout, cliErr.String())
+	case <-time.After(releasetest.WaitTimeout): // a bound, not a wait: the command returns long before
+		t.Fatalf("berth upgrade alpha did not return within %s\nstderr:\n%s", releasetest.WaitTimeout, cliErr.String())
 	}
 	note("test: berth upgrade alpha returned")
 	records := release.NewSecretStore(env.Client.CoreV1(), ns)
 	for _, name := range names {
-		waitFor(t, c, ns, name, "is upgraded to its new chart, and its record says so", func(rel *v1alpha1.Release) bool {
+		releasetest.WaitFor(t, c, ns, name, "is upgraded to its new chart, and its record says so", func(rel *v1alpha1.Release) bool {
 			if !readyAtGeneration(3)(rel) {
 				return false
 			}
@@ -258,7 +259,7 @@ func patchSpec(t *testing.T, c client.Client, ns, name, patch string) {
 // readyAtGeneration is true of a Release at generation gen that is Ready for it.
 func readyAtGeneration(gen int64) func(*v1alpha1.Release) bool {
 	return func(rel *v1alpha1.Release) bool {
-		cond := condition(rel, controller.ConditionReady)
+		cond := releasetest.Condition(rel, controller.ConditionReady)
 		return rel.Generation == gen && cond != nil && cond.Status == metav1.ConditionTrue &&
 			cond.ObservedGeneration == gen && rel.Status.ObservedGeneration == gen
 	}
@@ -338,10 +339,10 @@ func traceWrites(t *testing.T, env *testenv.Env) (note func(format string, args 
 				continue
 			}
 			st, ready, reconciling := rel.Status, "none", ""
-			if c := condition(rel, controller.ConditionReady); c != nil {
+			if c := releasetest.Condition(rel, controller.ConditionReady); c != nil {
 				ready = fmt.Sprintf("%s %s gen %d", c.Status, c.Reason, c.ObservedGeneration)
 			}
-			if condition(rel, controller.ConditionReconciling) != nil {
+			if releasetest.Condition(rel, controller.ConditionReconciling) != nil {
 				reconciling = ", Reconciling"
 			}
 			note("Release %s %s: generation %d; status: revision %d, observed %d, attempted %d; Ready %s%s",
