@@ -17,20 +17,15 @@ import (
 	"helm.sh/helm/v4/pkg/provenance"
 	"helm.sh/helm/v4/pkg/repo/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/berthdev/berth/internal/controller"
-	"github.com/berthdev/berth/internal/controller/api/crds"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // waitTimeout bounds each wait for the controller.
@@ -39,29 +34,7 @@ const waitTimeout = 2 * time.Minute
 // installCRD creates the Release CRD (or finds it) and waits until it is served.
 func installCRD(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(crds.Release, &crd); err != nil {
-		t.Fatal(err)
-	}
-	c := apiextensionsclient.NewForConfigOrDie(env.Config).ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := c.Create(t.Context(), &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		got, err := c.Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("wait for CRD %s: %v", crd.Name, err)
-	}
+	releasetest.Client(t, env)
 }
 
 // startController runs the controller for the test's namespace until the test ends, and returns
@@ -195,53 +168,18 @@ spec:
 // beyond it.
 func deployer(t *testing.T, env *testenv.Env, name string) {
 	t.Helper()
-	ctx := t.Context()
-	ns := env.Namespace
-	rbac := env.Client.RbacV1()
-	must := func(_ any, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, serviceAccount(name), metav1.CreateOptions{}))
-	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}
-	must(rbac.Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
-	}, metav1.CreateOptions{}))
-	must(rbac.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
-		Subjects:   subject,
-	}, metav1.CreateOptions{}))
+	releasetest.Deployer(t, env, name)
 }
 
 // waitFor waits until the Release name satisfies cond, and returns it.
 func waitFor(t *testing.T, c client.Client, ns, name string, what string, cond func(*v1alpha1.Release) bool) *v1alpha1.Release {
 	t.Helper()
-	var rel v1alpha1.Release
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rel); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		return cond(&rel), nil
-	})
-	if err != nil {
-		out, _ := yaml.Marshal(rel.Status)
-		t.Fatalf("wait until Release %s/%s %s: %v\nstatus:\n%s", ns, name, what, err, out)
-	}
-	return &rel
+	return releasetest.WaitFor(t, c, ns, name, what, cond)
 }
 
 // condition returns a condition of rel, or nil.
 func condition(rel *v1alpha1.Release, t string) *metav1.Condition {
-	for i := range rel.Status.Conditions {
-		if rel.Status.Conditions[i].Type == t {
-			return &rel.Status.Conditions[i]
-		}
-	}
-	return nil
+	return releasetest.Condition(rel, t)
 }
 
 // readyAt says the Release is Ready for its current generation at revision.
