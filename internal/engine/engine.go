@@ -306,9 +306,21 @@ func (x *execution) blocked(ctx context.Context, step plan.Step, pending map[res
 	slices.SortFunc(ids, resource.Compare)
 	be := &BlockedError{Step: step.ID, Cause: cause}
 	for _, id := range ids {
-		be.Blockers = append(be.Blockers, x.c.Diagnose(context.WithoutCancel(ctx), id, "DELETE", nil))
+		dctx, cancel := diagnoseContext(ctx)
+		be.Blockers = append(be.Blockers, x.c.Diagnose(dctx, id, "DELETE", nil))
+		cancel()
 	}
 	return be
+}
+
+// diagnoseGrace is how long the diagnosis of what blocked a step may take once the step's
+// context ended (often what ended it is the deadline): a named, bounded grace.
+const diagnoseGrace = 10 * time.Second
+
+// diagnoseContext is the context of a diagnosis after ctx: its values, not its end, and
+// diagnoseGrace at most.
+func diagnoseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), diagnoseGrace)
 }
 
 // each runs fn for every object of the step, concurrently, and joins their errors.
@@ -381,7 +393,9 @@ func (x *execution) delete(ctx context.Context, stepID string, id resource.Ident
 	took := time.Since(start)
 	if err != nil {
 		// Say why with the request's own context: it may be what ran out.
-		b := x.c.Diagnose(context.WithoutCancel(ctx), id, "DELETE", err)
+		dctx, cancel := diagnoseContext(ctx)
+		b := x.c.Diagnose(dctx, id, "DELETE", err)
+		cancel()
 		return &BlockedError{Step: stepID, Blockers: []cluster.Blocker{b}, Cause: err}
 	}
 	change := Deleted

@@ -62,7 +62,10 @@ func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, c
 	if fe.Lost = d.op.guard(wctx); fe.Lost != nil {
 		return fe
 	}
-	uctx, cancelUndo := WaitOptions{Timeout: timeout}.deadline(d.op.fenced(ctx))
+	undoWait := WaitOptions{Timeout: timeout}
+	fenced, cancelFenced := d.op.fenced(ctx, undoWait.limit())
+	defer cancelFenced()
+	uctx, cancelUndo := undoWait.deadline(fenced)
 	defer cancelUndo()
 	fe.Undo = true
 	fe.UndoErr = undoFn(uctx)

@@ -113,7 +113,9 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	}
 	undo := func() {
 		if createdNamespace {
-			d.Namespaces.Delete(context.WithoutCancel(ctx), o.Namespace)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeGrace)
+			defer cancel()
+			d.Namespaces.Delete(dctx, o.Namespace)
 		}
 	}
 	p, err := prepare(d.Cluster, o.Name, o.Namespace, rendered.CRDs, rendered.Resources)

@@ -63,16 +63,19 @@ const writeGrace = 30 * time.Second
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
 // signal): ctx's values, a grace of writeGrace, and an end when the lease is lost.
 func (o *operation) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(o.fenced(ctx), writeGrace, fmt.Errorf("a write that had to be made took over %s", writeGrace))
+	fenced, cancelFenced := o.fenced(ctx, writeGrace)
+	wctx, cancel := context.WithTimeoutCause(fenced, writeGrace, fmt.Errorf("a write that had to be made took over %s", writeGrace))
+	return wctx, func() { cancel(); cancelFenced() }
 }
 
-// fenced is the parent of work done after a failure (an undo): without ctx's cancellation (the
-// deadline, a signal), and ended when the lease is lost.
-func (o *operation) fenced(ctx context.Context) context.Context {
+// fenced is the parent of work done after a failure (an undo, a write), for limit at most: without
+// ctx's cancellation (the deadline, a signal), and ended when the lease is lost. The caller sets
+// its own deadline (with its cause) within it; fenced's bound, a moment later, backs it up.
+func (o *operation) fenced(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
 	if o == nil || o.fence == nil {
-		return context.WithoutCancel(ctx)
+		return context.WithTimeout(context.WithoutCancel(ctx), limit+deadlineBackup)
 	}
-	return o.fence
+	return context.WithTimeout(o.fence, limit+deadlineBackup)
 }
 
 // failing notes that the operation failed: from now on, each of its writes checks the lease first.

@@ -115,11 +115,16 @@ type WaitOptions struct {
 }
 
 func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	t := w.Timeout
-	if t <= 0 {
-		t = 5 * time.Minute
-	}
+	t := w.limit()
 	return context.WithTimeoutCause(ctx, t, fmt.Errorf("timed out after %s, the operation's deadline", t))
+}
+
+// limit is the operation's time: Timeout, or Helm's default of five minutes.
+func (w WaitOptions) limit() time.Duration {
+	if w.Timeout <= 0 {
+		return 5 * time.Minute
+	}
+	return w.Timeout
 }
 
 // prepared are the objects of a manifest made ready to apply: normalized, owned by the release,

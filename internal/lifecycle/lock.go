@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,7 +63,11 @@ func (e *InterruptedError) Unwrap() error        { return e.Err }
 func (d Deps) operate(ctx context.Context, name string, w WaitOptions, fn func(context.Context, Deps) error) error {
 	o := &operation{name: name, journals: d.Journals, written: d.JournalWritten, stop: ctx, holder: d.Holder, now: d.now,
 		noJournalInTerminating: d.terminating != nil}
-	return d.hold(ctx, context.WithoutCancel(ctx), name, w, o, func(work context.Context, d Deps) error {
+	// The work goes on past a signal (it stops at a safe point instead), never past the
+	// deadline: hold sets it on this context, whose own bound, a moment later, only backs it up.
+	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.limit()+deadlineBackup)
+	defer cancel()
+	return d.hold(ctx, run, name, w, o, func(work context.Context, d Deps) error {
 		if d.Precondition != nil {
 			if err := d.Precondition(work); err != nil {
 				return err // nothing was done: no journal to end
@@ -77,6 +82,10 @@ func (d Deps) operate(ctx context.Context, name string, w WaitOptions, fn func(c
 		return joinOnce(err, o.end(ctx, false))
 	})
 }
+
+// deadlineBackup is how far past the operation's deadline the bound of its signal-proof context
+// lies: the deadline (with its cause) always ends the work first.
+const deadlineBackup = time.Second
 
 // joinOnce joins err and then, what came of the writes after err, saying once that the release
 // was lost to another operation.
@@ -103,7 +112,12 @@ func Hold(ctx context.Context, d Deps, name string, w WaitOptions, fn func(conte
 // starts here; that context also ends when the lease is lost, as does o's fence, the context of
 // o's writes after a failure (which check the lease first: see operation.guard).
 func (d Deps) hold(ctx, run context.Context, name string, w WaitOptions, o *operation, fn func(context.Context, Deps) error) error {
-	fence, lose := context.WithCancelCause(context.WithoutCancel(ctx))
+	// The fence outlives the deadline for what a failure does after it: the undo (within the
+	// operation's time again) and the writes (within writeGrace), each with a bound of its own
+	// (see operation.fenced); it ends with the lease.
+	afterFailure, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), 2*w.limit()+writeGrace+deadlineBackup)
+	defer cancelAfter()
+	fence, lose := context.WithCancelCause(afterFailure)
 	defer lose(nil)
 	work, cancelWork := context.WithCancelCause(run)
 	defer cancelWork(nil)
@@ -121,7 +135,9 @@ func (d Deps) hold(ctx, run context.Context, name string, w WaitOptions, o *oper
 		stopRenewing := lease.Keep(func(err error) { lose(err) })
 		defer func() {
 			stopRenewing()
-			lease.Release(context.WithoutCancel(ctx))
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeGrace)
+			lease.Release(rctx)
+			cancel()
 		}()
 	}
 	d.op = o
