@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all build berth devcluster generate test demo bench clean
+.PHONY: all build berth devcluster generate test test-shared demo bench clean
 
 all: build
 
@@ -39,6 +39,14 @@ test: devcluster
 	BERTH_CRASH_SUMMARY=$(CURDIR)/bin/crash-summary.txt $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@cat bin/crash-summary.txt 2>/dev/null || true
 	cd devcluster && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## test-shared: run the tests that need the real public charts kept beside the repository in
+## ../shared/charts (podinfo, ingress-nginx): built with the sharedcharts tag, so that make test
+## passes in a bare clone; .ci/run runs both
+SHARED_TESTS := TestRenderMatchesHelm|TestPodinfoLifecycle|TestIngressNginxLifecycle|TestRenderedManifestEqualsHelmTemplate|TestHelmCompatibility|TestIngressNginxWithHooks
+test-shared: devcluster
+	@test -d ../shared/charts || { echo "test-shared: ../shared/charts not found: the real charts must sit beside the repository"; exit 1; }
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags sharedcharts -run '^($(SHARED_TESTS))$$' ./internal/chart/ ./test/lifecycle/ ./test/e2e/
 
 ## demo: start a local cluster and show berth against it
 demo: build

@@ -1,3 +1,5 @@
+//go:build sharedcharts
+
 package chart
 
 import (
@@ -15,7 +17,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	release "helm.sh/helm/v4/pkg/release/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/testenv"
@@ -149,20 +150,4 @@ func maskRandomNames(hooks []*release.Hook) {
 		h.Name = randomTestName.ReplaceAllString(h.Name, "-test-XXXXX")
 		h.Manifest = randomTestName.ReplaceAllString(h.Manifest, "-test-XXXXX")
 	}
-}
-
-func identities(objs []*unstructured.Unstructured) []string {
-	var ids []string
-	for _, o := range objs {
-		ids = append(ids, resource.IdentityOf(o).String())
-	}
-	return ids
-}
-
-func hookList(hooks []*release.Hook) string {
-	var names []string
-	for _, h := range hooks {
-		names = append(names, h.Kind+"/"+h.Name+"("+h.Path+")")
-	}
-	return strings.Join(names, ", ")
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 
 	"helm.sh/helm/v4/pkg/chart/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"slices"
 	"strings"
 	"testing"
@@ -167,4 +169,20 @@ func mustCapabilities(t *testing.T, kubeVersion string) *common.Capabilities {
 		t.Fatal(err)
 	}
 	return caps
+}
+
+func identities(objs []*unstructured.Unstructured) []string {
+	var ids []string
+	for _, o := range objs {
+		ids = append(ids, resource.IdentityOf(o).String())
+	}
+	return ids
+}
+
+func hookList(hooks []*release.Hook) string {
+	var names []string
+	for _, h := range hooks {
+		names = append(names, h.Kind+"/"+h.Name+"("+h.Path+")")
+	}
+	return strings.Join(names, ", ")
 }

@@ -1,3 +1,5 @@
+//go:build sharedcharts
+
 package lifecycle
 
 import (

@@ -224,3 +224,23 @@ func readTree(t *testing.T, dir string) map[string]string {
 	}
 	return files
 }
+
+// lineDiff shows the first lines where got differs from want, with some context.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	i := 0
+	for i < len(w) && i < len(g) && w[i] == g[i] {
+		i++
+	}
+	from := max(i-3, 0)
+	var b strings.Builder
+	b.WriteString("helm:\n")
+	for _, l := range w[from:min(i+5, len(w))] {
+		b.WriteString("  " + l + "\n")
+	}
+	b.WriteString("berth:\n")
+	for _, l := range g[from:min(i+5, len(g))] {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}
