@@ -103,6 +103,7 @@ func NewClients(cfg *rest.Config, namespace string) (*Clients, error) {
 // newClients builds the clients of cfg, which it may change.
 func newClients(cfg *rest.Config, namespace, source string) (*Clients, error) {
 	throttle(cfg)
+	BoundRequests(cfg)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = userAgent
 	}
