@@ -25,6 +25,8 @@ type Charts struct {
 	// open behind it at every reconcile; every request bounded in time and size; repository
 	// indexes and charts kept, so that a reconcile of what did not change downloads nothing.
 	fetcher *source.Fetcher
+	// fetches runs fetches off the controller's workers.
+	fetches *fetches
 }
 
 // chartCacheBytes bounds the charts the controller keeps on disk.
@@ -50,7 +52,7 @@ func newCharts(dir string, o source.FetchOptions) *Charts {
 	s.RegistryConfig = filepath.Join(dir, "registry", "config.json")
 	s.PluginsDirectory = filepath.Join(dir, "plugins")
 	s.Debug = false
-	return &Charts{settings: s, fetcher: source.NewFetcher(o)}
+	return &Charts{settings: s, fetcher: source.NewFetcher(o), fetches: newFetches()}
 }
 
 // fetched is a chart and the digest of its package.
@@ -59,10 +61,10 @@ type fetched struct {
 	digest string
 }
 
-// fetch downloads (or finds in the cache) and loads the chart ref names, with the credentials
-// and TLS material of a, within ctx: a source that does not answer before ctx's deadline fails
-// the fetch with a source.TimeoutError that names it.
-func (c *Charts) fetch(ctx context.Context, ref chartRef, a chartAccess) (*fetched, error) {
+// locate downloads (or finds in the cache) the chart ref names, with the credentials and TLS
+// material of a, within ctx, and returns the path of its package: a source that does not answer
+// before ctx's deadline fails the fetch with a source.TimeoutError that names it.
+func (c *Charts) locate(ctx context.Context, ref chartRef, a chartAccess) (string, error) {
 	opts := source.Options{TLS: a.TLS}
 	opts.RepoURL, opts.Version = ref.RepoURL, ref.Version
 	opts.Username, opts.Password = a.Username, a.Password
@@ -71,10 +73,11 @@ func (c *Charts) fetch(ctx context.Context, ref chartRef, a chartAccess) (*fetch
 		opts.Verify, opts.KeyringData = true, a.Keyring
 	}
 	r := &source.Resolver{Settings: c.settings, Options: opts, Out: io.Discard, Fetcher: c.fetcher}
-	path, err := r.Locate(ctx, ref.Ref)
-	if err != nil {
-		return nil, err
-	}
+	return r.Locate(ctx, ref.Ref)
+}
+
+// load loads the packaged chart at path, with its digest.
+func load(path string) (*fetched, error) {
 	digest, err := fileDigest(path)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,11 @@ func TestFetchesShareConnections(t *testing.T) {
 	const fetches = 10
 	var digest string
 	for i := range fetches {
-		f, err := charts.fetch(t.Context(), chartRef{Ref: "web", RepoURL: url, Version: "0.3.0"}, chartAccess{})
+		path, err := charts.locate(t.Context(), chartRef{Ref: "web", RepoURL: url, Version: "0.3.0"}, chartAccess{})
+		if err != nil {
+			t.Fatalf("fetch %d: %v", i+1, err)
+		}
+		f, err := load(path)
 		if err != nil {
 			t.Fatalf("fetch %d: %v", i+1, err)
 		}

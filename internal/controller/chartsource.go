@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/berthdev/berth/internal/chart"
@@ -95,39 +96,55 @@ func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error)
 
 // inputs fetches d's chart and reads its valuesFrom, setting d's values to the merged result.
 // ConfigMaps and Secrets are read as the Release's ServiceAccount, with clients.
-func (r *Reconciler) inputs(ctx context.Context, d *desired, clients *kube.Clients) (*fetched, error) {
+// A chart still being fetched is a FetchPendingError. took is how long the Release has waited
+// for its chart.
+func (r *Reconciler) inputs(ctx context.Context, rel types.NamespacedName, d *desired, clients *kube.Clients) (ch *fetched, took time.Duration, err error) {
+	start := time.Now()
 	reader := keyReader{core: clients.Client.CoreV1(), namespace: d.Namespace}
-	var ch *fetched
-	var err error
 	if d.ChartIn != nil {
 		ch, err = chartIn(ctx, reader, d.ChartIn)
+		took = time.Since(start)
 	} else {
-		ch, err = r.fetchChart(ctx, d, reader)
+		ch, took, err = r.fetchChart(ctx, rel, d, reader)
+	}
+	if pending := new(FetchPendingError); errors.As(err, &pending) {
+		return nil, took, err
 	}
 	if err != nil {
-		return nil, &inputError{reason: reasonOf(err, ReasonChartUnavailable), err: err}
+		return nil, took, &inputError{reason: reasonOf(err, ReasonChartUnavailable), err: err}
 	}
+	fetchedAt := time.Now()
 	if err := checkSchemas(ch.chart); err != nil {
-		return nil, &inputError{reason: ReasonInvalidChart, err: err}
+		return nil, took, &inputError{reason: ReasonInvalidChart, err: err}
 	}
 	if err := resolveValues(ctx, reader, d); err != nil {
-		return nil, &inputError{reason: reasonOf(err, ReasonValuesMissing), err: err}
+		return nil, took, &inputError{reason: reasonOf(err, ReasonValuesMissing), err: err}
 	}
-	return ch, nil
+	return ch, took + time.Since(fetchedAt), nil
 }
 
-// fetchChart fetches d's chart within d.Timeout (spec.timeout): a repository or registry that
-// does not answer fails the reconcile then, with a source.TimeoutError naming it, rather than
-// hold one of the controller's workers.
-func (r *Reconciler) fetchChart(ctx context.Context, d *desired, reader keyReader) (*fetched, error) {
+// fetchChart fetches d's chart within d.Timeout (spec.timeout) of the Release's first ask: a
+// repository or registry that does not answer fails the reconcile then, with a
+// source.TimeoutError naming it. The fetch runs off the controller's workers: while it is under
+// way, fetchChart returns a FetchPendingError, and the Release is reconciled again when it ends.
+// took is how long the Release has waited for its chart.
+func (r *Reconciler) fetchChart(ctx context.Context, rel types.NamespacedName, d *desired, reader keyReader) (ch *fetched, took time.Duration, err error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
 	a, err := readChartAccess(ctx, reader, d.Chart)
 	if err != nil {
-		return nil, err
+		return nil, time.Since(start), err
 	}
-	ch, err := r.Charts.fetch(ctx, d.Chart, a)
-	return ch, verificationFailed(authFailed(err, d.Chart, d.Namespace), d.Chart, d.Namespace)
+	path, took, err := r.Charts.fetches.get(ctx, rel, fetchKey(d.Chart, a), d.Chart.RepoURL, d.Timeout, func(ctx context.Context) (string, error) {
+		return r.Charts.locate(ctx, d.Chart, a)
+	})
+	took = max(took, time.Since(start))
+	if err != nil {
+		return nil, took, verificationFailed(authFailed(err, d.Chart, d.Namespace), d.Chart, d.Namespace)
+	}
+	ch, err = load(path)
+	return ch, took, err
 }
 
 // timeLeft is what is left of timeout once took has passed: at least a nanosecond, since 0

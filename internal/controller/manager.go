@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/version"
 )
@@ -95,6 +96,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = UserAgent()
+	// Each request that is not a watch ends, even on a connection that stopped answering.
+	kube.BoundRequests(cfg)
 	mo := ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Logger,
@@ -167,6 +170,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		// so that the controller holds no Secret's content.
 		Watches(metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "ConfigMap")), builder.OnlyMetadata).
 		Watches(metadataOf("Secret"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "Secret")), builder.OnlyMetadata).
+		// The Releases whose chart was fetched off the workers.
+		WatchesRawSource(charts.fetches.source()).
 		// Names are unique per process; tests run one manager after another.
 		// Workers are shared fairly between namespaces: one tenant's many Releases do not make
 		// another's wait behind them.

@@ -105,14 +105,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	fetchStart := time.Now()
-	ch, err := r.inputs(ctx, d, clients)
+	ch, took, err := r.inputs(ctx, req.NamespacedName, d, clients)
+	if pending := new(FetchPendingError); errors.As(err, &pending) {
+		// The fetch goes on off the workers; it reconciles the Release when it ends.
+		return ctrl.Result{RequeueAfter: time.Until(pending.Deadline)}, nil
+	}
 	if err != nil {
 		r.warnAuthFailed(&rel, err)
 		return inputFailed(&rel, d, err), r.patchStatus(ctx, orig, &rel)
 	}
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
-	d.Timeout = timeLeft(d.Timeout, time.Since(fetchStart))
+	d.Timeout = timeLeft(d.Timeout, took)
 	version := ch.chart.Metadata.Version
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
 	if err != nil {

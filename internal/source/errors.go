@@ -278,3 +278,9 @@ func fetchKind(err error) (Kind, bool) {
 	}
 	return KindUnknown, false
 }
+
+// DeadlineError is the TimeoutError of a fetch from repoURL that was given after and did not end
+// within it, when which request was under way is not known.
+func DeadlineError(repoURL string, after time.Duration) *TimeoutError {
+	return &TimeoutError{Host: hostOf(repoURL), Step: StepFetch, After: after, Err: context.DeadlineExceeded}
+}
