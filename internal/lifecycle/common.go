@@ -2,9 +2,9 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,12 +30,12 @@ func (d Deps) engineOptions(p *prepared, before map[resource.Identity]*unstructu
 }
 
 // fail records the operation's revision as failed with the cause and, when asked, undoes the
-// operation: a second operation, given a deadline of its own as long as the first one's (the
-// first one's may be what ended it). An operation that lost the release to another (its lease
-// taken over, its journal changed) writes neither: each write after the failure is made once the
-// lease is confirmed as the operation's (operation.guard), and the undo ends when the lease is
-// lost.
-func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, cause error, undo bool, timeout time.Duration, undoFn func(context.Context) error) error {
+// operation within what is left of the operation's deadline (ctx's): the undo gets no time of its
+// own, and none at all when the deadline is what ended the operation. The record is written even
+// then, within writeGrace. An operation that lost the release to another (its lease taken over,
+// its journal changed) writes neither: each write after the failure is made once the lease is
+// confirmed as the operation's (operation.guard), and the undo ends when the lease is lost.
+func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, cause error, undo bool, undoFn func(context.Context) error) error {
 	rel := r.rel
 	fe := &FailedError{Release: rel.Name, Revision: rel.Version, What: what, Err: cause}
 	if d.op.stopped() || !recorded(d, r, pl) {
@@ -62,12 +62,13 @@ func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, c
 	if fe.Lost = d.op.guard(wctx); fe.Lost != nil {
 		return fe
 	}
-	undoWait := WaitOptions{Timeout: timeout}
-	fenced, cancelFenced := d.op.fenced(ctx, undoWait.limit())
-	defer cancelFenced()
-	uctx, cancelUndo := undoWait.deadline(fenced)
-	defer cancelUndo()
 	fe.Undo = true
+	uctx, cancelUndo, err := d.op.remaining(ctx)
+	if err != nil {
+		fe.UndoErr = err
+		return fe
+	}
+	defer cancelUndo()
 	fe.UndoErr = undoFn(uctx)
 	return fe
 }
@@ -111,7 +112,10 @@ func (e *FailedError) Error() string {
 	if e.Lost != nil {
 		s += "\nthe failure is not recorded, nor undone: " + e.Lost.Error()
 	}
+	var late *NoTimeLeftError
 	switch {
+	case e.Undo && errors.As(e.UndoErr, &late):
+		s += "\nnot rolled back on failure: no time was left before the operation's deadline"
 	case e.Undo && e.UndoErr != nil:
 		s += fmt.Sprintf("\nrolling back on failure failed too: %v", e.UndoErr)
 	case e.Undo:

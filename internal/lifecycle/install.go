@@ -157,11 +157,13 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	}
 
 	r := &runner{d: d, rel: rel, objects: p.byID, success: cmp.Or(o.Description, "Install complete")}
-	if pl, err = d.op.begin(ctx, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
-		_, err = d.execute(ctx, release.OpInstall, pl, r, d.engineOptions(p, before, nil, o.WaitOptions))
+	fwd, cancelFwd := o.forward(ctx, o.RollbackOnFailure)
+	defer cancelFwd()
+	if pl, err = d.op.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
+		_, err = d.execute(fwd, release.OpInstall, pl, r, d.engineOptions(p, before, nil, o.WaitOptions))
 	}
 	if err != nil {
-		return rel, d.fail(ctx, r, pl, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, o.Timeout, func(ctx context.Context) error {
+		return rel, d.fail(ctx, r, pl, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, func(ctx context.Context) error {
 			_, uerr := d.uninstall(ctx, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
 			return uerr
 		})

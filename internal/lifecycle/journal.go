@@ -56,9 +56,9 @@ type operation struct {
 	noJournalInTerminating bool
 }
 
-// writeGrace bounds a write that must be made even though the operation's deadline passed or a
-// signal stopped it: the failure record, the journal's last state.
-const writeGrace = 30 * time.Second
+// writeGrace bounds the writes that must be made even though the operation's deadline passed or
+// a signal stopped it: the failure record, the journal's last state, giving the lease back.
+const writeGrace = 10 * time.Second
 
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
 // signal): ctx's values, a grace of writeGrace, and an end when the lease is lost.
@@ -77,6 +77,36 @@ func (o *operation) fenced(ctx context.Context, limit time.Duration) (context.Co
 	}
 	return context.WithTimeout(o.fence, limit+deadlineBackup)
 }
+
+// remaining is the context of an undo after a failure: without ctx's cancellation by a signal or
+// by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
+// undo has what is left of it. When nothing is left, it returns a *NoTimeLeftError.
+func (o *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithoutCancel(ctx), func() {}, nil
+	}
+	left := time.Until(dl)
+	if left <= 0 {
+		return nil, nil, &NoTimeLeftError{Cause: context.Cause(ctx)}
+	}
+	fenced, cancelFenced := o.fenced(ctx, left)
+	uctx, cancel := context.WithDeadlineCause(fenced, dl,
+		fmt.Errorf("timed out at the operation's deadline, %s after the undo started with what was left of it", left.Round(time.Millisecond)))
+	return uctx, func() { cancel(); cancelFenced() }, nil
+}
+
+// NoTimeLeftError says an undo did not start: the operation's deadline had passed. Cause is
+// what ended the operation's context.
+type NoTimeLeftError struct {
+	Cause error
+}
+
+func (e *NoTimeLeftError) Error() string {
+	return "not started: no time was left before the operation's deadline"
+}
+
+func (e *NoTimeLeftError) Unwrap() error { return e.Cause }
 
 // failing notes that the operation failed: from now on, each of its writes checks the lease first.
 func (o *operation) failing() {

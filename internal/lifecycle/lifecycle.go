@@ -119,6 +119,24 @@ func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeoutCause(ctx, t, fmt.Errorf("timed out after %s, the operation's deadline", t))
 }
 
+// undoShare is the share of an operation's time kept for undoing it when it fails, with
+// rollback on failure: its own steps end before, so that rolling back always has time.
+const undoShare = 3
+
+// forward is the context of an operation's own steps: ctx, whose deadline is the operation's,
+// or with rollback on failure, ctx ending a third of the operation's time earlier, kept for the
+// undo.
+func (w WaitOptions) forward(ctx context.Context, rollbackOnFailure bool) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !rollbackOnFailure || !ok {
+		return ctx, func() {}
+	}
+	t := w.limit()
+	kept := t / undoShare
+	return context.WithDeadlineCause(ctx, dl.Add(-kept),
+		fmt.Errorf("timed out after %s: the operation's deadline is %s, of which the last %s is kept for rolling back on failure", t-kept, t, kept))
+}
+
 // limit is the operation's time: Timeout, or Helm's default of five minutes.
 func (w WaitOptions) limit() time.Duration {
 	if w.Timeout <= 0 {

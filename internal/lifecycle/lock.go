@@ -112,10 +112,9 @@ func Hold(ctx context.Context, d Deps, name string, w WaitOptions, fn func(conte
 // starts here; that context also ends when the lease is lost, as does o's fence, the context of
 // o's writes after a failure (which check the lease first: see operation.guard).
 func (d Deps) hold(ctx, run context.Context, name string, w WaitOptions, o *operation, fn func(context.Context, Deps) error) error {
-	// The fence outlives the deadline for what a failure does after it: the undo (within the
-	// operation's time again) and the writes (within writeGrace), each with a bound of its own
-	// (see operation.fenced); it ends with the lease.
-	afterFailure, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), 2*w.limit()+writeGrace+deadlineBackup)
+	// The fence outlives the deadline for the writes a failure makes after it (within
+	// writeGrace), each with a bound of its own (see operation.fenced); it ends with the lease.
+	afterFailure, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), w.limit()+writeGrace+deadlineBackup)
 	defer cancelAfter()
 	fence, lose := context.WithCancelCause(afterFailure)
 	defer lose(nil)

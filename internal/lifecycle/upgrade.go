@@ -211,11 +211,13 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if !r.recorded {
 		run.historyMax = r.historyMax
 	}
-	if pl, err = d.op.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
-		_, err = d.execute(ctx, r.op, pl, run, d.engineOptions(p, before, uids(before), r.wait))
+	fwd, cancelFwd := r.wait.forward(ctx, r.rollbackOnFailure)
+	defer cancelFwd()
+	if pl, err = d.op.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
+		_, err = d.execute(fwd, r.op, pl, run, d.engineOptions(p, before, uids(before), r.wait))
 	}
 	if err != nil {
-		return d.fail(ctx, run, pl, r.failure, err, r.rollbackOnFailure, r.wait.Timeout, r.undo)
+		return d.fail(ctx, run, pl, r.failure, err, r.rollbackOnFailure, r.undo)
 	}
 	return nil
 }
