@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,31 +67,49 @@ func (r *run) missingService(ctx context.Context, s *admissionv1.ServiceReferenc
 	return ""
 }
 
+// endpointsUnreadable says whether the EndpointSlices of a webhook's service may not be listed,
+// and records that as a finding (once per namespace): whether the webhook answers is then
+// unknown, not known to be false.
+func (r *run) endpointsUnreadable(ctx context.Context, s *admissionv1.ServiceReference) bool {
+	if s == nil {
+		return false
+	}
+	gvr := discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
+	_, err := r.Dynamic.Resource(gvr).Namespace(s.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + s.Name, Limit: 1,
+	})
+	if err == nil {
+		return false
+	}
+	r.unreadable(gvr, "EndpointSlice", s.Namespace, err)
+	return true
+}
+
 // badCABundle says what is wrong with a webhook's caBundle, "" when nothing is (an empty one
-// leaves the API server to its own roots).
+// leaves the API server to its own roots). The API server trusts the certificates of the bundle
+// that parse and skips the rest, as x509.CertPool.AppendCertsFromPEM does; only a bundle with
+// none it can use is wrong.
 func badCABundle(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	found := false
+	bad := "holds no PEM certificate"
 	for {
 		var block *pem.Block
 		block, b = pem.Decode(b)
 		if block == nil {
 			break
 		}
-		if block.Type != "CERTIFICATE" {
+		if block.Type != "CERTIFICATE" || len(block.Headers) != 0 {
 			continue
 		}
 		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return "holds a certificate that does not parse (" + err.Error() + ")"
+			bad = "holds a certificate that does not parse (" + err.Error() + ")"
+			continue
 		}
-		found = true
+		return ""
 	}
-	if !found {
-		return "holds no PEM certificate"
-	}
-	return ""
+	return bad
 }
 
 // apiServices finds aggregated APIServices that are not Available.
@@ -172,7 +191,7 @@ func (r *run) conversionWebhooks(ctx context.Context) {
 			continue
 		}
 		conv := crd.Spec.Conversion
-		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil || !converts(&crd) {
 			continue
 		}
 		cc := conv.Webhook.ClientConfig
@@ -181,7 +200,7 @@ func (r *run) conversionWebhooks(ctx context.Context) {
 			acc.Service = &admissionv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port}
 		}
 		backend, ok := r.Backend(ctx, acc)
-		if ok {
+		if ok || r.endpointsUnreadable(ctx, acc.Service) {
 			continue
 		}
 		r.add(Finding{
@@ -192,6 +211,22 @@ func (r *run) conversionWebhooks(ctx context.Context) {
 			Fix:     "bring the conversion webhook's backend up",
 		})
 	}
+}
+
+// converts reports whether the API server may call a CRD's conversion webhook: only when its
+// objects can be asked for or stored in more than one version (those served, the storage one
+// and those its objects are still stored in); between a version and itself it never converts.
+func converts(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	versions := map[string]bool{}
+	for _, v := range crd.Spec.Versions {
+		if v.Served || v.Storage {
+			versions[v.Name] = true
+		}
+	}
+	for _, v := range crd.Status.StoredVersions {
+		versions[v] = true
+	}
+	return len(versions) > 1
 }
 
 // namespaces finds namespaces stuck Terminating, with what the namespace controller says is left.

@@ -93,7 +93,7 @@ type run struct {
 func (r *run) add(f Finding) { r.findings = append(r.findings, f) }
 
 // unreadable records that the checks could not read a kind of object: a missing permission is
-// named as such, any other error as it is.
+// named as such, any other error as it is. A kind is recorded once per namespace.
 func (r *run) unreadable(gvr schema.GroupVersionResource, kind, namespace string, err error) {
 	what := gvr.Resource
 	if gvr.Group != "" {
@@ -113,6 +113,11 @@ func (r *run) unreadable(gvr schema.GroupVersionResource, kind, namespace string
 	if !apierrors.IsForbidden(err) {
 		f.Check = "read"
 		f.Fix = "run berth doctor again once the API server answers"
+	}
+	for _, g := range r.findings {
+		if g.Check == f.Check && g.Object == f.Object {
+			return
+		}
 	}
 	r.add(f)
 }

@@ -46,6 +46,9 @@ func (r *run) stuckObjects(ctx context.Context) {
 			}
 			id := resource.Identity{Group: gvr.gvr.Group, Kind: gvr.kind, Namespace: m.Namespace, Name: m.Name}
 			if m.DeletionTimestamp != nil {
+				if inGracePeriod(m, r.Now()) {
+					continue
+				}
 				for _, f := range m.Finalizers {
 					byFinalizer[f] = append(byFinalizer[f], waiting{id: id, since: m.DeletionTimestamp.Time})
 				}
@@ -75,6 +78,14 @@ func (r *run) stuckObjects(ctx context.Context) {
 			Fix:     fmt.Sprintf("it is removed by %s: make sure that runs, or remove the finalizer from each object if it is gone for good", cluster.FinalizerOwner(f)),
 		})
 	}
+}
+
+// inGracePeriod reports whether an object being deleted gracefully (a Pod) is still in its grace
+// period: its deletionTimestamp is when that ends, and until then it waits on the grace period,
+// not yet on its finalizers.
+func inGracePeriod(m *metav1.PartialObjectMetadata, now time.Time) bool {
+	grace := m.DeletionGracePeriodSeconds
+	return grace != nil && *grace > 0 && m.DeletionTimestamp.After(now)
 }
 
 // argoHook reports Argo CD's hook finalizer on a Job or Pod that finished: Argo CD removes it

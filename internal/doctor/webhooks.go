@@ -139,6 +139,9 @@ func (r *run) webhook(ctx context.Context, id resource.Identity, w admissionv1.V
 		return
 	}
 	backend, ok := r.Backend(ctx, w.ClientConfig)
+	if !ok && r.endpointsUnreadable(ctx, w.ClientConfig.Service) {
+		return
+	}
 	if !ok {
 		backend += r.missingService(ctx, w.ClientConfig.Service)
 	}
