@@ -183,7 +183,7 @@ func runBench(args []string) error {
 		}
 		cfg.profile = abs
 	}
-	cfg.tools = []string{"berth", "helm", "floor"}
+	cfg.tools = tools
 	for _, c := range strings.Split(cases, ",") {
 		if !contains(allCases, c) {
 			return fmt.Errorf("--cases: unknown case %q (known: %s)", c, strings.Join(allCases, ", "))
@@ -236,7 +236,8 @@ func runBench(args []string) error {
 	run, _ := time.ParseDuration(hookRun)
 	sum := summarize(samples, cfg.cases, cfg.tools, hooks.Hooks, run)
 	res := results{Machine: describeMachine(cfg), Clusters: clusters, Started: started, Finished: time.Now(), Pairs: cfg.pairs,
-		Cases: cfg.cases, Tools: cfg.tools, Summary: sum, Samples: samples}
+		Cases: cfg.cases, Tools: cfg.tools, ToolLabels: toolLabels(cfg.tools), Order: roundOrders(cfg.tools, cfg.pairs),
+		Summary: sum, Samples: samples}
 	return res.write(cfg)
 }
 
@@ -316,8 +317,12 @@ type results struct {
 	Pairs    int               `json:"pairs"`
 	Cases    []string          `json:"cases"`
 	Tools    []string          `json:"tools"`
-	Summary  summary           `json:"summary"`
-	Samples  []sample          `json:"samples"`
+	// ToolLabels are the tools' names in the tables.
+	ToolLabels map[string]string `json:"tool_labels"`
+	// Order is the order of the tools in each round of every case, the warm-up (round 0) first.
+	Order   [][]string `json:"order_by_round"`
+	Summary summary    `json:"summary"`
+	Samples []sample   `json:"samples"`
 }
 
 func (r results) write(cfg config) error {
@@ -349,9 +354,26 @@ func (r results) markdown() string {
 	for _, cs := range r.Clusters {
 		clusters = append(clusters, cs.describe())
 	}
-	return fmt.Sprintf("Measured %s on %s (%d CPUs, %s, %s), %s; %s, Helm %s; %d counted rounds after a warm-up; %s.\n\n%s",
-		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm, r.Pairs, strings.Join(clusters, "; "),
-		r.Summary.markdown(r.Tools))
+	return fmt.Sprintf("Measured %s on %s (%d CPUs, %s, %s), %s; %s, Helm %s; %d counted rounds after a warm-up, %s; %s.\n\n%s",
+		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm, r.Pairs, orderText(r.Order),
+		strings.Join(clusters, "; "), r.Summary.markdown(r.Tools))
+}
+
+// orderText says in which order the tools ran, round by round.
+func orderText(order [][]string) string {
+	var rounds []string
+	for i, o := range order {
+		name := "warm-up"
+		if i > 0 {
+			name = "round " + strconv.Itoa(i)
+		}
+		labels := make([]string, len(o))
+		for j, t := range o {
+			labels[j] = toolLabel(t)
+		}
+		rounds = append(rounds, name+": "+strings.Join(labels, ", "))
+	}
+	return "the tools' order rotated each round (" + strings.Join(rounds, "; ") + ")"
 }
 
 const resultsStart, resultsEnd = "<!-- results: written by berth-bench -->", "<!-- end of results -->"

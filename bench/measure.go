@@ -211,7 +211,7 @@ func userAgentOf(tool string) func(string) bool {
 		switch tool {
 		case "berth":
 			return ua == "berth" || strings.HasPrefix(ua, "berth/")
-		case "helm":
+		case "helm", helmAtBerthLimits:
 			return strings.HasPrefix(ua, "Helm/")
 		case "floor":
 			return ua == floorUserAgent

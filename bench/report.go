@@ -48,9 +48,24 @@ type row struct {
 	Case  string               `json:"case"`
 	Op    string               `json:"op"`
 	Tools map[string]toolStats `json:"tools"`
-	// BerthOverHelm and BerthOverFloor are wall-time ratios computed round by round.
-	BerthOverHelm  spread `json:"berth_over_helm"`
-	BerthOverFloor spread `json:"berth_over_floor"`
+	// BerthOverHelm, BerthOverHelmQPS and BerthOverFloor are wall-time ratios computed round by
+	// round: berth over Helm at its defaults, over Helm at berth's rate limit, over the floor.
+	BerthOverHelm    spread `json:"berth_over_helm"`
+	BerthOverHelmQPS spread `json:"berth_over_helm_qps"`
+	BerthOverFloor   spread `json:"berth_over_floor"`
+}
+
+// berthOver is the row's ratio of berth's wall time over tool's.
+func (r row) berthOver(tool string) (spread, bool) {
+	switch tool {
+	case "helm":
+		return r.BerthOverHelm, true
+	case helmAtBerthLimits:
+		return r.BerthOverHelmQPS, true
+	case "floor":
+		return r.BerthOverFloor, true
+	}
+	return spread{}, false
 }
 
 // hookOverhead is a tool's cost per hook beyond the hook's simulated run time: the difference
@@ -112,6 +127,7 @@ func summarize(samples []sample, cases []string, tools []string, hookCounts map[
 					DeletionLatency: spreadOf(lat), Failures: len(failed)}
 			}
 			r.BerthOverHelm = pairwise(samples, c, op, "berth", "helm")
+			r.BerthOverHelmQPS = pairwise(samples, c, op, "berth", helmAtBerthLimits)
 			r.BerthOverFloor = pairwise(samples, c, op, "berth", "floor")
 			out.Rows = append(out.Rows, r)
 		}
@@ -278,12 +294,24 @@ func intText(s spread) string {
 	return fmt.Sprintf("%.0f", s.Median)
 }
 
-// markdown renders the summary as tables.
+// markdown renders the summary as tables, a column for each of tools and a ratio column for each
+// tool berth is compared with.
 func (s summary) markdown(tools []string) string {
 	var b strings.Builder
+	labels := make([]string, len(tools))
+	var versus []string
+	for i, t := range tools {
+		labels[i] = toolLabel(t)
+		if _, ok := (row{}).berthOver(t); ok {
+			versus = append(versus, t)
+		}
+	}
 	b.WriteString("Wall time: median (min–max) of the counted rounds; uninstall until the release's last object was gone (or the tool returned, if later); ratios are taken round by round.\n\n")
-	b.WriteString("| case | op | " + strings.Join(tools, " | ") + " | berth/helm | berth/floor |\n")
-	b.WriteString("|---|---|" + strings.Repeat("---|", len(tools)+2) + "\n")
+	b.WriteString("| case | op | " + strings.Join(labels, " | "))
+	for _, t := range versus {
+		b.WriteString(" | berth/" + toolLabel(t))
+	}
+	b.WriteString(" |\n|---|---|" + strings.Repeat("---|", len(tools)+len(versus)) + "\n")
 	for _, r := range s.Rows {
 		cells := []string{r.Case, r.Op}
 		for _, t := range tools {
@@ -293,14 +321,17 @@ func (s summary) markdown(tools []string) string {
 			}
 			cells = append(cells, cell)
 		}
-		cells = append(cells, ratioText(r.BerthOverHelm), ratioText(r.BerthOverFloor))
+		for _, t := range versus {
+			ratio, _ := r.berthOver(t)
+			cells = append(cells, ratioText(ratio))
+		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	b.WriteString("\nPeak resident memory (MiB, median) and API requests (median count, from the API server's audit log);\n")
 	b.WriteString("for uninstall, when the tool returned (s, median) and its deletion latency: the tool's exit minus the last object's\n")
 	b.WriteString("disappearance seen by the harness's watch (ms, median; negative: the tool returned before its objects were gone).\n\n")
-	b.WriteString("| case | op | peak RSS " + strings.Join(tools, " / ") + " | requests " + strings.Join(tools, " / ") +
-		" | returned " + strings.Join(tools, " / ") + " | deletion latency " + strings.Join(tools, " / ") + " |\n")
+	names := strings.Join(labels, " / ")
+	b.WriteString("| case | op | peak RSS " + names + " | requests " + names + " | returned " + names + " | deletion latency " + names + " |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, r := range s.Rows {
 		var rss, reqs, ret, lat []string
@@ -324,7 +355,7 @@ func (s summary) markdown(tools []string) string {
 			return cmp.Compare(slices.Index(tools, a.Tool), slices.Index(tools, b.Tool))
 		})
 		for _, h := range hooks {
-			cells := []string{h.Tool}
+			cells := []string{toolLabel(h.Tool)}
 			for _, op := range ops {
 				cells = append(cells, msText(h.PerOpMS, op))
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -210,5 +211,87 @@ func TestStampedWriterPrefixesEachLine(t *testing.T) {
 		if len(f) != 2 || !strings.HasSuffix(f[0], "s") || f[1] != want[i] {
 			t.Errorf("line %d = %q, want an N.NNNs stamp and %q", i, line, want[i])
 		}
+	}
+}
+
+func TestHelmAtBerthLimitsInReport(t *testing.T) {
+	tools := []string{"berth", "helm", helmAtBerthLimits, "floor"}
+	var samples []sample
+	for round := 0; round <= 2; round++ {
+		for i, tool := range roundOrder(tools, round) {
+			for _, op := range ops {
+				secs := map[string]float64{"berth": 2, "helm": 8, helmAtBerthLimits: 4, "floor": 1}[tool]
+				samples = append(samples, sample{Case: "large", Tool: tool, Round: round, Position: i + 1, Op: op,
+					Seconds: secs, ToolSeconds: secs, PeakRSSBytes: 100 << 20, APIRequests: 10})
+			}
+		}
+	}
+	s := summarize(samples, []string{"large"}, tools, nil, 0)
+	r, ok := findRow(s.Rows, "large", "install")
+	if !ok {
+		t.Fatal("no row for large install")
+	}
+	if got := r.Tools[helmAtBerthLimits].Seconds; got.Median != 4 || got.N != 2 {
+		t.Errorf("helm at berth's limits: seconds %+v, want median 4 of 2 rounds", got)
+	}
+	if r.BerthOverHelm.Median != 0.25 || r.BerthOverHelmQPS.Median != 0.5 || r.BerthOverFloor.Median != 2 {
+		t.Errorf("berth over helm %+v, over helm at berth's limits %+v, over the floor %+v: want 0.25, 0.5, 2",
+			r.BerthOverHelm, r.BerthOverHelmQPS, r.BerthOverFloor)
+	}
+	// The goals compare with Helm at its defaults.
+	compared := 0
+	for _, g := range s.Goals {
+		if strings.Contains(g.Goal, "Helm v4") && strings.HasPrefix(g.Goal, "large install") {
+			compared++
+			if g.Measured != ratioText(r.BerthOverHelm) {
+				t.Errorf("goal %q measured %s, want berth over Helm at its defaults, %s", g.Goal, g.Measured, ratioText(r.BerthOverHelm))
+			}
+		}
+	}
+	if compared != 1 {
+		t.Errorf("%d goals of large install compare with Helm, want 1", compared)
+	}
+
+	label := toolLabel(helmAtBerthLimits)
+	res := results{Pairs: 2, Cases: []string{"large"}, Tools: tools, ToolLabels: toolLabels(tools), Order: roundOrders(tools, 2),
+		Summary: s, Samples: samples}
+	md := res.markdown()
+	for _, want := range []string{
+		"| case | op | berth | helm | " + label + " | floor | berth/helm | berth/" + label + " | berth/floor |",
+		"| large | install | 2.00 s (2.00–2.00) | 8.00 s (8.00–8.00) | 4.00 s (4.00–4.00) | 1.00 s (1.00–1.00) | 0.25x (0.25–0.25) | 0.50x (0.50–0.50) | 2.00x (2.00–2.00) |",
+		"peak RSS berth / helm / " + label + " / floor",
+		"round 1: helm, " + label + ", floor, berth",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ToolLabels map[string]string `json:"tool_labels"`
+		Order      [][]string        `json:"order_by_round"`
+		Summary    struct {
+			Rows []struct {
+				Tools            map[string]json.RawMessage `json:"tools"`
+				BerthOverHelmQPS spread                     `json:"berth_over_helm_qps"`
+			} `json:"rows"`
+		} `json:"summary"`
+		Samples []sample `json:"samples"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ToolLabels[helmAtBerthLimits] != label || len(got.Order) != 3 || got.Order[1][0] != "helm" {
+		t.Errorf("latest.json: labels %v, order %v", got.ToolLabels, got.Order)
+	}
+	if len(got.Summary.Rows) == 0 || got.Summary.Rows[0].Tools[helmAtBerthLimits] == nil || got.Summary.Rows[0].BerthOverHelmQPS.Median != 0.5 {
+		t.Errorf("latest.json rows lack helm at berth's limits: %s", data)
+	}
+	if s := got.Samples[len(got.Samples)-1]; s.Round != 2 || s.Tool != "helm" || s.Position != 4 {
+		t.Errorf("last sample = %+v, want helm last (position 4) in round 2", s)
 	}
 }

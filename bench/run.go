@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/kube"
 )
 
 const (
@@ -42,6 +43,51 @@ const (
 
 var ops = []string{"install", "upgrade", "uninstall"}
 
+// helmAtBerthLimits is Helm run at berth's client-side rate limit (kube.DefaultQPS and
+// kube.DefaultBurst) instead of its own: beside Helm at its defaults, it tells what of berth's
+// lead is the rate limit and what is the engine.
+const helmAtBerthLimits = "helm-qps"
+
+// tools are the tools every round runs, in the order of the first round.
+var tools = []string{"berth", "helm", helmAtBerthLimits, "floor"}
+
+// toolLabel is how the tables name a tool.
+func toolLabel(tool string) string {
+	if tool == helmAtBerthLimits {
+		return fmt.Sprintf("helm (qps %d, burst %d)", kube.DefaultQPS, kube.DefaultBurst)
+	}
+	return tool
+}
+
+// toolLabels maps each tool to its label.
+func toolLabels(tools []string) map[string]string {
+	out := map[string]string{}
+	for _, t := range tools {
+		out[t] = toolLabel(t)
+	}
+	return out
+}
+
+// roundOrder is the order in which round runs the tools: round i starts with tools[i mod n] and
+// goes on cyclically, so that over n rounds each tool runs once in each place.
+func roundOrder(tools []string, round int) []string {
+	n := len(tools)
+	out := make([]string, 0, n)
+	for k := range n {
+		out = append(out, tools[(round+k)%n])
+	}
+	return out
+}
+
+// roundOrders is the order of the tools in each round, the warm-up (round 0) first.
+func roundOrders(tools []string, rounds int) [][]string {
+	out := make([][]string, 0, rounds+1)
+	for round := 0; round <= rounds; round++ {
+		out = append(out, roundOrder(tools, round))
+	}
+	return out
+}
+
 // benchCase is a chart and how it is installed.
 type benchCase struct {
 	Name  string
@@ -55,9 +101,11 @@ type benchCase struct {
 
 // sample is one operation of one tool.
 type sample struct {
-	Case           string         `json:"case"`
-	Tool           string         `json:"tool"`
-	Round          int            `json:"round"` // 0 is the warm-up, not counted
+	Case  string `json:"case"`
+	Tool  string `json:"tool"`
+	Round int    `json:"round"` // 0 is the warm-up, not counted
+	// Position is the tool's place in its round's order, 1 for the first.
+	Position       int            `json:"position"`
 	Op             string         `json:"op"`
 	Seconds        float64        `json:"seconds"`
 	PeakRSSBytes   int64          `json:"peak_rss_bytes"`
@@ -135,14 +183,15 @@ func (h *harness) prepare(ctx context.Context, c *benchCase) error {
 	return nil
 }
 
-// runCase runs every round of a case: round 0 warms up, then each round runs every tool in turn.
+// runCase runs every round of a case: round 0 warms up, then each round runs every tool in turn,
+// in the order roundOrder gives.
 func (h *harness) runCase(ctx context.Context, c *benchCase) error {
 	if err := h.prepare(ctx, c); err != nil {
 		return err
 	}
 	for round := 0; round <= h.cfg.pairs; round++ {
-		for _, tool := range h.cfg.tools {
-			if err := h.runTool(ctx, c, tool, round); err != nil {
+		for i, tool := range roundOrder(h.cfg.tools, round) {
+			if err := h.runTool(ctx, c, tool, round, i+1); err != nil {
 				return err
 			}
 		}
@@ -150,10 +199,10 @@ func (h *harness) runCase(ctx context.Context, c *benchCase) error {
 	return nil
 }
 
-// runTool takes one tool through install, upgrade and uninstall of the case in a fresh namespace.
-// A failed operation is recorded and ends the tool's round; an error is returned only when the
-// cluster could not be prepared or cleaned.
-func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round int) error {
+// runTool takes one tool through install, upgrade and uninstall of the case in a fresh namespace;
+// position is its place in the round. A failed operation is recorded and ends the tool's round;
+// an error is returned only when the cluster could not be prepared or cleaned.
+func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round, position int) error {
 	ns := fmt.Sprintf("bench-%s-%s-%d", c.Name, tool, round)
 	if err := h.createNamespace(ctx, ns); err != nil {
 		return err
@@ -189,7 +238,7 @@ func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round 
 		if op == "install" {
 			installed = p.Start
 		}
-		s := sample{Case: c.Name, Tool: tool, Round: round, Op: op, Seconds: p.Wall().Seconds(), ToolSeconds: p.Wall().Seconds(),
+		s := sample{Case: c.Name, Tool: tool, Round: round, Position: position, Op: op, Seconds: p.Wall().Seconds(), ToolSeconds: p.Wall().Seconds(),
 			PeakRSSBytes: p.PeakRSS}
 		if p.Err != nil {
 			s.Error = p.Err.Error()
@@ -247,7 +296,7 @@ func (h *harness) logSample(s sample) {
 	if s.Round > 0 {
 		round = "round " + strconv.Itoa(s.Round)
 	}
-	line := fmt.Sprintf("%-10s %-7s %-9s %-5s %7.2fs  rss %4.0f MiB  %4d requests", s.Case, round, s.Op, s.Tool,
+	line := fmt.Sprintf("%-10s %-7s %-9s %-8s %7.2fs  rss %4.0f MiB  %4d requests", s.Case, round, s.Op, s.Tool,
 		s.Seconds, float64(s.PeakRSSBytes)/(1<<20), s.APIRequests)
 	if s.DeletionLatencyMS != nil {
 		line += fmt.Sprintf("  returned after %.2fs, deletion latency %.0f ms", s.ToolSeconds, *s.DeletionLatencyMS)
@@ -258,7 +307,8 @@ func (h *harness) logSample(s sample) {
 	fmt.Fprintln(h.log, line)
 }
 
-// command is the tool's command line for op; both tools get the same flags.
+// command is the tool's command line for op; berth and Helm get the same flags, and Helm at
+// berth's rate limit berth's --qps and --burst-limit besides.
 func (h *harness) command(tool, op string, c *benchCase, ns string) []string {
 	hooks := "hooks=" + strconv.FormatBool(c.Hooks)
 	switch tool {
@@ -271,19 +321,24 @@ func (h *harness) command(tool, op string, c *benchCase, ns string) []string {
 			"--namespace", ns, "--kubeconfig", h.kubeconfig, "--generation", gen, "--hooks=" + strconv.FormatBool(c.Hooks)}
 	}
 	bin := h.cfg.berth
-	if tool == "helm" {
+	if tool == "helm" || tool == helmAtBerthLimits {
 		bin = h.cfg.helm
 	}
+	var args []string
 	switch op {
 	case "install":
-		return []string{bin, "install", releaseName, c.path, "-n", ns, "--wait", "--timeout", toolTimeout,
+		args = []string{bin, "install", releaseName, c.path, "-n", ns, "--wait", "--timeout", toolTimeout,
 			"--set", "generation=1", "--set", hooks}
 	case "upgrade":
-		return []string{bin, "upgrade", releaseName, c.path, "-n", ns, "--wait", "--timeout", toolTimeout,
+		args = []string{bin, "upgrade", releaseName, c.path, "-n", ns, "--wait", "--timeout", toolTimeout,
 			"--set", "generation=2", "--set", hooks}
 	default:
-		return []string{bin, "uninstall", releaseName, "-n", ns, "--wait", "--cascade=foreground", "--timeout", toolTimeout}
+		args = []string{bin, "uninstall", releaseName, "-n", ns, "--wait", "--cascade=foreground", "--timeout", toolTimeout}
 	}
+	if tool == helmAtBerthLimits {
+		args = append(args, "--qps", strconv.Itoa(kube.DefaultQPS), "--burst-limit", strconv.Itoa(kube.DefaultBurst))
+	}
+	return args
 }
 
 // createNamespace creates ns and waits for its default ServiceAccount, so that no tool pays for
