@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -67,24 +66,24 @@ are present in 'charts/' and are at an acceptable version. It will pull down
 the latest charts that satisfy the dependencies, and clean up old dependencies.
 
 On successful update, this will generate a lock file that can be used to
-rebuild the dependencies to an exact version.`,
+rebuild the dependencies to an exact version.
+
+--username and --password go to the OCI registry the dependencies come from,
+and to no other host: dependencies from more than one registry need
+'berth registry login HOST' for each instead. A chart repository gets the
+credentials it was added with. Every download is bounded in time and stops
+at Ctrl-C.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := newResolver(cmd, Streams{In: streams.In, Out: streams.Out, ErrOut: streams.Out}, source.Options{})
 			if err != nil {
 				return err
 			}
-			m, err := r.DependencyManager(chartDirArg(args), opts, os.Getenv("SOURCE_DATE_EPOCH"))
-			if err != nil {
-				return err
+			mode := source.DependencyUpdate
+			if build {
+				mode = source.DependencyBuild
 			}
-			if !build {
-				return explainDependencyError(m.Update())
-			}
-			if opts.Verify {
-				m.Verify = downloader.VerifyIfPossible
-			}
-			return explainDependencyError(m.Build())
+			return explainDependencyError(r.Dependencies(cmd.Context(), chartDirArg(args), opts, mode))
 		},
 	}
 	if build {
@@ -97,7 +96,13 @@ the lock file. This will not re-negotiate dependencies, as 'berth dependency upd
 does.
 
 If no lock file is found, 'berth dependency build' will mirror the behavior
-of 'berth dependency update'.`
+of 'berth dependency update'.
+
+--username and --password go to the OCI registry the dependencies come from,
+and to no other host: dependencies from more than one registry need
+'berth registry login HOST' for each instead. A chart repository gets the
+credentials it was added with. Every download is bounded in time and stops
+at Ctrl-C.`
 	}
 	addDependencyFlags(cmd.Flags(), &opts)
 	return cmd
@@ -107,8 +112,8 @@ func addDependencyFlags(f *pflag.FlagSet, o *source.DependencyOptions) {
 	f.BoolVar(&o.Verify, "verify", false, "verify the packages against signatures")
 	f.StringVar(&o.Keyring, "keyring", defaultKeyring(), "keyring containing public keys")
 	f.BoolVar(&o.SkipRefresh, "skip-refresh", false, "do not refresh the local repository cache")
-	f.StringVar(&o.Username, "username", "", "chart repository username where to locate the requested chart")
-	f.StringVar(&o.Password, "password", "", "chart repository password where to locate the requested chart")
+	f.StringVar(&o.Username, "username", "", "username of the OCI registry the dependencies come from")
+	f.StringVar(&o.Password, "password", "", "password of the OCI registry the dependencies come from")
 	f.StringVar(&o.CertFile, "cert-file", "", "identify HTTPS client using this SSL certificate file")
 	f.StringVar(&o.KeyFile, "key-file", "", "identify HTTPS client using this SSL key file")
 	f.BoolVar(&o.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
@@ -125,11 +130,18 @@ func chartDirArg(args []string) string {
 	return filepath.Clean(args[0])
 }
 
-// explainDependencyError says what to do when a dependency's repository is not added.
+// explainDependencyError says what to do when a dependency's repository is not added, or the
+// credentials given are for more than one registry.
 func explainDependencyError(err error) error {
-	var notFound downloader.ErrRepoNotFound
-	if errors.As(err, &notFound) {
+	var (
+		notFound downloader.ErrRepoNotFound
+		hosts    *source.CredentialsHostsError
+	)
+	switch {
+	case errors.As(err, &notFound):
 		return fmt.Errorf("%w: add the missing repositories with `berth repo add NAME URL`", err)
+	case errors.As(err, &hosts):
+		return &hintedError{err: err, hint: "--username and --password go to one registry only: log in to each with `berth registry login HOST` and run again without them"}
 	}
 	return err
 }

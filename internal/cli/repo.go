@@ -49,6 +49,10 @@ func explainRepositoryError(err error, adding bool) error {
 			hint = fmt.Sprintf("give the CA that signed the server's certificate %s --ca-file (or skip the check with --insecure-skip-tls-verify)", fix)
 		case source.KindMissing:
 			hint = "there is no index.yaml at that URL: give the URL of a chart repository"
+		case source.KindTimeout:
+			hint = "check the URL, the network and any proxy (HTTPS_PROXY), then try again (--timeout bounds the download)"
+		case source.KindCanceled:
+			return err
 		default:
 			hint = "check that the URL is that of a chart repository (it serves index.yaml)"
 		}

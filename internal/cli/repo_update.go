@@ -24,7 +24,7 @@ You can optionally specify a list of repositories you want to update; without
 one, every repository is updated. A repository that cannot be reached keeps the
 index cached before.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			results, err := source.UpdateRepositories(helmSettings(cmd), args, timeout)
+			results, err := source.UpdateRepositories(cmd.Context(), helmSettings(cmd), args, source.UpdateOptions{Timeout: timeout})
 			if err != nil {
 				return explainRepositoryError(err, false)
 			}

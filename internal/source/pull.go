@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
-	"helm.sh/helm/v4/pkg/action"
 	helmchart "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/downloader"
+	"helm.sh/helm/v4/pkg/getter"
+	"helm.sh/helm/v4/pkg/registry"
+	"helm.sh/helm/v4/pkg/repo/v1"
 )
 
 // PullOptions say where Pull puts a chart: Helm's --destination, --untar, --untardir and
@@ -26,13 +30,22 @@ type PullOptions struct {
 	Prov bool
 }
 
-// Pull downloads the chart ref names into opts.DestDir with Helm's pull action, and returns
-// what Helm reports of the verification (with Verify). The chart is fetched and checked in a
-// directory of its own first: when Pull fails, nothing is left in the destination.
-func (r *Resolver) Pull(_ context.Context, ref string, opts PullOptions) (string, error) {
+// Pull downloads the chart ref names into opts.DestDir with Helm's downloader, as Helm's pull
+// does, and returns what Helm reports of the verification (with Verify). The chart is fetched
+// and checked in a directory of its own first: when Pull fails, nothing is left in the
+// destination. Every request is bounded as a fetch of r's Fetcher is, and ends when ctx does:
+// a server that does not answer in time fails it with a TimeoutError naming the host. The
+// username and password of r's Options go to the host of ref (of the repository Options.RepoURL
+// names, with one), and to a chart's host other than the repository's only with
+// PassCredentialsAll.
+func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (string, error) {
 	version := r.Options.version()
+	host := ""
+	if registry.IsOCI(ref) {
+		host = OCIHost(ref)
+	}
 	fail := func(kind Kind, err error) (string, error) {
-		return "", &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Err: err}
+		return "", &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Host: host, Err: err}
 	}
 	switch name := r.repositoryOf(ref); {
 	case name != "":
@@ -52,17 +65,17 @@ func (r *Resolver) Pull(_ context.Context, ref string, opts PullOptions) (string
 	defer os.RemoveAll(staging)
 
 	guard := newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache)
-	p := action.NewPull(action.WithConfig(&action.Configuration{}))
-	p.ChartPathOptions = r.Options.ChartPathOptions
-	p.Version = version
-	p.Settings = r.Settings
-	p.DestDir = staging
-	p.VerifyLater = opts.Prov
-	p.SetRegistryClient(r.Registry)
-	out, err := p.Run(ref)
+	out, err := r.pullTo(withBudget(ctx), ref, version, staging, opts.Prov)
 	if err != nil {
 		guard.undo()
-		kind := KindOf(err)
+		kind, ok := fetchKind(err)
+		if !ok {
+			kind = KindOf(err)
+		}
+		if host != "" && !ok {
+			given := r.registryOptions()
+			kind = classify(err, given.Username != "" && given.Password != "" || hasCredentials(ctx, r.Settings, host, given))
+		}
 		if r.Options.Verify && kind == KindUnknown {
 			kind = KindUnverified
 		}
@@ -93,6 +106,84 @@ func (r *Resolver) Pull(_ context.Context, ref string, opts PullOptions) (string
 		return out, nil
 	}
 	return out, untar(archive, acc.Name(), staging, opts)
+}
+
+// pullTo downloads the chart ref names at version into dest as Helm's pull action does (the
+// same downloader, index lookup, verification and TLS settings), with getters and a registry
+// client bound to ctx and the fetcher's bounds, and returns what Helm reports. With prov, the
+// provenance file is fetched beside the archive, not verified.
+func (r *Resolver) pullTo(ctx context.Context, ref, version, dest string, prov bool) (string, error) {
+	o := r.Options
+	f := r.fetcher()
+	var out strings.Builder
+	def := RegistryOptions{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CaFile, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, Data: o.TLS}
+	g, err := f.getters(ctx, 0, tlsRoutes{def: def}.withEntries(r.Settings))
+	if err != nil {
+		return "", err
+	}
+	defer g.close()
+	c := downloader.ChartDownloader{
+		Out:     &out,
+		Keyring: o.Keyring,
+		Verify:  downloader.VerifyNever,
+		Getters: g.providers(r.Settings),
+		Options: []getter.Option{
+			getter.WithBasicAuth(o.Username, o.Password),
+			getter.WithPassCredentialsAll(o.PassCredentialsAll),
+			getter.WithTLSClientConfig(o.CertFile, o.KeyFile, o.CaFile),
+			getter.WithInsecureSkipVerifyTLS(o.InsecureSkipTLSVerify),
+			getter.WithPlainHTTP(o.PlainHTTP),
+		},
+		RepositoryConfig: r.Settings.RepositoryConfig,
+		RepositoryCache:  r.Settings.RepositoryCache,
+		ContentCache:     r.Settings.ContentCache,
+	}
+	host, u := r.hostOf(ref), ref
+	if registry.IsOCI(ref) {
+		rc, done, err := f.registryClient(ctx, r.Settings, OCIHost(ref), r.registryOptions(), r.out())
+		if err != nil {
+			return "", err
+		}
+		defer done()
+		c.RegistryClient = rc
+		c.Options = append(c.Options, getter.WithRegistryClient(rc))
+	}
+	switch {
+	case o.Verify:
+		c.Verify = downloader.VerifyAlways
+	case prov:
+		c.Verify = downloader.VerifyLater
+	}
+	if o.RepoURL != "" {
+		host, u = hostOf(o.RepoURL), o.RepoURL
+		chartURL, err := repo.FindChartInRepoURL(o.RepoURL, ref, c.Getters,
+			repo.WithChartVersion(version),
+			repo.WithClientTLS(o.CertFile, o.KeyFile, o.CaFile),
+			repo.WithUsernamePassword(o.Username, o.Password),
+			repo.WithInsecureSkipTLSVerify(o.InsecureSkipTLSVerify),
+			repo.WithPassCredentialsAll(o.PassCredentialsAll))
+		if err != nil {
+			return out.String(), g.fail(err, host, u)
+		}
+		// The downloader gives the credentials to the host of the URL it fetches: a chart of
+		// the repository on another host gets them only with PassCredentialsAll.
+		if !o.PassCredentialsAll && !sameServer(chartURL, o.RepoURL) {
+			c.Options[0] = getter.WithBasicAuth("", "")
+		}
+		ref = chartURL
+	}
+	_, v, err := c.DownloadTo(ref, version, dest)
+	if err != nil {
+		return out.String(), g.fail(err, host, u)
+	}
+	if o.Verify {
+		for name := range v.SignedBy.Identities {
+			fmt.Fprintf(&out, "Signed by: %v\n", name)
+		}
+		fmt.Fprintf(&out, "Using Key With Fingerprint: %X\n", v.SignedBy.PrimaryKey.Fingerprint)
+		fmt.Fprintf(&out, "Chart Hash Verified: %s\n", v.FileHash)
+	}
+	return out.String(), nil
 }
 
 // untar unpacks archive, the chart name, into opts.UntarDir: first beside the archive, then

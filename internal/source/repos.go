@@ -13,15 +13,15 @@ import (
 
 	"github.com/gofrs/flock"
 	helmcli "helm.sh/helm/v4/pkg/cli"
-	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/helmpath"
 	"helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
 )
 
 // RepositoryError is a chart repository that could not be added or updated. Kind says what
-// went wrong (KindUnreachable, KindUnauthorized, KindTLS, KindMissing, or KindUnknown for an index that does not
-// parse); Err is Helm's error.
+// went wrong (KindUnreachable, KindUnauthorized, KindTLS, KindMissing, KindTimeout with a
+// TimeoutError in Err naming the host, KindCanceled, or KindUnknown for an index that does not
+// parse); Err is Helm's error, or berth's of the fetch.
 type RepositoryError struct {
 	Name, URL string
 	Kind      Kind
@@ -52,8 +52,27 @@ func (e *NoRepositoryError) Error() string {
 type AddOptions struct {
 	// Force replaces a repository of the same name with another configuration.
 	Force bool
-	// Timeout bounds the download of the index.
+	// Timeout bounds the download of the index; 0 is the Fetcher's RequestTimeout.
 	Timeout time.Duration
+	// Fetcher bounds the download (dial, TLS handshake and response header timeouts); nil is
+	// one of DefaultFetchOptions.
+	Fetcher *Fetcher
+}
+
+// UpdateOptions are Helm's options of `repo update`.
+type UpdateOptions struct {
+	// Timeout bounds the download of each index; 0 is the Fetcher's RequestTimeout.
+	Timeout time.Duration
+	// Fetcher bounds the downloads; nil is one of DefaultFetchOptions.
+	Fetcher *Fetcher
+}
+
+// orDefault is f, or a Fetcher of DefaultFetchOptions when f is nil.
+func orDefault(f *Fetcher) *Fetcher {
+	if f == nil {
+		return NewFetcher(DefaultFetchOptions())
+	}
+	return f
 }
 
 // AddResult says what AddRepository did.
@@ -69,7 +88,9 @@ const (
 // AddRepository adds the chart repository e to the user's repositories.yaml, as Helm's `repo
 // add` does: the index is downloaded first (an unreachable or unauthorized repository is not
 // added) into the repository cache, then the entry is written under Helm's lock of
-// repositories.yaml. When it fails, repositories.yaml and the cache are as they were.
+// repositories.yaml. When it fails, repositories.yaml and the cache are as they were. The
+// download ends when ctx does; a server that does not answer in time fails it with a
+// RepositoryError whose TimeoutError names the host.
 func AddRepository(ctx context.Context, settings *helmcli.EnvSettings, e repo.Entry, opts AddOptions) (AddResult, error) {
 	if strings.Contains(e.Name, "/") {
 		return 0, fmt.Errorf("repository name %q contains '/'", e.Name)
@@ -90,7 +111,7 @@ func AddRepository(ctx context.Context, settings *helmcli.EnvSettings, e repo.En
 		return 0, err
 	}
 	defer os.RemoveAll(staging)
-	if err := downloadIndex(settings, &e, staging, opts.Timeout); err != nil {
+	if err := downloadIndex(ctx, orDefault(opts.Fetcher), settings, &e, staging, opts.Timeout); err != nil {
 		return 0, err
 	}
 
@@ -129,19 +150,28 @@ func checkExisting(f *repo.File, e repo.Entry, force bool) (AddResult, error) {
 	}
 }
 
-// downloadIndex downloads the index of e into dir, as Helm's repository cache holds it.
-func downloadIndex(settings *helmcli.EnvSettings, e *repo.Entry, dir string, timeout time.Duration) error {
-	var opts []getter.Option
-	if timeout > 0 {
-		opts = append(opts, getter.WithTimeout(timeout))
+// downloadIndex downloads the index of e into dir, as Helm's repository cache holds it, with
+// Helm's getters bounded by f and ctx (fetchGetters), each request by timeout.
+func downloadIndex(ctx context.Context, f *Fetcher, settings *helmcli.EnvSettings, e *repo.Entry, dir string, timeout time.Duration) error {
+	fail := func(err error) error {
+		kind, ok := fetchKind(err)
+		if !ok {
+			kind = KindOf(err)
+		}
+		return &RepositoryError{Name: e.Name, URL: e.URL, Kind: kind, Err: err}
 	}
-	r, err := repo.NewChartRepository(e, getter.All(settings, opts...))
+	g, err := f.getters(withBudget(ctx), timeout, tlsRoutes{def: entryTLS(e)})
 	if err != nil {
-		return &RepositoryError{Name: e.Name, URL: e.URL, Kind: KindUnknown, Err: err}
+		return fail(err)
+	}
+	defer g.close()
+	r, err := repo.NewChartRepository(e, g.providers(settings))
+	if err != nil {
+		return fail(err)
 	}
 	r.CachePath = dir
 	if _, err := r.DownloadIndexFile(); err != nil {
-		return &RepositoryError{Name: e.Name, URL: e.URL, Kind: KindOf(err), Err: err}
+		return fail(g.fail(err, hostOf(e.URL), e.URL))
 	}
 	return nil
 }
@@ -155,8 +185,8 @@ type UpdateResult struct {
 // UpdateRepositories downloads the index of the named repositories (all when names is empty)
 // into the repository cache, in parallel, as Helm's `repo update` does. A repository whose
 // index cannot be downloaded keeps its cached index. Unknown names fail before anything is
-// downloaded.
-func UpdateRepositories(settings *helmcli.EnvSettings, names []string, timeout time.Duration) ([]UpdateResult, error) {
+// downloaded. The downloads end when ctx does.
+func UpdateRepositories(ctx context.Context, settings *helmcli.EnvSettings, names []string, opts UpdateOptions) ([]UpdateResult, error) {
 	f, err := repo.LoadFile(settings.RepositoryConfig)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && len(f.Repositories) == 0 {
 		return nil, ErrNoRepositories
@@ -174,6 +204,7 @@ func UpdateRepositories(settings *helmcli.EnvSettings, names []string, timeout t
 		}
 	}
 	results := make([]UpdateResult, len(entries))
+	fetcher := orDefault(opts.Fetcher)
 	var wg sync.WaitGroup
 	for i, e := range entries {
 		wg.Go(func() {
@@ -184,7 +215,7 @@ func UpdateRepositories(settings *helmcli.EnvSettings, names []string, timeout t
 				return
 			}
 			defer os.RemoveAll(staging)
-			if err := downloadIndex(settings, e, staging, timeout); err != nil {
+			if err := downloadIndex(ctx, fetcher, settings, e, staging, opts.Timeout); err != nil {
 				results[i].Err = err
 				return
 			}

@@ -70,12 +70,10 @@ func (o Options) version() string {
 }
 
 // Resolver fetches charts with Helm's settings (repositories.yaml, the repository and content
-// caches, registry credentials) and one registry client.
+// caches, registry credentials).
 type Resolver struct {
 	Settings *helmcli.EnvSettings
 	Options  Options
-	// Registry is the client for oci:// references; NewResolver makes it from Options.
-	Registry *registry.Client
 	// Out receives the progress of fetching dependencies (DependencyUpdate) and the downloader's
 	// warnings.
 	Out io.Writer
@@ -94,13 +92,7 @@ type Resolver struct {
 // NewResolver returns a resolver of references with opts; out receives what Helm's registry
 // client reports (pulled digests and the like).
 func NewResolver(settings *helmcli.EnvSettings, opts Options, out io.Writer) (*Resolver, error) {
-	r := &Resolver{Settings: settings, Options: opts, Out: out, Fetcher: NewFetcher(DefaultFetchOptions())}
-	rc, err := NewRegistryClient(settings, r.registryOptions(), out)
-	if err != nil {
-		return nil, err
-	}
-	r.Registry = rc
-	return r, nil
+	return &Resolver{Settings: settings, Options: opts, Out: out, Fetcher: NewFetcher(DefaultFetchOptions())}, nil
 }
 
 // Locate returns the local path of the chart ref names: ref itself for a directory or archive
@@ -183,7 +175,7 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 		return fail(kind, err)
 	}
 	if r.Options.DependencyUpdate {
-		if err := r.updateDependencies(path); err != nil {
+		if err := r.updateDependencies(ctx, path); err != nil {
 			undo()
 			return fail(KindOf(err), err)
 		}
