@@ -14,6 +14,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/source"
 )
 
 // Reasons of a chart kept in a ConfigMap or Secret that cannot be used.
@@ -140,12 +141,31 @@ func (r *Reconciler) fetchChart(ctx context.Context, rel types.NamespacedName, d
 		return r.Charts.locate(ctx, d.Chart, a)
 	})
 	took = max(took, time.Since(start))
+	if te := new(source.TimeoutError); errors.As(err, &te) {
+		return nil, took, &FetchTimeoutError{Host: te.Host, Timeout: d.Timeout, Err: err}
+	}
 	if err != nil {
 		return nil, took, verificationFailed(authFailed(err, d.Chart, d.Namespace), d.Chart, d.Namespace)
 	}
 	ch, err = load(path)
 	return ch, took, err
 }
+
+// FetchTimeoutError is a Release's chart that a repository or registry did not give in time.
+// Its message is the same whichever bound ran out first (the Release's timeout, or a limit of
+// one request of a fetch shared with other Releases), so that a Release that keeps failing so
+// keeps the same condition and its status is not written again at each attempt.
+type FetchTimeoutError struct {
+	Host    string
+	Timeout time.Duration
+	Err     error
+}
+
+func (e *FetchTimeoutError) Error() string {
+	return fmt.Sprintf("host %s did not answer in time: fetching the chart timed out (timeout %s)", e.Host, e.Timeout)
+}
+
+func (e *FetchTimeoutError) Unwrap() error { return e.Err }
 
 // timeLeft is what is left of timeout once took has passed: at least a nanosecond, since 0
 // would mean the default.
