@@ -2,12 +2,16 @@ package controller_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berthdev/berth/internal/controller"
@@ -94,7 +98,10 @@ func TestReleaseDependsOnOrdersInstallAndUninstall(t *testing.T) {
 		t.Errorf("app's install started at %s, before db's install finished at %s", appStart, dbDone)
 	}
 
-	// Deleted at once, the dependency first: db waits for app to be gone.
+	// Deleted at once, the dependency first: db waits for app to be gone. The order is read from
+	// one watch of the namespace's Secrets (Helm's records and berth's journals), which delivers
+	// their changes in the order the API server made them.
+	records := watchSecrets(t, env)
 	for _, rel := range []*v1alpha1.Release{db, app} {
 		if err := c.Delete(t.Context(), rel); err != nil {
 			t.Fatal(err)
@@ -113,19 +120,123 @@ func TestReleaseDependsOnOrdersInstallAndUninstall(t *testing.T) {
 	})
 	berthtest.AssertNoRecords(t, env)
 	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "app-config", "db-config")
-	// db's pre-delete hook was created only once app's had finished (and app's objects and
-	// records were gone after it).
-	appHook, err := env.Client.BatchV1().Jobs(ns).Get(t.Context(), "app-pre-delete", metav1.GetOptions{})
+	// app's uninstall ended (its records deleted, after its hooks ran and its objects were gone,
+	// then its journal) before db's began (its journal written, before its pre-delete hook is
+	// created).
+	ended := func(events []secretEvent, name string) int {
+		return min(lastOf(events, "helm", name, watch.Deleted), lastOf(events, "berth", name, watch.Deleted))
+	}
+	events := waitForSecretEvents(t, records, func(events []secretEvent) bool {
+		return ended(events, "app") >= 0 && ended(events, "db") >= 0
+	})
+	appDone := max(lastOf(events, "helm", "app", watch.Deleted), lastOf(events, "berth", "app", watch.Deleted))
+	dbStart := firstOf(events, "berth", "db", watch.Added)
+	switch {
+	case dbStart < 0:
+		t.Errorf("no journal of db's uninstall was seen:\n%s", describeEvents(events))
+	case dbStart < appDone:
+		t.Errorf("db's uninstall began (event %d) before app's uninstall ended (event %d):\n%s",
+			dbStart, appDone, describeEvents(events))
+	}
+	for i, e := range events[:max(dbStart, 0)] {
+		if e.name == "db" && e.owner == "helm" {
+			t.Errorf("db's record changed (event %d, %s) before its uninstall began:\n%s", i, e.typ, describeEvents(events))
+			break
+		}
+	}
+}
+
+// secretEvent is a change of a Secret that holds a Helm record (owner helm) or a journal (owner
+// berth) of the release name.
+type secretEvent struct {
+	typ         watch.EventType
+	owner, name string
+	secret      string
+}
+
+// secretEvents collects the events of one watch of the test namespace's Secrets.
+type secretEvents struct {
+	mu     sync.Mutex
+	events []secretEvent
+	ended  bool
+}
+
+func (s *secretEvents) snapshot() ([]secretEvent, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.events), s.ended
+}
+
+// watchSecrets watches the namespace's Secrets from now on until the test ends.
+func watchSecrets(t *testing.T, env *testenv.Env) *secretEvents {
+	t.Helper()
+	secrets := env.Client.CoreV1().Secrets(env.Namespace)
+	list, err := secrets.List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbHook, err := env.Client.BatchV1().Jobs(ns).Get(t.Context(), "db-pre-delete", metav1.GetOptions{})
+	w, err := secrets.Watch(t.Context(), metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if appHook.Status.CompletionTime == nil || dbHook.CreationTimestamp.Before(appHook.Status.CompletionTime) {
-		t.Errorf("db's pre-delete hook was created at %s, before app's completed (%v)", dbHook.CreationTimestamp, appHook.Status.CompletionTime)
+	t.Cleanup(w.Stop)
+	s := &secretEvents{}
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			s.ended = true
+			s.mu.Unlock()
+		}()
+		for e := range w.ResultChan() {
+			sec, ok := e.Object.(*corev1.Secret)
+			if !ok {
+				continue
+			}
+			s.mu.Lock()
+			s.events = append(s.events, secretEvent{typ: e.Type, owner: sec.Labels["owner"], name: sec.Labels["name"], secret: sec.Name})
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+// waitForSecretEvents waits until the events seen so far satisfy done, and returns them. It fails
+// the test when the watch ends first.
+func waitForSecretEvents(t *testing.T, s *secretEvents, done func([]secretEvent) bool) []secretEvent {
+	t.Helper()
+	var events []secretEvent
+	waitUntil(t, "the watch saw the records deleted", func() bool {
+		var ended bool
+		events, ended = s.snapshot()
+		if !done(events) && ended {
+			t.Fatalf("the watch of Secrets ended early:\n%s", describeEvents(events))
+		}
+		return done(events)
+	})
+	return events
+}
+
+// firstOf and lastOf are the index of the first and the last event of type typ of a Secret of
+// owner for release name; -1 when there is none.
+func firstOf(events []secretEvent, owner, name string, typ watch.EventType) int {
+	return slices.IndexFunc(events, func(e secretEvent) bool { return e.owner == owner && e.name == name && e.typ == typ })
+}
+
+func lastOf(events []secretEvent, owner, name string, typ watch.EventType) int {
+	for i := len(events) - 1; i >= 0; i-- {
+		if e := events[i]; e.owner == owner && e.name == name && e.typ == typ {
+			return i
+		}
 	}
+	return -1
+}
+
+func describeEvents(events []secretEvent) string {
+	var b strings.Builder
+	for i, e := range events {
+		fmt.Fprintf(&b, "  %d %s %s\n", i, e.typ, e.secret)
+	}
+	return b.String()
 }
 
 func TestReleaseDependencyCycleIsStalled(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -120,7 +121,33 @@ func findInterrupted(ctx context.Context, store release.Reader, journals Journal
 		in.Operation, in.Stale = operationOf(last.Info.Status), false
 		in.Journal = nil
 	}
+	if in.Deployed == 0 && in.Journal != nil && !in.Stale {
+		in.Deployed = supersededInLastStep(ctx, store, in.Journal)
+	}
 	return in, nil
+}
+
+// supersededInLastStep is the revision that was deployed when an install, upgrade or rollback
+// began and that its last step, which records the new revision deployed, has already marked
+// superseded: that step writes the superseded revisions first, so a kill within it leaves no
+// revision deployed. That revision is still the one to roll back to. It is 0 when the journal's
+// plan has no such step or none of the revisions it supersedes is recorded superseded.
+func supersededInLastStep(ctx context.Context, store release.Reader, j *release.Journal) int {
+	if j.Plan == nil || len(j.Plan.Steps) == 0 {
+		return 0
+	}
+	last := j.Plan.Steps[len(j.Plan.Steps)-1]
+	if last.Action != plan.Record || last.Status != string(release.StatusDeployed) || last.Revision != j.Revision {
+		return 0
+	}
+	newest := 0
+	for _, v := range last.Supersedes {
+		rel, err := store.Get(ctx, j.Release, v)
+		if err == nil && rel.Info.Status == release.StatusSuperseded && v > newest {
+			newest = v
+		}
+	}
+	return newest
 }
 
 // Describe says what was interrupted, for people.

@@ -2,18 +2,23 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
@@ -86,8 +91,12 @@ spec:
 	})
 }
 
-// c4Kills is how many times the controller is killed.
-const c4Kills = 20
+// c4Kills is how many times the controller is killed; at least c4MinMid of the kills must land
+// while an operation of the killed controller is under way.
+const (
+	c4Kills  = 20
+	c4MinMid = 15
+)
 
 // c4Action is what a user does to the Releases right after a kill, while no controller runs, or
 // while the next one does.
@@ -139,16 +148,24 @@ func TestC4ControllerKilledMidOperationConverges(t *testing.T) {
 		}
 	}
 	removed := map[string]bool{}
+	mid := 0
 	ctl.start()
 	for kill := 1; kill <= c4Kills; kill++ {
-		at := killMoment(t, env, rnd)
+		pid := ctl.cmd.Process.Pid
+		at := killMoment(t, env, rnd, pid)
 		ctl.running()
 		ctl.kill()
-		t.Logf("kill %d: %s", kill, at)
+		under := operationsOf(t, env, pid)
+		if len(under) > 0 {
+			mid++
+		}
+		t.Logf("kill %d: %s; operations under way: %v", kill, at, under)
+		acted := false
 		for _, a := range c4Actions {
 			if a.kill != kill {
 				continue
 			}
+			acted = true
 			for name, v := range a.upgrade {
 				version[name] = v
 				patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"values":{"version":%d}}}`, v))
@@ -163,7 +180,20 @@ func TestC4ControllerKilledMidOperationConverges(t *testing.T) {
 				}
 			}
 		}
+		if !acted && kill < c4Kills {
+			// So that the next controller has an operation to be killed in: a change of a
+			// value the chart does not use, to alpha or bravo (never deleted).
+			name := []string{"alpha", "bravo"}[kill%2]
+			patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"values":{"change":%d}}}`, kill))
+			if err := c.Patch(t.Context(), &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name}}, patch); err != nil {
+				t.Fatalf("change %s: %v", name, err)
+			}
+		}
 		ctl.start()
+	}
+	t.Logf("%d of %d kills landed mid-operation", mid, c4Kills)
+	if mid < c4MinMid {
+		t.Errorf("%d of %d kills landed mid-operation, want at least %d", mid, c4Kills, c4MinMid)
 	}
 
 	// After the last restart: every Release converges.
@@ -214,32 +244,61 @@ func targetOf(step string) string {
 	return "other"
 }
 
-// killMoment waits for a moment to kill the controller, drawn from rnd and from what the
-// controller does: a kind of step to aim at, how many such steps to let start, and how long to
-// let the last one run. When no such step starts in time (nothing to delete, say), the moment
-// is the end of a random delay. It returns what it waited for.
-func killMoment(t *testing.T, env *testenv.Env, rnd *rand.Rand) string {
+// killMoment waits for a moment to kill the controller process pid, drawn from rnd and from
+// what the controller does: a kind of step to aim at, how many such steps to let start, and how
+// long to let the last one run. When no such step starts in time (nothing to delete, say), the
+// moment is the end of a random delay. Either way the moment falls within an operation of the
+// process: it waits for one to be under way (its journal written by the process), and it does
+// not let the operations under way all end: once each of them has done every step but its last,
+// one of them while watched, it is the moment at once. It returns what it waited for.
+func killMoment(t *testing.T, env *testenv.Env, rnd *rand.Rand, pid int) string {
 	t.Helper()
 	target := killTargets[rnd.IntN(len(killTargets))]
 	steps := 1 + rnd.IntN(3)
 	after := time.Duration(rnd.Int64N(int64(500 * time.Millisecond)))
 	limit := 2*time.Second + time.Duration(rnd.Int64N(int64(3*time.Second)))
-	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	// Steps are counted from a watch: every status write is seen, however short the step.
 	releases := env.Resource(t, "berth.dev/v1alpha1", "Release")
-	w, err := releases.Watch(ctx, metav1.ListOptions{})
+	rw, err := releases.Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("watch Releases: %v", err)
 	}
-	defer w.Stop()
+	defer rw.Stop()
+	// Journals too, from those there now: every write of one is seen.
+	ops := journalsOf{pid: pid, running: map[string]opStage{}}
+	journals, err := env.Client.CoreV1().Secrets(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=berth"})
+	if err != nil {
+		t.Fatalf("list journals: %v", err)
+	}
+	for _, sec := range journals.Items {
+		ops.see(watch.Event{Type: watch.Added, Object: &sec})
+	}
+	jw, err := env.Client.CoreV1().Secrets(env.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: "owner=berth", ResourceVersion: journals.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch journals: %v", err)
+	}
+	defer jw.Stop()
 	current := map[string]string{}
 	seen, last := 0, ""
-	for seen < steps {
+	what := func() string { return fmt.Sprintf("%s steps seen %d of %d (last %q)", target, seen, steps, last) }
+	// armed is when the moment is the end of the delay: once the steps are seen, or at limit.
+	var delay <-chan time.Time
+	arm := func() {
+		if delay == nil {
+			delay = time.After(after)
+		}
+	}
+	expired := time.After(limit)
+	for {
+		if seen >= steps {
+			arm()
+		}
 		select {
-		case e, ok := <-w.ResultChan():
+		case e, ok := <-rw.ResultChan():
 			if !ok {
-				return fmt.Sprintf("at the end of the watch, %d %s steps seen (last %q)", seen, target, last)
+				t.Fatalf("the watch of Releases ended (%s)", what())
 			}
 			u, ok := e.Object.(*unstructured.Unstructured)
 			if !ok {
@@ -254,12 +313,128 @@ func killMoment(t *testing.T, env *testenv.Env, rnd *rand.Rand) string {
 				seen++
 				last = u.GetName() + ": " + step
 			}
+		case e, ok := <-jw.ResultChan():
+			if !ok {
+				t.Fatalf("the watch of journals ended (%s)", what())
+			}
+			if !ops.see(e) {
+				continue
+			}
+			if ops.ending() {
+				return fmt.Sprintf("as the operations under way (%v) each had every step but the last done; %s", ops.names(), what())
+			}
+			if delay != nil && ops.underWay() && ops.waited {
+				return fmt.Sprintf("at a journal write of %v, none under way when %s had passed; %s", ops.names(), after, what())
+			}
+		case <-expired:
+			expired = nil
+			arm()
+		case <-delay:
+			if ops.underWay() {
+				return fmt.Sprintf("%s after %s", after, what())
+			}
+			// None under way: the moment is the next journal write of the process.
+			ops.waited = true
 		case <-ctx.Done():
-			return fmt.Sprintf("at %s, %d of %d %s steps seen (last %q)", limit, seen, steps, target, last)
+			t.Fatalf("no operation of the controller was under way within 2m (%s)", what())
 		}
 	}
-	sleepCtx(ctx, after)
-	return fmt.Sprintf("%s after %s step %d: %q", after, target, seen, last)
+}
+
+// journalsOf follows the journals that the controller process pid writes: an operation of the
+// process is under way while its journal, last written by the process, is there.
+type journalsOf struct {
+	pid int
+	// running are the releases whose journal the process wrote last, by how far the operation is.
+	running map[string]opStage
+	// waited says that the moment came while no operation was under way.
+	waited bool
+}
+
+// see takes in a watch event of a journal; it reports whether the event was one of the
+// process's operations.
+func (o *journalsOf) see(e watch.Event) bool {
+	sec, ok := e.Object.(*corev1.Secret)
+	if !ok || sec.Type != release.JournalSecretType {
+		return false
+	}
+	name := sec.Labels["name"]
+	j, mine := o.journal(sec)
+	if e.Type == watch.Deleted || !mine {
+		_, was := o.running[name]
+		delete(o.running, name)
+		return was
+	}
+	prev, was := o.running[name]
+	switch {
+	case j.Plan == nil || len(j.Steps) < len(j.Plan.Steps)-1:
+		o.running[name] = working
+	case was && prev == working:
+		o.running[name] = lastStep
+	case !was:
+		o.running[name] = resumedAtLastStep
+	}
+	return true
+}
+
+// opStage is how far an operation under way is.
+type opStage int
+
+const (
+	// working: steps before the last are left.
+	working opStage = iota
+	// lastStep: every step but the last was done while the operation was watched.
+	lastStep
+	// resumedAtLastStep: the operation was first seen with every step but the last done (it
+	// finishes an operation that an earlier kill interrupted there, or it began unwatched).
+	resumedAtLastStep
+)
+
+// journal decodes the journal of sec and reports whether the process wrote it and it runs.
+func (o *journalsOf) journal(sec *corev1.Secret) (*release.Journal, bool) {
+	var j release.Journal
+	if err := json.Unmarshal(sec.Data["journal"], &j); err != nil {
+		return nil, false
+	}
+	return &j, j.State == release.JournalRunning && strings.Contains(j.Holder, fmt.Sprintf("(pid %d on host ", o.pid))
+}
+
+func (o *journalsOf) underWay() bool { return len(o.running) > 0 }
+
+// ending reports whether operations are under way, each has done every step but its last, and
+// one of them got there while watched. (One only seen at its last step is left to end: else a
+// kill there, and the next one on its resumption, would never let it.)
+func (o *journalsOf) ending() bool {
+	watched := false
+	for _, s := range o.running {
+		if s == working {
+			return false
+		}
+		watched = watched || s == lastStep
+	}
+	return watched
+}
+
+func (o *journalsOf) names() []string { return slices.Sorted(maps.Keys(o.running)) }
+
+// operationsOf lists the releases whose operation the killed controller process pid left under
+// way: their journal is there, running, and the process wrote it last. As the process is gone,
+// that is what was under way when it was killed.
+func operationsOf(t *testing.T, env *testenv.Env, pid int) []string {
+	t.Helper()
+	secrets, err := env.Client.CoreV1().Secrets(env.Namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "owner=berth"})
+	if err != nil {
+		t.Fatalf("list journals: %v", err)
+	}
+	o := journalsOf{pid: pid}
+	var out []string
+	for _, sec := range secrets.Items {
+		if _, mine := o.journal(&sec); mine && sec.Type == release.JournalSecretType {
+			out = append(out, sec.Labels["name"])
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // c4Problems checks the cluster once every Release converged: no Helm record pending, no

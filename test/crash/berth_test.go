@@ -38,13 +38,20 @@ var berthBinary = sync.OnceValues(func() (string, error) {
 type run struct {
 	out    string
 	err    error
+	pid    int
 	killed bool // ended by SIGKILL
-	took   time.Duration
+}
+
+// process is a berth process that runs in the background.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process ended
+	r    run
 }
 
 // berthProcess starts berth against the test's cluster and namespace with extra environment
-// variables; wait returns its outcome.
-func berthProcess(t testing.TB, env *testenv.Env, vars []string, args ...string) (wait func() run) {
+// variables.
+func berthProcess(t testing.TB, env *testenv.Env, vars []string, args ...string) *process {
 	t.Helper()
 	bin, err := berthBinary()
 	if err != nil {
@@ -55,29 +62,40 @@ func berthProcess(t testing.TB, env *testenv.Env, vars []string, args ...string)
 	cmd.Env = append(os.Environ(), vars...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatalf("start berth: %v", err)
 	}
-	return func() run {
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
 		defer cancel()
 		err := cmd.Wait()
-		r := run{out: out.String(), err: err, took: time.Since(start)}
+		p.r = run{out: out.String(), err: err, pid: cmd.Process.Pid}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-				r.killed = true
+				p.r.killed = true
 			}
 		}
-		return r
-	}
+	}()
+	return p
+}
+
+// kill sends SIGKILL to the process. Whether it ended the process, or the process had ended
+// already, its outcome says.
+func (p *process) kill() { p.cmd.Process.Kill() }
+
+// wait returns the outcome of the process once it ended.
+func (p *process) wait() run {
+	<-p.done
+	return p.r
 }
 
 // berth runs berth to its end.
 func berth(t testing.TB, env *testenv.Env, vars []string, args ...string) run {
 	t.Helper()
-	return berthProcess(t, env, vars, args...)()
+	return berthProcess(t, env, vars, args...).wait()
 }
 
 // mustBerth runs berth and fails the test when it fails.

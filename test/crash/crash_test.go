@@ -1,6 +1,7 @@
 package crash
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -70,14 +71,18 @@ var followUps = []string{"recover", "rerun", "recover --rollback"}
 
 // tally counts trials across the suite's parallel tests.
 type tally struct {
-	mu                          sync.Mutex
-	trials, converged, failures int
+	mu                               sync.Mutex
+	trials, mid, converged, failures int
 }
 
-func (s *tally) add(ok bool) {
+// add counts a trial: whether its kill landed mid-operation and whether the release converged.
+func (s *tally) add(mid, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.trials++
+	if mid {
+		s.mid++
+	}
 	if ok {
 		s.converged++
 	} else {
@@ -98,12 +103,20 @@ func randomTrials(t *testing.T) int {
 	return n
 }
 
+// minRandomMid is how many of n kills at random moments must land mid-operation: all but one in
+// five. A random moment is drawn within the operation and cut short before its last step, so
+// only a kill that the operation outran in its last step (a few requests) misses.
+func minRandomMid(n int) int { return n - n/5 }
+
 // TestS6KilledAnywhereConverges kills berth after every journal write and at random moments of each operation, runs
-// one follow-up command and checks that the release converged.
+// one follow-up command and checks that the release converged. Each kill counts as mid-operation
+// only when berth was still running and the operation's journal was there, written by it: each
+// kill after a journal write but the last (its deletion) must be, and all but one in five of the
+// kills at random moments.
 func TestS6KilledAnywhereConverges(t *testing.T) {
 	var sum tally
 	t.Cleanup(func() {
-		line := fmt.Sprintf("crash suite: %d trials, %d converged, %d failures", sum.trials, sum.converged, sum.failures)
+		line := fmt.Sprintf("crash suite: %d trials, %d killed mid-operation, %d converged, %d failures", sum.trials, sum.mid, sum.converged, sum.failures)
 		t.Log(line)
 		fmt.Println(line)
 		// go test hides a passing package's output; the Makefile prints this file after the run.
@@ -114,41 +127,93 @@ func TestS6KilledAnywhereConverges(t *testing.T) {
 		}
 	})
 	random := randomTrials(t)
-	for _, op := range operations {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("BERTH_CRASH_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("BERTH_CRASH_SEED=%q: want a number", s)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (BERTH_CRASH_SEED=%d repeats these kill moments)", seed, seed)
+	for k, op := range operations {
 		t.Run(op.name, func(t *testing.T) {
 			t.Parallel()
+			rnd := rand.New(rand.NewPCG(seed, uint64(k)))
 			env := testenv.New(t)
 			chart := crashChart(t)
 			trial := 0
-			// One trial per journal write, until a run is not killed: the write count is past the end.
-			var full time.Duration
+			mid := func(rel string, r run) bool {
+				t.Helper()
+				ok, err := midOperation(t.Context(), env, rel, r)
+				if err != nil {
+					t.Fatalf("read the journal of %s after the kill: %v", rel, err)
+				}
+				return ok
+			}
+			// One trial per journal write, until a run is not killed: the write count is past the
+			// end. That run tells how long the operation's journal lives before its last step.
+			var writes, stepMid int
+			var span time.Duration
 			for n := 1; n <= 30; n++ {
 				rel := fmt.Sprintf("%s-s%d", op.name, n)
 				op.setup(t, env, chart, rel)
+				ctx, cancel := context.WithCancel(t.Context())
+				events := watchJournal(ctx, t, env, rel)
 				r := berth(t, env, []string{fmt.Sprintf("BERTH_TEST_KILL_AFTER_STEP=%d", n)}, op.args(chart, rel)...)
 				if !r.killed {
 					if r.err != nil {
 						t.Fatalf("%s without a kill: %v\n%s", op.name, r.err, r.out)
 					}
-					full = r.took
+					span = journalTimes(t, events)
+					cancel()
+					writes = n - 1
 					break
 				}
-				sum.add(followUp(t, env, op, chart, rel, followUps[trial%len(followUps)], true, fmt.Sprintf("killed after journal write %d", n)))
+				cancel()
+				m := mid(rel, r)
+				if m {
+					stepMid++
+				}
+				sum.add(m, followUp(t, env, op, chart, rel, followUps[trial%len(followUps)], true, fmt.Sprintf("killed after journal write %d", n)))
 				trial++
 			}
-			if full == 0 {
+			if writes == 0 {
 				t.Fatalf("%s was killed after each of 30 journal writes", op.name)
 			}
+			// Random moments within the operation: from the creation of its journal, less than
+			// the time it took the run above to get to its last step.
+			randomMid := 0
 			for i := range random {
 				rel := fmt.Sprintf("%s-r%d", op.name, i)
 				op.setup(t, env, chart, rel)
-				after := time.Duration(rand.Int64N(int64(full)))
-				r := berth(t, env, []string{"BERTH_TEST_KILL_AFTER=" + after.String()}, op.args(chart, rel)...)
+				ctx, cancel := context.WithCancel(t.Context())
+				events := watchJournal(ctx, t, env, rel)
+				p := berthProcess(t, env, nil, op.args(chart, rel)...)
+				when := killWithin(p, events, time.Duration(rnd.Int64N(int64(span)+1)))
+				r := p.wait()
+				cancel()
 				if !r.killed && r.err != nil {
-					t.Errorf("%s killed at %s: failed without being killed: %v\n%s", op.name, after, r.err, r.out)
+					t.Errorf("%s %s: failed without being killed: %v\n%s", op.name, when, r.err, r.out)
 				}
-				sum.add(followUp(t, env, op, chart, rel, followUps[trial%len(followUps)], false, fmt.Sprintf("killed after %s", after)))
+				m := mid(rel, r)
+				if m {
+					randomMid++
+				} else {
+					t.Logf("%s %s: not mid-operation", op.name, when)
+				}
+				sum.add(m, followUp(t, env, op, chart, rel, followUps[trial%len(followUps)], m, when))
 				trial++
+			}
+			t.Logf("%s: %d of %d trials killed mid-operation (%d of %d after a journal write, %d of %d at a random moment)",
+				op.name, stepMid+randomMid, writes+random, stepMid, writes, randomMid, random)
+			// The last journal write is its deletion, when the operation has ended.
+			if stepMid != writes-1 {
+				t.Errorf("%s: %d of %d kills after a journal write landed mid-operation, want %d: all but the one after the journal's deletion",
+					op.name, stepMid, writes, writes-1)
+			}
+			if want := minRandomMid(random); randomMid < want {
+				t.Errorf("%s: %d of %d kills at a random moment landed mid-operation, want at least %d", op.name, randomMid, random, want)
 			}
 		})
 	}

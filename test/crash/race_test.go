@@ -35,7 +35,7 @@ func TestS6RacingProcessesOneProceeds(t *testing.T) {
 		t.Fatalf("neither upgrade took the lease: %v", err)
 	}
 	c := berthProcess(t, env, nil, append(args, "--wait-for-lock")...)
-	ra, rb, rc := a(), b(), c()
+	ra, rb, rc := a.wait(), b.wait(), c.wait()
 	var ok, refused []run
 	for _, r := range []run{ra, rb} {
 		if r.err == nil {
