@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
@@ -304,7 +305,7 @@ func (r *Reconciler) warnAuthFailed(rel *v1alpha1.Release, err error) {
 	if !errors.As(err, &authErr) {
 		return
 	}
-	if c := findCondition(rel.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonAuthenticationFailed {
+	if c := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonAuthenticationFailed {
 		return
 	}
 	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonAuthenticationFailed, "fetch", "%s", eventNote(err))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -189,7 +190,7 @@ func notReady(dep *v1alpha1.Release) string {
 	case dep.Status.ObservedGeneration != dep.Generation:
 		return fmt.Sprintf("generation %d not reconciled yet", dep.Generation)
 	}
-	c := findCondition(dep.Status.Conditions, ConditionReady)
+	c := meta.FindStatusCondition(dep.Status.Conditions, ConditionReady)
 	switch {
 	case c == nil:
 		return "not reconciled yet"

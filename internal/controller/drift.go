@@ -197,7 +197,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, rel *v1alpha1.Release, d *d
 		setCondition(rel, ConditionDrifted, metav1.ConditionUnknown, ReasonDriftCheckFailed, errorLine(err))
 		return
 	}
-	prev := findCondition(rel.Status.Conditions, ConditionDrifted)
+	prev := meta.FindStatusCondition(rel.Status.Conditions, ConditionDrifted)
 	if len(found) == 0 {
 		// A correction stays the last word until something drifts again.
 		if prev == nil || prev.Status != metav1.ConditionFalse || prev.ObservedGeneration != rel.Generation {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -416,7 +417,7 @@ func (r *Reconciler) waitForDependents(ctx context.Context, rel *v1alpha1.Releas
 			Next:    fmt.Sprintf("delete Release %s, or remove %s from its spec.dependsOn", name, rel.Name),
 		})
 	}
-	if c := findCondition(orig.Status.Conditions, ConditionReady); c == nil || c.Reason != ReasonDependentsExist || c.Message != msg {
+	if c := meta.FindStatusCondition(orig.Status.Conditions, ConditionReady); c == nil || c.Reason != ReasonDependentsExist || c.Message != msg {
 		r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, ReasonDependentsExist, "uninstall", "%s", msg)
 	}
 	// The dependents' deletion wakes this Release; the requeue is a fallback.

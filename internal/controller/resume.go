@@ -3,6 +3,8 @@ package controller
 import (
 	"encoding/json"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/release"
 )
@@ -14,7 +16,7 @@ import (
 func releasedUnsaid(rel *v1alpha1.Release, last *recorded, chartVersion string, d *desired) bool {
 	st := rel.Status
 	return last != nil && last.Exists && last.Deployed && last.Version != st.Revision &&
-		findCondition(st.Conditions, ConditionReconciling) != nil &&
+		meta.FindStatusCondition(st.Conditions, ConditionReconciling) != nil &&
 		st.LastAttemptedGeneration == rel.Generation && st.LastAttemptedChartVersion == chartVersion &&
 		st.LastAttemptedValuesDigest == d.ValuesDigest && finishesAsIs(last.Record, chartVersion, d.Values)
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -268,7 +268,7 @@ func nextAction(rel *v1alpha1.Release, last *recorded, chartVersion, valuesDiges
 	inStatus := last != nil && last.Exists && last.Deployed && last.Version == st.Revision &&
 		st.ChartVersion == chartVersion && st.ValuesDigest == valuesDigest
 	if inStatus {
-		ready := isTrue(st.Conditions, ConditionReady)
+		ready := meta.IsStatusConditionTrue(st.Conditions, ConditionReady)
 		if ready && st.ObservedGeneration == rel.Generation && len(st.Blockers) == 0 {
 			return actNone
 		}
@@ -277,27 +277,9 @@ func nextAction(rel *v1alpha1.Release, last *recorded, chartVersion, valuesDiges
 	// An attempt that ended in failure is not repeated; one that was interrupted (the
 	// controller stopped while Reconciling) is resumed.
 	if st.LastAttemptedGeneration == rel.Generation && st.LastAttemptedChartVersion == chartVersion &&
-		st.LastAttemptedValuesDigest == valuesDigest && hasStatus(st.Conditions, ConditionReady, metav1.ConditionFalse) &&
-		findCondition(st.Conditions, ConditionReconciling) == nil {
+		st.LastAttemptedValuesDigest == valuesDigest && meta.IsStatusConditionFalse(st.Conditions, ConditionReady) &&
+		meta.FindStatusCondition(st.Conditions, ConditionReconciling) == nil {
 		return actWaitForChange
 	}
 	return actRelease
-}
-
-func isTrue(conds []metav1.Condition, t string) bool {
-	return hasStatus(conds, t, metav1.ConditionTrue)
-}
-
-func hasStatus(conds []metav1.Condition, t string, status metav1.ConditionStatus) bool {
-	c := findCondition(conds, t)
-	return c != nil && c.Status == status
-}
-
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }

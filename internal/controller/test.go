@@ -96,13 +96,13 @@ func keepTestFailure(rel *v1alpha1.Release, d *desired) bool {
 		meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionTested)
 		return false
 	}
-	tested := findCondition(rel.Status.Conditions, ConditionTested)
+	tested := meta.FindStatusCondition(rel.Status.Conditions, ConditionTested)
 	if tested == nil || tested.Status != metav1.ConditionFalse {
 		return false
 	}
 	// The same outcome, for the current generation: the blockers stay as they are.
 	for _, t := range []string{ConditionTested, ConditionReady, ConditionStalled} {
-		if c := findCondition(rel.Status.Conditions, t); c != nil {
+		if c := meta.FindStatusCondition(rel.Status.Conditions, t); c != nil {
 			setCondition(rel, t, c.Status, c.Reason, c.Message)
 		}
 	}

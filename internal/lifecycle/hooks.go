@@ -79,14 +79,9 @@ type ranHook struct {
 	skipped bool
 }
 
-// runHooks runs the release's hooks for event one after another, in Helm's order, each to an
-// observed outcome; it stops at the first that fails. Each hook's last run is recorded in rel.
-func (d Deps) runHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, skip bool) error {
-	_, err := d.runEventHooks(ctx, rel, event, hookRunOptions{skip: skip})
-	return err
-}
-
-// runEventHooks is runHooks with options; it returns the logs it was asked to keep.
+// runEventHooks runs the release's hooks for event one after another, in Helm's order, each to
+// an observed outcome; it stops at the first that fails. Each hook's last run is recorded in rel.
+// It returns the logs it was asked to keep.
 func (d Deps) runEventHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, o hookRunOptions) ([]HookLogs, error) {
 	if o.skip {
 		return nil, nil
