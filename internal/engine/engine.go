@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -73,6 +74,14 @@ type Options struct {
 	UIDs map[resource.Identity]types.UID
 	// Before holds the live objects before the operation, to tell created from configured.
 	Before map[resource.Identity]*unstructured.Unstructured
+	// Applied holds objects as a server-side dry run of their apply returned them, when Before
+	// holds them whole, read along with the dry run. An object whose dry run returned its live
+	// object exactly (same resourceVersion, same managed fields, same content) would not be
+	// changed by its apply: the apply is not made, and the object is unchanged. Objects whose
+	// apply may do more than its dry run showed must not be here. Once a step that runs hooks or
+	// adopts objects has run (either may change objects after their dry run), every object is
+	// applied.
+	Applied map[resource.Identity]*unstructured.Unstructured
 	// Readiness are the rules of wait-ready steps.
 	Readiness readiness.Options
 	// Delete are the options of every deletion (propagation: foreground when empty).
@@ -258,6 +267,8 @@ type execution struct {
 	res  *Result
 	// beside are the steps running beside the current one, in plan order.
 	beside []*besideStep
+	// stale says a step ran that may have changed objects since their dry run (guarded by mu).
+	stale bool
 }
 
 func (x *execution) run(ctx context.Context, step plan.Step) error {
@@ -279,6 +290,11 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 	case plan.Record, plan.RunHooks, plan.Adopt, plan.Validate:
 		if x.opts.Steps == nil {
 			return fmt.Errorf("no runner for %s steps", step.Action)
+		}
+		if step.Action == plan.RunHooks || step.Action == plan.Adopt {
+			x.mu.Lock()
+			x.stale = true
+			x.mu.Unlock()
 		}
 		return x.opts.Steps.RunStep(ctx, step)
 	case plan.WaitAbsent:
@@ -366,6 +382,10 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 	if !ok {
 		return fmt.Errorf("%s: not among the desired objects", id)
 	}
+	if x.unchanged(id) {
+		x.record(stepID, id, Unchanged, 0)
+		return nil
+	}
 	start := time.Now()
 	live, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{})
 	if err != nil {
@@ -379,12 +399,29 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 			change = Unchanged
 		}
 	}
+	x.record(stepID, id, change, took)
+	return nil
+}
+
+// unchanged reports whether applying the object of id would change nothing: the dry run of its
+// apply returned the live object as it was, resourceVersion and managed fields included, and
+// nothing ran since that may have changed it.
+func (x *execution) unchanged(id resource.Identity) bool {
+	x.mu.Lock()
+	stale := x.stale
+	x.mu.Unlock()
+	applied, before := x.opts.Applied[id], x.opts.Before[id]
+	return !stale && applied != nil && before != nil && before.GetResourceVersion() != "" &&
+		equality.Semantic.DeepEqual(applied.Object, before.Object)
+}
+
+// record says what happened to the object of id, and how long it took.
+func (x *execution) record(stepID string, id resource.Identity, change Change, took time.Duration) {
 	x.mu.Lock()
 	x.res.Changes[id] = change
 	x.res.Took[id] = took
 	x.mu.Unlock()
 	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
-	return nil
 }
 
 func (x *execution) delete(ctx context.Context, stepID string, id resource.Identity) error {
@@ -402,11 +439,7 @@ func (x *execution) delete(ctx context.Context, stepID string, id resource.Ident
 	if r == cluster.AlreadyGone {
 		change = Gone
 	}
-	x.mu.Lock()
-	x.res.Changes[id] = change
-	x.res.Took[id] = took
-	x.mu.Unlock()
-	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
+	x.record(stepID, id, change, took)
 	return nil
 }
 

@@ -160,7 +160,9 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	fwd, cancelFwd := o.forward(ctx, o.RollbackOnFailure)
 	defer cancelFwd()
 	if pl, err = d.op.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
-		_, err = d.execute(fwd, release.OpInstall, pl, r, d.engineOptions(p, before, nil, o.WaitOptions))
+		opts := d.engineOptions(p, before, nil, o.WaitOptions)
+		opts.Applied = s.unchanged(p, o.TakeOwnership)
+		_, err = d.execute(fwd, release.OpInstall, pl, r, opts)
 	}
 	if err != nil {
 		return rel, d.fail(ctx, r, pl, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, func(ctx context.Context) error {

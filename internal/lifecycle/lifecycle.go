@@ -34,6 +34,8 @@ type Cluster interface {
 	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
 	// Live returns the metadata of the objects of ids that exist.
 	Live(ctx context.Context, ids []resource.Identity) (map[resource.Identity]*unstructured.Unstructured, error)
+	// LiveObjects returns the objects of objs that exist, whole, with as many requests as Live.
+	LiveObjects(ctx context.Context, objs []*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error)
 	// AdoptFields makes berth the owner of the fields Helm set on an object.
 	AdoptFields(ctx context.Context, id resource.Identity) error
 	// Dependents lists the objects that name id as their owner.
@@ -220,6 +222,7 @@ func live(ctx context.Context, c Cluster, objs []*unstructured.Unstructured) (ma
 // CRDs of the chart that are missing, and whether the API server accepts every object (server-side
 // dry run). Each has its error.
 type survey struct {
+	// before are the live objects, whole.
 	before          map[resource.Identity]*unstructured.Unstructured
 	crds            []*unstructured.Unstructured
 	liveErr, crdErr error
@@ -228,12 +231,12 @@ type survey struct {
 	applied map[resource.Identity]*unstructured.Unstructured
 }
 
-// surveyCluster reads the live state of objs while it validates the prepared objects: neither
-// changes anything, so they go at once.
+// surveyCluster reads the live objects of objs, whole, while it validates the prepared objects:
+// neither changes anything, so they go at once.
 func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstructured.Unstructured) survey {
 	var s survey
 	var wg sync.WaitGroup
-	wg.Go(func() { s.before, s.liveErr = live(ctx, c, objs) })
+	wg.Go(func() { s.before, s.liveErr = c.LiveObjects(ctx, objs) })
 	wg.Go(func() {
 		if s.crds, s.crdErr = p.missingCRDs(ctx, c); s.crdErr == nil {
 			s.applied, s.validationErr = preflight(ctx, c, p, s.crds)
@@ -241,6 +244,30 @@ func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstruct
 	})
 	wg.Wait()
 	return s
+}
+
+// unchanged returns the dry-run results of the objects the engine may leave alone when their
+// dry run returned the live object as it is (engine.Options.Applied), leaving out every object
+// whose apply may do more than its dry run showed: all with --take-ownership, objects whose
+// Helm fields are adopted first, CRDs (applying one makes its kinds known) and objects of kinds
+// not served yet (never dry run).
+func (s survey) unchanged(p *prepared, takeOwnership bool) map[resource.Identity]*unstructured.Unstructured {
+	if takeOwnership {
+		return nil
+	}
+	adopted := map[resource.Identity]bool{}
+	for _, obj := range adoptedFromHelm(p.objects, s.before) {
+		adopted[resource.IdentityOf(obj)] = true
+	}
+	out := map[resource.Identity]*unstructured.Unstructured{}
+	for _, obj := range p.objects {
+		id := resource.IdentityOf(obj)
+		if applied := s.applied[id]; applied != nil && s.before[id] != nil && !adopted[id] && !id.IsCRD() &&
+			!p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
+			out[id] = applied
+		}
+	}
+	return out
 }
 
 // OwnershipError says an object exists but belongs to someone else.
@@ -303,15 +330,6 @@ func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured
 		return nil, &ValidationError{Err: err}
 	}
 	return applied, nil
-}
-
-// adopt takes over the fields Helm set on the desired objects that exist already, so that applying
-// them removes what left the chart (a release Helm installed, an object adopted with
-// --take-ownership).
-func (d Deps) adopt(ctx context.Context, desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) error {
-	return forEach(ctx, adoptedFromHelm(desired, before), func(ctx context.Context, obj *unstructured.Unstructured) error {
-		return d.Cluster.AdoptFields(ctx, resource.IdentityOf(obj))
-	})
 }
 
 // adoptedFromHelm returns the desired objects that exist with fields Helm set.

@@ -214,7 +214,9 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	fwd, cancelFwd := r.wait.forward(ctx, r.rollbackOnFailure)
 	defer cancelFwd()
 	if pl, err = d.op.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
-		_, err = d.execute(fwd, r.op, pl, run, d.engineOptions(p, before, uids(before), r.wait))
+		opts := d.engineOptions(p, before, uids(before), r.wait)
+		opts.Applied = s.unchanged(p, r.takeOwnership)
+		_, err = d.execute(fwd, r.op, pl, run, opts)
 	}
 	if err != nil {
 		return d.fail(ctx, run, pl, r.failure, err, r.rollbackOnFailure, r.undo)
