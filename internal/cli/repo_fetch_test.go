@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/berthdev/berth/internal/testnet"
 )
 
 // useHelmHome points Helm's files at new directories of the test's.
@@ -26,48 +26,11 @@ func useHelmHome(t *testing.T) {
 	}
 }
 
-// silentServer accepts TCP connections and never answers; arrived receives one value per
-// connection.
-func silentServer(t *testing.T) (addr string, arrived <-chan struct{}) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan struct{}, 16)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			select {
-			case got <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String(), got
-}
-
 // TestRepoAddSilentServer: `repo add` of a server that never answers fails when --timeout
 // comes, naming the host, and returns when its context is canceled; nothing is added.
 func TestRepoAddSilentServer(t *testing.T) {
 	useHelmHome(t)
-	addr, arrived := silentServer(t)
+	addr, arrived := testnet.SilentListener(t)
 	_, _, err := run(t, "repo", "add", "silent", "http://"+addr, "--timeout", "200ms")
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "did not answer in time") || !strings.Contains(err.Error(), "nothing was added") {
 		t.Errorf("repo add of a silent server: got %v, want an error naming %s that says it did not answer in time", err, addr)
@@ -94,8 +57,8 @@ func TestRepoAddSilentServer(t *testing.T) {
 // two registries are refused before any request, with what to do instead.
 func TestDependencyUpdateCredentialsForTwoRegistries(t *testing.T) {
 	useHelmHome(t)
-	a, aArrived := silentServer(t)
-	b, bArrived := silentServer(t)
+	a, aArrived := testnet.SilentListener(t)
+	b, bArrived := testnet.SilentListener(t)
 	dir := filepath.Join(t.TempDir(), "app")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/source"
+	"github.com/berthdev/berth/internal/testnet"
 	"github.com/berthdev/berth/test/testca"
 )
 
@@ -108,7 +109,7 @@ func TestCLIFetchesFromSilentServersTimeOut(t *testing.T) {
 	} {
 		for _, fetch := range cliFetches(caFile) {
 			t.Run(tt.name+", "+fetch.name, func(t *testing.T) {
-				silent, _ := silentListener(t)
+				silent, _ := testnet.SilentListener(t)
 				o := patient()
 				tt.opts(&o)
 				ctx, cancel := context.WithTimeout(t.Context(), tt.deadline)
@@ -139,7 +140,7 @@ func TestCLIFetchesFromSilentServersTimeOut(t *testing.T) {
 func TestCLIFetchesFromSilentServersAreCanceled(t *testing.T) {
 	for _, fetch := range cliFetches("") {
 		t.Run(fetch.name, func(t *testing.T) {
-			silent, arrived := silentListener(t)
+			silent, arrived := testnet.SilentListener(t)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			run := fetch.prepare(t, settingsIn(t), patient(), "http://"+silent)

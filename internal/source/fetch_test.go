@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -22,6 +21,7 @@ import (
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/source"
+	"github.com/berthdev/berth/internal/testnet"
 	"github.com/berthdev/berth/test/berthtest"
 )
 
@@ -101,43 +101,6 @@ func tricklingServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// silentListener accepts TCP connections, reads nothing and writes nothing until the test
-// ends; arrived receives one value per connection.
-func silentListener(t *testing.T) (addr string, arrived <-chan struct{}) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan struct{}, 64)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			select {
-			case got <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String(), got
-}
-
 // patient are fetch options whose own timeouts never end a test's fetch: only the test's
 // context or the option a test shortens does.
 func patient() source.FetchOptions {
@@ -170,7 +133,7 @@ func wantTimeout(t *testing.T, err error, host string, step source.TimeoutStep) 
 func TestFetchFromSilentServersTimesOut(t *testing.T) {
 	hung, _ := hungServer(t)
 	trickling := tricklingServer(t)
-	silent, _ := silentListener(t)
+	silent, _ := testnet.SilentListener(t)
 	plainHTTP := func(o *source.Options) { o.PlainHTTP = true }
 	tests := []struct {
 		name     string
@@ -222,7 +185,7 @@ func TestFetchFromSilentServersTimesOut(t *testing.T) {
 // its context is canceled, with an error that says so, whatever the fetcher's own timeouts.
 func TestFetchFromSilentServersIsCanceled(t *testing.T) {
 	hung, hungArrived := hungServer(t)
-	silent, silentArrived := silentListener(t)
+	silent, silentArrived := testnet.SilentListener(t)
 	tests := []struct {
 		name    string
 		repoURL string
