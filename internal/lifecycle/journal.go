@@ -80,11 +80,12 @@ func (o *operation) fenced(ctx context.Context, limit time.Duration) (context.Co
 
 // remaining is the context of an undo after a failure: without ctx's cancellation by a signal or
 // by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
-// undo has what is left of it. When nothing is left, it returns a *NoTimeLeftError.
+// undo has what is left of it (a context without a deadline gives it an operation's time). When nothing is left, it returns a *NoTimeLeftError.
 func (o *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
-		return context.WithoutCancel(ctx), func() {}, nil
+		// Not an operation's context: the undo has the time of an operation.
+		dl = time.Now().Add(WaitOptions{}.limit())
 	}
 	left := time.Until(dl)
 	if left <= 0 {
