@@ -12,6 +12,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // TestMissingServiceAccountStalls: a Release that names a ServiceAccount that does not exist is
@@ -21,7 +22,7 @@ func TestMissingServiceAccountStalls(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	c := startController(t, env)
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "ghost")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, webChart(t)), "ghost")
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
 	}
@@ -46,13 +47,13 @@ func TestDefaultServiceAccount(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	installCRD(t, env)
-	runControllerWith(t, env, controller.Options{
+	releasetest.RunController(t, env, controller.Options{
 		Namespace: env.Namespace, MetricsBindAddress: "0", CacheDir: t.TempDir(),
 		Logger:                logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
 		DefaultServiceAccount: "releaser",
 	})
 	c := startClient(t, env)
-	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "")); err != nil {
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, webChart(t)), "")); err != nil {
 		t.Fatal(err)
 	}
 	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {

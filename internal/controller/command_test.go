@@ -8,6 +8,7 @@ import (
 	"github.com/berthdev/berth/internal/cli"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // TestControllerCommand runs `berth controller` as a user does, against a kubeconfig, until a
@@ -17,7 +18,7 @@ func TestControllerCommand(t *testing.T) {
 	installCRD(t, env)
 	c := startClient(t, env)
 	deployer(t, env, "deployer")
-	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")); err != nil {
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, webChart(t)), "deployer")); err != nil {
 		t.Fatal(err)
 	}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // smallestReleaseYAML is the smallest Release, as a user writes it.
@@ -54,7 +55,7 @@ func TestReleaseInstallUpgradeSteadyStateUninstall(t *testing.T) {
 	deployer(t, env, "deployer")
 	steps := watchSteps(t, env)
 	// Exactly as written: applied from YAML, not through the Go types.
-	env.Apply(t, smallestReleaseYAML(env.Namespace, serveCharts(t, webChart(t)), "deployer"))
+	env.Apply(t, smallestReleaseYAML(env.Namespace, releasetest.ServeCharts(t, webChart(t)), "deployer"))
 
 	// Installed: Ready, recorded in Helm's format in the target namespace, objects there.
 	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
@@ -134,7 +135,7 @@ func TestReleaseWithoutRightsNamesThePermission(t *testing.T) {
 	if _, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).Create(t.Context(), serviceAccount("nobody"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "nobody")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, webChart(t)), "nobody")
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestReleaseAdoptsARecordedRelease(t *testing.T) {
 	berthtest.MustBerth(t, env, "install", "web", chart, "--set", "replicas=5")
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, chart), "deployer")); err != nil {
 		t.Fatal(err)
 	}
 	got := waitFor(t, c, env.Namespace, "web", "has upgraded the release berth installed", readyAt(2))
@@ -280,7 +281,7 @@ spec:
       containers: [{name: migrate, image: example.invalid/migrate}]
 `,
 	})
-	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, chart), "deployer")); err != nil {
 		t.Fatal(err)
 	}
 	got := waitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
@@ -367,7 +368,7 @@ func TestReleaseBlockedUninstallNamesTheFinalizer(t *testing.T) {
 	chart := berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, finalizers: [example.com/hold]}\ndata: {replicas: \"{{ .Values.replicas }}\"}\n",
 	})
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, chart), "deployer")
 	rel.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
@@ -429,7 +430,7 @@ spec:
       containers: [{name: migrate, image: example.invalid/migrate}]
 `,
 	})
-	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")); err != nil {
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, chart), "deployer")); err != nil {
 		t.Fatal(err)
 	}
 	// Stop the controller while the pre-install hook runs, then start another.

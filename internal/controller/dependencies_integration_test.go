@@ -18,6 +18,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // slowChart is a chart whose install ends with a post-install hook Job that runs three seconds,
@@ -69,7 +70,7 @@ func TestReleaseDependsOnOrdersInstallAndUninstall(t *testing.T) {
 	runController(t, env, 2)
 	c := startClient(t, env)
 	deployer(t, env, "deployer")
-	url := serveCharts(t, slowChart(t, "db"), slowChart(t, "app"))
+	url := releasetest.ServeCharts(t, slowChart(t, "db"), slowChart(t, "app"))
 	ns := env.Namespace
 
 	// Created at once, the dependent first.
@@ -243,7 +244,7 @@ func TestReleaseDependencyCycleIsStalled(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	url := serveCharts(t, slowChart(t, "db"))
+	url := releasetest.ServeCharts(t, slowChart(t, "db"))
 	ns := env.Namespace
 	for _, rel := range []*v1alpha1.Release{
 		releaseOf(ns, url, "db", "a", "b"), releaseOf(ns, url, "db", "b", "a"), releaseOf(ns, url, "db", "self", "self"),

@@ -13,6 +13,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // appChart has a Deployment and a ConfigMap of its replicas value.
@@ -63,7 +64,7 @@ func TestReleaseDriftDetectThenCorrect(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, appChart(t)), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, appChart(t)), "deployer")
 	rel.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftDetect}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // TestDriftCorrectionHoldsTheLease: drift is corrected only while the controller holds the
@@ -21,7 +22,7 @@ func TestDriftCorrectionHoldsTheLease(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, appChart(t)), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, appChart(t)), "deployer")
 	rel.Spec.Drift = &v1alpha1.DriftSpec{Mode: v1alpha1.DriftCorrect}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)

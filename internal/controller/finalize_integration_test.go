@@ -18,6 +18,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // hookChart is a chart with a ConfigMap and a pre-delete hook Job whose Pods end as outcome
@@ -48,7 +49,7 @@ func TestReleaseFailingPreDeleteHookHoldsUntilHooksAreDisabled(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, hookChart(t, "fail")), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, hookChart(t, "fail")), "deployer")
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestReleaseInDeletedNamespaceLetsItGo(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, hookChart(t, "succeed")), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, hookChart(t, "succeed")), "deployer")
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestReleaseInDeletedNamespaceSkipsHooksItCannotCreate(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.RbacV1().ClusterRoleBindings().Delete(context.WithoutCancel(ctx), binding.Name, metav1.DeleteOptions{})
 	})
-	rel := smallestRelease(t, ns, serveCharts(t, hookChart(t, "succeed")), "deployer")
+	rel := smallestRelease(t, ns, releasetest.ServeCharts(t, hookChart(t, "succeed")), "deployer")
 	if err := c.Create(ctx, rel); err != nil {
 		t.Fatal(err)
 	}

@@ -2,20 +2,11 @@ package controller_test
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/provenance"
-	"helm.sh/helm/v4/pkg/repo/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -71,72 +62,7 @@ func runController(t *testing.T, env *testenv.Env, reconciles ...int) (stop func
 	if len(reconciles) > 0 {
 		o.Concurrency = reconciles[0]
 	}
-	return runControllerWith(t, env, o)
-}
-
-// runControllerWith runs a controller with options o until stop is called or the test ends.
-func runControllerWith(t *testing.T, env *testenv.Env, o controller.Options) (stop func()) {
-	t.Helper()
-	mgr, err := controller.NewManager(env.Config, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("controller: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-// serveCharts serves a Helm chart repository of the packaged charts (.tgz) given, each with its
-// provenance file (.tgz.prov) when it has one.
-func serveCharts(t *testing.T, packages ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	t.Cleanup(srv.Close)
-	index := repo.NewIndexFile()
-	for _, p := range packages {
-		ch, err := loader.Load(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := filepath.Base(p)
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		// A provenance file beside the package is served beside it.
-		if prov, err := os.ReadFile(p + ".prov"); err == nil {
-			if err := os.WriteFile(filepath.Join(dir, name+".prov"), prov, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		digest, err := provenance.DigestFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := index.MustAdd(ch.Metadata, name, srv.URL, digest); err != nil {
-			t.Fatal(err)
-		}
-	}
-	index.SortEntries()
-	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return srv.URL
+	return releasetest.RunController(t, env, o)
 }
 
 // webChart is a chart with a ConfigMap of its replicas value and a pre-delete hook Job left in

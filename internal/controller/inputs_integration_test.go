@@ -16,6 +16,7 @@ import (
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // settingsChart is a chart with a ConfigMap web-config of its replicas and password values.
@@ -72,7 +73,7 @@ func TestReleaseValuesFromConfigMapAndSecret(t *testing.T) {
 	deployer(t, env, "deployer")
 	createConfigMap(t, env, "web-values", map[string]string{"values.yaml": "replicas: 4\npassword: from-configmap\n"}, nil)
 	createSecret(t, env, "web-secret", map[string][]byte{"password": []byte("s3cret")})
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, settingsChart(t)), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, settingsChart(t)), "deployer")
 	rel.Spec.Values = nil
 	rel.Spec.ValuesFrom = []v1alpha1.ValuesReference{
 		{Kind: "ConfigMap", Name: "web-values"},
@@ -122,7 +123,7 @@ func TestReleaseWaitsForMissingValues(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, settingsChart(t)), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, settingsChart(t)), "deployer")
 	rel.Spec.ValuesFrom = []v1alpha1.ValuesReference{
 		{Kind: "Secret", Name: "web-overrides", Optional: true},
 		{Kind: "ConfigMap", Name: "web-values", Key: "prod.yaml"},
@@ -156,7 +157,7 @@ func TestReleaseValuesAreReadAsTheServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	createConfigMap(t, env, "web-values", map[string]string{"values.yaml": "replicas: 4\n"}, nil)
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, settingsChart(t)), "nobody")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, settingsChart(t)), "nobody")
 	rel.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "web-values"}}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
@@ -244,7 +245,7 @@ spec:
       containers: [{name: migrate, image: example.invalid/migrate}]
 `,
 	})
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, chart), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, chart), "deployer")
 	rel.Spec.Install = &v1alpha1.InstallSpec{OperationSpec: v1alpha1.OperationSpec{Retries: 2, RetryBackoff: &metav1.Duration{Duration: time.Second}}}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // canaryCharts are the charts a secret value is sent through, each failing on it its own way.
@@ -125,7 +126,7 @@ func runWatchedController(t *testing.T, env *testenv.Env, chartOutput bool) *lea
 	}
 	w.metrics = "http://" + l.Addr().String() + "/metrics"
 	l.Close()
-	runControllerWith(t, env, controller.Options{
+	releasetest.RunController(t, env, controller.Options{
 		Namespace: env.Namespace, CacheDir: t.TempDir(),
 		MetricsBindAddress: l.Addr().String(), MetricsPlainHTTP: true,
 		Logger:            logr.FromSlogHandler(slog.NewTextHandler(io.MultiWriter(w.logs, t.Output()), all)),
@@ -138,22 +139,7 @@ func runWatchedController(t *testing.T, env *testenv.Env, chartOutput bool) *lea
 // controller's logs and its metrics for each of secrets.
 func (w *leakWatch) assertNoSecret(t *testing.T, env *testenv.Env, c client.Client, secrets ...string) {
 	t.Helper()
-	var rels v1alpha1.ReleaseList
-	if err := c.List(t.Context(), &rels, client.InNamespace(env.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	releases, err := json.Marshal(rels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, err := env.Client.EventsV1().Events(env.Namespace).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var notes []string
-	for _, e := range events.Items {
-		notes = append(notes, fmt.Sprintf("%s %s/%s %s: %s", e.Type, e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note))
-	}
+	texts := visibleTexts(t, env, c)
 	resp, err := http.Get(w.metrics)
 	if err != nil {
 		t.Fatalf("scrape the controller's metrics: %v", err)
@@ -163,10 +149,8 @@ func (w *leakWatch) assertNoSecret(t *testing.T, env *testenv.Env, c client.Clie
 	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(metrics), "berth_releases") {
 		t.Fatalf("scrape the controller's metrics: %s, %v:\n%.500s", resp.Status, err, metrics)
 	}
-	for what, text := range map[string]string{
-		"the Releases": string(releases), "the Events": strings.Join(notes, "\n"),
-		"the controller's logs": w.logs.String(), "the controller's metrics": string(metrics),
-	} {
+	texts["the controller's logs"], texts["the controller's metrics"] = w.logs.String(), string(metrics)
+	for what, text := range texts {
 		for _, s := range secrets {
 			if i := strings.Index(text, s); i >= 0 {
 				t.Errorf("%s hold the secret %q: ...%s...", what, s, text[max(i-300, 0):min(i+100, len(text))])
@@ -218,7 +202,7 @@ func TestReleaseSecretValuesNeverLeak(t *testing.T) {
 		// Not YAML, and a YAML parser's messages quote it ("invalid map key: ...").
 		"values.yaml": []byte("password: " + canary + "\n? [" + canary + "]\n: 1\n"),
 	})
-	repoURL := serveCharts(t, canaryCharts(t)...)
+	repoURL := releasetest.ServeCharts(t, canaryCharts(t)...)
 	password := v1alpha1.ValuesReference{Kind: "Secret", Name: "db", Key: "password", TargetPath: "password"}
 	rels := []*v1alpha1.Release{
 		canaryRelease(env.Namespace, "schema", repoURL, "schema", "", password),
@@ -291,7 +275,7 @@ func TestReleaseShowsChartOutputOnlyWhenAllowed(t *testing.T) {
 	suffix := fmt.Sprintf("%016x", rand.Uint64())
 	canary := "Sup3r-S3cret-canary-" + suffix
 	createSecret(t, env, "db", map[string][]byte{"password": []byte(canary)})
-	repoURL := serveCharts(t, canaryCharts(t)...)
+	repoURL := releasetest.ServeCharts(t, canaryCharts(t)...)
 	password := v1alpha1.ValuesReference{Kind: "Secret", Name: "db", Key: "password", TargetPath: "password"}
 	hook := canaryRelease(env.Namespace, "hook", repoURL, "hook", "", password)
 	fail := canaryRelease(env.Namespace, "fail", repoURL, "tmpl", `{"useFail": true}`, password)
@@ -364,7 +348,7 @@ func TestReleaseRefusesSchemaRefsItWouldFetch(t *testing.T) {
 			"templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {password: {{ .Values.password | quote }}}\n",
 		}))
 	}
-	repoURL := serveCharts(t, charts...)
+	repoURL := releasetest.ServeCharts(t, charts...)
 	for name, ref := range refs {
 		rel := canaryRelease(env.Namespace, name, repoURL, name, "")
 		if err := c.Create(t.Context(), rel); err != nil {

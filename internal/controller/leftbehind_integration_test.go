@@ -11,6 +11,7 @@ import (
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // A controller killed at the very end of an uninstall leaves its lease after the last record is
@@ -21,7 +22,7 @@ func TestDeletedReleaseRemovesTheLeaseAKilledUninstallLeft(t *testing.T) {
 	c := startClient(t, env)
 	deployer(t, env, "deployer")
 	stop := runController(t, env)
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\n",
 	})), "deployer")
 	if err := c.Create(t.Context(), rel); err != nil {

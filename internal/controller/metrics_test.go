@@ -22,6 +22,7 @@ import (
 	"github.com/berthdev/berth/internal/controller"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // TestMetricsEndpoint scrapes the metrics endpoint of a running controller: berth_releases counts
@@ -53,7 +54,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	url := "https://" + metricsAddr + "/metrics"
 	token := metricsReader(t, env)
 	deployer(t, env, "deployer")
-	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, serveCharts(t, webChart(t)), "deployer")); err != nil {
+	if err := c.Create(t.Context(), smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, webChart(t)), "deployer")); err != nil {
 		t.Fatal(err)
 	}
 	// A second Release whose chart repository does not answer: Ready False.

@@ -5,14 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/provenance"
-	"helm.sh/helm/v4/pkg/repo/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +15,7 @@ import (
 	"github.com/berthdev/berth/internal/controller"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/releasetest"
 	"github.com/berthdev/berth/test/testca"
 )
 
@@ -41,30 +37,7 @@ func servePrivateCharts(t *testing.T, ca *testca.CA, username, password string, 
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t)}, MinVersion: tls.VersionTLS12}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	index := repo.NewIndexFile()
-	for _, p := range packages {
-		ch, err := loader.Load(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(p)), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		digest, err := provenance.DigestFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := index.MustAdd(ch.Metadata, filepath.Base(p), srv.URL, digest); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	releasetest.WriteRepository(t, dir, srv.URL, packages...)
 	return srv.URL
 }
 
@@ -138,6 +111,19 @@ func TestReleaseFromPrivateRepository(t *testing.T) {
 // one of the passwords.
 func assertNoPassword(t *testing.T, env *testenv.Env, c client.Client, passwords ...string) {
 	t.Helper()
+	for what, text := range visibleTexts(t, env, c) {
+		for _, pw := range passwords {
+			if strings.Contains(text, pw) {
+				t.Errorf("%s hold the password %q:\n%s", what, pw, text)
+			}
+		}
+	}
+}
+
+// visibleTexts is what anyone who may read the test's namespace sees of the controller's work:
+// its Releases, whole, and its Events (of both APIs), as JSON, by what they are.
+func visibleTexts(t *testing.T, env *testenv.Env, c client.Client) map[string]string {
+	t.Helper()
 	var rels v1alpha1.ReleaseList
 	if err := c.List(t.Context(), &rels, client.InNamespace(env.Namespace)); err != nil {
 		t.Fatal(err)
@@ -158,12 +144,5 @@ func assertNoPassword(t *testing.T, env *testenv.Env, c client.Client, passwords
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pw := range passwords {
-		if strings.Contains(string(releases), pw) {
-			t.Errorf("a Release holds the password %q:\n%s", pw, releases)
-		}
-		if strings.Contains(string(eventsJSON), pw) {
-			t.Errorf("an Event holds the password %q", pw)
-		}
-	}
+	return map[string]string{"the Releases": string(releases), "the Events": string(eventsJSON)}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // testedChart has a test that passes, and one that fails when values say so.
@@ -53,7 +54,7 @@ func TestReleaseTestsRunAfterEachInstallAndUpgrade(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	rel := smallestRelease(t, env.Namespace, serveCharts(t, testedChart(t)), "deployer")
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, testedChart(t)), "deployer")
 	rel.Spec.Test = &v1alpha1.TestSpec{Enable: true}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // readKeyring returns the public keyring of key.
@@ -39,7 +40,7 @@ func TestReleaseVerifiesChartProvenance(t *testing.T) {
 	if err := p.Clearsign(chart); err != nil {
 		t.Fatalf("sign %s: %v", chart, err)
 	}
-	repoURL := serveCharts(t, chart)
+	repoURL := releasetest.ServeCharts(t, chart)
 
 	rel := smallestRelease(t, env.Namespace, repoURL, "deployer")
 	rel.Spec.Chart.Verify = &v1alpha1.KeyringReference{Name: "keyring"}

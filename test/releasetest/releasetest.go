@@ -7,10 +7,13 @@ package releasetest
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,32 +109,38 @@ func Deployer(t testing.TB, env *testenv.Env, name string) {
 	ServiceAccount(t, env, name, Everything)
 }
 
-// ServeCharts serves a Helm chart repository of the packaged charts (.tgz) given, and returns
-// its URL.
+// ServeCharts serves a Helm chart repository of the packaged charts (.tgz) given, each with its
+// provenance file (.tgz.prov) when it has one, and returns its URL.
 func ServeCharts(t testing.TB, packages ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
+	WriteRepository(t, dir, srv.URL, packages...)
+	return srv.URL
+}
+
+// WriteRepository writes into dir a Helm chart repository served at url: the packaged charts
+// given, each with its provenance file (.tgz.prov) when it has one, and their index.
+func WriteRepository(t testing.TB, dir, url string, packages ...string) {
+	t.Helper()
 	index := repo.NewIndexFile()
 	for _, p := range packages {
 		ch, err := loader.Load(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
 		name := filepath.Base(p)
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
+		copyFile(t, p, filepath.Join(dir, name))
+		// A provenance file beside the package is served beside it.
+		if _, err := os.Stat(p + ".prov"); err == nil {
+			copyFile(t, p+".prov", filepath.Join(dir, name+".prov"))
 		}
 		digest, err := provenance.DigestFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := index.MustAdd(ch.Metadata, name, srv.URL, digest); err != nil {
+		if err := index.MustAdd(ch.Metadata, name, url, digest); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +148,41 @@ func ServeCharts(t testing.TB, packages ...string) string {
 	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return srv.URL
+}
+
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// RunController runs a controller with options o until stop is called or the test ends; an
+// error it ends with, other than its cancellation, fails the test.
+func RunController(t testing.TB, env *testenv.Env, o controller.Options) (stop func()) {
+	t.Helper()
+	mgr, err := controller.NewManager(env.Config, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v", strings.TrimSpace("controller "+o.Identity), err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // WaitFor waits until the Release name satisfies cond, and returns it.

@@ -1,8 +1,6 @@
 package tenants_test
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -111,21 +109,9 @@ spec:
 // reconciles at once, until the test ends.
 func runController(t *testing.T, env *testenv.Env, workers int) {
 	t.Helper()
-	mgr, err := controller.NewManager(env.Config, controller.Options{
+	releasetest.RunController(t, env, controller.Options{
 		Concurrency: workers, MetricsBindAddress: "0", CacheDir: t.TempDir(),
 		Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("controller: %v", err)
-		}
 	})
 }
 

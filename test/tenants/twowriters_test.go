@@ -3,7 +3,6 @@ package tenants_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -271,28 +270,11 @@ func readyAtGeneration(gen int64) func(*v1alpha1.Release) bool {
 func runNamespacedController(t *testing.T, env *testenv.Env, identity string) (stop func()) {
 	t.Helper()
 	logs := slog.NewTextHandler(t.Output(), nil).WithAttrs([]slog.Attr{slog.String("replica", identity)})
-	mgr, err := controller.NewManager(env.Config, controller.Options{
+	return releasetest.RunController(t, env, controller.Options{
 		Concurrency: 2, MetricsBindAddress: "0", HealthProbeBindAddress: "0", CacheDir: t.TempDir(),
 		Namespace: env.Namespace, Identity: identity, LeaderElection: false,
 		Logger: logr.FromSlogHandler(logs),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("controller %s: %v", identity, err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // traceWrites records, until the test ends, who takes and gives back the release leases of the
