@@ -3,102 +3,20 @@ package source_test
 import (
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	helmcli "helm.sh/helm/v4/pkg/cli"
-	"helm.sh/helm/v4/pkg/provenance"
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/source"
 	"github.com/berthdev/berth/test/berthtest"
 	"github.com/berthdev/berth/test/testca"
 )
-
-// recorder is a plain HTTP server that records, for each request, whether it carried an
-// Authorization header. As a chart repository it serves files by path; as an OCI registry
-// (challenge) it answers every request 401 with a basic auth challenge, which a registry client
-// answers with the credentials it has for the host.
-type recorder struct {
-	URL, Host string
-
-	mu         sync.Mutex
-	files      map[string][]byte
-	authorized []bool
-}
-
-func startRecorder(t *testing.T, challenge bool) *recorder {
-	t.Helper()
-	r := &recorder{files: map[string][]byte{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.authorized = append(r.authorized, req.Header.Get("Authorization") != "")
-		if challenge {
-			w.Header().Set("WWW-Authenticate", `Basic realm="charts"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		data, ok := r.files[req.URL.Path]
-		if !ok {
-			http.NotFound(w, req)
-			return
-		}
-		w.Write(data)
-	}))
-	t.Cleanup(srv.Close)
-	r.URL, r.Host = srv.URL, hostOf(srv.URL)
-	return r
-}
-
-// requests returns, for each request served, whether it carried credentials.
-func (r *recorder) requests() []bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.authorized)
-}
-
-// publishChart serves on r an index.yaml of the chart name 0.1.0 and its archive.
-func (r *recorder) publishChart(t *testing.T, name string) {
-	t.Helper()
-	archive := berthtest.PackageNewChart(t, name, "0.1.0", nil)
-	data, err := os.ReadFile(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := loader.Load(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest, err := provenance.DigestFile(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := repo.NewIndexFile()
-	if err := idx.MustAdd(ch.Metadata, name+"-0.1.0.tgz", r.URL+"/charts", digest); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "index.yaml")
-	if err := idx.WriteFile(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	index, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.files["/charts/"+name+"-0.1.0.tgz"] = data
-	r.files["/index.yaml"] = index
-}
 
 // addRepositories writes repositories.yaml of settings with entries.
 func addRepositories(t *testing.T, settings *helmcli.EnvSettings, entries ...*repo.Entry) {

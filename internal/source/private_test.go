@@ -25,31 +25,50 @@ import (
 	"github.com/berthdev/berth/test/testca"
 )
 
-// privateServer is an HTTPS server with a certificate of the test's CA that serves files by
-// path; with a username it asks for basic auth on every request. It records, for each
-// request, whether it carried an Authorization header.
+// privateServer is an HTTPS server with a certificate of the test's CA (or a plain HTTP one,
+// without a CA) that serves files by path; with a username it asks for basic auth on every
+// request, and with challenge it answers every request 401 with a basic auth challenge, as an
+// OCI registry does to a client without credentials. It records, for each request, whether it
+// carried an Authorization header.
 type privateServer struct {
 	URL, Host          string
 	username, password string
+	challenge          bool
 
 	mu         sync.Mutex
 	files      map[string][]byte
 	authorized []bool
 }
 
-// startPrivateServer starts a privateServer; with clientCAs it requires a client certificate
-// they signed.
+// startPrivateServer starts a privateServer; with requireClientCert it requires a client
+// certificate ca signed.
 func startPrivateServer(t *testing.T, ca *testca.CA, username, password string, requireClientCert bool) *privateServer {
 	t.Helper()
-	s := &privateServer{username: username, password: password, files: map[string][]byte{}}
+	return serve(t, &privateServer{username: username, password: password, files: map[string][]byte{}}, ca, requireClientCert)
+}
+
+// startRecorder starts a plain HTTP privateServer without credentials, challenging every
+// request with challenge.
+func startRecorder(t *testing.T, challenge bool) *privateServer {
+	t.Helper()
+	return serve(t, &privateServer{challenge: challenge, files: map[string][]byte{}}, nil, false)
+}
+
+// serve starts s: over HTTPS with a certificate of ca, or over plain HTTP when ca is nil.
+func serve(t *testing.T, s *privateServer, ca *testca.CA, requireClientCert bool) *privateServer {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(s)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t)}, MinVersion: tls.VersionTLS12}
-	if requireClientCert {
-		srv.TLS.ClientAuth = tls.RequireAndVerifyClientCert
-		srv.TLS.ClientCAs = ca.Pool()
-	}
 	srv.Config.ErrorLog = nil
-	srv.StartTLS()
+	if ca == nil {
+		srv.Start()
+	} else {
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t)}, MinVersion: tls.VersionTLS12}
+		if requireClientCert {
+			srv.TLS.ClientAuth = tls.RequireAndVerifyClientCert
+			srv.TLS.ClientCAs = ca.Pool()
+		}
+		srv.StartTLS()
+	}
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	u, _ := url.Parse(srv.URL)
@@ -61,6 +80,11 @@ func (s *privateServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.authorized = append(s.authorized, req.Header.Get("Authorization") != "")
+	if s.challenge {
+		w.Header().Set("WWW-Authenticate", `Basic realm="charts"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
 	if s.username != "" {
 		if u, p, ok := req.BasicAuth(); !ok || u != s.username || p != s.password {
 			w.Header().Set("WWW-Authenticate", `Basic realm="charts"`)
@@ -94,15 +118,28 @@ func (s *privateServer) requests() []bool {
 // serves (index itself when nil).
 func publish(t *testing.T, index, chartServer *privateServer) {
 	t.Helper()
+	publishArchive(t, webChart(t, "0.1.0"), index, chartServer)
+}
+
+// publishChart serves on s an index.yaml of a chart name 0.1.0 with no templates, and its archive.
+func (s *privateServer) publishChart(t *testing.T, name string) {
+	t.Helper()
+	publishArchive(t, berthtest.PackageNewChart(t, name, "0.1.0", nil), s, nil)
+}
+
+// publishArchive serves on index an index.yaml of the packaged chart archive, which chartServer
+// serves under /charts/ (index itself when nil).
+func publishArchive(t *testing.T, archive string, index, chartServer *privateServer) {
+	t.Helper()
 	if chartServer == nil {
 		chartServer = index
 	}
-	archive := webChart(t, "0.1.0")
 	data, err := os.ReadFile(archive)
 	if err != nil {
 		t.Fatal(err)
 	}
-	chartServer.put("/charts/web-0.1.0.tgz", data)
+	name := filepath.Base(archive)
+	chartServer.put("/charts/"+name, data)
 	ch, err := loader.Load(archive)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +149,7 @@ func publish(t *testing.T, index, chartServer *privateServer) {
 		t.Fatal(err)
 	}
 	idx := repo.NewIndexFile()
-	if err := idx.MustAdd(ch.Metadata, "web-0.1.0.tgz", chartServer.URL+"/charts", digest); err != nil {
+	if err := idx.MustAdd(ch.Metadata, name, chartServer.URL+"/charts", digest); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "index.yaml")
