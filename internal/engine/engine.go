@@ -69,9 +69,6 @@ type Journal interface {
 type Options struct {
 	// Objects are the desired objects the plan's apply steps name, by identity.
 	Objects map[resource.Identity]*unstructured.Unstructured
-	// UIDs are the UIDs of the objects the plan's delete steps name, as last observed; a delete
-	// never removes an object that has another UID.
-	UIDs map[resource.Identity]types.UID
 	// Before holds the live objects before the operation, to tell created from configured.
 	Before map[resource.Identity]*unstructured.Unstructured
 	// Applied holds objects as a server-side dry run of their apply returned them, when Before
@@ -300,7 +297,7 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 	case plan.WaitAbsent:
 		targets := make(map[resource.Identity]types.UID, len(step.Objects))
 		for _, id := range step.Objects {
-			targets[id] = x.opts.UIDs[id]
+			targets[id] = step.UID(id)
 		}
 		err := x.c.WaitAbsent(ctx, targets, x.progress(step.ID))
 		var we *cluster.WaitError
@@ -340,14 +337,14 @@ func diagnoseContext(ctx context.Context) (context.Context, context.CancelFunc) 
 }
 
 // each runs fn for every object of the step, concurrently, and joins their errors.
-func (x *execution) each(ctx context.Context, step plan.Step, fn func(context.Context, string, resource.Identity) error) error {
+func (x *execution) each(ctx context.Context, step plan.Step, fn func(context.Context, plan.Step, resource.Identity) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(x.opts.Concurrency)
 	var mu sync.Mutex
 	var errs []error
 	for _, id := range step.Objects {
 		g.Go(func() error {
-			if err := fn(gctx, step.ID, id); err != nil {
+			if err := fn(gctx, step, id); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -377,13 +374,13 @@ func (x *execution) each(ctx context.Context, step plan.Step, fn func(context.Co
 	return errors.Join(rest...)
 }
 
-func (x *execution) apply(ctx context.Context, stepID string, id resource.Identity) error {
+func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Identity) error {
 	obj, ok := x.opts.Objects[id]
 	if !ok {
 		return fmt.Errorf("%s: not among the desired objects", id)
 	}
 	if x.unchanged(id) {
-		x.record(stepID, id, Unchanged, 0)
+		x.record(step.ID, id, Unchanged, 0)
 		return nil
 	}
 	start := time.Now()
@@ -399,7 +396,7 @@ func (x *execution) apply(ctx context.Context, stepID string, id resource.Identi
 			change = Unchanged
 		}
 	}
-	x.record(stepID, id, change, took)
+	x.record(step.ID, id, change, took)
 	return nil
 }
 
@@ -424,22 +421,22 @@ func (x *execution) record(stepID string, id resource.Identity, change Change, t
 	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
 }
 
-func (x *execution) delete(ctx context.Context, stepID string, id resource.Identity) error {
+func (x *execution) delete(ctx context.Context, step plan.Step, id resource.Identity) error {
 	start := time.Now()
-	r, err := x.c.Delete(ctx, id, x.opts.UIDs[id], x.opts.Delete)
+	r, err := x.c.Delete(ctx, id, step.UID(id), x.opts.Delete)
 	took := time.Since(start)
 	if err != nil {
 		// Say why with the request's own context: it may be what ran out.
 		dctx, cancel := diagnoseContext(ctx)
 		b := x.c.Diagnose(dctx, id, "DELETE", err)
 		cancel()
-		return &BlockedError{Step: stepID, Blockers: []cluster.Blocker{b}, Cause: err}
+		return &BlockedError{Step: step.ID, Blockers: []cluster.Blocker{b}, Cause: err}
 	}
 	change := Deleted
 	if r == cluster.AlreadyGone {
 		change = Gone
 	}
-	x.record(stepID, id, change, took)
+	x.record(step.ID, id, change, took)
 	return nil
 }
 

@@ -98,7 +98,7 @@ func TestExecute(t *testing.T) {
 		{ID: "apply/crds", Action: plan.Apply, Objects: ids(crd)},
 		{ID: "wait-ready/crds", Action: plan.WaitReady, Objects: ids(crd)},
 		{ID: "apply/ConfigMap", Action: plan.Apply, Objects: ids(a)},
-		{ID: "delete/ConfigMap", Action: plan.Delete, Objects: ids(gone)},
+		{ID: "delete/ConfigMap", Action: plan.Delete, Objects: ids(gone), UIDs: []types.UID{"uid-1"}},
 		{ID: "wait-ready", Action: plan.WaitReady, Objects: ids(a)},
 	}}
 	f := &fakeCluster{}
@@ -106,7 +106,6 @@ func TestExecute(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Objects = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(crd): crd, resource.IdentityOf(a): a, resource.IdentityOf(b): b}
 	opts.Before = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(a): cm("a", "1")}
-	opts.UIDs = map[resource.Identity]types.UID{resource.IdentityOf(gone): "uid-1"}
 	opts.Events = func(e Event) { events = append(events, e.Type) }
 
 	res, err := Execute(context.Background(), f, p, opts)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
@@ -16,14 +15,12 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-func (d Deps) engineOptions(p *prepared, before map[resource.Identity]*unstructured.Unstructured,
-	recordedUIDs map[resource.Identity]types.UID, w WaitOptions) engine.Options {
+func (d Deps) engineOptions(p *prepared, before map[resource.Identity]*unstructured.Unstructured, w WaitOptions) engine.Options {
 	o := engine.DefaultOptions()
 	if p != nil {
 		o.Objects = p.byID
 	}
 	o.Before = before
-	o.UIDs = recordedUIDs
 	o.Readiness = readiness.Options{WaitForJobs: w.WaitForJobs}
 	o.Events = d.Events
 	return o

@@ -160,7 +160,7 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	fwd, cancelFwd := o.forward(ctx, o.RollbackOnFailure)
 	defer cancelFwd()
 	if pl, err = d.op.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
-		opts := d.engineOptions(p, before, nil, o.WaitOptions)
+		opts := d.engineOptions(p, before, o.WaitOptions)
 		opts.Applied = s.unchanged(p, o.TakeOwnership)
 		_, err = d.execute(fwd, release.OpInstall, pl, r, opts)
 	}

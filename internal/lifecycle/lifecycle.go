@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/berthdev/berth/internal/cluster"
@@ -341,15 +340,6 @@ func adoptedFromHelm(desired []*unstructured.Unstructured, before map[resource.I
 		}
 	}
 	return adopted
-}
-
-// uids returns the UID of each live object.
-func uids(liveObjs map[resource.Identity]*unstructured.Unstructured) map[resource.Identity]types.UID {
-	out := make(map[resource.Identity]types.UID, len(liveObjs))
-	for id, obj := range liveObjs {
-		out[id] = obj.GetUID()
-	}
-	return out
 }
 
 // missingCRDs returns the CRDs from crds/ that the cluster does not have yet: the only ones

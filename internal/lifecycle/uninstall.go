@@ -153,7 +153,7 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 	if pl, err = d.op.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
 		return nil, err
 	}
-	eo := d.engineOptions(nil, before, uids(before), o.WaitOptions)
+	eo := d.engineOptions(nil, before, o.WaitOptions)
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
 	res, err := d.execute(ctx, release.OpUninstall, pl, &runner{d: d, rel: last, success: o.Description}, eo)
 	if res != nil {

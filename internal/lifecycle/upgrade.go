@@ -214,7 +214,7 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	fwd, cancelFwd := r.wait.forward(ctx, r.rollbackOnFailure)
 	defer cancelFwd()
 	if pl, err = d.op.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
-		opts := d.engineOptions(p, before, uids(before), r.wait)
+		opts := d.engineOptions(p, before, r.wait)
 		opts.Applied = s.unchanged(p, r.takeOwnership)
 		_, err = d.execute(fwd, r.op, pl, run, opts)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -21,9 +22,10 @@ const (
 	Apply Action = "apply"
 	// WaitReady waits until the step's objects are ready.
 	WaitReady Action = "wait-ready"
-	// Delete deletes the step's objects, concurrently, each by the UID it had when observed.
+	// Delete deletes the step's objects, concurrently, each by the UID it had when observed
+	// (Step.UIDs).
 	Delete Action = "delete"
-	// WaitAbsent waits until the step's objects, by UID, are gone.
+	// WaitAbsent waits until the step's objects, by UID (Step.UIDs), are gone.
 	WaitAbsent Action = "wait-absent"
 
 	// The lifecycle's own actions: the engine orders and journals them like the others and hands
@@ -61,6 +63,11 @@ type Step struct {
 	// Supersedes are the revisions a Record step that records a revision deployed marks
 	// superseded, in the same step: there is always a deployed revision to roll back to.
 	Supersedes []int `json:"supersedes,omitempty"`
+	// UIDs, for a Delete or WaitAbsent step, are the UIDs its objects had when the plan was
+	// built, in the order of Objects ("" where none was observed): an object deleted and
+	// created again since, by someone else, is another object and is left alone, also when a
+	// journalled plan is resumed later.
+	UIDs []types.UID `json:"uids,omitempty"`
 	// Beside marks a step that runs beside the steps after it: it starts in its place, and the
 	// first later step that names any of its objects, or the end of the plan, waits for its
 	// outcome first.
@@ -85,7 +92,7 @@ type Input struct {
 	// Recorded are the objects of the revision being replaced (nothing on install).
 	Recorded []*unstructured.Unstructured
 	// Live holds the live state of recorded objects that still exist, by identity; the keep
-	// policy on a live object counts as on the recorded one.
+	// policy on a live object counts as on the recorded one, and deletions go by its UID.
 	Live map[resource.Identity]*unstructured.Unstructured
 	// Wait adds steps that wait for readiness and, for deletions, for the objects to be gone.
 	Wait bool
@@ -160,14 +167,16 @@ func Build(in Input) (*Plan, error) {
 		kind := waveKind(wave)
 		ids := identities(wave)
 		deleted = append(deleted, ids...)
-		p.Steps = append(p.Steps, Step{ID: "delete/" + kind, Action: Delete, Objects: ids, Reason: "left the release; uninstall order: " + describeKind(kind)})
+		p.Steps = append(p.Steps, Step{ID: "delete/" + kind, Action: Delete, Objects: ids, UIDs: uidsOf(ids, in.Live),
+			Reason: "left the release; uninstall order: " + describeKind(kind)})
 	}
 	if in.Wait {
 		if ready := identities(desired); len(ready) > 0 {
 			p.Steps = append(p.Steps, Step{ID: "wait-ready", Action: WaitReady, Objects: ready, Reason: "waiting: every object ready"})
 		}
 		if len(deleted) > 0 {
-			p.Steps = append(p.Steps, Step{ID: "wait-absent", Action: WaitAbsent, Objects: deleted, Reason: "waiting: every deleted object gone"})
+			p.Steps = append(p.Steps, Step{ID: "wait-absent", Action: WaitAbsent, Objects: deleted, UIDs: uidsOf(deleted, in.Live),
+				Reason: "waiting: every deleted object gone"})
 		}
 	}
 	return p, nil
@@ -217,6 +226,25 @@ func identities(objs []*unstructured.Unstructured) []resource.Identity {
 		ids[i] = resource.IdentityOf(obj)
 	}
 	return ids
+}
+
+// uidsOf returns the UID of the live object of each of ids, "" for those not live.
+func uidsOf(ids []resource.Identity, live map[resource.Identity]*unstructured.Unstructured) []types.UID {
+	out := make([]types.UID, len(ids))
+	for i, id := range ids {
+		if obj := live[id]; obj != nil {
+			out[i] = obj.GetUID()
+		}
+	}
+	return out
+}
+
+// UID returns the UID the step observed for its object id, "" when it observed none.
+func (s Step) UID(id resource.Identity) types.UID {
+	if i := slices.Index(s.Objects, id); i >= 0 && i < len(s.UIDs) {
+		return s.UIDs[i]
+	}
+	return ""
 }
 
 // Objects returns the steps whose action acts on the release's objects (apply, delete and their

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -133,5 +134,58 @@ func TestBuildRejectsDuplicates(t *testing.T) {
 	_, err := Build(Input{Desired: objs(t, chart+"---\n{apiVersion: v1, kind: Service, metadata: {name: web, namespace: ns}}")})
 	if err == nil || !strings.Contains(err.Error(), "Service/ns/web: defined twice") {
 		t.Errorf("error %v, want the duplicate named", err)
+	}
+}
+
+// TestDeletionsCarryTheObservedUIDs: the delete and wait-absent steps carry the UID each object
+// had when the plan was built, so that a plan run later (resumed from its journal, say) deletes
+// and waits for those objects only; an object not observed has none.
+func TestDeletionsCarryTheObservedUIDs(t *testing.T) {
+	recorded := objs(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: old, namespace: ns}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: gone-already, namespace: ns}
+`)
+	live := recorded[0].DeepCopy()
+	live.SetUID("uid-old")
+	p, err := Build(Input{Recorded: recorded, Live: map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(live): live}, Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, gone := resource.IdentityOf(recorded[0]), resource.IdentityOf(recorded[1])
+	var checked int
+	for _, s := range p.Steps {
+		if s.Action != Delete && s.Action != WaitAbsent {
+			continue
+		}
+		checked++
+		if len(s.UIDs) != len(s.Objects) {
+			t.Errorf("step %s: %d UIDs for %d objects", s.ID, len(s.UIDs), len(s.Objects))
+		}
+		for _, id := range s.Objects {
+			want := map[resource.Identity]string{old: "uid-old", gone: ""}[id]
+			if got := string(s.UID(id)); got != want {
+				t.Errorf("step %s: UID of %s is %q, want %q", s.ID, id, got, want)
+			}
+		}
+	}
+	if checked != 3 {
+		t.Errorf("checked %d delete and wait-absent steps, want 3 (delete Secret, delete ConfigMap, wait-absent):\n%s", checked, p)
+	}
+	// The UIDs travel with the plan, as a journal keeps it.
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Plan
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(p, &back); diff != "" {
+		t.Errorf("plan after a JSON round trip (-before +after):\n%s", diff)
 	}
 }
