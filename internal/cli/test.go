@@ -15,9 +15,10 @@ import (
 )
 
 type testFlags struct {
-	timeout time.Duration
-	logs    bool
-	filter  []string
+	timeout     time.Duration
+	waitForLock bool
+	logs        bool
+	filter      []string
 }
 
 func newTestCommand(streams Streams) *cobra.Command {
@@ -29,7 +30,12 @@ func newTestCommand(streams Streams) *cobra.Command {
 order (by weight, then name) and with their delete policies, each to an observed
 outcome. The last run of each test is recorded in the release, where helm status
 and berth status show it. A failed test is named with its Pods' last state,
-events and logs.`,
+events and logs.
+
+A test run is an operation: it holds the release's lease, so it refuses to run
+while another berth operation changes the release (or waits for it with
+--wait-for-lock), finishes an operation left interrupted first, and journals its
+plan (the tests, then their record) until it ends.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,13 +68,14 @@ events and logs.`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&flags.timeout, "timeout", 5*time.Minute, "deadline for the whole test run")
+	f.BoolVar(&flags.waitForLock, "wait-for-lock", false, "when another berth operation holds the release, wait for it (within --timeout) instead of failing")
 	f.BoolVar(&flags.logs, "logs", false, "print the logs of the test Pods (read after the tests ran, before any is deleted)")
 	f.StringSliceVar(&flags.filter, "filter", nil, `select tests by name: name=test1 runs only test1, '!name=test2' runs all but test2 (repeat or separate with commas)`)
 	return cmd
 }
 
 func (f testFlags) options(name string) (lifecycle.TestOptions, error) {
-	o := lifecycle.TestOptions{Name: name, Timeout: f.timeout, Logs: f.logs}
+	o := lifecycle.TestOptions{Name: name, Timeout: f.timeout, WaitForLock: f.waitForLock, Logs: f.logs}
 	for _, v := range f.filter {
 		if !o.AddFilter(v) {
 			return o, fmt.Errorf("invalid --filter %q: want name=NAME or !name=NAME", v)

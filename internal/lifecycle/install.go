@@ -162,7 +162,7 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	if pl, err = d.op.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
 		opts := d.engineOptions(p, before, o.WaitOptions)
 		opts.Applied = s.unchanged(p, o.TakeOwnership)
-		_, err = d.execute(fwd, release.OpInstall, pl, r, opts)
+		_, err = d.execute(fwd, release.OpInstall, r.rel.Version, pl, r, opts)
 	}
 	if err != nil {
 		return rel, d.fail(ctx, r, pl, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, func(ctx context.Context) error {

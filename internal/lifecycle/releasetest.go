@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -46,51 +48,125 @@ func (o *TestOptions) AddFilter(f string) bool {
 
 // TestResult is what a run of a release's tests did.
 type TestResult struct {
-	// Release is the last revision, with the last run of each test recorded.
-	Release *release.Release
+	// Result holds the last revision, with the last run of each test recorded (Release), the
+	// plans the run executed (Runs: an interrupted operation it finished first, then the tests'
+	// own) and how long it took.
+	Result
 	// Logs are the logs of each test that ran, in the order they ran (with Logs).
 	Logs []HookLogs
 }
 
+// statusTested is the Status of the Record step that records the last run of each test: the
+// revision's own status stays as it is.
+const statusTested = "tested"
+
 // Test runs the test hooks of a release's last revision in Helm's order and with Helm's delete
 // policies, each to an observed outcome, stops at the first that fails, and records each test's
-// last run in the revision (helm status shows them). It holds the release's lease while it runs,
-// as the operations do: the record it writes is theirs too.
+// last run in the revision (helm status shows them). It is an operation: it holds the release's
+// lease (waiting for it with WaitForLock), finishes an operation left interrupted first, and
+// executes its plan, the test hooks and then the record, journaled. A test run that ends, even
+// in a failure, deletes its journal; one left behind (berth was killed) is deleted by the next
+// command on the release.
 func Test(ctx context.Context, d Deps, o TestOptions) (*TestResult, error) {
-	var res *TestResult
+	var logs []HookLogs
 	w := WaitOptions{Timeout: o.Timeout, WaitForLock: o.WaitForLock}
-	op := &operation{name: o.Name, stop: ctx, holder: d.Holder, now: d.now}
-	err := d.hold(ctx, ctx, o.Name, w, op, func(ctx context.Context, d Deps) error {
-		var err error
-		res, err = d.test(ctx, o)
-		return err
+	res, err := d.revisionOperation(ctx, release.OpTest, o.Name, w, NoDryRun, func(ctx context.Context, d Deps, _ *Interrupted) (*release.Release, error) {
+		t := &testRun{d: d, o: o}
+		rel, err := t.run(ctx)
+		logs = t.logs
+		return rel, err
 	})
-	return res, err
+	if res.Release == nil {
+		return nil, err // no test ran: the lease, the release or its hooks could not be had
+	}
+	return &TestResult{Result: *res, Logs: logs}, err
 }
 
-// test is Test under the release's lease.
-func (d Deps) test(ctx context.Context, o TestOptions) (*TestResult, error) {
-	rel, err := d.Store.Last(ctx, o.Name)
+// testRun is one run of a release's tests: it runs the lifecycle steps of its plan.
+type testRun struct {
+	d   Deps
+	o   TestOptions
+	rel *release.Release
+	// logs are the logs the run was asked to keep.
+	logs []HookLogs
+	// recorded says the Record step was attempted.
+	recorded bool
+}
+
+// run runs the tests of the release's last revision as a plan, journaled, and returns that
+// revision. The record is written even when a test failed, the deadline passed or a signal
+// stopped the run, unless the release is another operation's now.
+func (t *testRun) run(ctx context.Context) (*release.Release, error) {
+	d := t.d
+	rel, err := d.Store.Last(ctx, t.o.Name)
 	if err != nil {
 		return nil, err
 	}
-	include := func(h resource.Hook) bool {
-		name := h.Identity.Name
-		return !slices.Contains(o.Exclude, name) && (len(o.Include) == 0 || slices.Contains(o.Include, name))
+	t.rel = rel
+	pl, err := t.plan()
+	if err != nil {
+		return rel, err
 	}
-	logs, err := d.runEventHooks(ctx, rel, resource.HookTest, hookRunOptions{include: include, logs: o.Logs})
-	res := &TestResult{Release: rel, Logs: logs}
-	// The record is written even when a test failed or the deadline passed, unless the release
-	// is another operation's now.
-	wctx, cancel := d.op.writeContext(ctx)
-	defer cancel()
-	werr := d.op.guard(wctx)
-	if werr == nil {
-		werr = d.Store.Update(wctx, rel)
+	if pl, err = d.op.begin(ctx, release.OpTest, rel.Version, pl, release.JournalOptions{}); err == nil {
+		opts := engine.DefaultOptions()
+		opts.Events = d.Events
+		_, err = d.execute(ctx, release.OpTest, rel.Version, pl, t, opts)
 	}
-	if werr != nil {
-		werr = fmt.Errorf("record the test run in release %s revision %d: %w", rel.Name, rel.Version, werr)
-		return res, errors.Join(err, werr)
+	if err != nil && !t.recorded {
+		wctx, cancel := d.op.writeContext(ctx)
+		defer cancel()
+		err = errors.Join(err, t.record(wctx))
 	}
-	return res, err
+	return rel, err
+}
+
+// plan is the run's plan: the selected tests of the revision, in order, then the record of
+// their last runs.
+func (t *testRun) plan() (*plan.Plan, error) {
+	tests, err := eventHooks(t.d.Cluster, t.rel, resource.HookTest, false)
+	if err != nil {
+		return nil, err
+	}
+	tests.hooks = slices.DeleteFunc(tests.hooks, func(h resource.Hook) bool { return !t.selected(h) })
+	p := &plan.Plan{Steps: appendHooks(nil, tests)}
+	v := t.rel.Version
+	p.Steps = append(p.Steps, plan.Step{ID: fmt.Sprintf("record/%s/%d", statusTested, v), Action: plan.Record,
+		Status: statusTested, Revision: v,
+		Reason: fmt.Sprintf("record the last run of each test in revision %d, which stays %s", v, t.rel.Info.Status)})
+	return p, nil
+}
+
+// selected reports whether the run's filters select test h.
+func (t *testRun) selected(h resource.Hook) bool {
+	name := h.Identity.Name
+	return !slices.Contains(t.o.Exclude, name) && (len(t.o.Include) == 0 || slices.Contains(t.o.Include, name))
+}
+
+// RunStep runs the tests, or records their last runs (engine.StepRunner).
+func (t *testRun) RunStep(ctx context.Context, step plan.Step) error {
+	switch {
+	case step.Action == plan.RunHooks && step.Hook == string(resource.HookTest):
+		event := resource.HookTest
+		logs, err := t.d.runEventHooks(ctx, t.rel, event, hookRunOptions{include: t.selected, logs: t.o.Logs,
+			succeeded: func(ctx context.Context) error { return t.d.op.recordHookSucceeded(ctx, event) }})
+		t.logs = logs
+		return err
+	case step.Action == plan.Record && step.Status == statusTested:
+		return t.record(ctx)
+	}
+	return fmt.Errorf("%s: not a step of a test run", step.ID)
+}
+
+// record writes the revision with the last run of each test, once the lease is confirmed as
+// the run's.
+func (t *testRun) record(ctx context.Context) error {
+	t.recorded = true
+	err := t.d.op.guard(ctx)
+	if err == nil {
+		err = t.d.Store.Update(ctx, t.rel)
+	}
+	if err != nil {
+		return fmt.Errorf("record the test run in release %s revision %d: %w", t.rel.Name, t.rel.Version, err)
+	}
+	return nil
 }

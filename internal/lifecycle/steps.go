@@ -322,16 +322,16 @@ func (e *ValidationError) Error() string {
 }
 func (e *ValidationError) Unwrap() error { return e.Err }
 
-// execute runs the operation's plan through the engine, journaled, with r running the
-// lifecycle's own steps, and adds what it did to the operation's runs.
-func (d Deps) execute(ctx context.Context, op release.Operation, pl *plan.Plan, r *runner, opts engine.Options) (*engine.Result, error) {
-	opts.Steps = r
+// execute runs the operation's plan for revision through the engine, journaled, with steps
+// running the lifecycle's own steps, and adds what it did to the operation's runs.
+func (d Deps) execute(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner, opts engine.Options) (*engine.Result, error) {
+	opts.Steps = steps
 	if d.op != nil {
 		opts.Journal = d.op
 	}
 	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
 	if res != nil {
-		run := Run{Operation: op, Revision: r.rel.Version, Plan: pl, Steps: res.Steps}
+		run := Run{Operation: op, Revision: revision, Plan: pl, Steps: res.Steps}
 		for id, c := range res.Changes {
 			run.Objects = append(run.Objects, ObjectRun{Object: id, Change: c, Took: res.Took[id]})
 		}

@@ -155,7 +155,7 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 	}
 	eo := d.engineOptions(nil, before, o.WaitOptions)
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
-	res, err := d.execute(ctx, release.OpUninstall, pl, &runner{d: d, rel: last, success: o.Description}, eo)
+	res, err := d.execute(ctx, release.OpUninstall, last.Version, pl, &runner{d: d, rel: last, success: o.Description}, eo)
 	if res != nil {
 		for id, c := range res.Changes {
 			if c == engine.Deleted || c == engine.Gone {

@@ -216,7 +216,7 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if pl, err = d.op.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
 		opts := d.engineOptions(p, before, r.wait)
 		opts.Applied = s.unchanged(p, r.takeOwnership)
-		_, err = d.execute(fwd, r.op, pl, run, opts)
+		_, err = d.execute(fwd, r.op, rel.Version, pl, run, opts)
 	}
 	if err != nil {
 		return d.fail(ctx, run, pl, r.failure, err, r.rollbackOnFailure, r.undo)

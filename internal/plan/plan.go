@@ -56,7 +56,8 @@ type Step struct {
 	// Hook is the hook event of a RunHooks step.
 	Hook string `json:"hook,omitempty"`
 	// Status is what a Record step records: a release status (pending-install, deployed,
-	// superseded, uninstalling, uninstalled, failed) or "purged" (every record deleted).
+	// superseded, uninstalling, uninstalled, failed), "purged" (every record deleted) or "tested"
+	// (the last run of each test of the revision, its status left as it is).
 	Status string `json:"status,omitempty"`
 	// Revision is the revision a Record step writes.
 	Revision int `json:"revision,omitempty"`

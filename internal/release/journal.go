@@ -25,6 +25,8 @@ const (
 	OpUpgrade   Operation = "upgrade"
 	OpRollback  Operation = "rollback"
 	OpUninstall Operation = "uninstall"
+	// OpTest is a run of a release's tests (berth test).
+	OpTest Operation = "test"
 )
 
 // JournalState says whether a journaled operation is running or was interrupted by a signal. A
