@@ -16,7 +16,6 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/lifecycle"
-	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -133,18 +132,9 @@ func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *ins
 	return s, &chartInput{chart: ch, values: vals, caps: caps, postRenderer: pr}, nil
 }
 
-// printRelease prints the outcome of an install, upgrade or rollback as helm does: the release's
-// status (for a dry run, its hooks and manifest too). A failed operation prints nothing but its
-// error.
-func printRelease(streams Streams, format output.Format, rel *release.Release, err error) error {
-	if err != nil {
-		return err
-	}
-	return format.Write(streams.Out, statusWriter{rel: rel})
-}
-
 // printResult prints what an operation did to the progress stream, and the release it recorded as
-// Helm prints it.
+// Helm prints it (for a dry run, its hooks and manifest too), with -o json|yaml with the changes
+// under berth's own key. A failed operation prints nothing but its error.
 func printResult(streams Streams, format output.Format, res *lifecycle.Result, err error) error {
 	if summary := summarize(res); summary != "" {
 		fmt.Fprintln(streams.ErrOut, summary)
@@ -152,7 +142,10 @@ func printResult(streams Streams, format output.Format, res *lifecycle.Result, e
 	if res != nil && res.Plan != nil {
 		fmt.Fprintf(streams.ErrOut, "Plan (server-side dry run, nothing was changed):\n%s", res.Plan)
 	}
-	return printRelease(streams, format, res.Release, err)
+	if err != nil {
+		return err
+	}
+	return format.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: res.Release}, report: reportOf(res.Runs)})
 }
 
 // summarize says in one line what an operation's own run changed, and how long it took; nothing
@@ -162,10 +155,8 @@ func summarize(res *lifecycle.Result) string {
 		return ""
 	}
 	counts := map[engine.Change]int{}
-	for _, run := range res.Runs {
-		for _, o := range run.Objects {
-			counts[o.Change]++
-		}
+	for _, c := range changes(res.Runs) {
+		counts[c.Change]++
 	}
 	var parts []string
 	for _, c := range []engine.Change{engine.Created, engine.Configured, engine.Unchanged, engine.Deleted, engine.Gone} {

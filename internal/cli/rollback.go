@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"helm.sh/helm/v4/pkg/cli/output"
 
 	"github.com/berthdev/berth/internal/lifecycle"
 )
@@ -15,6 +16,7 @@ type rollbackFlags struct {
 	noHooks       bool
 	takeOwnership bool
 	historyMax    int
+	output        output.Format
 }
 
 func newRollbackCommand(streams Streams) *cobra.Command {
@@ -25,7 +27,8 @@ func newRollbackCommand(streams Streams) *cobra.Command {
 		Long: `Roll a release back to an earlier revision: a new revision is recorded with the
 chart, values and manifest of the earlier one, and the cluster is made to match
 it. Without REVISION, or with 0, the release goes back to the revision before
-the last.`,
+the last. With -o json or yaml, the new revision is printed as helm status prints
+it, and what the rollback did to each object under the key "berth".`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeReleaseThenRevision,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -50,12 +53,16 @@ the last.`,
 			if res.Plan != nil {
 				fmt.Fprintf(streams.ErrOut, "Plan (server-side dry run, nothing was changed):\n%s", res.Plan)
 			}
+			if flags.output != output.Table {
+				return flags.output.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: res.Release}, report: reportOf(res.Runs)})
+			}
 			_, err = fmt.Fprintln(streams.Out, "Rollback was a success! Happy Helming!")
 			return err
 		},
 	}
 	flags.addFlags(cmd)
 	addDryRunFlag(cmd.Flags(), &flags.dryRun)
+	addOutputFlag(cmd, &flags.output)
 	return cmd
 }
 

@@ -152,8 +152,19 @@ func (e uninstallErrors) Unwrap() []error {
 // uninstallListWriter prints what the uninstalls of several releases did, as a list.
 type uninstallListWriter []*lifecycle.UninstallResult
 
-func (w uninstallListWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w) }
-func (w uninstallListWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w) }
+func (w uninstallListWriter) WriteJSON(out io.Writer) error {
+	return output.EncodeJSON(out, w.reports())
+}
+func (w uninstallListWriter) WriteYAML(out io.Writer) error {
+	return output.EncodeYAML(out, w.reports())
+}
+func (w uninstallListWriter) reports() []uninstallReport {
+	out := make([]uninstallReport, len(w))
+	for i, res := range w {
+		out[i] = uninstallReportOf(res)
+	}
+	return out
+}
 func (w uninstallListWriter) WriteTable(out io.Writer) error {
 	for _, res := range w {
 		if err := (uninstallWriter{res}).WriteTable(out); err != nil {
@@ -164,11 +175,16 @@ func (w uninstallListWriter) WriteTable(out io.Writer) error {
 }
 
 // uninstallWriter prints what an uninstall did: helm's lines for a success, the plan for a dry run,
-// and for an uninstall that stopped, the objects it left behind (the error says why).
+// and for an uninstall that stopped, the objects it left behind (the error says why); with -o
+// json|yaml, the changes in the order of the plans' steps under berth's own key too.
 type uninstallWriter struct{ res *lifecycle.UninstallResult }
 
-func (w uninstallWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w.res) }
-func (w uninstallWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w.res) }
+func (w uninstallWriter) WriteJSON(out io.Writer) error {
+	return output.EncodeJSON(out, uninstallReportOf(w.res))
+}
+func (w uninstallWriter) WriteYAML(out io.Writer) error {
+	return output.EncodeYAML(out, uninstallReportOf(w.res))
+}
 
 func (w uninstallWriter) WriteTable(out io.Writer) error {
 	res := w.res

@@ -172,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if last != nil {
 		seen = last.Version
 	}
-	out, err := r.release(ctx, d, clients, ch, r.stepReporter(ctx, &rel), r.stillHolds(&rel, d.ReleaseName, seen, version, d.Values))
+	out, runs, err := r.release(ctx, d, clients, ch, r.stepReporter(ctx, &rel), r.stillHolds(&rel, d.ReleaseName, seen, version, d.Values))
 	revision := 0
 	if out != nil {
 		revision = out.Version
@@ -199,6 +199,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 	addHistory(&rel, operationRecord(op, start, time.Now(), revision, version, err))
+	if held := new(release.HeldError); !errors.As(err, &held) {
+		// What the operation did; an operation refused for another's lease did nothing.
+		rel.Status.LastChanges = changeCounts(runs)
+	}
 	if err != nil {
 		var held *release.HeldError
 		if errors.As(err, &held) {
@@ -234,13 +238,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // release installs or upgrades the release: an upgrade with --install, so that a release
 // that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
+// It returns the revision recorded and the plans the operation executed.
 func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
-	precondition func(context.Context, release.Reader) error) (*release.Release, error) {
+	precondition func(context.Context, release.Reader) error) (*release.Release, []lifecycle.Run, error) {
 	deps := r.depsFor(d, clients, events)
 	deps.Precondition = func(ctx context.Context) error { return precondition(ctx, deps.Store) }
 	caps, err := lifecycle.Capabilities(ctx, clients)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	install, upgrade := d.Install, d.Upgrade
 	opts := lifecycle.UpgradeOptions{
@@ -263,10 +268,10 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 		// An interrupted upgrade to what the spec still asks for: finishing it is the upgrade;
 		// upgrading again would make another revision of the same chart and values.
 		res, err := lifecycle.Recover(ctx, deps, lifecycle.RecoverOptions{Name: d.ReleaseName, WaitOptions: opts.WaitOptions})
-		if res == nil || res.Release == nil {
-			return nil, err
+		if res == nil {
+			return nil, nil, err
 		}
-		return res.Release, err
+		return res.Release, res.Runs, err
 	case errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled:
 		// What the lifecycle installs, it installs with the install options.
 		opts.WaitOptions, opts.NoHooks, opts.RollbackOnFailure = d.wait(install.OperationSpec), install.DisableHooks, install.RollbackOnFailure
@@ -274,12 +279,12 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 	return revisionOf(lifecycle.Upgrade(ctx, deps, opts))
 }
 
-// revisionOf is the revision an operation recorded.
-func revisionOf(res *lifecycle.Result, err error) (*release.Release, error) {
+// revisionOf is the revision an operation recorded, and the plans it executed.
+func revisionOf(res *lifecycle.Result, err error) (*release.Release, []lifecycle.Run, error) {
 	if res == nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return res.Release, err
+	return res.Release, res.Runs, err
 }
 
 // finalize uninstalls the release of a deleted Release, then lets the Release go.
@@ -353,6 +358,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		}
 	}
 	start := time.Now()
+	var runs []lifecycle.Run
 	if err == nil {
 		markReconciling(rel, "uninstall")
 		rel.Status.CurrentStep = "uninstall"
@@ -373,6 +379,9 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		if last == nil && errors.Is(err, release.ErrNotFound) {
 			err = nil // what was left behind is gone, and there was no record to uninstall
 		}
+		if res != nil {
+			runs = res.Runs
+		}
 		if err == nil && res != nil && len(res.SkippedHooks) > 0 {
 			r.reportSkippedHooks(ctx, orig, rel, d, res.SkippedHooks)
 			orig = rel.DeepCopy()
@@ -386,6 +395,10 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		return ctrl.Result{}, true, nil
 	}
 	addHistory(rel, operationRecord("uninstall", start, time.Now(), 0, rel.Status.ChartVersion, err))
+	if held := new(release.HeldError); !errors.As(err, &held) {
+		// What the operation did; an operation refused for another's lease did nothing.
+		rel.Status.LastChanges = changeCounts(runs)
+	}
 	if err != nil {
 		reason := reasonOf(err, ReasonUninstallFailed)
 		markFailed(rel, reason, err, false)

@@ -111,6 +111,26 @@ func addHistory(rel *v1alpha1.Release, r v1alpha1.OperationRecord) {
 	rel.Status.History = h
 }
 
+// changeCounts counts what the runs of an operation did to the release's objects.
+func changeCounts(runs []lifecycle.Run) *v1alpha1.ChangeCounts {
+	var c v1alpha1.ChangeCounts
+	for _, run := range runs {
+		for _, o := range run.Objects {
+			switch o.Change {
+			case engine.Created:
+				c.Created++
+			case engine.Configured:
+				c.Configured++
+			case engine.Unchanged:
+				c.Unchanged++
+			case engine.Deleted, engine.Gone:
+				c.Deleted++
+			}
+		}
+	}
+	return &c
+}
+
 // operationRecord describes an operation that started at start and ended with err.
 func operationRecord(op string, start, end time.Time, revision int, chartVersion string, err error) v1alpha1.OperationRecord {
 	r := v1alpha1.OperationRecord{

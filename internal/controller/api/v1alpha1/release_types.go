@@ -391,6 +391,24 @@ type ReleaseStatus struct {
 	// History are the last operations, newest first.
 	// +optional
 	History []OperationRecord `json:"history,omitempty"`
+	// LastChanges counts what the last install, upgrade or uninstall did to the release's
+	// objects.
+	// +optional
+	LastChanges *ChangeCounts `json:"lastChanges,omitempty"`
+}
+
+// ChangeCounts counts what an operation did to the release's objects, each object once for
+// each plan the operation executed (an interrupted operation it finished first, its own, and the
+// undo of a failure).
+type ChangeCounts struct {
+	// Created are the objects the operation created.
+	Created int32 `json:"created"`
+	// Configured are the objects it changed.
+	Configured int32 `json:"configured"`
+	// Unchanged are the objects it applied and found as the chart has them.
+	Unchanged int32 `json:"unchanged"`
+	// Deleted are the objects it deleted, or found gone already.
+	Deleted int32 `json:"deleted"`
 }
 
 // Blocker is what stopped an operation, and what to do about it.

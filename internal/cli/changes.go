@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"io"
+
+	"helm.sh/helm/v4/pkg/cli/output"
+
+	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// operationReport is what berth adds to the -o json|yaml of an install, upgrade, rollback or
+// uninstall, under the key "berth" (helm's output has no key of that name).
+type operationReport struct {
+	// Changes say what happened to each object the operation applied or deleted, in the order
+	// of its plans' steps.
+	Changes []objectChange `json:"changes"`
+}
+
+// objectChange is what one plan an operation executed did to one object.
+type objectChange struct {
+	Object resource.Identity `json:"object"`
+	Change engine.Change     `json:"change"`
+	// Operation and Revision name the plan: the operation's own, an interrupted one it finished
+	// first, or the undo of a failure.
+	Operation release.Operation `json:"operation"`
+	Revision  int               `json:"revision"`
+}
+
+// changes lists what the runs of an operation did to the objects, one run after another, each
+// run's objects in the order its plan's apply and delete steps name them (the objects of one
+// step are applied or deleted together, in the step's order here). An object the plan does not
+// name comes last, in the run's own order.
+func changes(runs []lifecycle.Run) []objectChange {
+	out := []objectChange{}
+	for _, run := range runs {
+		byID := make(map[resource.Identity]engine.Change, len(run.Objects))
+		for _, o := range run.Objects {
+			byID[o.Object] = o.Change
+		}
+		add := func(id resource.Identity) {
+			if c, ok := byID[id]; ok {
+				out = append(out, objectChange{Object: id, Change: c, Operation: run.Operation, Revision: run.Revision})
+				delete(byID, id)
+			}
+		}
+		if run.Plan != nil {
+			for _, step := range run.Plan.Steps {
+				if step.Action == plan.Apply || step.Action == plan.Delete {
+					for _, id := range step.Objects {
+						add(id)
+					}
+				}
+			}
+		}
+		for _, o := range run.Objects {
+			add(o.Object)
+		}
+	}
+	return out
+}
+
+// reportOf is berth's report of an operation that executed runs; nil when it executed none (a
+// dry run).
+func reportOf(runs []lifecycle.Run) *operationReport {
+	if len(runs) == 0 {
+		return nil
+	}
+	return &operationReport{Changes: changes(runs)}
+}
+
+// releaseReport is a release as helm prints it, with berth's report of the operation that
+// recorded it.
+type releaseReport struct {
+	*release.Release
+	Berth *operationReport `json:"berth,omitempty"`
+}
+
+// uninstallReport is what an uninstall did, with berth's report of the changes.
+type uninstallReport struct {
+	*lifecycle.UninstallResult
+	Berth *operationReport `json:"berth,omitempty"`
+}
+
+func uninstallReportOf(res *lifecycle.UninstallResult) uninstallReport {
+	return uninstallReport{UninstallResult: res, Berth: reportOf(res.Runs)}
+}
+
+// resultWriter prints the release an install, upgrade or rollback recorded as helm does, and
+// with -o json|yaml berth's report of the operation beside helm's keys.
+type resultWriter struct {
+	statusWriter
+	report *operationReport
+}
+
+func (w resultWriter) value() releaseReport {
+	return releaseReport{Release: w.withoutChart(), Berth: w.report}
+}
+
+func (w resultWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w.value()) }
+
+func (w resultWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w.value()) }
