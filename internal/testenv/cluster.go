@@ -39,6 +39,7 @@ var pkgCluster *cluster
 type cluster struct {
 	dir        string
 	kubeconfig string
+	auditLog   string // the API server's audit log, one JSON event a request
 	config     *rest.Config
 	cmd        *exec.Cmd
 	exited     chan struct{} // closed when cmd has exited
@@ -91,15 +92,17 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-// startCluster runs `bin up --dir dir` and waits until it prints its ready line.
+// startCluster runs `bin up --dir dir --audit-log dir/audit.log` and waits until it prints its
+// ready line.
 func startCluster(ctx context.Context, bin, dir string) (*cluster, error) {
 	c := &cluster{
 		dir:        dir,
 		kubeconfig: filepath.Join(dir, "kubeconfig"),
+		auditLog:   filepath.Join(dir, "audit.log"),
 		exited:     make(chan struct{}),
 		stderr:     &syncBuffer{},
 	}
-	c.cmd = exec.Command(bin, "up", "--dir", dir)
+	c.cmd = exec.Command(bin, "up", "--dir", dir, "--audit-log", c.auditLog)
 	c.cmd.Stderr = c.stderr
 	c.cmd.SysProcAttr = sysProcAttr()
 	stdout, err := c.cmd.StdoutPipe()

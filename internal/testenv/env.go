@@ -43,6 +43,8 @@ type Env struct {
 	// Mapper maps kinds to resources; it discovers on first use and again
 	// when a kind is unknown, so CRDs created by the test are found.
 	Mapper meta.ResettableRESTMapper
+
+	auditLog string // the cluster's audit log, read by AuditEvents
 }
 
 // New creates a namespace for the test, named after it, waits until the
@@ -88,7 +90,7 @@ func newEnv(c *cluster) (*Env, error) {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
-	return &Env{Kubeconfig: c.kubeconfig, Config: cfg, Client: client, Dynamic: dyn, Mapper: mapper}, nil
+	return &Env{Kubeconfig: c.kubeconfig, Config: cfg, Client: client, Dynamic: dyn, Mapper: mapper, auditLog: c.auditLog}, nil
 }
 
 // waitForServiceAccount waits for the namespace's default ServiceAccount:

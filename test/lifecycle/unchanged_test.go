@@ -2,21 +2,11 @@ package lifecycle
 
 import (
 	"maps"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -63,26 +53,29 @@ spec:
 `,
 }
 
-// unchangedObjects are the chart's objects, by the path of their requests below the namespace.
+// unchangedObjects are the chart's objects, as resource/name.
 var unchangedObjects = []string{"configmaps/settings", "secrets/creds", "serviceaccounts/web", "services/web", "deployments/web"}
 
-// TestUpgradeWritesOnlyWhatChanges upgrades a release through a proxy that records every request
-// berth makes. An upgrade with the same chart and values writes none of the release's objects:
-// every object is unchanged, with its resourceVersion, and the only writes are the release's
-// records and berth's lease and journal. An upgrade that changes one value writes that object
-// alone, and so does an upgrade with the same values after the object was edited by hand, which
-// puts the chart's value back. With --take-ownership, every object is written, and so it is when
-// berth first upgrades a release Helm installed (it adopts Helm's fields), though not after.
+// berthAgent is the user agent of berth's requests.
+const berthAgent = "berth"
+
+// TestUpgradeWritesOnlyWhatChanges upgrades a release and reads, in the API server's audit log,
+// every request berth made. An upgrade with the same chart and values writes none of the
+// release's objects: every object is unchanged, with its resourceVersion, and the only writes are
+// the release's records and berth's lease and journal. An upgrade that changes one value writes
+// that object alone, and so does an upgrade with the same values after the object was edited by
+// hand, which puts the chart's value back. With --take-ownership, every object is written, and so
+// it is when berth first upgrades a release Helm installed (it adopts Helm's fields), though not
+// after.
 func TestUpgradeWritesOnlyWhatChanges(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	chart := berthtest.WriteChart(t, "unchanged", unchangedChart)
 	berthtest.MustBerth(t, env, "install", "web", chart, "--wait")
-	proxy := newRecordingProxy(t, env)
 
 	t.Log("an upgrade with the same chart and values")
 	versions := resourceVersions(t, env)
-	writes, summary := proxy.upgrade(t, env, "web", chart)
+	writes, summary := upgrade(t, env, "web", chart)
 	if len(writes) != 0 {
 		t.Errorf("writes to the release's objects: %v, want none", writes)
 	}
@@ -94,8 +87,8 @@ func TestUpgradeWritesOnlyWhatChanges(t *testing.T) {
 	}
 
 	t.Log("an upgrade that changes one value")
-	writes, summary = proxy.upgrade(t, env, "web", chart, "--set", "greeting=bye")
-	if want := []string{"PATCH configmaps/settings"}; !slices.Equal(writes, want) {
+	writes, summary = upgrade(t, env, "web", chart, "--set", "greeting=bye")
+	if want := []string{"patch configmaps/settings"}; !slices.Equal(writes, want) {
 		t.Errorf("writes to the release's objects: %v, want %v", writes, want)
 	}
 	if want := "done: 1 configured, 4 unchanged in"; !strings.Contains(summary, want) {
@@ -115,8 +108,8 @@ func TestUpgradeWritesOnlyWhatChanges(t *testing.T) {
 	if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
-	writes, summary = proxy.upgrade(t, env, "web", chart, "--set", "greeting=bye")
-	if want := []string{"PATCH configmaps/settings"}; !slices.Equal(writes, want) {
+	writes, summary = upgrade(t, env, "web", chart, "--set", "greeting=bye")
+	if want := []string{"patch configmaps/settings"}; !slices.Equal(writes, want) {
 		t.Errorf("writes to the release's objects: %v, want %v", writes, want)
 	}
 	if want := "done: 1 configured, 4 unchanged in"; !strings.Contains(summary, want) {
@@ -127,15 +120,15 @@ func TestUpgradeWritesOnlyWhatChanges(t *testing.T) {
 	}
 
 	t.Log("an upgrade with the same values and --take-ownership")
-	writes, _ = proxy.upgrade(t, env, "web", chart, "--set", "greeting=bye", "--take-ownership")
+	writes, _ = upgrade(t, env, "web", chart, "--set", "greeting=bye", "--take-ownership")
 	assertAllWritten(t, writes)
 
 	t.Log("berth's first upgrade of a release Helm installed, with the same chart and values")
 	other := testenv.New(t)
 	berthtest.MustHelm(t, other, "install", "web", chart, "--wait")
-	writes, _ = proxy.upgrade(t, other, "web", chart)
+	writes, _ = upgrade(t, other, "web", chart)
 	assertAllWritten(t, writes)
-	writes, _ = proxy.upgrade(t, other, "web", chart)
+	writes, _ = upgrade(t, other, "web", chart)
 	if len(writes) != 0 {
 		t.Errorf("writes to the release's objects once berth upgraded it: %v, want none", writes)
 	}
@@ -145,7 +138,7 @@ func TestUpgradeWritesOnlyWhatChanges(t *testing.T) {
 func assertAllWritten(t *testing.T, writes []string) {
 	t.Helper()
 	for _, obj := range unchangedObjects {
-		if !slices.Contains(writes, "PATCH "+obj) {
+		if !slices.Contains(writes, "patch "+obj) {
 			t.Errorf("writes to the release's objects: %v, want %s applied", writes, obj)
 		}
 	}
@@ -180,101 +173,54 @@ func resourceVersions(t *testing.T, env *testenv.Env) map[string]string {
 	return out
 }
 
-// recordingProxy forwards plain HTTP requests to the test's API server with the test's
-// credentials and records each one.
-type recordingProxy struct {
-	kubeconfig string
-	mu         sync.Mutex
-	requests   []*http.Request
+// bookkeeping reports whether a write is to an object berth keeps beside the release's own:
+// its records, its lease or its journal.
+func bookkeeping(ev testenv.AuditEvent) bool {
+	switch {
+	case ev.APIGroup == "" && ev.Resource == "secrets":
+		return strings.HasPrefix(ev.Name, "sh.helm.release.v1.") || strings.HasPrefix(ev.Name, "berth.journal.")
+	case ev.APIGroup == "coordination.k8s.io" && ev.Resource == "leases":
+		return true
+	}
+	return false
 }
 
-func newRecordingProxy(t *testing.T, env *testenv.Env) *recordingProxy {
+// upgrade runs berth upgrade in the test's namespace and returns, from the API server's audit
+// log, berth's writes to the chart's objects (verb and object, in order) and berth's summary
+// line. Every other write berth made must be to its records, lease or journal. It logs what
+// berth asked.
+func upgrade(t *testing.T, env *testenv.Env, args ...string) (writes []string, summary string) {
 	t.Helper()
-	target, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &recordingProxy{}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = transport
-	rp.FlushInterval = -1 // watches stream
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		p.requests = append(p.requests, r.Clone(r.Context()))
-		p.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{Server: srv.URL}
-	cfg.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
-	cfg.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
-	cfg.CurrentContext = "proxy"
-	p.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, p.kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// objectPath matches a request on a named object of a namespace, or on one of its subresources.
-var objectPath = regexp.MustCompile(`/namespaces/[^/]+/([^/]+/[^/]+)`)
-
-// bookkeeping matches the objects berth writes beside the release's own, below the namespace: its
-// records, its lease and its journal (each created in its collection).
-var bookkeeping = regexp.MustCompile(`^(secrets$|leases$|secrets/sh\.helm\.release\.v1\.|leases/|secrets/berth\.journal\.)`)
-
-// upgrade runs berth upgrade through the proxy and returns the writes made to the chart's
-// objects (method and object, in order) and berth's summary line. It logs what berth asked.
-func (p *recordingProxy) upgrade(t *testing.T, env *testenv.Env, args ...string) (writes []string, summary string) {
-	t.Helper()
-	p.mu.Lock()
-	p.requests = nil
-	p.mu.Unlock()
+	mark := env.AuditMark(t)
 	args = append([]string{"upgrade"}, args...)
-	_, stderr, err := berthtest.RunBerth(t, append(args, "--kubeconfig", p.kubeconfig, "-n", env.Namespace)...)
-	if err != nil {
-		t.Fatalf("berth %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr)
-	}
+	_, stderr := berthtest.MustBerth(t, env, args...)
 	for line := range strings.SplitSeq(stderr, "\n") {
 		if strings.HasPrefix(line, "done: ") {
 			summary = line
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	counts := map[string]int{}
 	var others []string
-	for _, r := range p.requests {
-		dryRun := r.URL.Query().Get("dryRun") != ""
-		write := r.Method != http.MethodGet && !dryRun
-		switch {
-		case r.Method == http.MethodGet && r.URL.Query().Get("watch") == "true":
-			counts["watch"]++
-		case r.Method == http.MethodGet:
-			counts["read"]++
-		case dryRun:
-			counts["dry run"]++
-		default:
-			counts["write"]++
-		}
-		m := objectPath.FindStringSubmatch(r.URL.Path)
-		if !write {
+	for _, ev := range env.AuditEvents(t, mark) {
+		if ev.UserAgent != berthAgent {
 			continue
 		}
-		if m != nil && slices.Contains(unchangedObjects, m[1]) {
-			writes = append(writes, r.Method+" "+m[1])
+		counts[ev.Verb]++
+		if !ev.Write() {
 			continue
 		}
-		others = append(others, r.Method+" "+r.URL.Path)
-		if _, below, _ := strings.Cut(r.URL.Path, "/namespaces/"+env.Namespace+"/"); !bookkeeping.MatchString(below) {
-			t.Errorf("berth %s wrote %s %s, neither an object of the release nor its record, lease or journal", strings.Join(args, " "), r.Method, r.URL.Path)
+		if slices.Contains(unchangedObjects, ev.Resource+"/"+ev.Name) {
+			writes = append(writes, ev.String())
+			continue
+		}
+		others = append(others, ev.String())
+		if !bookkeeping(ev) {
+			t.Errorf("berth %s wrote %s, neither an object of the release nor its record, lease or journal", strings.Join(args, " "), ev)
 		}
 	}
-	t.Logf("%d requests: %v; writes to the release's objects: %v; other writes: %v", len(p.requests), counts, writes, others)
+	t.Logf("berth's requests by verb: %v; writes to the release's objects: %v; other writes: %v", counts, writes, others)
+	if !slices.ContainsFunc(others, func(w string) bool { return strings.HasPrefix(w, "create secrets/sh.helm.release.v1.") }) {
+		t.Errorf("berth %s: no release record created in the audit log, want one", strings.Join(args, " "))
+	}
 	return writes, summary
 }
