@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berthdev/berth/internal/cli"
-	"github.com/berthdev/berth/internal/lifecycle"
+	berthlifecycle "github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -198,7 +198,7 @@ func TestTestIsJournaled(t *testing.T) {
 	}
 
 	stop()
-	if err := <-tested; !errors.Is(err, lifecycle.ErrInterrupted) {
+	if err := <-tested; !errors.Is(err, berthlifecycle.ErrInterrupted) {
 		t.Fatalf("berth test stopped by a signal = %v, want it interrupted\n%s", err, stderr)
 	}
 	rel := berthtest.LastRecord(t, env, "tested")
