@@ -47,11 +47,9 @@ func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, c
 	if fe.Lost = d.op.guard(wctx); fe.Lost != nil {
 		return fe
 	}
-	rel.Info.Status = release.StatusFailed
-	rel.Info.Description = fmt.Sprintf("%s: %v", what, cause)
 	rel.Info.LastDeployed = d.now()
-	if err := d.Store.Update(wctx, rel); err != nil {
-		fe.RecordErr = &RecordError{Release: rel.Name, Revision: rel.Version, Status: release.StatusFailed, Err: err}
+	if err := d.recordFailure(wctx, rel, fmt.Sprintf("%s: %v", what, cause)); err != nil {
+		fe.RecordErr = err
 	}
 	if !undo {
 		return fe
@@ -68,6 +66,22 @@ func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, c
 	defer cancelUndo()
 	fe.UndoErr = undoFn(uctx)
 	return fe
+}
+
+// recordFailure records rel as failed, with description, as a plan of its own: one Record step,
+// which the engine runs and journals as it does every step, so that an operation stopped before
+// it is finished by recording the failure.
+func (d Deps) recordFailure(ctx context.Context, rel *release.Release, description string) error {
+	pl := &plan.Plan{Steps: []plan.Step{recordStep(release.StatusFailed, rel.Version, "the operation failed")}}
+	op := d.op.operation()
+	pl, err := d.op.begin(ctx, op, rel.Version, pl, d.op.options())
+	if err != nil {
+		return err
+	}
+	opts := engine.DefaultOptions()
+	opts.Events = d.Events
+	_, err = d.execute(ctx, op, rel.Version, pl, &runner{d: d, rel: rel, success: description}, opts)
+	return err
 }
 
 // recorded reports whether the plan's revision is recorded: its pending record was written, now

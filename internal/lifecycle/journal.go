@@ -308,6 +308,14 @@ func (o *operation) operation() release.Operation {
 	return o.j.Operation
 }
 
+// options are the options of the operation's journal; none before begin.
+func (o *operation) options() release.JournalOptions {
+	if o == nil || o.j == nil {
+		return release.JournalOptions{}
+	}
+	return o.j.Options
+}
+
 // end deletes the journal of an operation that ended (succeeded or failed: the release's record
 // then says what it is) and readies the operation for the next one. With force, the journal is
 // deleted even when this operation did not write it (it finished or undid an interrupted one).

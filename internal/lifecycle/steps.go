@@ -178,7 +178,8 @@ type runner struct {
 	rel *release.Release
 	// objects are the desired objects by identity (install, upgrade, rollback).
 	objects map[resource.Identity]*unstructured.Unstructured
-	// success is the description of the deployed revision, or of the uninstalled one.
+	// success is the description of the deployed revision, of the uninstalled one, or of the
+	// failed one.
 	success    string
 	historyMax int
 	// created says the pending record was written by this run.
@@ -267,6 +268,13 @@ func (r *runner) record(ctx context.Context, step plan.Step) error {
 			}
 		}
 		rel.Info.Status = release.StatusDeployed
+		rel.Info.Description = r.success
+		if err := d.Store.Update(ctx, rel); err != nil {
+			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
+		}
+		return nil
+	case release.StatusFailed:
+		rel.Info.Status = release.StatusFailed
 		rel.Info.Description = r.success
 		if err := d.Store.Update(ctx, rel); err != nil {
 			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}

@@ -45,7 +45,7 @@ spec:
 // on failure to a revision whose pre-rollback hook never ends either, ends within its --timeout
 // and the grace of its last writes: the rollback gets what is left of the one deadline, not a
 // deadline of its own. Nothing is left pending, the lease is given back, and the error says where
-// the time ran out and that the rollback did not finish.
+// the time ran out and that the rollback did not finish; each failure is recorded by a plan step.
 func TestDeadlineBoundsRollbackOnFailure(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
@@ -64,7 +64,10 @@ func TestDeadlineBoundsRollbackOnFailure(t *testing.T) {
 	if took > timeout+grace {
 		t.Errorf("the upgrade and its rollback took %s, more than --timeout %s and the grace of the last writes (%s)", took.Round(time.Second), timeout, grace)
 	}
-	for _, want := range []string{"before-upgrade", "before-rollback", "timed out", "rolling back on failure failed"} {
+	// The failures are recorded by steps of their own plans: the upgrade's revision 2, then the
+	// rollback's revision 3.
+	for _, want := range []string{"before-upgrade", "before-rollback", "timed out", "rolling back on failure failed",
+		"record/failed/2", "record/failed/3"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the error does not say %q:\n%s", want, stderr)
 		}
