@@ -15,7 +15,7 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-func (d Deps) engineOptions(p *prepared, before map[resource.Identity]*unstructured.Unstructured, w WaitOptions) engine.Options {
+func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*unstructured.Unstructured, w WaitOptions) engine.Options {
 	o := engine.DefaultOptions()
 	if p != nil {
 		o.Objects = p.byID
@@ -32,19 +32,19 @@ func (d Deps) engineOptions(p *prepared, before map[resource.Identity]*unstructu
 // then, within writeGrace. An operation that lost the release to another (its lease taken over,
 // its journal changed) writes neither: each write after the failure is made once the lease is
 // confirmed as the operation's (operation.guard), and the undo ends when the lease is lost.
-func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, cause error, undo bool, undoFn func(context.Context) error) error {
+func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, cause error, undo bool, undoFn func(context.Context) error) error {
 	rel := r.rel
 	fe := &FailedError{Release: rel.Name, Revision: rel.Version, What: what, Err: cause}
-	if d.op.stopped() || !recorded(d, r, pl) {
+	if d.stopped() || !recorded(d, r, pl) {
 		// Stopped by a signal: the revision stays pending, and its journal says how far it got.
 		// Or nothing was recorded yet: there is nothing to mark.
 		return fe
 	}
-	d.op.failing()
+	d.failing()
 	// The record must be written even when the operation ran out of time.
-	wctx, cancel := d.op.writeContext(ctx)
+	wctx, cancel := d.writeContext(ctx)
 	defer cancel()
-	if fe.Lost = d.op.guard(wctx); fe.Lost != nil {
+	if fe.Lost = d.guard(wctx); fe.Lost != nil {
 		return fe
 	}
 	rel.Info.LastDeployed = d.now()
@@ -54,11 +54,11 @@ func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, c
 	if !undo {
 		return fe
 	}
-	if fe.Lost = d.op.guard(wctx); fe.Lost != nil {
+	if fe.Lost = d.guard(wctx); fe.Lost != nil {
 		return fe
 	}
 	fe.Undo = true
-	uctx, cancelUndo, err := d.op.remaining(ctx)
+	uctx, cancelUndo, err := d.remaining(ctx)
 	if err != nil {
 		fe.UndoErr = err
 		return fe
@@ -71,10 +71,10 @@ func (d Deps) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, c
 // recordFailure records rel as failed, with description, as a plan of its own: one Record step,
 // which the engine runs and journals as it does every step, so that an operation stopped before
 // it is finished by recording the failure.
-func (d Deps) recordFailure(ctx context.Context, rel *release.Release, description string) error {
+func (d *operation) recordFailure(ctx context.Context, rel *release.Release, description string) error {
 	pl := &plan.Plan{Steps: []plan.Step{recordStep(release.StatusFailed, rel.Version, "the operation failed")}}
-	op := d.op.operation()
-	pl, err := d.op.begin(ctx, op, rel.Version, pl, d.op.options())
+	op := d.operation()
+	pl, err := d.begin(ctx, op, rel.Version, pl, d.options())
 	if err != nil {
 		return err
 	}
@@ -86,10 +86,10 @@ func (d Deps) recordFailure(ctx context.Context, rel *release.Release, descripti
 
 // recorded reports whether the plan's revision is recorded: its pending record was written, now
 // or by the interrupted run this one finishes, or it was recorded before the plan.
-func recorded(d Deps, r *runner, pl *plan.Plan) bool {
+func recorded(d *operation, r *runner, pl *plan.Plan) bool {
 	for _, s := range pl.Steps {
 		if s.Action == plan.Record && s.Revision == r.rel.Version && strings.HasPrefix(s.Status, "pending-") {
-			return r.created || d.op.Done(s.ID)
+			return r.created || d.Done(s.ID)
 		}
 	}
 	return true

@@ -82,7 +82,7 @@ type ranHook struct {
 // runEventHooks runs the release's hooks for event one after another, in Helm's order, each to
 // an observed outcome; it stops at the first that fails. Each hook's last run is recorded in rel.
 // It returns the logs it was asked to keep.
-func (d Deps) runEventHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, o hookRunOptions) ([]HookLogs, error) {
+func (d *operation) runEventHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, o hookRunOptions) ([]HookLogs, error) {
 	if o.skip {
 		return nil, nil
 	}
@@ -126,7 +126,7 @@ func (d Deps) runEventHooks(ctx context.Context, rel *release.Release, event res
 
 // deleteSucceeded deletes, last first, the hooks with the hook-succeeded policy, then waits until
 // they are all gone. Every hook of the event has finished, so none needs another any more.
-func (d Deps) deleteSucceeded(ctx context.Context, event resource.HookEvent, ran []ranHook) error {
+func (d *operation) deleteSucceeded(ctx context.Context, event resource.HookEvent, ran []ranHook) error {
 	gone := map[resource.Identity]types.UID{}
 	for _, h := range slices.Backward(ran) {
 		if !deletable(h.Hook, resource.HookSucceeded) {
@@ -152,7 +152,7 @@ func deletable(h resource.Hook, p resource.DeletePolicy) bool {
 // runHook runs one hook to its outcome. It returns the hook as it ran, the report of its run
 // (when there is one) and a *HookError when it did not succeed. With resume, a hook without
 // before-hook-creation whose object exists is not run again: that run is followed.
-func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent, logs, resume bool) (ranHook, *cluster.HookReport, error) {
+func (d *operation) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent, logs, resume bool) (ranHook, *cluster.HookReport, error) {
 	obj := h.Object.DeepCopy()
 	if err := d.Cluster.Normalize(obj, namespace); err != nil {
 		return ranHook{}, nil, fmt.Errorf("%s hook %s: %w", event, h.Identity, err)
@@ -234,7 +234,7 @@ func (d Deps) runHook(ctx context.Context, namespace string, h recordedHook, eve
 // removeHook deletes a hook object (the one with uid, or whatever has its name when uid is empty)
 // and waits until it is gone, so that the next run can be created under the same name. An object
 // that is already being deleted (a finalizer holds it) is waited for all the same.
-func (d Deps) removeHook(ctx context.Context, event resource.HookEvent, id resource.Identity, uid types.UID) error {
+func (d *operation) removeHook(ctx context.Context, event resource.HookEvent, id resource.Identity, uid types.UID) error {
 	if uid == "" {
 		live, err := d.Cluster.Get(ctx, id)
 		if err != nil || live == nil {
@@ -249,7 +249,7 @@ func (d Deps) removeHook(ctx context.Context, event resource.HookEvent, id resou
 }
 
 // waitHooksGone waits until the hook objects, by UID, are gone.
-func (d Deps) waitHooksGone(ctx context.Context, event resource.HookEvent, targets map[resource.Identity]types.UID) error {
+func (d *operation) waitHooksGone(ctx context.Context, event resource.HookEvent, targets map[resource.Identity]types.UID) error {
 	if len(targets) == 0 {
 		return nil
 	}
@@ -259,7 +259,7 @@ func (d Deps) waitHooksGone(ctx context.Context, event resource.HookEvent, targe
 	})
 }
 
-func (d Deps) emitter() func(engine.Event) {
+func (d *operation) emitter() func(engine.Event) {
 	if d.Events == nil {
 		return func(engine.Event) {}
 	}

@@ -59,10 +59,10 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
 	// be seen to be rolled back.
 	o.Wait = o.Wait || o.RollbackOnFailure
-	return d.revisionOperation(ctx, release.OpInstall, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d Deps, in *Interrupted) (*release.Release, error) {
+	return d.revisionOperation(ctx, release.OpInstall, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, in *Interrupted) (*release.Release, error) {
 		if in != nil && in.Operation == release.OpInstall {
 			// Installing a release whose install was interrupted is finishing that install.
-			if rel := in.latest(ctx, d); rel != nil && rel.Info.Status == release.StatusDeployed {
+			if rel := in.latest(ctx, d.Deps); rel != nil && rel.Info.Status == release.StatusDeployed {
 				return rel, nil
 			}
 		}
@@ -71,7 +71,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 }
 
 // install is Install within its operation (or its dry run).
-func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, error) {
+func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Release, error) {
 	revision := 1
 	if o.DryRun != ClientDryRun {
 		last, err := d.Store.Last(ctx, o.Name)
@@ -107,7 +107,7 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 		return rel, nil
 	}
 
-	createdNamespace, err := ensureNamespace(ctx, d, o.Namespace, o.CreateNamespace && o.DryRun == NoDryRun)
+	createdNamespace, err := ensureNamespace(ctx, d.Deps, o.Namespace, o.CreateNamespace && o.DryRun == NoDryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	if o.DryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
 		d.runs.plan(pl)
-		return rel, o.preview.fill(ctx, d, previewInput{
+		return rel, o.preview.fill(ctx, d.Deps, previewInput{
 			op: release.OpInstall, rel: rel, plan: pl, p: p, before: before, applied: s.applied,
 			pre: resource.HookPreInstall, post: resource.HookPostInstall, noHooks: o.NoHooks,
 		})
@@ -159,7 +159,7 @@ func (d Deps) install(ctx context.Context, o InstallOptions) (*release.Release, 
 	r := &runner{d: d, rel: rel, objects: p.byID, success: cmp.Or(o.Description, "Install complete")}
 	fwd, cancelFwd := o.forward(ctx, o.RollbackOnFailure)
 	defer cancelFwd()
-	if pl, err = d.op.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
+	if pl, err = d.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
 		opts := d.engineOptions(p, before, o.WaitOptions)
 		opts.Applied = s.unchanged(p, o.TakeOwnership)
 		_, err = d.execute(fwd, release.OpInstall, r.rel.Version, pl, r, opts)

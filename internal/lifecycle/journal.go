@@ -16,18 +16,25 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// operation is the state of the operation under way: its journal, its lease and whether a signal
-// asked it to stop. Its methods do nothing on a nil operation (an operation run without operate).
+// operation is one operation under way: the collaborators it was started with (Deps, which it
+// never changes for its caller) and what the operation owns: its journal, its lease, whether a
+// signal asked it to stop, the runs it executed and what it went on without. Its methods that
+// keep the journal do nothing on a nil operation.
 type operation struct {
-	name     string
-	journals JournalStore
-	holder   release.Holder
-	now      func() time.Time
-	// written is told the count of journal writes; may be nil.
-	written func(int)
-	writes  int
-	// stop ends on a signal.
+	Deps
+	name string
+	// jstore keeps the release's journal; nil when the operation keeps none (a dry run).
+	jstore JournalStore
+	// writes counts the journal's writes (Deps.JournalWritten is told of each).
+	writes int
+	// stop ends on a signal; nil when nothing stops the operation but its deadline.
 	stop context.Context
+	// runs collects the plans the operation executes.
+	runs *runs
+	// terminating, when set, lets the operation go on without what the API server refuses to
+	// create because the release's namespace is being deleted: its hooks (collected here), its
+	// lease and its journal.
+	terminating *terminating
 
 	// lease is the release's lease the operation holds; nil when it runs without one. fence ends
 	// when the lease is lost; it is the parent of the writes after a failure.
@@ -62,8 +69,8 @@ const writeGrace = 10 * time.Second
 
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
 // signal): ctx's values, a grace of writeGrace, and an end when the lease is lost.
-func (o *operation) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	fenced, cancelFenced := o.fenced(ctx, writeGrace)
+func (d *operation) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	fenced, cancelFenced := d.fenced(ctx, writeGrace)
 	wctx, cancel := context.WithTimeoutCause(fenced, writeGrace, fmt.Errorf("a write that had to be made took over %s", writeGrace))
 	return wctx, func() { cancel(); cancelFenced() }
 }
@@ -71,17 +78,17 @@ func (o *operation) writeContext(ctx context.Context) (context.Context, context.
 // fenced is the parent of work done after a failure (an undo, a write), for limit at most: without
 // ctx's cancellation (the deadline, a signal), and ended when the lease is lost. The caller sets
 // its own deadline (with its cause) within it; fenced's bound, a moment later, backs it up.
-func (o *operation) fenced(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
-	if o == nil || o.fence == nil {
+func (d *operation) fenced(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	if d == nil || d.fence == nil {
 		return context.WithTimeout(context.WithoutCancel(ctx), limit+deadlineBackup)
 	}
-	return context.WithTimeout(o.fence, limit+deadlineBackup)
+	return context.WithTimeout(d.fence, limit+deadlineBackup)
 }
 
 // remaining is the context of an undo after a failure: without ctx's cancellation by a signal or
 // by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
 // undo has what is left of it (a context without a deadline gives it an operation's time). When nothing is left, it returns a *NoTimeLeftError.
-func (o *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
+func (d *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		// Not an operation's context: the undo has the time of an operation.
@@ -91,7 +98,7 @@ func (o *operation) remaining(ctx context.Context) (context.Context, context.Can
 	if left <= 0 {
 		return nil, nil, &NoTimeLeftError{Cause: context.Cause(ctx)}
 	}
-	fenced, cancelFenced := o.fenced(ctx, left)
+	fenced, cancelFenced := d.fenced(ctx, left)
 	uctx, cancel := context.WithDeadlineCause(fenced, dl,
 		fmt.Errorf("timed out at the operation's deadline, %s after the undo started with what was left of it", left.Round(time.Millisecond)))
 	return uctx, func() { cancel(); cancelFenced() }, nil
@@ -110,9 +117,9 @@ func (e *NoTimeLeftError) Error() string {
 func (e *NoTimeLeftError) Unwrap() error { return e.Cause }
 
 // failing notes that the operation failed: from now on, each of its writes checks the lease first.
-func (o *operation) failing() {
-	if o != nil {
-		o.failed = true
+func (d *operation) failing() {
+	if d != nil {
+		d.failed = true
 	}
 }
 
@@ -120,50 +127,50 @@ func (o *operation) failing() {
 // changed its journal, and its lease, renewed now, still names it (Lease.Renew asks the API
 // server; a renewed lease stays the operation's for a lease duration, longer than the write
 // takes). An error says it is not, or that this cannot be told: the write must not be made.
-func (o *operation) guard(ctx context.Context) error {
+func (d *operation) guard(ctx context.Context) error {
 	switch {
-	case o == nil:
+	case d == nil:
 		return nil
-	case o.lost != nil:
-		return o.lost
-	case o.lease == nil:
+	case d.lost != nil:
+		return d.lost
+	case d.lease == nil:
 		return nil
 	}
-	return o.lose(o.lease.Renew(ctx))
+	return d.lose(d.lease.Renew(ctx))
 }
 
 // guardAfterFailure is guard once the operation failed, and nothing before: until then, its
 // lease is renewed and watched by Lease.Keep, which ends its context when the lease is lost.
-func (o *operation) guardAfterFailure(ctx context.Context) error {
-	if o == nil || (!o.failed && o.lost == nil) {
+func (d *operation) guardAfterFailure(ctx context.Context) error {
+	if d == nil || (!d.failed && d.lost == nil) {
 		return nil
 	}
-	return o.guard(ctx)
+	return d.guard(ctx)
 }
 
 // lose notes err when it says the release is another's now (release.ErrLost), and returns it.
-func (o *operation) lose(err error) error {
-	if errors.Is(err, release.ErrLost) && o.lost == nil {
-		o.lost = err
+func (d *operation) lose(err error) error {
+	if errors.Is(err, release.ErrLost) && d.lost == nil {
+		d.lost = err
 	}
 	return err
 }
 
 // journals is what the operation reads the release's journal through: itself, which notes the
 // version it read; nil when it keeps no journal.
-func (d Deps) journals() JournalReader {
-	if d.op == nil || d.op.journals == nil {
+func (d *operation) journals() JournalReader {
+	if d == nil || d.jstore == nil {
 		return nil
 	}
-	return d.op
+	return d
 }
 
 // Get reads the journal of release name for the operation (JournalReader), and notes its version:
 // the operation's journal writes are conditional on it.
-func (o *operation) Get(ctx context.Context, name string) (*release.Journal, error) {
-	j, version, err := o.journals.Read(ctx, name)
+func (d *operation) Get(ctx context.Context, name string) (*release.Journal, error) {
+	j, version, err := d.jstore.Read(ctx, name)
 	if err == nil {
-		o.version = version
+		d.version = version
 	}
 	return j, err
 }
@@ -172,79 +179,79 @@ func (o *operation) Get(ctx context.Context, name string) (*release.Journal, err
 // to execute: the journaled one when this operation finishes an interrupted one (the same
 // operation on the same revision), from its first unfinished step. An operation begun while
 // another ends (an undo on failure) replaces its journal.
-func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) (*plan.Plan, error) {
-	if o == nil {
+func (d *operation) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) (*plan.Plan, error) {
+	if d == nil {
 		return pl, nil
 	}
-	now := o.now()
-	o.j = &release.Journal{Release: o.name, Operation: op, Revision: rev, State: release.JournalRunning,
-		Holder: o.holder.String(), Started: now, Options: opts, Plan: pl}
-	if r := o.resume; r != nil && r.Operation == op && r.Revision == rev {
+	now := d.now()
+	d.j = &release.Journal{Release: d.name, Operation: op, Revision: rev, State: release.JournalRunning,
+		Holder: d.Holder.String(), Started: now, Options: opts, Plan: pl}
+	if r := d.resume; r != nil && r.Operation == op && r.Revision == rev {
 		if r.Plan != nil {
-			o.j.Plan, pl = r.Plan, r.Plan
+			d.j.Plan, pl = r.Plan, r.Plan
 		}
-		o.j.Steps = append(o.j.Steps, r.Steps...)
-		o.j.Hooks = append(o.j.Hooks, r.Hooks...)
-		o.j.HooksSucceeded = append(o.j.HooksSucceeded, r.HooksSucceeded...)
-		o.j.Started = r.Started
+		d.j.Steps = append(d.j.Steps, r.Steps...)
+		d.j.Hooks = append(d.j.Hooks, r.Hooks...)
+		d.j.HooksSucceeded = append(d.j.HooksSucceeded, r.HooksSucceeded...)
+		d.j.Started = r.Started
 	}
-	o.resume = nil
-	if len(o.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
+	d.resume = nil
+	if len(d.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
 		// The plan records its revision first: the journal is written once that is done, so
 		// that a journal always has a record to go with (a revision recorded pending without a
 		// journal is finished from its record).
 		return pl, nil
 	}
-	return pl, o.write(ctx)
+	return pl, d.write(ctx)
 }
 
 // write records the journal, on the precondition that it is as the operation last read or wrote
 // it; after a failure, once the lease is confirmed.
-func (o *operation) write(ctx context.Context) error {
-	if o.journals == nil || o.j == nil {
+func (d *operation) write(ctx context.Context) error {
+	if d.jstore == nil || d.j == nil {
 		return nil
 	}
-	wctx, cancel := o.writeContext(ctx)
+	wctx, cancel := d.writeContext(ctx)
 	defer cancel()
-	if err := o.guardAfterFailure(wctx); err != nil {
+	if err := d.guardAfterFailure(wctx); err != nil {
 		return err
 	}
-	o.j.Updated = o.now()
-	version, err := o.journals.Put(wctx, o.j, o.version)
+	d.j.Updated = d.now()
+	version, err := d.jstore.Put(wctx, d.j, d.version)
 	if err != nil {
-		if o.noJournalInTerminating && NamespaceTerminating(err) {
-			o.journals = nil
+		if d.noJournalInTerminating && NamespaceTerminating(err) {
+			d.jstore = nil
 			return nil
 		}
-		return o.lose(err)
+		return d.lose(err)
 	}
-	o.version = version
-	o.count()
+	d.version = version
+	d.count()
 	return nil
 }
 
 // count tells of one more journal write.
-func (o *operation) count() {
-	o.writes++
-	if o.written != nil {
-		o.written(o.writes)
+func (d *operation) count() {
+	d.writes++
+	if d.JournalWritten != nil {
+		d.JournalWritten(d.writes)
 	}
 }
 
 // Done reports whether the journal records step id as completed (engine.Journal).
-func (o *operation) Done(id string) bool {
-	if o == nil || o.j == nil {
+func (d *operation) Done(id string) bool {
+	if d == nil || d.j == nil {
 		return false
 	}
-	if o.j.StepDone(id) {
+	if d.j.StepDone(id) {
 		return true
 	}
 	event, ok := strings.CutPrefix(id, "hooks/")
-	return ok && o.j.HookDone(event) // recorded by event in older journals
+	return ok && d.j.HookDone(event) // recorded by event in older journals
 }
 
 // Checkpoint is a safe point between steps (engine.Journal).
-func (o *operation) Checkpoint() error { return o.checkpoint() }
+func (d *operation) Checkpoint() error { return d.checkpoint() }
 
 // Completed records step i of p as completed (engine.Journal). A run of object steps of one
 // action (apply kind after kind, delete kind after kind) is written once, after its last step:
@@ -252,19 +259,19 @@ func (o *operation) Checkpoint() error { return o.checkpoint() }
 // idempotent, a delete is by UID and finds the object already gone, and a wait that is over ends
 // at once. Every other step is written at once, and the plan's last one not at all: the
 // operation ends with it, and its journal is deleted.
-func (o *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
-	if o == nil || o.j == nil {
+func (d *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
+	if d == nil || d.j == nil {
 		return nil
 	}
 	step := p.Steps[i]
-	o.j.Steps = append(o.j.Steps, step.ID)
+	d.j.Steps = append(d.j.Steps, step.ID)
 	if i == len(p.Steps)-1 {
 		return nil
 	}
 	if objectStep(step) && p.Steps[i+1].Action == step.Action {
 		return nil
 	}
-	return o.write(ctx)
+	return d.write(ctx)
 }
 
 func objectStep(s plan.Step) bool {
@@ -276,44 +283,44 @@ func objectStep(s plan.Step) bool {
 }
 
 // hookSucceeded reports whether the journal notes the hooks of event as succeeded.
-func (o *operation) hookSucceeded(event resource.HookEvent) bool {
-	return o != nil && o.j != nil && o.j.HookSucceeded(string(event))
+func (d *operation) hookSucceeded(event resource.HookEvent) bool {
+	return d != nil && d.j != nil && d.j.HookSucceeded(string(event))
 }
 
 // recordHookSucceeded notes that the hooks of event all succeeded, before they are deleted.
-func (o *operation) recordHookSucceeded(ctx context.Context, event resource.HookEvent) error {
-	if o == nil || o.j == nil {
+func (d *operation) recordHookSucceeded(ctx context.Context, event resource.HookEvent) error {
+	if d == nil || d.j == nil {
 		return nil
 	}
-	o.j.HooksSucceeded = append(o.j.HooksSucceeded, string(event))
-	return o.write(ctx)
+	d.j.HooksSucceeded = append(d.j.HooksSucceeded, string(event))
+	return d.write(ctx)
 }
 
 // stopped reports whether a signal asked the operation to stop.
-func (o *operation) stopped() bool { return o != nil && o.stop != nil && o.stop.Err() != nil }
+func (d *operation) stopped() bool { return d != nil && d.stop != nil && d.stop.Err() != nil }
 
 // checkpoint is a safe point: it returns ErrInterrupted when a signal asked to stop.
-func (o *operation) checkpoint() error {
-	if o.stopped() {
+func (d *operation) checkpoint() error {
+	if d.stopped() {
 		return ErrInterrupted
 	}
 	return nil
 }
 
 // operation names what the journal records (for messages).
-func (o *operation) operation() release.Operation {
-	if o == nil || o.j == nil {
+func (d *operation) operation() release.Operation {
+	if d == nil || d.j == nil {
 		return "operation"
 	}
-	return o.j.Operation
+	return d.j.Operation
 }
 
 // options are the options of the operation's journal; none before begin.
-func (o *operation) options() release.JournalOptions {
-	if o == nil || o.j == nil {
+func (d *operation) options() release.JournalOptions {
+	if d == nil || d.j == nil {
 		return release.JournalOptions{}
 	}
-	return o.j.Options
+	return d.j.Options
 }
 
 // end deletes the journal of an operation that ended (succeeded or failed: the release's record
@@ -321,37 +328,37 @@ func (o *operation) options() release.JournalOptions {
 // deleted even when this operation did not write it (it finished or undid an interrupted one).
 // The deletion is conditional on the journal's version as the operation last read or wrote it,
 // and made once the lease is confirmed: a journal another operation wrote is left to it.
-func (o *operation) end(ctx context.Context, force bool) error {
-	if o == nil {
+func (d *operation) end(ctx context.Context, force bool) error {
+	if d == nil {
 		return nil
 	}
-	begun := o.j != nil || o.resume != nil || force
-	o.j, o.resume, o.recovering = nil, nil, false
-	if o.journals == nil || !begun || o.version == "" {
+	begun := d.j != nil || d.resume != nil || force
+	d.j, d.resume, d.recovering = nil, nil, false
+	if d.jstore == nil || !begun || d.version == "" {
 		return nil
 	}
-	wctx, cancel := o.writeContext(ctx)
+	wctx, cancel := d.writeContext(ctx)
 	defer cancel()
-	if err := o.guard(wctx); err != nil {
+	if err := d.guard(wctx); err != nil {
 		return err
 	}
-	if err := o.journals.Delete(wctx, o.name, o.version); err != nil {
-		return o.lose(err)
+	if err := d.jstore.Delete(wctx, d.name, d.version); err != nil {
+		return d.lose(err)
 	}
-	o.version = ""
-	o.count()
+	d.version = ""
+	d.count()
 	return nil
 }
 
 // interrupt marks the journal of an operation stopped by a signal as interrupted, once the lease
 // is confirmed.
-func (o *operation) interrupt(ctx context.Context) error {
-	if o == nil || o.j == nil {
+func (d *operation) interrupt(ctx context.Context) error {
+	if d == nil || d.j == nil {
 		return nil
 	}
-	o.failing()
-	o.j.State = release.JournalInterrupted
-	return o.write(ctx)
+	d.failing()
+	d.j.State = release.JournalInterrupted
+	return d.write(ctx)
 }
 
 // hooks runs the hooks of event (see runHooks), and notes in the journal when they all succeeded,
@@ -360,25 +367,25 @@ func (o *operation) interrupt(ctx context.Context) error {
 // hook objects its run left are removed first, except those of hooks without
 // before-hook-creation: their policy forbids another run while one may exist, so the run left is
 // followed to its outcome instead.
-func (d Deps) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
-	if d.op.hookSucceeded(event) {
+func (d *operation) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+	if d.hookSucceeded(event) {
 		return d.removeSucceededHooks(ctx, rel, event)
 	}
-	recovering := d.op != nil && d.op.recovering
+	recovering := d.recovering
 	if recovering {
 		if err := d.removeLeftoverHooks(ctx, rel, event, false); err != nil {
 			return err
 		}
 	}
 	_, err := d.runEventHooks(ctx, rel, event, hookRunOptions{resume: recovering, succeeded: func(ctx context.Context) error {
-		return d.op.recordHookSucceeded(ctx, event)
+		return d.recordHookSucceeded(ctx, event)
 	}})
 	return err
 }
 
 // removeSucceededHooks deletes the hook objects of event with the hook-succeeded policy that
 // exist: the hooks succeeded, and the run that ran them was interrupted before it deleted them.
-func (d Deps) removeSucceededHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+func (d *operation) removeSucceededHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
 	_, plain, err := hooksOf(rel)
 	if err != nil {
 		return err
@@ -402,7 +409,7 @@ func (d Deps) removeSucceededHooks(ctx context.Context, rel *release.Release, ev
 // removeLeftoverHooks deletes the hook objects of event that exist: left by a run that was
 // interrupted before it could delete them. Unless all is set, the objects of hooks without
 // before-hook-creation are kept, to be followed.
-func (d Deps) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, all bool) error {
+func (d *operation) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, all bool) error {
 	_, plain, err := hooksOf(rel)
 	if err != nil {
 		return err

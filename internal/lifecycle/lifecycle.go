@@ -43,7 +43,8 @@ type Cluster interface {
 	RunHook(ctx context.Context, obj *unstructured.Unstructured, opts cluster.HookOptions) (cluster.HookRun, error)
 }
 
-// Deps are an operation's collaborators.
+// Deps are an operation's collaborators. An operation starts with a copy of them and changes
+// nothing of its caller's; what it owns as it goes lives in its own value (operation).
 type Deps struct {
 	Cluster Cluster
 	Store   release.Store
@@ -79,15 +80,6 @@ type Deps struct {
 	// JournalWritten is told the count of journal writes after each one; may be nil. Fault
 	// injection tests use it to stop the process at a chosen point.
 	JournalWritten func(n int)
-
-	// op is the operation under way (set by operate).
-	op *operation
-	// runs collects the plans the operation executes (set by the exported operations).
-	runs *runs
-	// terminating, when set, lets the operation go on without what the API server refuses to
-	// create because the release's namespace is being deleted: its hooks (collected here), its
-	// lease and its journal.
-	terminating *terminating
 }
 
 // Namespaces manages namespaces.
@@ -95,6 +87,20 @@ type Namespaces interface {
 	Exists(ctx context.Context, name string) (bool, error)
 	Create(ctx context.Context, name string) error
 	Delete(ctx context.Context, name string) error
+}
+
+// start returns operation on release name, made with d; it keeps the release's journal in
+// d.Journals.
+func (d Deps) start(name string) *operation {
+	return &operation{Deps: d, name: name, jstore: d.Journals, runs: &runs{}}
+}
+
+// dryRun returns the operation of a dry run on release name: it keeps no journal and holds no
+// lease.
+func (d Deps) dryRun(name string) *operation {
+	o := d.start(name)
+	o.jstore = nil
+	return o
 }
 
 func (d Deps) now() time.Time {

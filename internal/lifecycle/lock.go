@@ -54,20 +54,20 @@ func (e *InterruptedError) Error() string {
 func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
 func (e *InterruptedError) Unwrap() error        { return e.Err }
 
-// operate runs fn as one operation on release name: it holds the release's lease while fn runs
+// operate runs fn as the operation on its release: it holds the release's lease while fn runs
 // (see hold), and deletes the operation's journal when fn ends, unless a signal (ctx ending)
 // stopped it: the journal is then marked interrupted. fn runs with a context that a signal does
 // not cancel: it stops at the next safe point instead (between steps), and waits are cut short.
 // The operation's deadline (w.Timeout) starts here and bounds everything: waiting for the lease,
 // finishing an interrupted operation first, and every step.
-func (d Deps) operate(ctx context.Context, name string, w WaitOptions, fn func(context.Context, Deps) error) error {
-	o := &operation{name: name, journals: d.Journals, written: d.JournalWritten, stop: ctx, holder: d.Holder, now: d.now,
-		noJournalInTerminating: d.terminating != nil}
+func (d *operation) operate(ctx context.Context, w WaitOptions, fn func(context.Context, *operation) error) error {
+	name := d.name
+	d.stop, d.noJournalInTerminating = ctx, d.terminating != nil
 	// The work goes on past a signal (it stops at a safe point instead), never past the
 	// deadline: hold sets it on this context, whose own bound, a moment later, only backs it up.
 	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.limit()+deadlineBackup)
 	defer cancel()
-	return d.hold(ctx, run, name, w, o, func(work context.Context, d Deps) error {
+	return d.hold(ctx, run, w, func(work context.Context, _ *operation) error {
 		if d.Precondition != nil {
 			if err := d.Precondition(work); err != nil {
 				return err // nothing was done: no journal to end
@@ -75,11 +75,11 @@ func (d Deps) operate(ctx context.Context, name string, w WaitOptions, fn func(c
 		}
 		d.Cluster = interruptible{Cluster: d.Cluster, stop: ctx}
 		err := fn(work, d)
-		if err != nil && o.stopped() {
-			ie := &InterruptedError{Release: name, Operation: o.operation(), Err: err}
-			return joinOnce(ie, o.interrupt(ctx))
+		if err != nil && d.stopped() {
+			ie := &InterruptedError{Release: name, Operation: d.operation(), Err: err}
+			return joinOnce(ie, d.interrupt(ctx))
 		}
-		return joinOnce(err, o.end(ctx, false))
+		return joinOnce(err, d.end(ctx, false))
 	})
 }
 
@@ -102,16 +102,17 @@ func joinOnce(err, then error) error {
 // which starts here, when ctx ends, or when the lease is lost (its cause is then a
 // *release.LostError): fn must make no change once it has ended.
 func Hold(ctx context.Context, d Deps, name string, w WaitOptions, fn func(context.Context) error) error {
-	o := &operation{name: name, stop: ctx, holder: d.Holder, now: d.now}
-	return d.hold(ctx, ctx, name, w, o, func(ctx context.Context, _ Deps) error { return fn(ctx) })
+	o := d.dryRun(name) // no journal: nothing to resume
+	o.stop = ctx
+	return o.hold(ctx, ctx, w, func(ctx context.Context, _ *operation) error { return fn(ctx) })
 }
 
-// hold runs fn as operation o on release name, holding the release's lease: it takes it
+// hold runs fn as the operation on its release, holding the release's lease: it takes it
 // (waiting until ctx or the deadline ends), renews it while fn runs and gives it back at the end.
-// fn runs with d.op set to o and a context made from run with the deadline w.Timeout, which
-// starts here; that context also ends when the lease is lost, as does o's fence, the context of
-// o's writes after a failure (which check the lease first: see operation.guard).
-func (d Deps) hold(ctx, run context.Context, name string, w WaitOptions, o *operation, fn func(context.Context, Deps) error) error {
+// fn runs with the operation and a context made from run with the deadline w.Timeout, which
+// starts here; that context also ends when the lease is lost, as does the fence, the context of
+// the operation's writes after a failure (which check the lease first: see operation.guard).
+func (d *operation) hold(ctx, run context.Context, w WaitOptions, fn func(context.Context, *operation) error) error {
 	// The fence outlives the deadline for the writes a failure makes after it (within
 	// writeGrace), each with a bound of its own (see operation.fenced); it ends with the lease.
 	afterFailure, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), w.limit()+writeGrace+deadlineBackup)
@@ -124,12 +125,12 @@ func (d Deps) hold(ctx, run context.Context, name string, w WaitOptions, o *oper
 	work, cancelDeadline := w.deadline(work)
 	defer cancelDeadline()
 	lockCtx, lockCancel := w.deadline(ctx) // a signal stops waiting for the lease
-	lease, err := d.lock(lockCtx, name, w.WaitForLock)
+	lease, err := d.lock(lockCtx, w.WaitForLock)
 	lockCancel()
 	if err != nil {
 		return err
 	}
-	o.lease, o.fence = lease, fence
+	d.lease, d.fence = lease, fence
 	if lease != nil {
 		stopRenewing := lease.Keep(func(err error) { lose(err) })
 		defer func() {
@@ -139,13 +140,13 @@ func (d Deps) hold(ctx, run context.Context, name string, w WaitOptions, o *oper
 			cancel()
 		}()
 	}
-	d.op = o
 	return fn(work, d)
 }
 
 // lock acquires the release's lease, waiting for it with wait until ctx ends. Acquire watches a
 // held lease until its holder shows it is live, so waiting is trying again at once.
-func (d Deps) lock(ctx context.Context, name string, wait bool) (*release.Lease, error) {
+func (d *operation) lock(ctx context.Context, wait bool) (*release.Lease, error) {
+	name := d.name
 	if d.Leases == nil {
 		return nil, nil
 	}

@@ -18,12 +18,12 @@ import (
 // undo of its failure). objects are the objects the plan names (desired, or recorded for what it deletes), before their
 // live metadata and applied what the API server's dry run returned for them (nil when it did not
 // run).
-func (d Deps) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan,
+func (d *operation) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan,
 	objects, before, applied map[resource.Identity]*unstructured.Unstructured) error {
-	if d.Preflight == nil || d.op == nil || d.op.recovering || d.op.preflighted {
+	if d.Preflight == nil || d.recovering || d.preflighted {
 		return nil
 	}
-	d.op.preflighted = true
+	d.preflighted = true
 	reqs := append(requests(d.Cluster, rel, pl, objects, before, applied), d.bookkeeping(rel.Name, pl)...)
 	return d.Preflight(ctx, op, rel.Name, reqs)
 }
@@ -81,7 +81,7 @@ type (
 // bookkeeping are the requests of an operation's own writes: the records its Record steps write
 // (a pending revision created, revisions updated, every record deleted when purged) and its
 // journal, created, updated after each step and deleted at the end.
-func (d Deps) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
+func (d *operation) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
 	var out []doctor.Request
 	if rs, ok := d.Store.(recordObjects); ok {
 		record := func(op admissionv1.OperationType, version int, status release.Status) {

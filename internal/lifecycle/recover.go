@@ -211,7 +211,7 @@ func (in *Interrupted) latest(ctx context.Context, d Deps) *release.Release {
 // recoverFirst finds an operation on release name left unfinished and finishes it before op runs;
 // an uninstall instead removes what the interrupted operation's hooks left (it deletes its
 // objects anyway), or goes on with an interrupted uninstall.
-func (d Deps) recoverFirst(ctx context.Context, name string, op release.Operation) (*Interrupted, error) {
+func (d *operation) recoverFirst(ctx context.Context, name string, op release.Operation) (*Interrupted, error) {
 	in, err := findInterrupted(ctx, d.Store, d.journals(), name)
 	if err != nil || in == nil {
 		return in, err
@@ -219,26 +219,26 @@ func (d Deps) recoverFirst(ctx context.Context, name string, op release.Operatio
 	d.notify(fmt.Sprintf("release %s: %s: %s first", name, in.Describe(), in.Next(false)))
 	if op == release.OpUninstall && !in.Stale {
 		if in.Operation == release.OpUninstall {
-			d.op.resume, d.op.recovering = in.Journal, true
+			d.resume, d.recovering = in.Journal, true
 			return in, nil
 		}
 		if err := d.abandonHooks(ctx, in); err != nil {
 			return in, err
 		}
-		return in, d.op.end(ctx, true)
+		return in, d.end(ctx, true)
 	}
 	return in, d.finish(ctx, in)
 }
 
 // finish carries an interrupted operation to its end.
-func (d Deps) finish(ctx context.Context, in *Interrupted) error {
+func (d *operation) finish(ctx context.Context, in *Interrupted) error {
 	var jo release.JournalOptions
 	if in.Journal != nil {
 		jo = in.Journal.Options
 	} else {
 		jo.Wait = in.Operation == release.OpUninstall
 	}
-	d.op.resume, d.op.recovering = in.Journal, true
+	d.resume, d.recovering = in.Journal, true
 	switch {
 	case in.Stale:
 	case in.Operation == release.OpUninstall:
@@ -252,12 +252,12 @@ func (d Deps) finish(ctx context.Context, in *Interrupted) error {
 			return err
 		}
 	}
-	return d.op.end(ctx, true)
+	return d.end(ctx, true)
 }
 
 // resumeRevision finishes an interrupted install, upgrade or rollback of the newest revision from
 // its record, skipping what the journal records as done.
-func (d Deps) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions) error {
+func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions) error {
 	rel := in.Last
 	objs, err := resource.ParseManifest(rel.Manifest)
 	if err != nil {
@@ -297,7 +297,7 @@ func (d Deps) resumeRevision(ctx context.Context, in *Interrupted, jo release.Jo
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
 // rolled back to the deployed revision; an uninstall that deleted nothing yet is dropped, one that
 // may have is finished, as deleted objects cannot be brought back.
-func (d Deps) abandon(ctx context.Context, in *Interrupted) error {
+func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 	var jo release.JournalOptions
 	if in.Journal != nil {
 		jo = in.Journal.Options
@@ -337,12 +337,12 @@ func (d Deps) abandon(ctx context.Context, in *Interrupted) error {
 			return err
 		}
 	}
-	return d.op.end(ctx, true)
+	return d.end(ctx, true)
 }
 
 // abandonHooks removes the hook objects left by the interrupted operation's hook events that
 // did not complete.
-func (d Deps) abandonHooks(ctx context.Context, in *Interrupted) error {
+func (d *operation) abandonHooks(ctx context.Context, in *Interrupted) error {
 	if in.Last == nil || in.Stale {
 		return nil
 	}
@@ -391,9 +391,9 @@ type RecoverResult struct {
 // by its journal, or from the release's record alone when Helm left it pending.
 func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, error) {
 	out := &RecoverResult{Name: o.Name}
-	d.runs = &runs{}
-	defer func() { out.Runs = d.runs.all() }()
-	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+	op := d.start(o.Name)
+	defer func() { out.Runs = op.runs.all() }()
+	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
 		in, err := findInterrupted(ctx, d.Store, d.journals(), o.Name)
 		if err != nil {
 			return err
@@ -414,14 +414,14 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 		} else {
 			err = d.finish(ctx, in)
 		}
-		out.Release = in.latest(ctx, d)
+		out.Release = in.latest(ctx, d.Deps)
 		return err
 	})
 	return out, err
 }
 
 // notify tells of a recovery through the progress events.
-func (d Deps) notify(msg string) {
+func (d *operation) notify(msg string) {
 	d.emitter()(engine.Event{Type: engine.StepStarted, Step: "recover", Message: msg})
 }
 

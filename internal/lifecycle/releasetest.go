@@ -70,7 +70,7 @@ const statusTested = "tested"
 func Test(ctx context.Context, d Deps, o TestOptions) (*TestResult, error) {
 	var logs []HookLogs
 	w := WaitOptions{Timeout: o.Timeout, WaitForLock: o.WaitForLock}
-	res, err := d.revisionOperation(ctx, release.OpTest, o.Name, w, NoDryRun, func(ctx context.Context, d Deps, _ *Interrupted) (*release.Release, error) {
+	res, err := d.revisionOperation(ctx, release.OpTest, o.Name, w, NoDryRun, func(ctx context.Context, d *operation, _ *Interrupted) (*release.Release, error) {
 		t := &testRun{d: d, o: o}
 		rel, err := t.run(ctx)
 		logs = t.logs
@@ -84,7 +84,7 @@ func Test(ctx context.Context, d Deps, o TestOptions) (*TestResult, error) {
 
 // testRun is one run of a release's tests: it runs the lifecycle steps of its plan.
 type testRun struct {
-	d   Deps
+	d   *operation
 	o   TestOptions
 	rel *release.Release
 	// logs are the logs the run was asked to keep.
@@ -107,13 +107,13 @@ func (t *testRun) run(ctx context.Context) (*release.Release, error) {
 	if err != nil {
 		return rel, err
 	}
-	if pl, err = d.op.begin(ctx, release.OpTest, rel.Version, pl, release.JournalOptions{}); err == nil {
+	if pl, err = d.begin(ctx, release.OpTest, rel.Version, pl, release.JournalOptions{}); err == nil {
 		opts := engine.DefaultOptions()
 		opts.Events = d.Events
 		_, err = d.execute(ctx, release.OpTest, rel.Version, pl, t, opts)
 	}
 	if err != nil && !t.recorded {
-		wctx, cancel := d.op.writeContext(ctx)
+		wctx, cancel := d.writeContext(ctx)
 		defer cancel()
 		err = errors.Join(err, t.record(wctx))
 	}
@@ -148,7 +148,7 @@ func (t *testRun) RunStep(ctx context.Context, step plan.Step) error {
 	case step.Action == plan.RunHooks && step.Hook == string(resource.HookTest):
 		event := resource.HookTest
 		logs, err := t.d.runEventHooks(ctx, t.rel, event, hookRunOptions{include: t.selected, logs: t.o.Logs,
-			succeeded: func(ctx context.Context) error { return t.d.op.recordHookSucceeded(ctx, event) }})
+			succeeded: func(ctx context.Context) error { return t.d.recordHookSucceeded(ctx, event) }})
 		t.logs = logs
 		return err
 	case step.Action == plan.Record && step.Status == statusTested:
@@ -161,7 +161,7 @@ func (t *testRun) RunStep(ctx context.Context, step plan.Step) error {
 // the run's.
 func (t *testRun) record(ctx context.Context) error {
 	t.recorded = true
-	err := t.d.op.guard(ctx)
+	err := t.d.guard(ctx)
 	if err == nil {
 		err = t.d.Store.Update(ctx, t.rel)
 	}

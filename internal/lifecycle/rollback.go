@@ -28,13 +28,13 @@ type RollbackOptions struct {
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
 // makes the cluster match it.
 func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
-	return d.revisionOperation(ctx, release.OpRollback, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d Deps, _ *Interrupted) (*release.Release, error) {
+	return d.revisionOperation(ctx, release.OpRollback, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ *Interrupted) (*release.Release, error) {
 		return d.rollback(ctx, o)
 	})
 }
 
 // rollback is Rollback within its operation (or its dry run).
-func (d Deps) rollback(ctx context.Context, o RollbackOptions) (*release.Release, error) {
+func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.Release, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
 		return nil, err

@@ -173,7 +173,7 @@ func (p *prepared) lateIdentities() []resource.Identity {
 
 // runner runs the lifecycle's own steps of one operation.
 type runner struct {
-	d Deps
+	d *operation
 	// rel is the revision the operation records; for an uninstall, the release's last revision.
 	rel *release.Release
 	// objects are the desired objects by identity (install, upgrade, rollback).
@@ -230,7 +230,7 @@ func (r *runner) eachObject(ctx context.Context, step plan.Step, fn func(context
 // (operation.guard): the records are what an operation that took the release over goes by.
 func (r *runner) record(ctx context.Context, step plan.Step) error {
 	d, rel := r.d, r.rel
-	if err := d.op.guard(ctx); err != nil {
+	if err := d.guard(ctx); err != nil {
 		return err
 	}
 	switch s := release.Status(step.Status); s {
@@ -332,10 +332,10 @@ func (e *ValidationError) Unwrap() error { return e.Err }
 
 // execute runs the operation's plan for revision through the engine, journaled, with steps
 // running the lifecycle's own steps, and adds what it did to the operation's runs.
-func (d Deps) execute(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner, opts engine.Options) (*engine.Result, error) {
+func (d *operation) execute(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner, opts engine.Options) (*engine.Result, error) {
 	opts.Steps = steps
-	if d.op != nil {
-		opts.Journal = d.op
+	if d != nil {
+		opts.Journal = d
 	}
 	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
 	if res != nil {
@@ -351,7 +351,7 @@ func (d Deps) execute(ctx context.Context, op release.Operation, revision int, p
 
 // revisionPlan builds the object steps from in and wraps them per pol, with rel's hooks of pre
 // and post (none with noHooks).
-func (d Deps) revisionPlan(in plan.Input, pol revisionPolicy, rel *release.Release, pre, post resource.HookEvent, noHooks bool) (*plan.Plan, error) {
+func (d *operation) revisionPlan(in plan.Input, pol revisionPolicy, rel *release.Release, pre, post resource.HookEvent, noHooks bool) (*plan.Plan, error) {
 	objects, err := plan.Build(in)
 	if err != nil {
 		return nil, err
@@ -443,18 +443,20 @@ func (r *runs) all() []Run {
 // operation on the release is finished (body is told of it: nil when there was none). The body
 // runs the preflight once its plan is known, before its first change.
 func (d Deps) revisionOperation(ctx context.Context, op release.Operation, name string, w WaitOptions, dryRun DryRun,
-	body func(context.Context, Deps, *Interrupted) (*release.Release, error)) (*Result, error) {
+	body func(context.Context, *operation, *Interrupted) (*release.Release, error)) (*Result, error) {
 	start := d.now()
-	d.runs = &runs{}
+	var o *operation
 	var rel *release.Release
 	var err error
 	switch {
 	case dryRun != NoDryRun:
+		o = d.dryRun(name)
 		dctx, cancel := w.deadline(ctx)
 		defer cancel()
-		rel, err = body(dctx, d, nil)
+		rel, err = body(dctx, o, nil)
 	default:
-		err = d.operate(ctx, name, w, func(ctx context.Context, d Deps) error {
+		o = d.start(name)
+		err = o.operate(ctx, w, func(ctx context.Context, d *operation) error {
 			in, err := d.recoverFirst(ctx, name, op)
 			if err != nil {
 				return err
@@ -463,5 +465,5 @@ func (d Deps) revisionOperation(ctx context.Context, op release.Operation, name 
 			return err
 		})
 	}
-	return &Result{Release: rel, Runs: d.runs.all(), Plan: d.runs.planned, Duration: d.now().Sub(start)}, err
+	return &Result{Release: rel, Runs: o.runs.all(), Plan: o.runs.planned, Duration: d.now().Sub(start)}, err
 }

@@ -67,22 +67,22 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 	if o.DryRun {
 		ctx, cancel := o.deadline(ctx)
 		defer cancel()
-		return d.uninstall(ctx, o)
+		return d.dryRun(o.Name).uninstall(ctx, o)
 	}
 	var res *UninstallResult
-	d.runs = &runs{}
+	op := d.start(o.Name)
 	if o.SkipHooksInTerminatingNamespace {
-		d.terminating = &terminating{}
+		op.terminating = &terminating{}
 	}
 	defer func() {
 		if res != nil {
-			res.Runs = d.runs.all()
-			if d.terminating != nil {
-				res.SkippedHooks = d.terminating.hooks()
+			res.Runs = op.runs.all()
+			if op.terminating != nil {
+				res.SkippedHooks = op.terminating.hooks()
 			}
 		}
 	}()
-	err := d.operate(ctx, o.Name, o.WaitOptions, func(ctx context.Context, d Deps) error {
+	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
 		in, err := d.recoverFirst(ctx, o.Name, release.OpUninstall)
 		if err != nil {
 			return err
@@ -98,7 +98,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 }
 
 // uninstall is Uninstall within its operation (or its dry run).
-func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResult, error) {
+func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResult, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 	}
 	jo := journalOptions(o.WaitOptions, o.NoHooks, false)
 	jo.KeepHistory, jo.Cascade = o.KeepHistory, string(o.Cascade)
-	if pl, err = d.op.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
+	if pl, err = d.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
 		return nil, err
 	}
 	eo := d.engineOptions(nil, before, o.WaitOptions)
@@ -167,8 +167,8 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 	if err == nil {
 		return out, nil
 	}
-	d.op.failing()
-	wctx, cancel := d.op.writeContext(ctx)
+	d.failing()
+	wctx, cancel := d.writeContext(ctx)
 	defer cancel()
 	ue := &UninstallError{Release: o.Name, Err: err}
 	var se *engine.StepError
@@ -179,10 +179,10 @@ func (d Deps) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResu
 	} else {
 		d.leftBehind(wctx, recorded, err, out)
 	}
-	if d.op.stopped() {
+	if d.stopped() {
 		return out, ue
 	}
-	if ue.Lost = d.op.guard(wctx); ue.Lost != nil {
+	if ue.Lost = d.guard(wctx); ue.Lost != nil {
 		return out, ue
 	}
 	if werr := d.Store.Update(wctx, last); werr != nil {
@@ -232,7 +232,7 @@ func (e *UninstallError) Unwrap() []error {
 
 // leftBehind fills in what an uninstall that stopped leaves: the blockers it met, and the
 // release's objects (and the dependents the blockers name) that still exist.
-func (d Deps) leftBehind(ctx context.Context, recorded []*unstructured.Unstructured, err error, out *UninstallResult) {
+func (d *operation) leftBehind(ctx context.Context, recorded []*unstructured.Unstructured, err error, out *UninstallResult) {
 	var be *engine.BlockedError
 	if errors.As(err, &be) {
 		out.Blockers = be.Blockers
@@ -258,7 +258,7 @@ func (d Deps) leftBehind(ctx context.Context, recorded []*unstructured.Unstructu
 
 // dryRunDeletes runs every deletion of the plan through the API server's dry run, so that a webhook
 // or a missing permission that would block the uninstall is found before anything is deleted.
-func (d Deps) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resource.Identity]*unstructured.Unstructured,
+func (d *operation) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resource.Identity]*unstructured.Unstructured,
 	prop metav1.DeletionPropagation, out *UninstallResult) error {
 	var blockers []cluster.Blocker
 	for _, step := range pl.Steps {
@@ -285,7 +285,7 @@ func (d Deps) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resou
 
 // purge deletes every recorded revision of a release. A record already gone (deleted with its
 // namespace, say) is as good as deleted.
-func (d Deps) purge(ctx context.Context, name string) error {
+func (d *operation) purge(ctx context.Context, name string) error {
 	_, err := d.Store.Purge(ctx, name)
 	return err
 }

@@ -54,13 +54,13 @@ type UpgradeOptions struct {
 // new revision as deployed and the previous one as superseded.
 func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
 	o.Wait = o.Wait || o.RollbackOnFailure // as Install
-	return d.revisionOperation(ctx, release.OpUpgrade, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d Deps, _ *Interrupted) (*release.Release, error) {
+	return d.revisionOperation(ctx, release.OpUpgrade, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ *Interrupted) (*release.Release, error) {
 		return d.upgrade(ctx, o)
 	})
 }
 
 // upgrade is Upgrade within its operation (or its dry run).
-func (d Deps) upgrade(ctx context.Context, o UpgradeOptions) (*release.Release, error) {
+func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Release, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if errors.Is(err, release.ErrNotFound) || (err == nil && last.Info.Status == release.StatusUninstalled) {
 		if !o.Install {
@@ -154,7 +154,7 @@ type replacement struct {
 	preview *Preview
 }
 
-func (d Deps) replace(ctx context.Context, r replacement) error {
+func (d *operation) replace(ctx context.Context, r replacement) error {
 	rel := r.rel
 	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, r.crds, r.objects)
 	if err != nil {
@@ -202,7 +202,7 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	if r.dryRun == ServerDryRun {
 		rel.Info.Description = "Dry run complete"
 		d.runs.plan(pl)
-		return r.preview.fill(ctx, d, previewInput{
+		return r.preview.fill(ctx, d.Deps, previewInput{
 			op: r.op, rel: rel, previous: r.previous, plan: pl, p: p, before: before, applied: s.applied,
 			pre: r.pre, post: r.post, noHooks: r.noHooks,
 		})
@@ -213,7 +213,7 @@ func (d Deps) replace(ctx context.Context, r replacement) error {
 	}
 	fwd, cancelFwd := r.wait.forward(ctx, r.rollbackOnFailure)
 	defer cancelFwd()
-	if pl, err = d.op.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
+	if pl, err = d.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
 		opts := d.engineOptions(p, before, r.wait)
 		opts.Applied = s.unchanged(p, r.takeOwnership)
 		_, err = d.execute(fwd, r.op, rel.Version, pl, run, opts)
