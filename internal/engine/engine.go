@@ -284,11 +284,11 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 			x.c.ResetMapper()
 		}
 		return err
-	case plan.Record, plan.RunHooks, plan.Adopt, plan.Validate:
+	case plan.Record, plan.RunHooks, plan.Adopt, plan.Validate, plan.RemoveHooks, plan.CreateNamespace, plan.DeleteNamespace:
 		if x.opts.Steps == nil {
 			return fmt.Errorf("no runner for %s steps", step.Action)
 		}
-		if step.Action == plan.RunHooks || step.Action == plan.Adopt {
+		if step.Action == plan.RunHooks || step.Action == plan.Adopt || step.Action == plan.RemoveHooks {
 			x.mu.Lock()
 			x.stale = true
 			x.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,146 +14,6 @@ import (
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
-
-// operation is one operation under way: the collaborators it was started with (Deps, which it
-// never changes for its caller) and what the operation owns: its journal, its lease, whether a
-// signal asked it to stop, the runs it executed and what it went on without. Its methods that
-// keep the journal do nothing on a nil operation.
-type operation struct {
-	Deps
-	name string
-	// jstore keeps the release's journal; nil when the operation keeps none (a dry run).
-	jstore JournalStore
-	// writes counts the journal's writes (Deps.JournalWritten is told of each).
-	writes int
-	// stop ends on a signal; nil when nothing stops the operation but its deadline.
-	stop context.Context
-	// runs collects the plans the operation executes.
-	runs *runs
-	// terminating, when set, lets the operation go on without what the API server refuses to
-	// create because the release's namespace is being deleted: its hooks (collected here), its
-	// lease and its journal.
-	terminating *terminating
-
-	// lease is the release's lease the operation holds; nil when it runs without one. fence ends
-	// when the lease is lost; it is the parent of the writes after a failure.
-	lease *release.Lease
-	fence context.Context
-	// version is the version of the release's journal as the operation last read or wrote it, ""
-	// when it saw none: its journal writes are conditional on it.
-	version string
-	// failed says the operation failed (or stopped): each write from then on checks the lease
-	// first. lost, once set, says the release is another's now: nothing more is written.
-	failed bool
-	lost   error
-
-	// j is the journal of the operation being carried out; nil before begin.
-	j *release.Journal
-	// resume is the journal of the interrupted operation being finished: its completed steps and
-	// hooks are skipped. recovering is set while an interrupted operation is finished, journal or
-	// not: hook objects left by the interrupted run are removed before their event runs again.
-	resume     *release.Journal
-	recovering bool
-	// preflighted says the operation's preflight ran: it checks the operation's own plan, once,
-	// and never an undo or the finishing of an interrupted operation.
-	preflighted bool
-	// noJournalInTerminating goes on without a journal when the namespace is being deleted and
-	// refuses to hold one.
-	noJournalInTerminating bool
-}
-
-// writeGrace bounds the writes that must be made even though the operation's deadline passed or
-// a signal stopped it: the failure record, the journal's last state, giving the lease back.
-const writeGrace = 10 * time.Second
-
-// writeContext is the context of a write that must be made even when ctx ended (the deadline, a
-// signal): ctx's values, a grace of writeGrace, and an end when the lease is lost.
-func (d *operation) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	fenced, cancelFenced := d.fenced(ctx, writeGrace)
-	wctx, cancel := context.WithTimeoutCause(fenced, writeGrace, fmt.Errorf("a write that had to be made took over %s", writeGrace))
-	return wctx, func() { cancel(); cancelFenced() }
-}
-
-// fenced is the parent of work done after a failure (an undo, a write), for limit at most: without
-// ctx's cancellation (the deadline, a signal), and ended when the lease is lost. The caller sets
-// its own deadline (with its cause) within it; fenced's bound, a moment later, backs it up.
-func (d *operation) fenced(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
-	if d == nil || d.fence == nil {
-		return context.WithTimeout(context.WithoutCancel(ctx), limit+deadlineBackup)
-	}
-	return context.WithTimeout(d.fence, limit+deadlineBackup)
-}
-
-// remaining is the context of an undo after a failure: without ctx's cancellation by a signal or
-// by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
-// undo has what is left of it (a context without a deadline gives it an operation's time). When nothing is left, it returns a *NoTimeLeftError.
-func (d *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		// Not an operation's context: the undo has the time of an operation.
-		dl = time.Now().Add(WaitOptions{}.limit())
-	}
-	left := time.Until(dl)
-	if left <= 0 {
-		return nil, nil, &NoTimeLeftError{Cause: context.Cause(ctx)}
-	}
-	fenced, cancelFenced := d.fenced(ctx, left)
-	uctx, cancel := context.WithDeadlineCause(fenced, dl,
-		fmt.Errorf("timed out at the operation's deadline, %s after the undo started with what was left of it", left.Round(time.Millisecond)))
-	return uctx, func() { cancel(); cancelFenced() }, nil
-}
-
-// NoTimeLeftError says an undo did not start: the operation's deadline had passed. Cause is
-// what ended the operation's context.
-type NoTimeLeftError struct {
-	Cause error
-}
-
-func (e *NoTimeLeftError) Error() string {
-	return "not started: no time was left before the operation's deadline"
-}
-
-func (e *NoTimeLeftError) Unwrap() error { return e.Cause }
-
-// failing notes that the operation failed: from now on, each of its writes checks the lease first.
-func (d *operation) failing() {
-	if d != nil {
-		d.failed = true
-	}
-}
-
-// guard confirms, before a write, that the release is still the operation's: no other operation
-// changed its journal, and its lease, renewed now, still names it (Lease.Renew asks the API
-// server; a renewed lease stays the operation's for a lease duration, longer than the write
-// takes). An error says it is not, or that this cannot be told: the write must not be made.
-func (d *operation) guard(ctx context.Context) error {
-	switch {
-	case d == nil:
-		return nil
-	case d.lost != nil:
-		return d.lost
-	case d.lease == nil:
-		return nil
-	}
-	return d.lose(d.lease.Renew(ctx))
-}
-
-// guardAfterFailure is guard once the operation failed, and nothing before: until then, its
-// lease is renewed and watched by Lease.Keep, which ends its context when the lease is lost.
-func (d *operation) guardAfterFailure(ctx context.Context) error {
-	if d == nil || (!d.failed && d.lost == nil) {
-		return nil
-	}
-	return d.guard(ctx)
-}
-
-// lose notes err when it says the release is another's now (release.ErrLost), and returns it.
-func (d *operation) lose(err error) error {
-	if errors.Is(err, release.ErrLost) && d.lost == nil {
-		d.lost = err
-	}
-	return err
-}
 
 // journals is what the operation reads the release's journal through: itself, which notes the
 // version it read; nil when it keeps no journal.
@@ -294,25 +153,6 @@ func (d *operation) recordHookSucceeded(ctx context.Context, event resource.Hook
 	}
 	d.j.HooksSucceeded = append(d.j.HooksSucceeded, string(event))
 	return d.write(ctx)
-}
-
-// stopped reports whether a signal asked the operation to stop.
-func (d *operation) stopped() bool { return d != nil && d.stop != nil && d.stop.Err() != nil }
-
-// checkpoint is a safe point: it returns ErrInterrupted when a signal asked to stop.
-func (d *operation) checkpoint() error {
-	if d.stopped() {
-		return ErrInterrupted
-	}
-	return nil
-}
-
-// operation names what the journal records (for messages).
-func (d *operation) operation() release.Operation {
-	if d == nil || d.j == nil {
-		return "operation"
-	}
-	return d.j.Operation
 }
 
 // options are the options of the operation's journal; none before begin.

@@ -42,6 +42,14 @@ const (
 	// server-side dry run: objects whose kinds the release's own CRDs define, once those are
 	// Established.
 	Validate Action = "validate"
+	// RemoveHooks deletes the hook objects of Hook that an interrupted run of it left, before the
+	// operation that run belonged to is undone or replaced.
+	RemoveHooks Action = "remove-hooks"
+	// CreateNamespace creates the release's namespace, Objects' one Namespace
+	// (--create-namespace); DeleteNamespace deletes the one the operation created, when the
+	// operation stops before its first change to anything else.
+	CreateNamespace Action = "create-namespace"
+	DeleteNamespace Action = "delete-namespace"
 )
 
 // Step is one unit of work. Steps run in order; the objects of one step are independent of each

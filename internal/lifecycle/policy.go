@@ -1,0 +1,174 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// An operation is one plan: what it records, the hooks it runs, what it adopts and validates, and
+// the object steps plan.Build orders. This file holds the policy: which steps an install,
+// upgrade, rollback or uninstall has, and in what order, from what is known before anything
+// changes. runner.go runs the lifecycle's own steps; operation.go executes plans through the
+// engine, which journals every step alike (journal.go).
+
+// hookStep is one event's hooks, in the order they run.
+type hookStep struct {
+	event resource.HookEvent
+	hooks []resource.Hook
+}
+
+// revisionPolicy is what an install, upgrade or rollback does besides its object steps.
+type revisionPolicy struct {
+	op       release.Operation
+	revision int
+	// create records the revision as pending first; not when it is recorded already (an
+	// interrupted operation being finished from its record).
+	create    bool
+	pre, post hookStep
+	// adopted are existing objects with fields Helm set.
+	adopted []resource.Identity
+	// superseded are the revisions that were deployed and are superseded once this one is.
+	superseded []int
+}
+
+// revisionPlan is the plan of an install, upgrade or rollback: record the revision as pending,
+// run the pre hooks, adopt Helm's fields, apply, wait and delete (objects), run the post hooks,
+// mark the replaced revisions superseded and the new one deployed.
+func revisionPlan(objects *plan.Plan, pol revisionPolicy) *plan.Plan {
+	p := &plan.Plan{Kept: objects.Kept}
+	if pol.create {
+		p.Steps = append(p.Steps, recordStep(pendingStatus(pol.op), pol.revision, "the revision is recorded before anything changes"))
+	}
+	p.Steps = appendHooks(p.Steps, pol.pre)
+	if len(pol.adopted) > 0 {
+		p.Steps = append(p.Steps, plan.Step{ID: "adopt", Action: plan.Adopt, Objects: pol.adopted,
+			Reason: "berth takes over the fields Helm set, so that what left the chart is removed"})
+	}
+	p.Steps = append(p.Steps, objects.Steps...)
+	p.Steps = appendHooks(p.Steps, pol.post)
+	deployed := recordStep(release.StatusDeployed, pol.revision, "the operation completed")
+	if len(pol.superseded) > 0 {
+		deployed.Supersedes = pol.superseded
+		var vs []string
+		for _, v := range pol.superseded {
+			vs = append(vs, strconv.Itoa(v))
+		}
+		deployed.Reason += fmt.Sprintf("; revision %s superseded first", strings.Join(vs, ", "))
+	}
+	p.Steps = append(p.Steps, deployed)
+	return p
+}
+
+// uninstallPolicy is what an uninstall does besides deleting objects.
+type uninstallPolicy struct {
+	revision    int
+	pre, post   hookStep
+	keepHistory bool
+}
+
+// uninstallPlan is the plan of an uninstall: every pre-delete hook to completion before anything
+// is deleted, the release recorded as uninstalling, the deletions and their waits, the post-delete
+// hooks, then the records removed (or kept, marked uninstalled).
+func uninstallPlan(objects *plan.Plan, pol uninstallPolicy) *plan.Plan {
+	p := &plan.Plan{Kept: objects.Kept}
+	p.Steps = appendHooks(p.Steps, pol.pre)
+	p.Steps = append(p.Steps, recordStep(release.StatusUninstalling, pol.revision, "deletion starts"))
+	p.Steps = append(p.Steps, objects.Steps...)
+	p.Steps = appendHooks(p.Steps, pol.post)
+	if pol.keepHistory {
+		p.Steps = append(p.Steps, recordStep(release.StatusUninstalled, pol.revision, "the history is kept"))
+	} else {
+		p.Steps = append(p.Steps, plan.Step{ID: "record/purged", Action: plan.Record, Status: statusPurged,
+			Reason: "every record of the release is deleted"})
+	}
+	return p
+}
+
+// statusPurged is the Status of the Record step that deletes every record of a release.
+const statusPurged = "purged"
+
+func recordStep(status release.Status, revision int, why string) plan.Step {
+	return plan.Step{ID: fmt.Sprintf("record/%s/%d", status, revision), Action: plan.Record, Status: string(status), Revision: revision,
+		Reason: fmt.Sprintf("record revision %d as %s: %s", revision, status, why)}
+}
+
+// appendHooks appends the step that runs the hooks of h, if there are any.
+func appendHooks(steps []plan.Step, h hookStep) []plan.Step {
+	if len(h.hooks) == 0 {
+		return steps
+	}
+	ids := make([]resource.Identity, len(h.hooks))
+	var parts []string
+	for i, hk := range h.hooks {
+		ids[i] = hk.Identity
+		desc := fmt.Sprintf("%s weight %d", hk.Identity.Name, hk.Weight)
+		if len(hk.DeletePolicies) > 0 {
+			var ps []string
+			for _, p := range hk.DeletePolicies {
+				ps = append(ps, string(p))
+			}
+			desc += ", delete " + strings.Join(ps, ",")
+		}
+		parts = append(parts, desc)
+	}
+	return append(steps, plan.Step{ID: "hooks/" + string(h.event), Action: plan.RunHooks, Hook: string(h.event), Objects: ids,
+		Reason: fmt.Sprintf("%s hooks, in order, each to its outcome: %s", h.event, strings.Join(parts, "; "))})
+}
+
+func pendingStatus(op release.Operation) release.Status {
+	switch op {
+	case release.OpInstall:
+		return release.StatusPendingInstall
+	case release.OpRollback:
+		return release.StatusPendingRollback
+	}
+	return release.StatusPendingUpgrade
+}
+
+// eventHooks returns the hooks of rel for event, in the order they run, each with its identity as
+// the API server sees it; none when skip.
+func eventHooks(c Cluster, rel *release.Release, event resource.HookEvent, skip bool) (hookStep, error) {
+	h := hookStep{event: event}
+	if skip || rel == nil {
+		return h, nil
+	}
+	_, plain, err := hooksOf(rel)
+	if err != nil {
+		return h, err
+	}
+	for _, hk := range resource.HooksFor(plain, event) {
+		if obj := hk.Object.DeepCopy(); c.Normalize(obj, rel.Namespace) == nil {
+			hk.Identity = resource.IdentityOf(obj)
+		}
+		h.hooks = append(h.hooks, hk)
+	}
+	return h, nil
+}
+
+// lateIdentities are the objects whose kinds the release's CRDs define and the API server does not
+// serve yet.
+func (p *prepared) lateIdentities() []resource.Identity {
+	var out []resource.Identity
+	for _, obj := range p.objects {
+		if p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
+			out = append(out, resource.IdentityOf(obj))
+		}
+	}
+	return out
+}
+
+// identities returns the identity of each object.
+func identities(objs []*unstructured.Unstructured) []resource.Identity {
+	out := make([]resource.Identity, len(objs))
+	for i, obj := range objs {
+		out[i] = resource.IdentityOf(obj)
+	}
+	return out
+}

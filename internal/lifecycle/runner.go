@@ -1,0 +1,176 @@
+package lifecycle
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// runner runs the lifecycle's own steps of one operation.
+type runner struct {
+	d *operation
+	// rel is the revision the operation records; for an uninstall, the release's last revision.
+	rel *release.Release
+	// objects are the desired objects by identity (install, upgrade, rollback).
+	objects map[resource.Identity]*unstructured.Unstructured
+	// success is the description of the deployed revision, of the uninstalled one, or of the
+	// failed one.
+	success    string
+	historyMax int
+	// created says the pending record was written by this run.
+	created bool
+}
+
+// RunStep runs a record, hooks, adopt or validate step.
+func (r *runner) RunStep(ctx context.Context, step plan.Step) error {
+	switch step.Action {
+	case plan.Record:
+		return r.record(ctx, step)
+	case plan.RunHooks:
+		return r.d.hooks(ctx, r.rel, resource.HookEvent(step.Hook))
+	case plan.Adopt:
+		return r.eachObject(ctx, step, func(ctx context.Context, obj *unstructured.Unstructured) error {
+			return r.d.Cluster.AdoptFields(ctx, resource.IdentityOf(obj))
+		})
+	case plan.Validate:
+		err := r.eachObject(ctx, step, func(ctx context.Context, obj *unstructured.Unstructured) error {
+			_, err := r.d.Cluster.Apply(ctx, obj, cluster.ApplyOptions{DryRun: true})
+			if cluster.IsUnknownKind(err) {
+				return nil // defined by a CRD not installed yet: its apply will say so
+			}
+			return err
+		})
+		if err != nil {
+			return &ValidationError{Late: true, Err: err}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: not a lifecycle step", step.Action)
+}
+
+// eachObject runs fn for the desired object of each identity of step, concurrently.
+func (r *runner) eachObject(ctx context.Context, step plan.Step, fn func(context.Context, *unstructured.Unstructured) error) error {
+	objs := make([]*unstructured.Unstructured, 0, len(step.Objects))
+	for _, id := range step.Objects {
+		obj, ok := r.objects[id]
+		if !ok {
+			return fmt.Errorf("%s: not among the desired objects", id)
+		}
+		objs = append(objs, obj)
+	}
+	return forEach(ctx, objs, fn)
+}
+
+// record writes what a Record step records, once the lease is confirmed as the operation's
+// (operation.guard): the records are what an operation that took the release over goes by.
+func (r *runner) record(ctx context.Context, step plan.Step) error {
+	d, rel := r.d, r.rel
+	if err := d.guard(ctx); err != nil {
+		return err
+	}
+	switch s := release.Status(step.Status); s {
+	case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
+		if r.historyMax > 0 {
+			// Make room for the new revision, as Helm does.
+			if _, err := d.Store.Prune(ctx, rel.Name, r.historyMax-1); err != nil {
+				return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
+			}
+		}
+		err := d.Store.Create(ctx, rel)
+		if errors.Is(err, release.ErrExists) {
+			// Recorded by the run that was interrupted before its journal said so.
+			if got, gerr := d.Store.Get(ctx, rel.Name, rel.Version); gerr == nil && got.Info.Status == s {
+				err = nil
+			}
+		}
+		if err != nil {
+			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
+		}
+		r.created = true
+		return nil
+	case release.StatusDeployed:
+		for _, v := range step.Supersedes {
+			prev, err := d.Store.Get(ctx, rel.Name, v)
+			if errors.Is(err, release.ErrNotFound) {
+				continue // pruned, or removed by hand: nothing to mark
+			}
+			if err == nil && prev.Info.Status == release.StatusDeployed {
+				prev.Info.Status = release.StatusSuperseded
+				err = d.Store.Update(ctx, prev)
+			}
+			if err != nil {
+				return &RecordError{Release: rel.Name, Revision: v, Status: release.StatusSuperseded, Err: err}
+			}
+		}
+		rel.Info.Status = release.StatusDeployed
+		rel.Info.Description = r.success
+		if err := d.Store.Update(ctx, rel); err != nil {
+			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
+		}
+		return nil
+	case release.StatusFailed:
+		rel.Info.Status = release.StatusFailed
+		rel.Info.Description = r.success
+		if err := d.Store.Update(ctx, rel); err != nil {
+			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
+		}
+		return nil
+	case release.StatusUninstalling:
+		rel.Info.Status = release.StatusUninstalling
+		rel.Info.Description = "Deletion in progress (or silently failed)"
+		if err := d.Store.Update(ctx, rel); err != nil {
+			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
+		}
+		return nil
+	case release.StatusUninstalled:
+		rel.Info.Status = release.StatusUninstalled
+		rel.Info.Deleted = d.now()
+		rel.Info.Description = cmp.Or(r.success, "Uninstallation complete")
+		if err := d.Store.Update(ctx, rel); err != nil {
+			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
+		}
+		return nil
+	case statusPurged:
+		return d.purge(ctx, rel.Name)
+	}
+	return fmt.Errorf("record: unknown status %q", step.Status)
+}
+
+// RecordError says a release's record could not be written.
+type RecordError struct {
+	Release  string
+	Revision int
+	Status   release.Status
+	Err      error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("record release %s revision %d as %s: %v", e.Release, e.Revision, e.Status, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// ValidationError says the API server refused objects in a server-side dry run: nothing was
+// changed (Late: custom resources of the release's own CRDs, validated once those were
+// Established; none of them was applied).
+type ValidationError struct {
+	Late bool
+	Err  error
+}
+
+func (e *ValidationError) Error() string {
+	if e.Late {
+		return fmt.Sprintf("validation of the custom resources failed, none of them was applied:\n%v", e.Err)
+	}
+	return fmt.Sprintf("validation failed, nothing was changed:\n%v", e.Err)
+}
+
+func (e *ValidationError) Unwrap() error { return e.Err }
