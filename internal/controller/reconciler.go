@@ -248,35 +248,16 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 		return nil, nil, err
 	}
 	install, upgrade := d.Install, d.Upgrade
-	opts := lifecycle.UpgradeOptions{
+	// An interrupted install or upgrade of what the spec still asks for is finished, not done
+	// again; one of something else is finished and then upgraded (lifecycle.Next).
+	return revisionOf(lifecycle.Upgrade(ctx, deps, lifecycle.UpgradeOptions{
 		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values,
 		Install: true, HistoryMax: d.HistoryMax, Capabilities: caps,
 		WaitOptions: d.wait(upgrade.OperationSpec), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
 		CreateNamespace: install.CreateNamespace,
-	}
-	last, err := deps.Store.Last(ctx, d.ReleaseName)
-	switch {
-	case err == nil && last.Info.Status == release.StatusPendingInstall && finishesAsIs(last, ch.chart.Metadata.Version, d.Values):
-		// An interrupted install of what the spec still asks for: installing again finishes it
-		// as its first revision. Otherwise the upgrade below finishes it and then upgrades it.
-		return revisionOf(lifecycle.Install(ctx, deps, lifecycle.InstallOptions{
-			Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values, Capabilities: caps,
-			WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks, RollbackOnFailure: install.RollbackOnFailure,
-			CreateNamespace: install.CreateNamespace,
-		}))
-	case err == nil && last.Info.Status == release.StatusPendingUpgrade && finishesAsIs(last, ch.chart.Metadata.Version, d.Values):
-		// An interrupted upgrade to what the spec still asks for: finishing it is the upgrade;
-		// upgrading again would make another revision of the same chart and values.
-		res, err := lifecycle.Recover(ctx, deps, lifecycle.RecoverOptions{Name: d.ReleaseName, WaitOptions: opts.WaitOptions})
-		if res == nil {
-			return nil, nil, err
-		}
-		return res.Release, res.Runs, err
-	case errors.Is(err, release.ErrNotFound) || err == nil && last.Info.Status == release.StatusUninstalled:
-		// What the lifecycle installs, it installs with the install options.
-		opts.WaitOptions, opts.NoHooks, opts.RollbackOnFailure = d.wait(install.OperationSpec), install.DisableHooks, install.RollbackOnFailure
-	}
-	return revisionOf(lifecycle.Upgrade(ctx, deps, opts))
+		InstallWith: &lifecycle.InstallSettings{WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks,
+			RollbackOnFailure: install.RollbackOnFailure},
+	}))
 }
 
 // revisionOf is the revision an operation recorded, and the plans it executed.

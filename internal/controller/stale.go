@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 )
 
@@ -79,7 +80,7 @@ func (r *Reconciler) stillHolds(rel *v1alpha1.Release, name string, seen int, ch
 		case cur.Generation != generation || !cur.DeletionTimestamp.IsZero():
 			return &StaleError{Release: key.String(), What: fmt.Sprintf("its spec changed (generation %d to %d)", generation, cur.Generation)}
 		}
-		if last != nil && last.Info.Status == release.StatusDeployed && finishesAsIs(last, chartVersion, values) {
+		if last != nil && last.Info.Status == release.StatusDeployed && lifecycle.Releases(last, chartVersion, values) {
 			return &ReleasedError{Release: name, Revision: last.Version}
 		}
 		return nil

@@ -59,13 +59,11 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
 	// be seen to be rolled back.
 	o.Wait = o.Wait || o.RollbackOnFailure
-	return d.revisionOperation(ctx, release.OpInstall, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, in *Interrupted) (*release.Release, error) {
-		if in != nil && in.Operation == release.OpInstall {
-			// Installing a release whose install was interrupted is finishing that install.
-			if rel := in.latest(ctx, d.Deps); rel != nil && rel.Info.Status == release.StatusDeployed {
-				return rel, nil
-			}
-		}
+	w := Wanted{Operation: release.OpInstall, Values: o.Values}
+	if o.Chart != nil && o.Chart.Metadata != nil {
+		w.ChartVersion = o.Chart.Metadata.Version
+	}
+	return d.revisionOperation(ctx, w, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
 		return d.install(ctx, o)
 	})
 }

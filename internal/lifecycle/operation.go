@@ -272,12 +272,13 @@ func (r *runs) all() []Run {
 	return slices.Clone(r.list)
 }
 
-// revisionOperation runs body, an install, upgrade or rollback of release name: a dry run at
-// once under the operation's deadline; otherwise holding the release's lease, once an interrupted
-// operation on the release is finished (body is told of it: nil when there was none). The body
-// runs the preflight once its plan is known, before its first change.
-func (d Deps) revisionOperation(ctx context.Context, op release.Operation, name string, w WaitOptions, dryRun DryRun,
-	body func(context.Context, *operation, *Interrupted) (*release.Release, error)) (*Result, error) {
+// revisionOperation does what w asks of release name, an install, upgrade, rollback or test:
+// a dry run at once under the operation's deadline; otherwise holding the release's lease, with
+// what an interrupted operation needs done first (see drive). do runs the action decided, and
+// returns the revision it recorded (or would record); for Finish, the one finished. The
+// preflight runs in do, once its plan is known, before its first change.
+func (d Deps) revisionOperation(ctx context.Context, w Wanted, name string, wait WaitOptions, dryRun DryRun,
+	do func(context.Context, *operation, Action) (*release.Release, error)) (*Result, error) {
 	start := d.now()
 	var o *operation
 	var rel *release.Release
@@ -285,19 +286,37 @@ func (d Deps) revisionOperation(ctx context.Context, op release.Operation, name 
 	switch {
 	case dryRun != NoDryRun:
 		o = d.dryRun(name)
-		dctx, cancel := w.deadline(ctx)
+		dctx, cancel := wait.deadline(ctx)
 		defer cancel()
-		rel, err = body(dctx, o, nil)
+		var s State
+		var acts []Action
+		if dryRun != ClientDryRun || w.Operation != release.OpInstall {
+			// A client dry run of an install reads no cluster: it renders a first revision.
+			s, err = o.readState(dctx, name)
+		}
+		if err == nil {
+			acts, err = Next(s, w)
+		}
+		if err == nil && len(acts) > 0 {
+			rel, err = do(dctx, o, acts[len(acts)-1])
+		}
 	default:
 		o = d.start(name)
-		err = o.operate(ctx, w, func(ctx context.Context, d *operation) error {
-			in, err := d.recoverFirst(ctx, name, op)
-			if err != nil {
+		err = o.operate(ctx, wait, func(ctx context.Context, d *operation) error {
+			return d.drive(ctx, w, func(ctx context.Context, a Action, s State) error {
+				var err error
+				if a == ActFinish {
+					rel = s.Interrupted.latest(ctx, d.Deps)
+					return nil
+				}
+				rel, err = do(ctx, d, a)
 				return err
-			}
-			rel, err = body(ctx, d, in)
-			return err
+			})
 		})
+	}
+	var ni *NotInstalledError
+	if errors.As(err, &ni) {
+		ni.Release = name
 	}
 	return &Result{Release: rel, Runs: o.runs.all(), Plan: o.runs.planned, Duration: d.now().Sub(start)}, err
 }

@@ -208,28 +208,6 @@ func (in *Interrupted) latest(ctx context.Context, d Deps) *release.Release {
 	return last
 }
 
-// recoverFirst finds an operation on release name left unfinished and finishes it before op runs;
-// an uninstall instead removes what the interrupted operation's hooks left (it deletes its
-// objects anyway), or goes on with an interrupted uninstall.
-func (d *operation) recoverFirst(ctx context.Context, name string, op release.Operation) (*Interrupted, error) {
-	in, err := findInterrupted(ctx, d.Store, d.journals(), name)
-	if err != nil || in == nil {
-		return in, err
-	}
-	d.notify(fmt.Sprintf("release %s: %s: %s first", name, in.Describe(), in.Next(false)))
-	if op == release.OpUninstall && !in.Stale {
-		if in.Operation == release.OpUninstall {
-			d.resume, d.recovering = in.Journal, true
-			return in, nil
-		}
-		if err := d.abandonHooks(ctx, in); err != nil {
-			return in, err
-		}
-		return in, d.end(ctx, true)
-	}
-	return in, d.finish(ctx, in)
-}
-
 // finish carries an interrupted operation to its end.
 func (d *operation) finish(ctx context.Context, in *Interrupted) error {
 	var jo release.JournalOptions
@@ -291,7 +269,34 @@ func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo rele
 		r.pre, r.post = resource.HookPreRollback, resource.HookPostRollback
 		r.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
 	}
-	return d.replace(ctx, r)
+	if j := in.Journal; j != nil && j.Plan != nil && j.Operation == in.Operation && j.Revision == rel.Version {
+		return d.resumeAsRecorded(ctx, r, j.Plan)
+	}
+	return d.replace(ctx, r) // no journal (Helm left the release pending): planned from the record
+}
+
+// resumeAsRecorded goes on with the journalled plan pl of the interrupted operation r, from its
+// first step not done: nothing is surveyed, validated or planned again, and the deletes go by
+// the UIDs the plan recorded. Only the live objects' metadata is read, to tell what was created
+// from what was configured.
+func (d *operation) resumeAsRecorded(ctx context.Context, r replacement, pl *plan.Plan) error {
+	rel := r.rel
+	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, r.crds, r.objects)
+	if err != nil {
+		return err
+	}
+	before, err := live(ctx, d.Cluster, p.objects)
+	if err != nil {
+		return err
+	}
+	run := &runner{d: d, rel: rel, objects: p.byID, success: r.success}
+	if pl, err = d.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
+		_, err = d.execute(ctx, r.op, rel.Version, pl, run, d.engineOptions(p, before, r.wait))
+	}
+	if err != nil {
+		return d.fail(ctx, run, pl, r.failure, err, false, nil)
+	}
+	return nil
 }
 
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
@@ -394,27 +399,23 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 	op := d.start(o.Name)
 	defer func() { out.Runs = op.runs.all() }()
 	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
-		in, err := findInterrupted(ctx, d.Store, d.journals(), o.Name)
+		s, err := d.readState(ctx, o.Name)
 		if err != nil {
 			return err
 		}
-		out.Interrupted = in
-		if in == nil {
-			last, err := d.Store.Last(ctx, o.Name)
-			if err != nil {
+		out.Interrupted = s.Interrupted
+		if s.Interrupted == nil {
+			if s.Last == nil {
+				_, err := d.Store.Last(ctx, o.Name) // says the release is not found
 				return err
 			}
-			out.Release = last
-			out.Action = fmt.Sprintf("nothing to recover: revision %d is %s", last.Version, last.Info.Status)
+			out.Release = s.Last
+			out.Action = fmt.Sprintf("nothing to recover: revision %d is %s", s.Last.Version, s.Last.Info.Status)
 			return nil
 		}
-		out.Action = in.Next(o.Rollback)
-		if o.Rollback {
-			err = d.abandon(ctx, in)
-		} else {
-			err = d.finish(ctx, in)
-		}
-		out.Release = in.latest(ctx, d.Deps)
+		out.Action = s.Interrupted.Next(o.Rollback)
+		err = d.drive(ctx, Wanted{Rollback: o.Rollback}, nil)
+		out.Release = s.Interrupted.latest(ctx, d.Deps)
 		return err
 	})
 	return out, err

@@ -70,7 +70,7 @@ const statusTested = "tested"
 func Test(ctx context.Context, d Deps, o TestOptions) (*TestResult, error) {
 	var logs []HookLogs
 	w := WaitOptions{Timeout: o.Timeout, WaitForLock: o.WaitForLock}
-	res, err := d.revisionOperation(ctx, release.OpTest, o.Name, w, NoDryRun, func(ctx context.Context, d *operation, _ *Interrupted) (*release.Release, error) {
+	res, err := d.revisionOperation(ctx, Wanted{Operation: release.OpTest}, o.Name, w, NoDryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
 		t := &testRun{d: d, o: o}
 		rel, err := t.run(ctx)
 		logs = t.logs

@@ -28,7 +28,7 @@ type RollbackOptions struct {
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
 // makes the cluster match it.
 func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
-	return d.revisionOperation(ctx, release.OpRollback, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ *Interrupted) (*release.Release, error) {
+	return d.revisionOperation(ctx, Wanted{Operation: release.OpRollback}, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
 		return d.rollback(ctx, o)
 	})
 }

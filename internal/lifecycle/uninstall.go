@@ -83,16 +83,15 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		}
 	}()
 	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
-		in, err := d.recoverFirst(ctx, o.Name, release.OpUninstall)
-		if err != nil {
+		return d.drive(ctx, Wanted{Operation: release.OpUninstall}, func(ctx context.Context, _ Action, s State) error {
+			if in := s.Interrupted; in != nil && in.Operation == release.OpUninstall && in.Last == nil {
+				res = &UninstallResult{Name: o.Name} // the interrupted uninstall had removed every record
+				return nil
+			}
+			var err error
+			res, err = d.uninstall(ctx, o)
 			return err
-		}
-		if in != nil && in.Operation == release.OpUninstall && in.Last == nil {
-			res = &UninstallResult{Name: o.Name} // the interrupted uninstall had removed every record
-			return nil
-		}
-		res, err = d.uninstall(ctx, o)
-		return err
+		})
 	})
 	return res, err
 }
@@ -128,18 +127,10 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 	if err != nil {
 		return nil, err
 	}
-	objects, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait})
+	pl, err := d.planUninstall(last, recorded, before, o)
 	if err != nil {
 		return nil, err
 	}
-	pol := uninstallPolicy{revision: last.Version, keepHistory: o.KeepHistory}
-	if pol.pre, err = eventHooks(d.Cluster, last, resource.HookPreDelete, o.NoHooks); err != nil {
-		return nil, err
-	}
-	if pol.post, err = eventHooks(d.Cluster, last, resource.HookPostDelete, o.NoHooks); err != nil {
-		return nil, err
-	}
-	pl := uninstallPlan(objects, pol)
 	out := &UninstallResult{Release: last, Name: o.Name, Plan: pl, Kept: pl.Kept}
 	if o.DryRun {
 		out.DryRun = true
@@ -189,6 +180,28 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 		ue.RecordErr = &RecordError{Release: last.Name, Revision: last.Version, Status: last.Info.Status, Err: werr}
 	}
 	return out, ue
+}
+
+// planUninstall is the plan of uninstalling revision last, whose recorded objects are recorded
+// and those of them that exist before: the journalled one of the interrupted uninstall being
+// finished, as it was recorded, or a new one.
+func (d *operation) planUninstall(last *release.Release, recorded []*unstructured.Unstructured,
+	before map[resource.Identity]*unstructured.Unstructured, o UninstallOptions) (*plan.Plan, error) {
+	if r := d.resume; r != nil && r.Operation == release.OpUninstall && r.Revision == last.Version && r.Plan != nil {
+		return r.Plan, nil
+	}
+	objects, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait})
+	if err != nil {
+		return nil, err
+	}
+	pol := uninstallPolicy{revision: last.Version, keepHistory: o.KeepHistory}
+	if pol.pre, err = eventHooks(d.Cluster, last, resource.HookPreDelete, o.NoHooks); err != nil {
+		return nil, err
+	}
+	if pol.post, err = eventHooks(d.Cluster, last, resource.HookPostDelete, o.NoHooks); err != nil {
+		return nil, err
+	}
+	return uninstallPlan(objects, pol), nil
 }
 
 // UninstallError says an uninstall stopped. With NothingDeleted a pre-delete hook failed and the

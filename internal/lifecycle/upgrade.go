@@ -44,6 +44,9 @@ type UpgradeOptions struct {
 	Labels map[string]string
 	// PostRenderer rewrites the rendered templates, as Helm's --post-renderer.
 	PostRenderer postrenderer.PostRenderer
+	// InstallWith, when set, are the wait, hook and rollback options of the install that Install
+	// makes, in place of the upgrade's (a Release's spec.install beside its spec.upgrade).
+	InstallWith *InstallSettings
 
 	// preview, when set with a server dry run, is filled with what the upgrade would do.
 	preview *Preview
@@ -54,25 +57,52 @@ type UpgradeOptions struct {
 // new revision as deployed and the previous one as superseded.
 func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
 	o.Wait = o.Wait || o.RollbackOnFailure // as Install
-	return d.revisionOperation(ctx, release.OpUpgrade, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ *Interrupted) (*release.Release, error) {
+	w := Wanted{Operation: release.OpUpgrade, Install: o.Install, Values: o.Values}
+	if o.Chart != nil && o.Chart.Metadata != nil {
+		w.ChartVersion = o.Chart.Metadata.Version
+	}
+	res, err := d.revisionOperation(ctx, w, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, a Action) (*release.Release, error) {
+		if a == ActInstall {
+			return d.install(ctx, o.install())
+		}
 		return d.upgrade(ctx, o)
 	})
+	var ni *NotInstalledError
+	if errors.As(err, &ni) {
+		ni.Namespace = o.Namespace
+	}
+	return res, err
+}
+
+// InstallSettings are the options of an install that an upgrade makes (UpgradeOptions.Install)
+// when they differ from the upgrade's.
+type InstallSettings struct {
+	WaitOptions
+	NoHooks           bool
+	RollbackOnFailure bool
+}
+
+// install are the options of the install an upgrade with Install makes.
+func (o UpgradeOptions) install() InstallOptions {
+	io := InstallOptions{
+		Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
+		CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
+		NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
+		Labels: o.Labels, PostRenderer: o.PostRenderer,
+		preview: o.preview,
+	}
+	if s := o.InstallWith; s != nil {
+		io.WaitOptions, io.NoHooks, io.RollbackOnFailure = s.WaitOptions, s.NoHooks, s.RollbackOnFailure
+		io.Wait = io.Wait || io.RollbackOnFailure
+	}
+	return io
 }
 
 // upgrade is Upgrade within its operation (or its dry run).
 func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Release, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if errors.Is(err, release.ErrNotFound) || (err == nil && last.Info.Status == release.StatusUninstalled) {
-		if !o.Install {
-			return nil, fmt.Errorf("release %q has no deployed revision in namespace %q: install it first, or upgrade with install", o.Name, o.Namespace)
-		}
-		return d.install(ctx, InstallOptions{
-			Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
-			CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
-			NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
-			Labels: o.Labels, PostRenderer: o.PostRenderer,
-			preview: o.preview,
-		})
+		return nil, &NotInstalledError{Release: o.Name, Namespace: o.Namespace} // Next decides to install
 	}
 	if err != nil {
 		return nil, err
