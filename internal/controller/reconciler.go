@@ -340,6 +340,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	}
 	start := time.Now()
 	var runs []lifecycle.Run
+	noJournal := false
 	if err == nil {
 		markReconciling(rel, "uninstall")
 		rel.Status.CurrentStep = "uninstall"
@@ -361,7 +362,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			err = nil // what was left behind is gone, and there was no record to uninstall
 		}
 		if res != nil {
-			runs = res.Runs
+			runs, noJournal = res.Runs, res.NoJournal
 		}
 		if err == nil && res != nil && len(res.SkippedHooks) > 0 {
 			r.reportSkippedHooks(ctx, orig, rel, d, res.SkippedHooks)
@@ -386,7 +387,11 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, "uninstall", "%s", eventNote(err))
 		return ctrl.Result{RequeueAfter: uninstallBackoff(rel.Status.History)}, false, r.patchStatus(ctx, orig, rel)
 	}
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, "UninstallSucceeded", "uninstall", "release %s uninstalled from namespace %s", d.ReleaseName, d.TargetNamespace)
+	msg := fmt.Sprintf("release %s uninstalled from namespace %s", d.ReleaseName, d.TargetNamespace)
+	if noJournal {
+		msg += ", without a journal: the namespace, being deleted, refused it"
+	}
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, "UninstallSucceeded", "uninstall", "%s", msg)
 	return ctrl.Result{}, true, nil
 }
 

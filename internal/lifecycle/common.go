@@ -32,8 +32,8 @@ func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*uns
 // then, within writeGrace. An operation that lost the release to another (its lease taken over,
 // its journal changed) writes neither: each write after the failure is made once the lease is
 // confirmed as the operation's (operation.guard), and the undo ends when the lease is lost.
-func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, what string, cause error, undo bool, undoFn func(context.Context) error) error {
-	rel := r.rel
+func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause error, u undo) error {
+	rel, what := r.rel, r.failure
 	fe := &FailedError{Release: rel.Name, Revision: rel.Version, What: what, Err: cause}
 	if d.stopped() || !recorded(d, r, pl) {
 		// Stopped by a signal: the revision stays pending, and its journal says how far it got.
@@ -48,10 +48,10 @@ func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, what str
 		return fe
 	}
 	rel.Info.LastDeployed = d.now()
-	if err := d.recordFailure(wctx, rel, fmt.Sprintf("%s: %v", what, cause)); err != nil {
+	if err := d.recordFailure(wctx, d.operation(), rel, fmt.Sprintf("%s: %v", what, cause)); err != nil {
 		fe.RecordErr = err
 	}
-	if !undo {
+	if u.op == "" {
 		return fe
 	}
 	if fe.Lost = d.guard(wctx); fe.Lost != nil {
@@ -64,16 +64,51 @@ func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, what str
 		return fe
 	}
 	defer cancelUndo()
-	fe.UndoErr = undoFn(uctx)
+	fe.UndoErr = d.undo(uctx, rel, u)
 	return fe
+}
+
+// undo is how a failed operation is undone, with rollback on failure: an install by uninstalling
+// it, an upgrade by rolling back to the revision that was deployed. The zero undo does nothing.
+type undo struct {
+	// op is release.OpUninstall or release.OpRollback; "" for none.
+	op release.Operation
+	// to is the revision a rollback goes back to; 0 when none was deployed.
+	to      int
+	noHooks bool
+}
+
+// undoing is the undo of operation op, with rollback on failure set, of a release whose
+// deployed revision was deployed (0 for none).
+func undoing(op release.Operation, rollbackOnFailure bool, deployed int, noHooks bool) undo {
+	switch {
+	case !rollbackOnFailure:
+		return undo{}
+	case op == release.OpInstall:
+		return undo{op: release.OpUninstall, noHooks: noHooks}
+	}
+	return undo{op: release.OpRollback, to: deployed, noHooks: noHooks}
+}
+
+// undo undoes per u the failed operation that recorded rel, and waits for what it undid.
+func (d *operation) undo(ctx context.Context, rel *release.Release, u undo) error {
+	if u.op == release.OpUninstall {
+		_, err := d.uninstall(ctx, UninstallOptions{Name: rel.Name, NoHooks: u.noHooks, WaitOptions: WaitOptions{Wait: true}})
+		return err
+	}
+	if u.to == 0 {
+		return errors.New("no deployed revision to roll back to")
+	}
+	_, err := d.rollback(ctx, RollbackOptions{Name: rel.Name, Namespace: rel.Namespace, Version: u.to,
+		NoHooks: u.noHooks, WaitOptions: WaitOptions{Wait: true}})
+	return err
 }
 
 // recordFailure records rel as failed, with description, as a plan of its own: one Record step,
 // which the engine runs and journals as it does every step, so that an operation stopped before
 // it is finished by recording the failure.
-func (d *operation) recordFailure(ctx context.Context, rel *release.Release, description string) error {
+func (d *operation) recordFailure(ctx context.Context, op release.Operation, rel *release.Release, description string) error {
 	pl := &plan.Plan{Steps: []plan.Step{recordStep(release.StatusFailed, rel.Version, "the operation failed")}}
-	op := d.operation()
 	pl, err := d.begin(ctx, op, rel.Version, pl, d.options())
 	if err != nil {
 		return err

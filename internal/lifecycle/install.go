@@ -105,15 +105,16 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 		return rel, nil
 	}
 
-	createdNamespace, err := ensureNamespace(ctx, d.Deps, o.Namespace, o.CreateNamespace && o.DryRun == NoDryRun)
+	createdNamespace, err := d.ensureNamespace(ctx, o.Namespace, o.CreateNamespace && o.DryRun == NoDryRun)
 	if err != nil {
 		return nil, err
 	}
 	undo := func() {
 		if createdNamespace {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeGrace)
+			// Nothing else changed: the namespace goes, within a grace of its own.
+			dctx, cancel := d.writeContext(ctx)
 			defer cancel()
-			d.Namespaces.Delete(dctx, o.Namespace)
+			d.executeOnce(dctx, release.OpInstall, revision, namespacePlan(plan.DeleteNamespace, o.Namespace), &runner{d: d})
 		}
 	}
 	p, err := prepare(d.Cluster, o.Name, o.Namespace, rendered.CRDs, rendered.Resources)
@@ -131,7 +132,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	if err == nil {
 		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait, Late: p.lateIdentities()}, revisionPolicy{
 			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(p.objects, before)),
-		}, rel, resource.HookPreInstall, resource.HookPostInstall, o.NoHooks)
+		}, rel, o.NoHooks)
 	}
 	if err == nil && o.DryRun == NoDryRun {
 		// What would block the plan's requests is named before what the dry run refused: a
@@ -154,7 +155,8 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 		})
 	}
 
-	r := &runner{d: d, rel: rel, objects: p.byID, success: cmp.Or(o.Description, "Install complete")}
+	r := &runner{d: d, rel: rel, objects: p.byID, success: cmp.Or(o.Description, "Install complete"),
+		failure: fmt.Sprintf("Release %q failed", o.Name)}
 	fwd, cancelFwd := o.forward(ctx, o.RollbackOnFailure)
 	defer cancelFwd()
 	if pl, err = d.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
@@ -163,10 +165,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 		_, err = d.execute(fwd, release.OpInstall, r.rel.Version, pl, r, opts)
 	}
 	if err != nil {
-		return rel, d.fail(ctx, r, pl, fmt.Sprintf("Release %q failed", o.Name), err, o.RollbackOnFailure, func(ctx context.Context) error {
-			_, uerr := d.uninstall(ctx, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
-			return uerr
-		})
+		return rel, d.fail(ctx, r, pl, err, undoing(release.OpInstall, o.RollbackOnFailure, 0, o.NoHooks))
 	}
 	return rel, nil
 }
@@ -193,9 +192,10 @@ func (e *NamespaceNotFoundError) Error() string {
 	return fmt.Sprintf("namespace %q not found", e.Namespace)
 }
 
-// ensureNamespace checks that the release namespace exists, creating it when create is set. It
-// reports whether it created it.
-func ensureNamespace(ctx context.Context, d Deps, name string, create bool) (bool, error) {
+// ensureNamespace checks that the release namespace exists, creating it when create is set, as a
+// plan of its own run before the install's (whose dry run needs the namespace). It reports
+// whether it created it.
+func (d *operation) ensureNamespace(ctx context.Context, name string, create bool) (bool, error) {
 	ok, err := d.Namespaces.Exists(ctx, name)
 	if err != nil || ok {
 		return false, err
@@ -203,5 +203,5 @@ func ensureNamespace(ctx context.Context, d Deps, name string, create bool) (boo
 	if !create {
 		return false, &NamespaceNotFoundError{Namespace: name}
 	}
-	return true, d.Namespaces.Create(ctx, name)
+	return true, d.executeOnce(ctx, release.OpInstall, 0, namespacePlan(plan.CreateNamespace, name), &runner{d: d})
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -78,8 +79,12 @@ func (d *operation) write(ctx context.Context) error {
 	d.j.Updated = d.now()
 	version, err := d.jstore.Put(wctx, d.j, d.version)
 	if err != nil {
-		if d.noJournalInTerminating && NamespaceTerminating(err) {
+		if d.terminating != nil && NamespaceTerminating(err) {
+			// Said, not hidden: a crash from here on is finished from the record alone.
 			d.jstore = nil
+			d.terminating.dropJournal()
+			d.emitter()(engine.Event{Type: engine.StepStarted, Step: "journal", Message: fmt.Sprintf(
+				"release %s: its namespace is being deleted and refuses the journal; the %s goes on without one", d.name, d.operation())})
 			return nil
 		}
 		return d.lose(err)

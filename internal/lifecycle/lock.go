@@ -62,7 +62,7 @@ func (e *InterruptedError) Unwrap() error        { return e.Err }
 // finishing an interrupted operation first, and every step.
 func (d *operation) operate(ctx context.Context, w WaitOptions, fn func(context.Context, *operation) error) error {
 	name := d.name
-	d.stop, d.noJournalInTerminating = ctx, d.terminating != nil
+	d.stop = ctx
 	// The work goes on past a signal (it stops at a safe point instead), never past the
 	// deadline: hold sets it on this context, whose own bound, a moment later, only backs it up.
 	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.limit()+deadlineBackup)

@@ -56,9 +56,6 @@ type operation struct {
 	// preflighted says the operation's preflight ran: it checks the operation's own plan, once,
 	// and never an undo or the finishing of an interrupted operation.
 	preflighted bool
-	// noJournalInTerminating goes on without a journal when the namespace is being deleted and
-	// refuses to hold one.
-	noJournalInTerminating bool
 }
 
 // writeGrace bounds the writes that must be made even though the operation's deadline passed or
@@ -177,7 +174,7 @@ func (d *operation) operation() release.Operation {
 // running the lifecycle's own steps, and adds what it did to the operation's runs.
 func (d *operation) execute(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner, opts engine.Options) (*engine.Result, error) {
 	opts.Steps = steps
-	if d != nil {
+	if opts.Journal == nil {
 		opts.Journal = d
 	}
 	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
@@ -192,9 +189,30 @@ func (d *operation) execute(ctx context.Context, op release.Operation, revision 
 	return res, err
 }
 
-// revisionPlan builds the object steps from in and wraps them per pol, with rel's hooks of pre
-// and post (none with noHooks).
-func (d *operation) revisionPlan(in plan.Input, pol revisionPolicy, rel *release.Release, pre, post resource.HookEvent, noHooks bool) (*plan.Plan, error) {
+// executeOnce runs pl, whose steps can all be run again, through the engine without writing a
+// journal: a plan of steps before the release's journal can be kept (its namespace is created),
+// or of deletions an interrupted run of them finishes anyway. A signal still stops it between
+// steps.
+func (d *operation) executeOnce(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner) error {
+	opts := engine.DefaultOptions()
+	opts.Events = d.Events
+	opts.Journal = unjournalled{d}
+	_, err := d.execute(ctx, op, revision, pl, steps, opts)
+	return err
+}
+
+// unjournalled is the engine.Journal of a plan that keeps none: it only stops at a signal.
+type unjournalled struct{ d *operation }
+
+func (u unjournalled) Done(string) bool                                 { return false }
+func (u unjournalled) Checkpoint() error                                { return u.d.checkpoint() }
+func (u unjournalled) Completed(context.Context, *plan.Plan, int) error { return nil }
+
+// revisionPlan builds the object steps from in and wraps them per pol, with rel's hooks of the
+// operation's events (none with noHooks).
+func (d *operation) revisionPlan(in plan.Input, pol revisionPolicy, rel *release.Release, noHooks bool) (*plan.Plan, error) {
+	events := hookEvents(pol.op)
+	pre, post := events[0], events[1]
 	objects, err := plan.Build(in)
 	if err != nil {
 		return nil, err

@@ -85,10 +85,14 @@ func uninstallPlan(objects *plan.Plan, pol uninstallPolicy) *plan.Plan {
 	if pol.keepHistory {
 		p.Steps = append(p.Steps, recordStep(release.StatusUninstalled, pol.revision, "the history is kept"))
 	} else {
-		p.Steps = append(p.Steps, plan.Step{ID: "record/purged", Action: plan.Record, Status: statusPurged,
-			Reason: "every record of the release is deleted"})
+		p.Steps = append(p.Steps, purgeStep())
 	}
 	return p
+}
+
+// purgeStep deletes every record of the release.
+func purgeStep() plan.Step {
+	return plan.Step{ID: "record/purged", Action: plan.Record, Status: statusPurged, Reason: "every record of the release is deleted"}
 }
 
 // statusPurged is the Status of the Record step that deletes every record of a release.
@@ -171,4 +175,57 @@ func identities(objs []*unstructured.Unstructured) []resource.Identity {
 		out[i] = resource.IdentityOf(obj)
 	}
 	return out
+}
+
+// leftoverHooksPlan is the plan that removes what the hooks of interrupted operation in left:
+// for each of its hook events its journal does not record as done, every hook object of the
+// event, whatever its delete policy.
+func leftoverHooksPlan(c Cluster, in *Interrupted) (*plan.Plan, error) {
+	p := &plan.Plan{}
+	for _, event := range hookEvents(in.Operation) {
+		if in.Journal.HookDone(string(event)) {
+			continue
+		}
+		h, err := eventHooks(c, in.Last, event, false)
+		if err != nil {
+			return nil, err
+		}
+		if len(h.hooks) == 0 {
+			continue
+		}
+		ids := make([]resource.Identity, len(h.hooks))
+		for i, hk := range h.hooks {
+			ids[i] = hk.Identity
+		}
+		p.Steps = append(p.Steps, plan.Step{ID: "remove-hooks/" + string(event), Action: plan.RemoveHooks, Hook: string(event),
+			Objects: ids,
+			Reason:  fmt.Sprintf("the interrupted %s left its %s hooks unfinished: their objects are removed", in.Operation, event)})
+	}
+	return p, nil
+}
+
+// hookEvents are the hook events of operation op, in the order they run.
+func hookEvents(op release.Operation) []resource.HookEvent {
+	switch op {
+	case release.OpInstall:
+		return []resource.HookEvent{resource.HookPreInstall, resource.HookPostInstall}
+	case release.OpUpgrade:
+		return []resource.HookEvent{resource.HookPreUpgrade, resource.HookPostUpgrade}
+	case release.OpRollback:
+		return []resource.HookEvent{resource.HookPreRollback, resource.HookPostRollback}
+	case release.OpTest:
+		return []resource.HookEvent{resource.HookTest}
+	}
+	return []resource.HookEvent{resource.HookPreDelete, resource.HookPostDelete}
+}
+
+// namespacePlan is the plan of one step that creates (plan.CreateNamespace) or deletes
+// (plan.DeleteNamespace) the release's namespace ns.
+func namespacePlan(action plan.Action, ns string) *plan.Plan {
+	why := "--create-namespace: the release's namespace does not exist; everything else is checked in it once it does"
+	if action == plan.DeleteNamespace {
+		why = "the operation created the namespace and stopped before anything else changed"
+	}
+	return &plan.Plan{Steps: []plan.Step{{ID: string(action) + "/" + ns, Action: action,
+		Objects: []resource.Identity{{Kind: "Namespace", Name: ns}}, Reason: why}}}
 }

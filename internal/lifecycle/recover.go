@@ -262,11 +262,10 @@ func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo rele
 	}
 	switch in.Operation {
 	case release.OpInstall:
-		r.pre, r.post, r.success = resource.HookPreInstall, resource.HookPostInstall, "Install complete"
+		r.success = "Install complete"
 	case release.OpUpgrade:
-		r.pre, r.post, r.success = resource.HookPreUpgrade, resource.HookPostUpgrade, "Upgrade complete"
+		r.success = "Upgrade complete"
 	default:
-		r.pre, r.post = resource.HookPreRollback, resource.HookPostRollback
 		r.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
 	}
 	if j := in.Journal; j != nil && j.Plan != nil && j.Operation == in.Operation && j.Revision == rel.Version {
@@ -289,12 +288,12 @@ func (d *operation) resumeAsRecorded(ctx context.Context, r replacement, pl *pla
 	if err != nil {
 		return err
 	}
-	run := &runner{d: d, rel: rel, objects: p.byID, success: r.success}
+	run := &runner{d: d, rel: rel, objects: p.byID, success: r.success, failure: r.failure}
 	if pl, err = d.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
 		_, err = d.execute(ctx, r.op, rel.Version, pl, run, d.engineOptions(p, before, r.wait))
 	}
 	if err != nil {
-		return d.fail(ctx, run, pl, r.failure, err, false, nil)
+		return d.fail(ctx, run, pl, err, undo{})
 	}
 	return nil
 }
@@ -332,10 +331,9 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 			return err
 		}
 		last := in.Last
-		last.Info.Status = release.StatusFailed
-		last.Info.Description = fmt.Sprintf("%s interrupted; rolled back to %d by berth recover --rollback", in.Operation, in.Deployed)
-		if err := d.Store.Update(ctx, last); err != nil {
-			return fmt.Errorf("record release %s revision %d as failed: %w", last.Name, last.Version, err)
+		if err := d.recordFailure(ctx, in.Operation, last,
+			fmt.Sprintf("%s interrupted; rolled back to %d by berth recover --rollback", in.Operation, in.Deployed)); err != nil {
+			return err
 		}
 		if _, err := d.rollback(ctx, RollbackOptions{Name: in.Release, Namespace: last.Namespace, Version: in.Deployed,
 			NoHooks: jo.NoHooks, WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs}}); err != nil {
@@ -346,29 +344,17 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 }
 
 // abandonHooks removes the hook objects left by the interrupted operation's hook events that
-// did not complete.
+// did not complete, as a plan of its own (see leftoverHooksPlan). It keeps no journal: run again,
+// it deletes what is still there.
 func (d *operation) abandonHooks(ctx context.Context, in *Interrupted) error {
 	if in.Last == nil || in.Stale {
 		return nil
 	}
-	var events []resource.HookEvent
-	switch in.Operation {
-	case release.OpInstall:
-		events = []resource.HookEvent{resource.HookPreInstall, resource.HookPostInstall}
-	case release.OpUpgrade:
-		events = []resource.HookEvent{resource.HookPreUpgrade, resource.HookPostUpgrade}
-	case release.OpRollback:
-		events = []resource.HookEvent{resource.HookPreRollback, resource.HookPostRollback}
-	default:
-		events = []resource.HookEvent{resource.HookPreDelete, resource.HookPostDelete}
+	pl, err := leftoverHooksPlan(d.Cluster, in)
+	if err != nil || len(pl.Steps) == 0 {
+		return err
 	}
-	var errs []error
-	for _, e := range events {
-		if !in.Journal.HookDone(string(e)) {
-			errs = append(errs, d.removeLeftoverHooks(ctx, in.Last, e, true))
-		}
-	}
-	return errors.Join(errs...)
+	return d.executeOnce(ctx, in.Operation, in.Last.Version, pl, &runner{d: d, rel: in.Last})
 }
 
 // RecoverOptions describe a recovery.

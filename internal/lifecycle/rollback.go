@@ -69,7 +69,7 @@ func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.R
 	return rel, d.replace(ctx, replacement{
 		rel: rel, op: release.OpRollback, previous: []*release.Release{deployed, last}, objects: objs,
 		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
-		pre: resource.HookPreRollback, post: resource.HookPostRollback, noHooks: o.NoHooks,
+		noHooks: o.NoHooks,
 		success: fmt.Sprintf("Rollback to %d", version), failure: fmt.Sprintf("Rollback %q failed", o.Name),
 		historyMax: o.HistoryMax, preview: o.preview,
 	})

@@ -22,9 +22,9 @@ type runner struct {
 	// objects are the desired objects by identity (install, upgrade, rollback).
 	objects map[resource.Identity]*unstructured.Unstructured
 	// success is the description of the deployed revision, of the uninstalled one, or of the
-	// failed one.
-	success    string
-	historyMax int
+	// failed one; failure says what failed, should the run fail.
+	success, failure string
+	historyMax       int
 	// created says the pending record was written by this run.
 	created bool
 }
@@ -36,6 +36,18 @@ func (r *runner) RunStep(ctx context.Context, step plan.Step) error {
 		return r.record(ctx, step)
 	case plan.RunHooks:
 		return r.d.hooks(ctx, r.rel, resource.HookEvent(step.Hook))
+	case plan.RemoveHooks:
+		return r.d.removeLeftoverHooks(ctx, r.rel, resource.HookEvent(step.Hook), true)
+	case plan.CreateNamespace, plan.DeleteNamespace:
+		var errs []error
+		for _, id := range step.Objects {
+			if step.Action == plan.CreateNamespace {
+				errs = append(errs, r.d.Namespaces.Create(ctx, id.Name))
+			} else {
+				errs = append(errs, r.d.Namespaces.Delete(ctx, id.Name))
+			}
+		}
+		return errors.Join(errs...)
 	case plan.Adopt:
 		return r.eachObject(ctx, step, func(ctx context.Context, obj *unstructured.Unstructured) error {
 			return r.d.Cluster.AdoptFields(ctx, resource.IdentityOf(obj))

@@ -29,6 +29,20 @@ type SkippedHook struct {
 type terminating struct {
 	mu      sync.Mutex
 	skipped []SkippedHook
+	// noJournal says the namespace refused the operation's journal.
+	noJournal bool
+}
+
+func (t *terminating) dropJournal() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.noJournal = true
+}
+
+func (t *terminating) journalDropped() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.noJournal
 }
 
 func (t *terminating) skip(h SkippedHook) {

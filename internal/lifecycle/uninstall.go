@@ -57,6 +57,10 @@ type UninstallResult struct {
 	// SkippedHooks are the hooks that could not be created because the release's namespace is
 	// being deleted (SkipHooksInTerminatingNamespace).
 	SkippedHooks []SkippedHook `json:"skippedHooks,omitempty"`
+	// NoJournal says the release's namespace, being deleted, refused the uninstall's journal
+	// (SkipHooksInTerminatingNamespace): it went on without one, and an uninstall stopped in it
+	// is finished from the release's record alone.
+	NoJournal bool `json:"noJournal,omitempty"`
 }
 
 // Uninstall deletes a release's objects in Helm's uninstall order, with UID preconditions, waits
@@ -79,6 +83,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 			res.Runs = op.runs.all()
 			if op.terminating != nil {
 				res.SkippedHooks = op.terminating.hooks()
+				res.NoJournal = op.terminating.journalDropped()
 			}
 		}
 	}()
@@ -106,10 +111,13 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 		if o.KeepHistory {
 			return nil, fmt.Errorf("release %s is already uninstalled (revision %d)", o.Name, last.Version)
 		}
+		// Uninstalled with its history kept: what is left is to delete the records.
+		pl := &plan.Plan{Steps: []plan.Step{purgeStep()}}
+		out := &UninstallResult{Release: last, Name: o.Name, Plan: pl, DryRun: o.DryRun}
 		if o.DryRun {
-			return &UninstallResult{Release: last, Name: o.Name, DryRun: true, Plan: &plan.Plan{}}, nil
+			return out, nil
 		}
-		return &UninstallResult{Release: last, Name: o.Name}, d.purge(ctx, o.Name)
+		return out, d.executeOnce(ctx, release.OpUninstall, last.Version, pl, &runner{d: d, rel: last})
 	}
 	recorded, err := recordedObjects(d.Cluster, last)
 	if err != nil {

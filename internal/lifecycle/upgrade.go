@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,6 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
-	"github.com/berthdev/berth/internal/resource"
 )
 
 // UpgradeOptions describe an upgrade.
@@ -144,19 +144,11 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 	return rel, d.replace(ctx, replacement{
 		rel: rel, previous: []*release.Release{deployed, last}, crds: rendered.CRDs, objects: rendered.Resources,
 		op: release.OpUpgrade, wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
-		pre: resource.HookPreUpgrade, post: resource.HookPostUpgrade, noHooks: o.NoHooks,
-		success: firstNonEmpty(o.Description, "Upgrade complete"), failure: fmt.Sprintf("Upgrade %q failed", o.Name),
+		noHooks: o.NoHooks,
+		success: cmp.Or(o.Description, "Upgrade complete"), failure: fmt.Sprintf("Upgrade %q failed", o.Name),
 		historyMax: o.HistoryMax,
-		undo: func(ctx context.Context) error {
-			if deployed == nil {
-				return errors.New("no deployed revision to roll back to")
-			}
-			_, err := d.rollback(ctx, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
-				NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
-			return err
-		},
-		rollbackOnFailure: o.RollbackOnFailure,
-		preview:           o.preview,
+		undo:       undoing(release.OpUpgrade, o.RollbackOnFailure, version(deployed), o.NoHooks),
+		preview:    o.preview,
 	})
 }
 
@@ -171,15 +163,14 @@ type replacement struct {
 	crds     []*unstructured.Unstructured
 	objects  []*unstructured.Unstructured
 
-	wait              WaitOptions
-	pre, post         resource.HookEvent
-	noHooks           bool
-	takeOwnership     bool
-	dryRun            DryRun
-	success, failure  string
-	historyMax        int
-	rollbackOnFailure bool
-	undo              func(context.Context) error
+	wait             WaitOptions
+	noHooks          bool
+	takeOwnership    bool
+	dryRun           DryRun
+	success, failure string
+	historyMax       int
+	// undo undoes the operation if it fails (rollback on failure).
+	undo undo
 	// preview, when set with a server dry run, is filled with what the operation would do.
 	preview *Preview
 }
@@ -213,7 +204,7 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 		}
 	}
 	pl, err := d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait, Late: p.lateIdentities()},
-		pol, rel, r.pre, r.post, r.noHooks)
+		pol, rel, r.noHooks)
 	if err != nil {
 		return err
 	}
@@ -234,14 +225,14 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 		d.runs.plan(pl)
 		return r.preview.fill(ctx, d.Deps, previewInput{
 			op: r.op, rel: rel, previous: r.previous, plan: pl, p: p, before: before, applied: s.applied,
-			pre: r.pre, post: r.post, noHooks: r.noHooks,
+			pre: hookEvents(r.op)[0], post: hookEvents(r.op)[1], noHooks: r.noHooks,
 		})
 	}
-	run := &runner{d: d, rel: rel, objects: p.byID, success: r.success}
+	run := &runner{d: d, rel: rel, objects: p.byID, success: r.success, failure: r.failure}
 	if !r.recorded {
 		run.historyMax = r.historyMax
 	}
-	fwd, cancelFwd := r.wait.forward(ctx, r.rollbackOnFailure)
+	fwd, cancelFwd := r.wait.forward(ctx, r.undo.op != "")
 	defer cancelFwd()
 	if pl, err = d.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
 		opts := d.engineOptions(p, before, r.wait)
@@ -249,16 +240,15 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 		_, err = d.execute(fwd, r.op, rel.Version, pl, run, opts)
 	}
 	if err != nil {
-		return d.fail(ctx, run, pl, r.failure, err, r.rollbackOnFailure, r.undo)
+		return d.fail(ctx, run, pl, err, r.undo)
 	}
 	return nil
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
+// version is rel's revision number; 0 for none.
+func version(rel *release.Release) int {
+	if rel == nil {
+		return 0
 	}
-	return ""
+	return rel.Version
 }
