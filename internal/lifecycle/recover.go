@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
@@ -290,6 +291,14 @@ func (d *operation) resumeAsRecorded(ctx context.Context, r replacement, pl *pla
 	}
 	run := &runner{d: d, rel: rel, objects: p.byID, success: r.success, failure: r.failure}
 	if pl, err = d.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
+		var left []string
+		for _, step := range pl.Steps {
+			if !d.Done(step.ID) {
+				left = append(left, step.ID)
+			}
+		}
+		d.notify(fmt.Sprintf("the %s of revision %d goes on as its journal recorded it: %d of %d steps left: %s",
+			r.op, rel.Version, len(left), len(pl.Steps), strings.Join(left, ", ")))
 		_, err = d.execute(ctx, r.op, rel.Version, pl, run, d.engineOptions(p, before, r.wait))
 	}
 	if err != nil {
