@@ -173,3 +173,35 @@ func mapWith(m map[string]string, key, value string) map[string]string {
 	out[key] = value
 	return out
 }
+
+// TestCreateNamespaceUndoneWhenNothingElseChanged installs, with --create-namespace, a chart the
+// API server refuses. Creating the namespace is a plan of its own, run first, since the dry run
+// needs it; the install then stops before anything else changed, and deleting the namespace is
+// another plan: both steps show, and the namespace is gone (or going).
+func TestCreateNamespaceUndoneWhenNothingElseChanged(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	ns := "created-" + berthtest.Suffix(env)
+	chart := berthtest.WriteChart(t, "bad", map[string]string{"templates/service.yaml": `apiVersion: v1
+kind: Service
+metadata: {name: badport}
+spec:
+  selector: {app: web}
+  ports: [{port: 70000}]
+`})
+	_, stderr, err := berthtest.RunBerth(t, "install", "bad", chart, "--create-namespace", "--kubeconfig", env.Kubeconfig, "-n", ns)
+	if err == nil || !strings.Contains(err.Error(), "70000") {
+		t.Fatalf("install: %v, want the API server's refusal of port 70000", err)
+	}
+	for _, step := range []string{"create-namespace/" + ns, "delete-namespace/" + ns} {
+		if !strings.Contains(stderr, step+":") {
+			t.Errorf("the install does not show step %s:\n%s", step, stderr)
+		}
+	}
+	got, err := env.Client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err == nil && got.DeletionTimestamp.IsZero() {
+		t.Errorf("namespace %s is still there and not being deleted", ns)
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}

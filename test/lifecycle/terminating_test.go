@@ -38,7 +38,8 @@ spec:
 // TestUninstallInTerminatingNamespaceSkipsHooks uninstalls a release whose namespace is being
 // deleted (its records held by a finalizer, as a slow deletion would leave them): without
 // SkipHooksInTerminatingNamespace the uninstall stops on what it cannot create there; with it,
-// the hooks are skipped and reported, and the objects and records are deleted.
+// the hooks are skipped and reported, so is the journal the namespace refuses, and the objects
+// and records are deleted.
 func TestUninstallInTerminatingNamespaceSkipsHooks(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
@@ -95,6 +96,9 @@ func TestUninstallInTerminatingNamespaceSkipsHooks(t *testing.T) {
 	res, err := berthlifecycle.Uninstall(ctx, deps, opts)
 	if err != nil {
 		t.Fatalf("uninstall with SkipHooksInTerminatingNamespace: %v", err)
+	}
+	if !res.NoJournal {
+		t.Errorf("the uninstall does not say it went on without its journal, which the namespace refused")
 	}
 	var skipped []string
 	for _, h := range res.SkippedHooks {
