@@ -202,6 +202,7 @@ func hooksChart() chartSpec {
 			counts["install"]++
 		case "pre-upgrade", "post-upgrade":
 			counts["upgrade"]++
+			counts["noop"]++ // the no-op upgrade runs them again
 		case "pre-delete":
 			counts["uninstall"]++
 		}

@@ -93,8 +93,8 @@ func TestSummarize(t *testing.T) {
 	}
 	for goal, want := range map[string]bool{
 		"large install --wait: berth at most 0.5x Helm v4":                                         true,
-		"large install --wait: berth within 1.2x of the client-go floor":                           true,
-		"large uninstall, until the last object is gone: berth within 1.1x of the client-go floor": true,
+		"large install --wait: berth within 1.05x of the client-go floor":                          true,
+		"large uninstall, until the last object is gone: berth within 1.0x of the client-go floor": true,
 		"hooks: per-hook overhead under 100 ms (median)":                                           false,
 		"deletion latency under 100 ms (median of every berth uninstall)":                          true,
 		"peak memory no more than Helm v4's (every case and operation)":                            true,

@@ -41,7 +41,9 @@ const (
 	auditSettle = 500 * time.Millisecond
 )
 
-var ops = []string{"install", "upgrade", "uninstall"}
+// ops are the operations each tool runs on a case, in order: "noop" is the upgrade run again with
+// the same chart and values, which changes nothing.
+var ops = []string{"install", "upgrade", "noop", "uninstall"}
 
 // helmAtBerthLimits is Helm run at berth's client-side rate limit (kube.DefaultQPS and
 // kube.DefaultBurst) instead of its own: beside Helm at its defaults, it tells what of berth's
@@ -314,8 +316,8 @@ func (h *harness) command(tool, op string, c *benchCase, ns string) []string {
 	switch tool {
 	case "floor":
 		gen := "1"
-		if op == "upgrade" {
-			gen = "2"
+		if op == "upgrade" || op == "noop" {
+			op, gen = "upgrade", "2" // the floor's no-op applies every object again
 		}
 		return []string{h.cfg.self, "floor", "--op", op, "--chart", c.path, "--release", releaseName,
 			"--namespace", ns, "--kubeconfig", h.kubeconfig, "--generation", gen, "--hooks=" + strconv.FormatBool(c.Hooks)}
@@ -329,7 +331,7 @@ func (h *harness) command(tool, op string, c *benchCase, ns string) []string {
 	case "install":
 		args = []string{bin, "install", releaseName, c.path, "-n", ns, "--wait", "--timeout", toolTimeout,
 			"--set", "generation=1", "--set", hooks}
-	case "upgrade":
+	case "upgrade", "noop":
 		args = []string{bin, "upgrade", releaseName, c.path, "-n", ns, "--wait", "--timeout", toolTimeout,
 			"--set", "generation=2", "--set", hooks}
 	default:
