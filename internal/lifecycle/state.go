@@ -164,8 +164,8 @@ func (d *operation) readState(ctx context.Context, name string) (State, error) {
 // operation is what was asked, says what it released (ActFinish). What an interrupted operation
 // needs first (finish it, remove its hooks, undo it) drive does itself, each as a plan.
 func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context, Action, State) error) error {
-	// Each action but the last leaves no operation interrupted, so the second decision is the
-	// last; a third would mean an action left the state as it found it.
+	// Finishing or undoing leaves no operation interrupted, so the second decision is the last;
+	// a third would mean an action left the state as it found it.
 	for range 3 {
 		s, err := d.readState(ctx, d.name)
 		if err != nil {
@@ -201,9 +201,13 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 		case a == ActUndo:
 			err = d.abandon(ctx, in)
 		case a == ActRemoveHooks:
-			err = d.abandonHooks(ctx, in)
-			if err == nil {
+			// The uninstall that follows replaces the interrupted operation, whose record stays
+			// pending until the uninstall changes it: it goes on without deciding again.
+			if err = d.abandonHooks(ctx, in); err == nil {
 				err = d.end(ctx, true)
+			}
+			if err == nil && !last {
+				return do(ctx, acts[1], s)
 			}
 		default:
 			return do(ctx, a, s)

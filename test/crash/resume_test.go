@@ -63,3 +63,23 @@ func TestResumeRunsTheJournalledPlan(t *testing.T) {
 		t.Errorf("revisions after the second upgrade: %v, want [1 2]: finishing the upgrade was what was asked", versions)
 	}
 }
+
+// TestUninstallReplacesInterruptedInstall kills an install after its second journal write and
+// uninstalls the release: the uninstall removes the hooks the install left and then uninstalls,
+// although the install's record stays pending until the uninstall changes it.
+func TestUninstallReplacesInterruptedInstall(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	chart := crashChart(t)
+	const name = "replaced"
+	if r := berth(t, env, []string{"BERTH_TEST_KILL_AFTER_STEP=2"}, "install", name, chart); !r.killed {
+		t.Fatalf("the install was not killed after its second journal write: %v\n%s", r.err, r.out)
+	}
+	r := berth(t, env, nil, "uninstall", name, "--wait")
+	if r.err != nil {
+		t.Fatalf("uninstall after the interrupted install: %v\n%s", r.err, r.out)
+	}
+	if got, problems := state(t.Context(), env, name); got != "" || len(problems) > 0 {
+		t.Errorf("after the uninstall: chart version %q (want none), problems: %v\n%s", got, problems, r.out)
+	}
+}
