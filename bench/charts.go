@@ -22,6 +22,9 @@ type chartSpec struct {
 	CRDs int
 	// Hooks counts the hook Jobs run by each operation.
 	Hooks map[string]int
+	// Ordered says the chart declares an order (HIP-0025 resource groups): berth runs it with
+	// --wait=ordered and the floor applies its groups one after another, each waited for.
+	Ordered bool
 	// files are the chart's files by chart-relative path.
 	files map[string]string
 }
@@ -34,7 +37,7 @@ const hookRun = "500ms"
 const crdGroup = "bench.berth.dev"
 
 func charts() []chartSpec {
-	return []chartSpec{smallChart(), largeChart(), largeFlatChart(), hooksChart(), controllerChart()}
+	return []chartSpec{smallChart(), largeChart(), largeFlatChart(), hooksChart(), orderedChart(), controllerChart()}
 }
 
 func chartByName(name string) (chartSpec, bool) {
@@ -157,6 +160,33 @@ func largeFlatChart() chartSpec {
 	}
 	f["templates/configmaps.yaml"] = b.String()
 	return chartSpec{Name: "large-flat", Objects: apps*3 + configMaps, Hooks: map[string]int{}, files: f}
+}
+
+// orderedGroups are the resource groups of the ordered chart, each after the one before.
+var orderedGroups = []string{"first", "second", "third"}
+
+// orderedChart is 300 objects in three resource groups of 100 (HIP-0025), each after the one
+// before: 5 Deployments (2 replicas each) and 95 ConfigMaps a group. Ordered, a tool applies a
+// group and waits until it is ready before it applies the next.
+func orderedChart() chartSpec {
+	f := newChart("ordered", "300 objects in three resource groups of 100, each after the one before: 5 Deployments and 95 ConfigMaps each")
+	for g, group := range orderedGroups {
+		var b strings.Builder
+		for i := range 5 {
+			b.WriteString(deployment(fmt.Sprintf("%s-app-%d", group, i), changing(i), 2, ""))
+		}
+		for i := range 95 {
+			b.WriteString(configMap(fmt.Sprintf("%s-config-%02d", group, i), changing(i), 8))
+		}
+		annotations := "  annotations:\n    helm.sh/resource-group: " + group + "\n"
+		if g > 0 {
+			annotations += "    helm.sh/depends-on/resource-groups: '[\"" + orderedGroups[g-1] + "\"]'\n"
+		}
+		// The objects' own annotations (two spaces in), not their Pods'.
+		f["templates/"+group+".yaml"] = strings.ReplaceAll(b.String(), "\n  annotations:\n    bench.berth.dev/generation:",
+			"\n"+annotations+"    bench.berth.dev/generation:")
+	}
+	return chartSpec{Name: "ordered", Objects: 300, Ordered: true, Hooks: map[string]int{}, files: f}
 }
 
 // controllerChart is what each Release of the controller case releases: a ConfigMap, a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +46,7 @@ func runFloor(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig")
 	generation := fs.Int("generation", 1, "value of .Values.generation")
 	hooks := fs.Bool("hooks", true, "value of .Values.hooks")
+	ordered := fs.Bool("ordered", false, "apply the chart's resource groups (helm.sh/resource-group) one after another, each waited for, in the ordered case's order; uninstall them in reverse")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,13 +68,17 @@ func runFloor(args []string) error {
 	if err != nil {
 		return err
 	}
+	groups := [][]*unstructured.Unstructured{r.Resources}
+	if *ordered {
+		groups = groupsOf(r.Resources)
+	}
 	switch *op {
 	case "install":
-		return f.install(ctx, r, resource.HookPreInstall, resource.HookPostInstall)
+		return f.install(ctx, r, groups, resource.HookPreInstall, resource.HookPostInstall)
 	case "upgrade":
-		return f.install(ctx, r, resource.HookPreUpgrade, resource.HookPostUpgrade)
+		return f.install(ctx, r, groups, resource.HookPreUpgrade, resource.HookPostUpgrade)
 	case "uninstall":
-		return f.uninstall(ctx, r)
+		return f.uninstall(ctx, r, groups)
 	default:
 		return fmt.Errorf("floor: --op must be install, upgrade or uninstall, not %q", *op)
 	}
@@ -103,7 +109,9 @@ func newFloor(kubeconfig, namespace string) (*floor, error) {
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))}, nil
 }
 
-func (f *floor) install(ctx context.Context, r *chart.Rendered, pre, post resource.HookEvent) error {
+// install applies the chart's objects group after group (one group: all at once), each waited
+// for until current.
+func (f *floor) install(ctx context.Context, r *chart.Rendered, groups [][]*unstructured.Unstructured, pre, post resource.HookEvent) error {
 	if err := f.hooks(ctx, r.Hooks, pre); err != nil {
 		return err
 	}
@@ -118,34 +126,61 @@ func (f *floor) install(ctx context.Context, r *chart.Rendered, pre, post resour
 			return err
 		}
 	}
-	if err := f.applyAll(ctx, r.Resources); err != nil {
-		return err
-	}
-	if err := f.waitCurrent(ctx, r.Resources); err != nil {
-		return err
+	for _, g := range groups {
+		if err := f.applyAll(ctx, g); err != nil {
+			return err
+		}
+		if err := f.waitCurrent(ctx, g); err != nil {
+			return err
+		}
 	}
 	return f.hooks(ctx, r.Hooks, post)
 }
 
-func (f *floor) uninstall(ctx context.Context, r *chart.Rendered) error {
+// uninstall deletes the chart's objects group after group in reverse (one group: all at once),
+// each waited for until gone.
+func (f *floor) uninstall(ctx context.Context, r *chart.Rendered, groups [][]*unstructured.Unstructured) error {
 	if err := f.hooks(ctx, r.Hooks, resource.HookPreDelete); err != nil {
 		return err
 	}
 	fg := metav1.DeletePropagationForeground
-	g, gctx := errgroup.WithContext(ctx)
-	for _, obj := range r.Resources {
-		g.Go(func() error {
-			ri, err := f.resourceFor(obj)
-			if err != nil {
-				return err
-			}
-			return ri.Delete(gctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &fg})
-		})
+	for _, objs := range slices.Backward(groups) {
+		g, gctx := errgroup.WithContext(ctx)
+		for _, obj := range objs {
+			g.Go(func() error {
+				ri, err := f.resourceFor(obj)
+				if err != nil {
+					return err
+				}
+				return ri.Delete(gctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &fg})
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		if err := f.waitFor(ctx, objs, func(obj *unstructured.Unstructured) bool { return obj == nil }); err != nil {
+			return err
+		}
 	}
-	if err := g.Wait(); err != nil {
-		return err
+	return nil
+}
+
+// groupsOf splits objs by their resource group, in the ordered case's order (orderedGroups),
+// objects of no group last, without the annotation the API server refuses.
+func groupsOf(objs []*unstructured.Unstructured) [][]*unstructured.Unstructured {
+	groups := make([][]*unstructured.Unstructured, len(orderedGroups)+1)
+	for _, obj := range objs {
+		obj = obj.DeepCopy()
+		a := obj.GetAnnotations()
+		i := slices.Index(orderedGroups, a["helm.sh/resource-group"])
+		if i < 0 {
+			i = len(orderedGroups)
+		}
+		delete(a, "helm.sh/depends-on/resource-groups")
+		obj.SetAnnotations(a)
+		groups[i] = append(groups[i], obj)
 	}
-	return f.waitFor(ctx, r.Resources, func(obj *unstructured.Unstructured) bool { return obj == nil })
+	return slices.DeleteFunc(groups, func(g []*unstructured.Unstructured) bool { return len(g) == 0 })
 }
 
 // hooks runs the hooks of event one after another, each to its outcome, then deletes those with

@@ -90,7 +90,7 @@ type config struct {
 	profile       string
 }
 
-var allCases = []string{"small", "large", "large-flat", "hooks", "hooks-base"}
+var allCases = []string{"small", "large", "large-flat", "hooks", "hooks-base", "ordered"}
 
 // upstreamJobBatchPeriod is kube-controller-manager's: the Job controller batches a Job's Pod
 // updates for a second before it syncs the Job.
@@ -155,7 +155,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
 	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs each command and reads its peak memory")
 	fs.IntVar(&cfg.pairs, "pairs", 5, "counted rounds per case after the warm-up; each round runs every tool once")
-	fs.StringVar(&cases, "cases", strings.Join(allCases, ","), "cases to run: small, large, large-flat, hooks, hooks-base (the hooks chart without its hooks)")
+	fs.StringVar(&cases, "cases", strings.Join(allCases, ","), "cases to run: small, large, large-flat, hooks, hooks-base (the hooks chart without its hooks), ordered (three resource groups, --wait=ordered)")
 	fs.StringVar(&cfg.out, "out", "bench/results", "directory for latest.json and latest.md")
 	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose results section is replaced by the new table (empty: none)")
 	fs.StringVar(&cfg.work, "work", "", "work directory for the cluster and charts (default: a new temporary directory)")

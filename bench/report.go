@@ -204,6 +204,9 @@ const (
 	applyOverHelm      = 0.5
 	applyOverFloor     = 1.05
 	uninstallOverFloor = 1.0
+	// orderedOverFloor bounds berth's --wait=ordered against the floor applying the same
+	// batches one after another (the ordered case).
+	orderedOverFloor = 1.1
 )
 
 func goals(s summary, samples []sample) []goal {
@@ -224,6 +227,12 @@ func goals(s summary, samples []sample) []goal {
 					Measured: ratioText(r.BerthOverHelm), Met: r.BerthOverHelm.valid() && r.BerthOverHelm.Median <= applyOverHelm},
 				goal{Goal: fmt.Sprintf("%s %s --wait: berth within %.2fx of the client-go floor", c, op, applyOverFloor),
 					Measured: ratioText(r.BerthOverFloor), Met: r.BerthOverFloor.valid() && r.BerthOverFloor.Median <= applyOverFloor})
+		}
+	}
+	for _, op := range ops {
+		if r, ok := findRow(s.Rows, "ordered", op); ok {
+			out = append(out, goal{Goal: fmt.Sprintf("ordered %s --wait=ordered: berth within %.1fx of the floor applying the same batches", op, orderedOverFloor),
+				Measured: ratioText(r.BerthOverFloor), Met: r.BerthOverFloor.valid() && r.BerthOverFloor.Median <= orderedOverFloor})
 		}
 	}
 	for _, h := range s.Hooks {

@@ -320,7 +320,8 @@ func (h *harness) command(tool, op string, c *benchCase, ns string) []string {
 			op, gen = "upgrade", "2" // the floor's no-op applies every object again
 		}
 		return []string{h.cfg.self, "floor", "--op", op, "--chart", c.path, "--release", releaseName,
-			"--namespace", ns, "--kubeconfig", h.kubeconfig, "--generation", gen, "--hooks=" + strconv.FormatBool(c.Hooks)}
+			"--namespace", ns, "--kubeconfig", h.kubeconfig, "--generation", gen, "--hooks=" + strconv.FormatBool(c.Hooks),
+			"--ordered=" + strconv.FormatBool(c.Chart.Ordered)}
 	}
 	bin := h.cfg.berth
 	if tool == "helm" || tool == helmAtBerthLimits {
@@ -339,6 +340,10 @@ func (h *harness) command(tool, op string, c *benchCase, ns string) []string {
 	}
 	if tool == helmAtBerthLimits {
 		args = append(args, "--qps", strconv.Itoa(kube.DefaultQPS), "--burst-limit", strconv.Itoa(kube.DefaultBurst))
+	}
+	if c.Chart.Ordered && tool == "berth" {
+		// Helm v4.3 has no --wait=ordered: it applies the chart at once, as it always does.
+		args = append(args, "--wait=ordered")
 	}
 	return args
 }
