@@ -176,7 +176,7 @@ func orderedChart() chartSpec {
 			b.WriteString(deployment(fmt.Sprintf("%s-app-%d", group, i), changing(i), 2, ""))
 		}
 		for i := range 95 {
-			b.WriteString(configMap(fmt.Sprintf("%s-config-%02d", group, i), changing(i), 8))
+			b.WriteString(configMap(fmt.Sprintf("%s-config-%02d", group, i), changing(i+5), 8)) // half of each group changes
 		}
 		annotations := "  annotations:\n    helm.sh/resource-group: " + group + "\n"
 		if g > 0 {
