@@ -9,6 +9,7 @@ require (
 	github.com/fluxcd/cli-utils v1.2.2
 	github.com/go-logr/logr v1.4.4
 	github.com/gofrs/flock v0.13.0
+	github.com/google/cel-go v0.29.2
 	github.com/google/go-cmp v0.7.0
 	github.com/gosuri/uitable v0.0.4
 	github.com/opencontainers/go-digest v1.0.0
@@ -92,7 +93,6 @@ require (
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/google/btree v1.1.3 // indirect
-	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/handlers v1.5.2 // indirect

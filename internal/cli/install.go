@@ -32,6 +32,7 @@ type installFlags struct {
 	labels            map[string]string
 	postRender        postRenderFlags
 	source            source.Options
+	crds              lifecycle.CRDPolicy
 }
 
 func newInstallCommand(streams Streams) *cobra.Command {
@@ -72,7 +73,7 @@ func (flags installFlags) options(name string, s *session, c *chartInput) lifecy
 		Name: name, Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
 		CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
 		RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
-		Capabilities: c.caps, Labels: flags.labels, PostRenderer: c.postRenderer,
+		Capabilities: c.caps, Labels: flags.labels, PostRenderer: c.postRenderer, CRDs: flags.crds,
 	}
 }
 
@@ -87,6 +88,7 @@ func (flags *installFlags) addFlags(cmd *cobra.Command) {
 	addWaitFlags(f, &flags.wait, false)
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
+	addCRDsFlag(f, &flags.crds, lifecycle.CRDsCreate, "")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
 	addPostRenderFlags(f, &flags.postRender)

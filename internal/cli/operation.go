@@ -93,20 +93,31 @@ func progressPrinter(w io.Writer) func(engine.Event) {
 	}
 }
 
-// waitFlag is Helm v4's --wait: given alone it waits ("watcher"); "legacy" and "true" wait too;
-// "hookOnly" and "false" do not.
-type waitFlag struct{ wait *bool }
+// waitFlag is Helm v4's --wait, with the strategy HIP-0025 adds: given alone it waits
+// ("watcher"); "legacy" and "true" wait too; "ordered" applies the release in the batches its
+// chart declares, each waited for before the next; "hookOnly" and "false" do not wait.
+type waitFlag struct{ w *lifecycle.WaitOptions }
 
-func (f waitFlag) String() string { return fmt.Sprint(*f.wait) }
-func (f waitFlag) Type() string   { return "WaitStrategy" }
+func (f waitFlag) String() string {
+	switch {
+	case f.w.Ordered:
+		return "ordered"
+	case f.w.Wait:
+		return "watcher"
+	}
+	return "hookOnly"
+}
+func (f waitFlag) Type() string { return "WaitStrategy" }
 func (f waitFlag) Set(s string) error {
 	switch strings.ToLower(s) {
 	case "watcher", "legacy", "true":
-		*f.wait = true
+		f.w.Wait, f.w.Ordered = true, false
+	case "ordered":
+		f.w.Wait, f.w.Ordered = true, true
 	case "hookonly", "false":
-		*f.wait = false
+		f.w.Wait, f.w.Ordered = false, false
 	default:
-		return fmt.Errorf("invalid --wait %q: want watcher, legacy, hookOnly, true or false", s)
+		return fmt.Errorf("invalid --wait %q: want watcher, ordered, legacy, hookOnly, true or false", s)
 	}
 	return nil
 }
@@ -114,8 +125,8 @@ func (f waitFlag) Set(s string) error {
 // addWaitFlags adds --wait, --wait-for-jobs and --timeout.
 func addWaitFlags(f *pflag.FlagSet, w *lifecycle.WaitOptions, wait bool) {
 	w.Wait = wait
-	flag := f.VarPF(waitFlag{&w.Wait}, "wait", "",
-		"wait until every object is ready (and, for deletions, gone) before returning; --wait=false returns once the API server accepted the changes")
+	flag := f.VarPF(waitFlag{w}, "wait", "",
+		"wait until every object is ready (and, for deletions, gone) before returning; --wait=ordered applies (or uninstalls, in reverse) the batches the chart declares (helm.sh/resource-group), each waited for before the next; --wait=hookOnly or false returns once the API server accepted the changes")
 	flag.NoOptDefVal = "watcher"
 	f.BoolVar(&w.WaitForJobs, "wait-for-jobs", false, "with --wait, also wait until every Job of the release completed")
 	f.DurationVar(&w.Timeout, "timeout", 5*time.Minute, "deadline for the whole operation")

@@ -27,6 +27,10 @@ func explainOperationError(err error) error {
 	if errors.As(err, &own) {
 		hints = append(hints, "remove the objects, or pass --take-ownership to adopt them")
 	}
+	var immutable *lifecycle.ImmutableFieldError
+	if errors.As(err, &immutable) && !immutable.ID.IsCRD() {
+		hints = append(hints, "to change such a field, upgrade (or roll back) with --force-replace: the object is deleted and created again, and what it held goes with it")
+	}
 	var held *release.HeldError
 	if errors.As(err, &held) {
 		hints = append(hints, "wait for it to finish, or pass --wait-for-lock")

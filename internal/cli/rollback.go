@@ -17,6 +17,7 @@ type rollbackFlags struct {
 	takeOwnership bool
 	historyMax    int
 	output        output.Format
+	forceReplace  bool
 }
 
 func newRollbackCommand(streams Streams) *cobra.Command {
@@ -84,6 +85,7 @@ func (flags rollbackFlags) options(name string, version int, s *session) lifecyc
 	return lifecycle.RollbackOptions{
 		Name: name, Namespace: s.clients.Namespace, Version: version, WaitOptions: flags.wait,
 		TakeOwnership: flags.takeOwnership, NoHooks: flags.noHooks, DryRun: flags.dryRun, HistoryMax: flags.historyMax,
+		ForceReplace: flags.forceReplace,
 	}
 }
 
@@ -94,5 +96,6 @@ func (flags *rollbackFlags) addFlags(cmd *cobra.Command) {
 	addWaitFlags(f, &flags.wait, false)
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
+	addForceReplaceFlag(f, &flags.forceReplace)
 	f.IntVar(&flags.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release (HELM_MAX_HISTORY sets the default). Use 0 for no limit")
 }

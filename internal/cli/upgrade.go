@@ -16,6 +16,7 @@ type upgradeFlags struct {
 	resetValues          bool
 	resetThenReuseValues bool
 	historyMax           int
+	forceReplace         bool
 }
 
 func newUpgradeCommand(streams Streams) *cobra.Command {
@@ -59,7 +60,7 @@ func (flags upgradeFlags) options(name string, s *session, c *chartInput, strate
 		WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
 		TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
 		HistoryMax: flags.historyMax, Description: flags.description, Capabilities: c.caps,
-		Labels: flags.labels, PostRenderer: c.postRenderer,
+		Labels: flags.labels, PostRenderer: c.postRenderer, CRDs: flags.crds, ForceReplace: flags.forceReplace,
 	}
 }
 
@@ -82,6 +83,8 @@ func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVarP(&flags.install, "install", "i", false, "if the release does not exist, install it")
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "with --install, create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
+	addCRDsFlag(f, &flags.crds, lifecycle.CRDsSkip, `; with --install, an install creates the missing ones unless --crds says otherwise`)
+	addForceReplaceFlag(f, &flags.forceReplace)
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
 	addPostRenderFlags(f, &flags.postRender)

@@ -193,16 +193,18 @@ func (f *follower) follow(ctx context.Context, out <-chan observation) (HookRun,
 	}
 }
 
+// hookOutcome is a hook's outcome by the built-in rules: HIP-0025's readiness annotations do not
+// apply to hooks.
 func hookOutcome(obj *unstructured.Unstructured) readiness.Result {
 	switch obj.GroupVersionKind().GroupKind().String() {
 	case "Job.batch":
-		return readiness.Compute(obj, readiness.Options{WaitForJobs: true})
+		return readiness.Builtin(obj, readiness.Options{WaitForJobs: true})
 	case "Pod":
 		// A hook Pod is done when it ran to completion, not when it is ready.
 		if phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase"); phase != "Succeeded" && phase != "Failed" {
 			return readiness.Result{State: readiness.InProgress, Message: "Pod is " + phaseOr(phase)}
 		}
-		return readiness.Compute(obj, readiness.Options{})
+		return readiness.Builtin(obj, readiness.Options{})
 	default:
 		return readiness.Result{State: readiness.Ready, Message: "created"}
 	}

@@ -24,6 +24,9 @@ type WaitError struct {
 	Want string
 	// Failed is set when an object failed (wait for ready only): nothing more will change it.
 	Failed *resource.Identity
+	// Expression is the custom readiness expression that found Failed failed (an expression of
+	// its helm.sh/readiness-failure annotation, or a health check's), when one did.
+	Expression string
 	// Pending holds each object still not there, with the last thing known about it.
 	Pending map[resource.Identity]string
 	Cause   error
@@ -49,7 +52,9 @@ func (e *WaitError) Error() string {
 
 func (e *WaitError) Unwrap() error { return e.Cause }
 
-// WaitReady waits, by watching, until every target is ready, one of them fails, or ctx ends.
+// WaitReady waits, by watching, until every target is ready, one of them fails, or ctx ends. A
+// failed target ends the wait as soon as it is seen, with a *WaitError that names it (and the
+// custom readiness expression that found it failed, if one did).
 // A CustomResourceDefinition is ready once it is Established and discovery serves its kind: only
 // then can objects of the kind be reached (discovery follows Established by a moment).
 func (c *Client) WaitReady(ctx context.Context, targets []resource.Identity, opts readiness.Options, progress Progress) error {
@@ -178,7 +183,7 @@ func (c *Client) waitFor(ctx context.Context, want string, targets []resource.Id
 			case readiness.Failed:
 				pending[o.id] = r.Message
 				id := o.id
-				return &WaitError{Want: want, Failed: &id, Pending: pending}
+				return &WaitError{Want: want, Failed: &id, Expression: r.Expression, Pending: pending}
 			default:
 				pending[o.id] = r.Message
 			}

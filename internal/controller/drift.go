@@ -19,6 +19,7 @@ import (
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
+	"github.com/berthdev/berth/internal/sequence"
 )
 
 // ConditionDrifted says whether the release's objects in the cluster differ from the deployed
@@ -140,6 +141,7 @@ func driftOfObject(ctx context.Context, c driftCluster, rel *release.Release, ob
 		return nil, fmt.Errorf("%s: %w", resource.IdentityOf(obj), err)
 	}
 	resource.SetOwnership(obj, rel.Name, rel.Namespace)
+	sequence.Strip(obj) // as applied: without the annotation key the API server refuses
 	id := resource.IdentityOf(obj)
 	live, err := c.GetVersion(ctx, id, obj.GroupVersionKind().Version)
 	if cluster.IsUnknownKind(err) {

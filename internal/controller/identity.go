@@ -85,5 +85,6 @@ func (n ownNamespace) Exists(ctx context.Context, name string) (bool, error) {
 func (r *Reconciler) depsFor(d *desired, clients *kube.Clients, events func(engine.Event)) lifecycle.Deps {
 	deps := lifecycle.NewDeps(clients, r.Holder, events)
 	deps.Namespaces = ownNamespace{Namespaces: deps.Namespaces, name: d.Namespace}
+	deps.HealthChecks = d.HealthChecks
 	return deps
 }

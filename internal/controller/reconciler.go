@@ -254,9 +254,9 @@ func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clie
 		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values,
 		Install: true, HistoryMax: d.HistoryMax, Capabilities: caps,
 		WaitOptions: d.wait(upgrade.OperationSpec), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
-		CreateNamespace: install.CreateNamespace,
+		CreateNamespace: install.CreateNamespace, CRDs: crdPolicy(upgrade.CRDs), ForceReplace: upgrade.Force,
 		InstallWith: &lifecycle.InstallSettings{WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks,
-			RollbackOnFailure: install.RollbackOnFailure},
+			RollbackOnFailure: install.RollbackOnFailure, CRDs: crdPolicy(install.CRDs)},
 	}))
 }
 
@@ -351,7 +351,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		var res *lifecycle.UninstallResult
 		res, err = lifecycle.Uninstall(ctx, deps, lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
-			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout},
+			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout, OrderIfDeclared: !u.DisableWait},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
 			KeepHistory: u.KeepHistory, NoHooks: u.DisableHooks,
 			// A controller that waits for hooks it can no longer create would hold the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 )
 
@@ -46,6 +47,8 @@ type desired struct {
 	Drift             driftRules
 	// DependsOn are the names of the Releases of Namespace this one depends on.
 	DependsOn []string
+	// HealthChecks are spec.healthChecks, compiled; nil when there are none.
+	HealthChecks *readiness.Checks
 }
 
 // chartRef is a chart to fetch: Ref with Options as Helm's CLI takes them (CHART --repo URL
@@ -141,6 +144,9 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 	if d.Drift, err = driftOf(s.Drift); err != nil {
 		return nil, err
 	}
+	if d.HealthChecks, err = healthChecksOf(s.HealthChecks); err != nil {
+		return nil, err
+	}
 	if err := checkRetries("install", d.Install.OperationSpec); err != nil {
 		return nil, err
 	}
@@ -231,7 +237,9 @@ func valuesOf(s v1alpha1.ReleaseSpec) (map[string]any, string, error) {
 
 // wait are the wait options of an operation.
 func (d *desired) wait(op v1alpha1.OperationSpec) lifecycle.WaitOptions {
-	return lifecycle.WaitOptions{Wait: !op.DisableWait, WaitForJobs: op.WaitForJobs, Timeout: d.Timeout}
+	// A chart that declares an order (HIP-0025's resource groups and subchart dependencies) is
+	// applied in it, batch by batch, unless waiting is disabled.
+	return lifecycle.WaitOptions{Wait: !op.DisableWait, WaitForJobs: op.WaitForJobs, Timeout: d.Timeout, OrderIfDeclared: !op.DisableWait}
 }
 
 // action is what a reconcile does next.

@@ -197,6 +197,15 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 	if errors.As(err, &tmpl) {
 		return []v1alpha1.Blocker{templateBlocker(tmpl)}
 	}
+	var immutable *lifecycle.ImmutableFieldError
+	if errors.As(err, &immutable) {
+		b := v1alpha1.Blocker{Kind: "immutable", Object: immutable.ID.String(), Message: immutable.Error(),
+			Next: "set spec.upgrade.force to replace it (deleted, waited for until gone, and created again: what it holds goes with it), or change the chart or values back"}
+		if immutable.ID.IsCRD() {
+			b.Next = "change the chart back: a CustomResourceDefinition is never replaced"
+		}
+		return []v1alpha1.Blocker{b}
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && apierrors.IsForbidden(err) && !lifecycle.NamespaceTerminating(err) {
 		b := v1alpha1.Blocker{

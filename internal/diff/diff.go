@@ -53,9 +53,19 @@ type Result struct {
 	Release       string            `json:"release"`
 	Namespace     string            `json:"namespace"`
 	Hooks         []Hook            `json:"hooks"`
-	Objects       []Object          `json:"objects"`
-	Record        Record            `json:"record"`
-	Summary       Summary           `json:"summary"`
+	// Batches, with --wait=ordered, are the batches the chart declares (HIP-0025), in the order
+	// they would be applied (or, for an uninstall, deleted), each waited for before the next.
+	Batches []Batch  `json:"batches,omitempty"`
+	Objects []Object `json:"objects"`
+	Record  Record   `json:"record"`
+	Summary Summary  `json:"summary"`
+}
+
+// Batch is one batch of an ordered operation: its wait step, why it is there, and its objects.
+type Batch struct {
+	Step    string              `json:"step"`
+	Reason  string              `json:"reason"`
+	Objects []resource.Identity `json:"objects"`
 }
 
 // Hook is a hook that would run.
@@ -77,6 +87,9 @@ type Object struct {
 	// NotDryRun: the object's kind is defined by a CRD of the release and not served yet, so the
 	// API server could not dry-run it; the diff shows the rendered object.
 	NotDryRun bool `json:"notDryRun,omitempty"`
+	// Replaced: the API server refuses to change immutable fields of the object, so it would be
+	// deleted and created again (--force-replace); the diff shows the dry run of its creation.
+	Replaced bool `json:"replaced,omitempty"`
 	// Diff is a unified diff of the object's YAML, live first; empty when unchanged.
 	Diff string `json:"diff,omitempty"`
 }
@@ -117,15 +130,24 @@ func Compute(pv *lifecycle.Preview, o Options) (*Result, error) {
 	for _, h := range pv.Hooks {
 		r.Hooks = append(r.Hooks, Hook{Event: h.Event, Identity: h.Identity, Weight: h.Weight, DeletePolicies: h.DeletePolicies})
 	}
+	replaced := pv.Plan.Replaced()
 	for _, step := range pv.Plan.Steps {
+		if (step.Action == plan.WaitReady || step.Action == plan.WaitAbsent) && strings.Contains(step.ID, "/batch-") &&
+			strings.Count(step.ID, "/") == 1 {
+			r.Batches = append(r.Batches, Batch{Step: step.ID, Reason: step.Reason, Objects: step.Objects})
+		}
 		if step.Action != plan.Apply && step.Action != plan.Delete {
 			continue
 		}
 		for _, id := range step.Objects {
+			if step.Action == plan.Delete && replaced[id] {
+				continue // shown once, by the step that creates it again
+			}
 			obj, err := object(pv, step, id, o)
 			if err != nil {
 				return nil, err
 			}
+			obj.Replaced = replaced[id]
 			r.Objects = append(r.Objects, obj)
 		}
 	}
@@ -314,6 +336,15 @@ func (r *Result) Text(color bool) string {
 			fmt.Fprintf(&b, "  %-13s %s (weight %d, delete policy %s)\n", h.Event, h.Identity, h.Weight, strings.Join(policies, ","))
 		}
 	}
+	if len(r.Batches) > 0 {
+		b.WriteString(p.bold("Batches, in order (--wait=ordered), each waited for before the next:") + "\n")
+		for _, bt := range r.Batches {
+			fmt.Fprintf(&b, "  %s\n", bt.Reason)
+			for _, id := range bt.Objects {
+				fmt.Fprintf(&b, "    %s\n", id)
+			}
+		}
+	}
 	sections := []struct {
 		title string
 		pick  func(Object) bool
@@ -337,6 +368,9 @@ func (r *Result) Text(color bool) string {
 		}
 		b.WriteString(p.bold(s.title) + "\n")
 		for _, o := range objs {
+			if o.Replaced && s.diff {
+				fmt.Fprintf(&b, "  %s (replaced: deleted, then created again, as its immutable fields change)\n", o.Identity)
+			}
 			if !s.diff || o.Diff == "" {
 				fmt.Fprintf(&b, "  %s (%s)\n", o.Identity, o.Change)
 				continue

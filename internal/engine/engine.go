@@ -389,8 +389,11 @@ func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Ident
 		return err
 	}
 	took := time.Since(start)
+	x.mu.Lock()
+	replaced := x.res.Changes[id] == Deleted || x.res.Changes[id] == Gone // by an earlier step
+	x.mu.Unlock()
 	change := Created
-	if before := x.opts.Before[id]; before != nil {
+	if before := x.opts.Before[id]; before != nil && !replaced {
 		change = Configured
 		if before.GetResourceVersion() == live.GetResourceVersion() {
 			change = Unchanged

@@ -21,7 +21,7 @@ func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*uns
 		o.Objects = p.byID
 	}
 	o.Before = before
-	o.Readiness = readiness.Options{WaitForJobs: w.WaitForJobs}
+	o.Readiness = readiness.Options{WaitForJobs: w.WaitForJobs, Checks: d.HealthChecks}
 	o.Events = d.Events
 	return o
 }
@@ -76,6 +76,9 @@ type undo struct {
 	// to is the revision a rollback goes back to; 0 when none was deployed.
 	to      int
 	noHooks bool
+	// forceReplace: the rollback replaces objects whose immutable fields change, as the
+	// operation undone did.
+	forceReplace bool
 }
 
 // undoing is the undo of operation op, with rollback on failure set, of a release whose
@@ -100,7 +103,7 @@ func (d *operation) undo(ctx context.Context, rel *release.Release, u undo) erro
 		return errors.New("no deployed revision to roll back to")
 	}
 	_, err := d.rollback(ctx, RollbackOptions{Name: rel.Name, Namespace: rel.Namespace, Version: u.to,
-		NoHooks: u.noHooks, WaitOptions: WaitOptions{Wait: true}})
+		NoHooks: u.noHooks, WaitOptions: WaitOptions{Wait: true}, ForceReplace: u.forceReplace})
 	return err
 }
 

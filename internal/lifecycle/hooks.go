@@ -17,6 +17,7 @@ import (
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
+	"github.com/berthdev/berth/internal/sequence"
 )
 
 // recordedHook is a hook of a release with the record Helm keeps of its last run.
@@ -174,6 +175,7 @@ func (d *operation) runHook(ctx context.Context, namespace string, h recordedHoo
 			emit(engine.Event{Type: engine.HookLogLine, Step: string(event), Object: id, Source: l.Pod + "/" + l.Container, Message: l.Line})
 		}
 	}
+	sequence.Strip(obj) // HIP-0025 does not order hooks; the API server refuses the key
 	run, err := d.Cluster.RunHook(ctx, obj, cluster.HookOptions{
 		LogLine: logLine,
 		Progress: func(id resource.Identity, r readiness.Result) {

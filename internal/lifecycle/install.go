@@ -14,6 +14,7 @@ import (
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
+	"github.com/berthdev/berth/internal/sequence"
 )
 
 // InstallOptions describe an install.
@@ -39,6 +40,9 @@ type InstallOptions struct {
 	Labels map[string]string
 	// PostRenderer rewrites the rendered templates, as Helm's --post-renderer.
 	PostRenderer postrenderer.PostRenderer
+	// CRDs says what is done with the CRDs of the chart's crds/ directories; by default, the
+	// missing ones are created.
+	CRDs CRDPolicy
 
 	// preview, when set with a server dry run, is filled with what the install would do.
 	preview *Preview
@@ -90,6 +94,10 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	if err != nil {
 		return nil, err
 	}
+	// The record keeps each subchart's depends-on, so that a rollback orders them too.
+	if err := sequence.Record(rendered.Chart); err != nil {
+		return nil, err
+	}
 	now := d.now()
 	if err := release.CheckLabels(o.Labels); err != nil {
 		return nil, err
@@ -117,20 +125,24 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 			d.executeOnce(dctx, release.OpInstall, revision, namespacePlan(plan.DeleteNamespace, o.Namespace), &runner{d: d})
 		}
 	}
-	p, err := prepare(d.Cluster, o.Name, o.Namespace, rendered.CRDs, rendered.Resources)
+	p, err := prepare(d.Cluster, o.Name, o.Namespace, crdsFor(o.CRDs, release.OpInstall, rendered.CRDs), rendered.Resources)
 	if err != nil {
 		undo()
 		return nil, err
 	}
-	s := surveyCluster(ctx, d.Cluster, p, p.objects)
+	s := surveyCluster(ctx, d.Cluster, p, p.objects, surveyOptions{replaceCRDs: o.CRDs.of(release.OpInstall) == CRDsCreateReplace})
 	before, crds := s.before, s.crds
 	err = s.liveErr
 	if err == nil {
 		err = checkOwnership(o.Name, o.Namespace, p.objects, before, o.TakeOwnership)
 	}
 	var pl *plan.Plan
+	var order []sequence.Batch
 	if err == nil {
-		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait, Late: p.lateIdentities()}, revisionPolicy{
+		order, err = batches(d.Cluster, rel, o.WaitOptions)
+	}
+	if err == nil {
+		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait, Late: p.lateIdentities(), Batches: order}, revisionPolicy{
 			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(p.objects, before)),
 		}, rel, o.NoHooks)
 	}

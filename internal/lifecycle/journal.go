@@ -277,7 +277,8 @@ func (d *operation) removeLeftoverHooks(ctx context.Context, rel *release.Releas
 
 // journalOptions are the options a resumption needs.
 func journalOptions(w WaitOptions, noHooks, takeOwnership bool) release.JournalOptions {
-	return release.JournalOptions{NoHooks: noHooks, Wait: w.Wait, WaitForJobs: w.WaitForJobs, TakeOwnership: takeOwnership}
+	return release.JournalOptions{NoHooks: noHooks, Wait: w.Wait, WaitForJobs: w.WaitForJobs, TakeOwnership: takeOwnership,
+		Ordered: w.Ordered || w.OrderIfDeclared}
 }
 
 // crdObjects parses the CRDs of a recorded revision's chart (its crds/ directories).

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -22,8 +23,10 @@ import (
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
+	"github.com/berthdev/berth/internal/sequence"
 )
 
 // Cluster is what operations need of the cluster.
@@ -69,6 +72,10 @@ type Deps struct {
 	Lookup *rest.Config
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// HealthChecks judge the readiness of the objects of their kinds that their readiness
+	// annotations do not (a Release's spec.healthChecks), in every wait of every operation; nil:
+	// the built-in rules.
+	HealthChecks *readiness.Checks
 
 	// Leases guard each release against concurrent operations; nil runs without.
 	Leases Leases
@@ -119,6 +126,10 @@ type WaitOptions struct {
 	// WaitForLock waits (within Timeout) for the release's lease when another operation holds
 	// it, instead of failing at once.
 	WaitForLock bool
+	// Ordered applies the release in the batches its chart declares (HIP-0025's --wait=ordered),
+	// each waited for before the next; an uninstall deletes them in reverse. OrderIfDeclared does
+	// so only when the chart declares an order (the controller).
+	Ordered, OrderIfDeclared bool
 }
 
 func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -202,6 +213,7 @@ func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstr
 			errs = append(errs, fmt.Errorf("%s: %w", resource.IdentityOf(obj), err))
 			continue
 		}
+		sequence.Strip(obj)
 		p.byID[resource.IdentityOf(obj)] = obj
 		if i < len(crds) {
 			p.crds = append(p.crds, obj)
@@ -209,6 +221,12 @@ func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstr
 		}
 		resource.SetOwnership(obj, name, namespace)
 		p.objects = append(p.objects, obj)
+	}
+	// A readiness annotation that cannot be read fails the operation before anything changes.
+	for _, obj := range append(slices.Clone(p.crds), p.objects...) {
+		if err := readiness.CheckAnnotations(obj); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", resource.IdentityOf(obj), err))
+		}
 	}
 	return p, errors.Join(errs...)
 }
@@ -234,20 +252,34 @@ type survey struct {
 	validationErr   error
 	// applied are the objects as the API server's dry run returned them.
 	applied map[resource.Identity]*unstructured.Unstructured
+	// replaced are the objects the operation deletes and creates again (--force-replace): the
+	// API server refuses to change their immutable fields.
+	replaced []resource.Identity
 }
 
-// surveyCluster reads the live objects of objs, whole, while it validates the prepared objects:
-// neither changes anything, so they go at once.
-func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstructured.Unstructured) survey {
+// surveyCluster reads the live objects of objs, whole, and then validates the prepared objects
+// that berth's apply would change (the others need no dry run: nothing is sent for them). The
+// CRDs it updates (o.replaceCRDs) are among the live objects; the objects whose immutable fields
+// change are replaced with o.forceReplace, and refused otherwise (settleImmutable).
+func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstructured.Unstructured, o surveyOptions) survey {
 	var s survey
+	var liveCRDs map[resource.Identity]*unstructured.Unstructured
+	var refused map[resource.Identity]*ImmutableFieldError
 	var wg sync.WaitGroup
 	wg.Go(func() { s.before, s.liveErr = c.LiveObjects(ctx, objs) })
-	wg.Go(func() {
-		if s.crds, s.crdErr = p.missingCRDs(ctx, c); s.crdErr == nil {
-			s.applied, s.validationErr = preflight(ctx, c, p, s.crds)
-		}
-	})
+	wg.Go(func() { s.crds, liveCRDs, s.crdErr = p.crdsToApply(ctx, c, o.replaceCRDs) })
 	wg.Wait()
+	if s.crdErr == nil {
+		// Objects berth's apply would leave as they are need no dry run: nothing is sent for them.
+		s.applied, refused, s.validationErr = preflight(ctx, c, p, s.crds, p.appliedAsIs(s.before))
+	}
+	if s.liveErr == nil {
+		if s.before == nil {
+			s.before = map[resource.Identity]*unstructured.Unstructured{}
+		}
+		maps.Copy(s.before, liveCRDs)
+		s.settleImmutable(ctx, c, p, refused, o.forceReplace)
+	}
 	return s
 }
 
@@ -268,7 +300,7 @@ func (s survey) unchanged(p *prepared, takeOwnership bool) map[resource.Identity
 	for _, obj := range p.objects {
 		id := resource.IdentityOf(obj)
 		if applied := s.applied[id]; applied != nil && s.before[id] != nil && !adopted[id] && !id.IsCRD() &&
-			!p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
+			!p.pendingKinds[obj.GroupVersionKind().GroupKind()] && !slices.Contains(s.replaced, id) {
 			out[id] = applied
 		}
 	}
@@ -312,29 +344,51 @@ func checkOwnership(name, namespace string, desired []*unstructured.Unstructured
 
 // preflight runs every object (and the CRDs to create) through the API server's validation and
 // admission with a server-side dry run, so that an operation that cannot succeed fails before its
-// first change. It returns the objects as the dry run returned them.
-func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error) {
+// first change. It returns the objects as the dry run returned them and, apart from the other
+// refusals (the error), the objects whose changes the API server refuses as immutable.
+func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured.Unstructured,
+	asIs map[resource.Identity]*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured,
+	map[resource.Identity]*ImmutableFieldError, error) {
 	var checked []*unstructured.Unstructured
 	for _, obj := range append(slices.Clone(crds), p.objects...) {
-		if !p.pendingKinds[obj.GroupVersionKind().GroupKind()] {
+		if !p.pendingKinds[obj.GroupVersionKind().GroupKind()] && asIs[resource.IdentityOf(obj)] == nil {
 			checked = append(checked, obj)
 		}
 	}
-	applied := map[resource.Identity]*unstructured.Unstructured{}
+	applied := maps.Clone(asIs)
+	refused := map[resource.Identity]*ImmutableFieldError{}
 	var mu sync.Mutex
 	err := forEach(ctx, checked, func(ctx context.Context, obj *unstructured.Unstructured) error {
 		out, err := c.Apply(ctx, obj, cluster.ApplyOptions{DryRun: true})
+		mu.Lock()
+		defer mu.Unlock()
+		if fields := immutableFields(err); fields != nil {
+			id := resource.IdentityOf(obj)
+			refused[id] = &ImmutableFieldError{ID: id, Fields: fields, Err: err}
+			return nil
+		}
 		if err == nil {
-			mu.Lock()
 			applied[resource.IdentityOf(obj)] = out
-			mu.Unlock()
 		}
 		return err
 	})
 	if err != nil {
-		return nil, &ValidationError{Err: err}
+		return nil, refused, &ValidationError{Err: err}
 	}
-	return applied, nil
+	return applied, refused, nil
+}
+
+// appliedAsIs returns, of the prepared objects, the live ones berth's apply would leave exactly
+// as they are (cluster.AppliedAsIs): their dry run would return them unchanged, so none is made.
+func (p *prepared) appliedAsIs(live map[resource.Identity]*unstructured.Unstructured) map[resource.Identity]*unstructured.Unstructured {
+	out := map[resource.Identity]*unstructured.Unstructured{}
+	for _, obj := range p.objects {
+		id := resource.IdentityOf(obj)
+		if l := live[id]; l != nil && !p.pendingKinds[obj.GroupVersionKind().GroupKind()] && cluster.AppliedAsIs(obj, l) {
+			out[id] = l
+		}
+	}
+	return out
 }
 
 // adoptedFromHelm returns the desired objects that exist with fields Helm set.

@@ -31,10 +31,12 @@ func (d *operation) preflight(ctx context.Context, op release.Operation, rel *re
 // requests are the requests the API server receives from plan pl, as admission sees them: each
 // object applied is created or updated (an update changes the spec when the dry run moved its
 // generation), each object deleted is deleted, each object adopted is updated, and each hook is
-// created (and deleted, when its delete policy says so). What controllers make of them (a
-// Deployment's Pods) the preflight adds.
+// created (and deleted, when its delete policy says so); an object deleted before it is applied
+// (replaced) is created again. What controllers make of them (a Deployment's Pods) the preflight
+// adds.
 func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, applied map[resource.Identity]*unstructured.Unstructured) []doctor.Request {
 	var out []doctor.Request
+	deleted := map[resource.Identity]bool{}
 	for _, step := range pl.Steps {
 		switch step.Action {
 		case plan.Apply, plan.Adopt:
@@ -44,6 +46,9 @@ func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, a
 					continue
 				}
 				live := before[id]
+				if deleted[id] {
+					live = nil
+				}
 				switch {
 				case live == nil:
 					out = append(out, doctor.Request{Operation: admissionv1.Create, Object: obj})
@@ -56,6 +61,7 @@ func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, a
 			}
 		case plan.Delete:
 			for _, id := range step.Objects {
+				deleted[id] = true
 				if obj := objects[id]; obj != nil {
 					out = append(out, doctor.Request{Operation: admissionv1.Delete, Object: obj})
 				}

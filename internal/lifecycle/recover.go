@@ -222,7 +222,7 @@ func (d *operation) finish(ctx context.Context, in *Interrupted) error {
 	case in.Stale:
 	case in.Operation == release.OpUninstall:
 		o := UninstallOptions{Name: in.Release, Cascade: cascadeOf(jo.Cascade), KeepHistory: jo.KeepHistory, NoHooks: jo.NoHooks,
-			WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs}}
+			WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered}}
 		if _, err := d.uninstall(ctx, o); err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo rele
 	}
 	r := replacement{
 		rel: rel, op: in.Operation, recorded: true, previous: previous, crds: crds, objects: objs,
-		wait:    WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs},
+		wait:    WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered},
 		noHooks: jo.NoHooks, takeOwnership: jo.TakeOwnership,
 		failure: fmt.Sprintf("Finishing the interrupted %s of %q failed", in.Operation, rel.Name),
 	}
@@ -345,7 +345,7 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 			return err
 		}
 		if _, err := d.rollback(ctx, RollbackOptions{Name: in.Release, Namespace: last.Namespace, Version: in.Deployed,
-			NoHooks: jo.NoHooks, WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs}}); err != nil {
+			NoHooks: jo.NoHooks, WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered}}); err != nil {
 			return err
 		}
 	}

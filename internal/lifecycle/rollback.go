@@ -20,6 +20,9 @@ type RollbackOptions struct {
 	NoHooks       bool
 	DryRun        DryRun
 	HistoryMax    int
+	// ForceReplace deletes and creates again the objects whose changes the API server refuses
+	// as immutable (see UpgradeOptions).
+	ForceReplace bool
 
 	// preview, when set with a server dry run, is filled with what the rollback would do.
 	preview *Preview
@@ -71,7 +74,7 @@ func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.R
 		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
 		noHooks: o.NoHooks,
 		success: fmt.Sprintf("Rollback to %d", version), failure: fmt.Sprintf("Rollback %q failed", o.Name),
-		historyMax: o.HistoryMax, preview: o.preview,
+		historyMax: o.HistoryMax, preview: o.preview, forceReplace: o.ForceReplace,
 	})
 }
 

@@ -198,7 +198,11 @@ func (d *operation) planUninstall(last *release.Release, recorded []*unstructure
 	if r := d.resume; r != nil && r.Operation == release.OpUninstall && r.Revision == last.Version && r.Plan != nil {
 		return r.Plan, nil
 	}
-	objects, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait})
+	order, err := batches(d.Cluster, last, o.WaitOptions)
+	if err != nil {
+		return nil, err
+	}
+	objects, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait, Batches: order})
 	if err != nil {
 		return nil, err
 	}

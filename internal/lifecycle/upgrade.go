@@ -17,6 +17,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/sequence"
 )
 
 // UpgradeOptions describe an upgrade.
@@ -44,6 +45,13 @@ type UpgradeOptions struct {
 	Labels map[string]string
 	// PostRenderer rewrites the rendered templates, as Helm's --post-renderer.
 	PostRenderer postrenderer.PostRenderer
+	// CRDs says what is done with the CRDs of the chart's crds/ directories; by default,
+	// nothing (an install that Install makes creates the missing ones).
+	CRDs CRDPolicy
+	// ForceReplace deletes and creates again the objects whose changes the API server refuses
+	// as immutable, each by its UID and waited for until gone (Helm's --force-replace);
+	// without it, such a change is an *ImmutableFieldError before anything changes.
+	ForceReplace bool
 	// InstallWith, when set, are the wait, hook and rollback options of the install that Install
 	// makes, in place of the upgrade's (a Release's spec.install beside its spec.upgrade).
 	InstallWith *InstallSettings
@@ -80,6 +88,7 @@ type InstallSettings struct {
 	WaitOptions
 	NoHooks           bool
 	RollbackOnFailure bool
+	CRDs              CRDPolicy
 }
 
 // install are the options of the install an upgrade with Install makes.
@@ -88,11 +97,11 @@ func (o UpgradeOptions) install() InstallOptions {
 		Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 		CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 		NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
-		Labels: o.Labels, PostRenderer: o.PostRenderer,
+		Labels: o.Labels, PostRenderer: o.PostRenderer, CRDs: o.CRDs,
 		preview: o.preview,
 	}
 	if s := o.InstallWith; s != nil {
-		io.WaitOptions, io.NoHooks, io.RollbackOnFailure = s.WaitOptions, s.NoHooks, s.RollbackOnFailure
+		io.WaitOptions, io.NoHooks, io.RollbackOnFailure, io.CRDs = s.WaitOptions, s.NoHooks, s.RollbackOnFailure, s.CRDs
 		io.Wait = io.Wait || io.RollbackOnFailure
 	}
 	return io
@@ -126,6 +135,10 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 	if err != nil {
 		return nil, err
 	}
+	// The record keeps each subchart's depends-on, so that a rollback orders them too.
+	if err := sequence.Record(rendered.Chart); err != nil {
+		return nil, err
+	}
 	now := d.now()
 	if err := release.CheckLabels(o.Labels); err != nil {
 		return nil, err
@@ -144,10 +157,10 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 	return rel, d.replace(ctx, replacement{
 		rel: rel, previous: []*release.Release{deployed, last}, crds: rendered.CRDs, objects: rendered.Resources,
 		op: release.OpUpgrade, wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
-		noHooks: o.NoHooks,
+		noHooks: o.NoHooks, crdPolicy: o.CRDs, forceReplace: o.ForceReplace,
 		success: cmp.Or(o.Description, "Upgrade complete"), failure: fmt.Sprintf("Upgrade %q failed", o.Name),
 		historyMax: o.HistoryMax,
-		undo:       undoing(release.OpUpgrade, o.RollbackOnFailure, version(deployed), o.NoHooks),
+		undo:       undoing(release.OpUpgrade, o.RollbackOnFailure, version(deployed), o.NoHooks).replacing(o.ForceReplace),
 		preview:    o.preview,
 	})
 }
@@ -171,13 +184,17 @@ type replacement struct {
 	historyMax       int
 	// undo undoes the operation if it fails (rollback on failure).
 	undo undo
+	// crdPolicy says what is done with crds (the default: Helm's for op); forceReplace replaces
+	// the objects whose changes the API server refuses as immutable.
+	crdPolicy    CRDPolicy
+	forceReplace bool
 	// preview, when set with a server dry run, is filled with what the operation would do.
 	preview *Preview
 }
 
 func (d *operation) replace(ctx context.Context, r replacement) error {
 	rel := r.rel
-	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, r.crds, r.objects)
+	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, crdsFor(r.crdPolicy, r.op, r.crds), r.objects)
 	if err != nil {
 		return err
 	}
@@ -189,7 +206,8 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 		}
 		recorded = union(recorded, objs)
 	}
-	s := surveyCluster(ctx, d.Cluster, p, union(p.objects, recorded))
+	s := surveyCluster(ctx, d.Cluster, p, union(p.objects, recorded),
+		surveyOptions{replaceCRDs: r.crdPolicy.of(r.op) == CRDsCreateReplace, forceReplace: r.forceReplace})
 	if s.liveErr != nil {
 		return s.liveErr
 	}
@@ -203,8 +221,12 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 			pol.superseded = append(pol.superseded, prev.Version)
 		}
 	}
-	pl, err := d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait, Late: p.lateIdentities()},
-		pol, rel, r.noHooks)
+	order, err := batches(d.Cluster, rel, r.wait)
+	if err != nil {
+		return err
+	}
+	pl, err := d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: r.wait.Wait, Late: p.lateIdentities(),
+		Batches: order, Replace: s.replaced}, pol, rel, r.noHooks)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/resource"
+	"github.com/berthdev/berth/internal/sequence"
 )
 
 // Action is what a step does.
@@ -109,13 +110,19 @@ type Input struct {
 	// validate them before those CRDs are Established. A Validate step checks them before the
 	// first step that applies any of them.
 	Late []resource.Identity
+	// Batches, when set, order the objects as the chart declares (--wait=ordered, HIP-0025):
+	// each batch's objects are applied kind by kind in Helm's order and waited for before the
+	// next batch. An uninstall (no Desired objects) deletes them batch by batch in reverse, each
+	// waited for until gone.
+	Batches []sequence.Batch
+	// Replace are desired objects to delete (by their UID in Live) and create again, because
+	// the API server refuses to change their immutable fields (--force-replace): each is
+	// deleted, and waited for until gone, just before the step that applies it.
+	Replace []resource.Identity
 }
 
-// Build returns the steps that take the cluster from Recorded to Desired: CRDs, then desired
-// objects kind by kind in Helm's install order (waiting for CRDs defined by the release before
-// objects of later kinds), then deletion of recorded objects that left the release, in Helm's
-// uninstall order, unless kept; then the waits.
-func Build(in Input) (*Plan, error) {
+// build returns the steps of Build but the replacements (replace.go).
+func build(in Input) (*Plan, error) {
 	p := &Plan{}
 	seen := map[resource.Identity]bool{}
 	for _, obj := range append(slices.Clone(in.CRDs), in.Desired...) {
@@ -131,6 +138,9 @@ func Build(in Input) (*Plan, error) {
 			Step{ID: "apply/crds", Action: Apply, Objects: ids, Reason: "CustomResourceDefinitions from crds/ first"},
 			Step{ID: "wait-ready/crds", Action: WaitReady, Objects: ids, Reason: "CustomResourceDefinitions must be Established before they are used"},
 		)
+	}
+	if len(in.Batches) > 0 {
+		return buildOrdered(in, p)
 	}
 	desired := resource.SortForInstall(in.Desired)
 	late := slices.Clone(in.Late)
@@ -159,6 +169,41 @@ func Build(in Input) (*Plan, error) {
 		}
 	}
 
+	deleted := p.deleteGone(p.gone(in, seen), in.Live)
+	if in.Wait {
+		if ready := identities(desired); len(ready) > 0 {
+			p.Steps = append(p.Steps, Step{ID: "wait-ready", Action: WaitReady, Objects: ready, Reason: "waiting: every object ready"})
+		}
+		p.waitAbsent(deleted, in.Live)
+	}
+	return p, nil
+}
+
+// deleteGone adds the steps that delete gone, the objects that left the release, kind by kind
+// in Helm's uninstall order, and returns what they delete.
+func (p *Plan) deleteGone(gone []*unstructured.Unstructured, live map[resource.Identity]*unstructured.Unstructured) []resource.Identity {
+	var deleted []resource.Identity
+	for _, wave := range waves(resource.SortForUninstall(gone)) {
+		kind := waveKind(wave)
+		ids := identities(wave)
+		deleted = append(deleted, ids...)
+		p.Steps = append(p.Steps, Step{ID: "delete/" + kind, Action: Delete, Objects: ids, UIDs: uidsOf(ids, live),
+			Reason: "left the release; uninstall order: " + describeKind(kind)})
+	}
+	return deleted
+}
+
+// waitAbsent adds the step that waits until deleted are gone, if there are any.
+func (p *Plan) waitAbsent(deleted []resource.Identity, live map[resource.Identity]*unstructured.Unstructured) {
+	if len(deleted) > 0 {
+		p.Steps = append(p.Steps, Step{ID: "wait-absent", Action: WaitAbsent, Objects: deleted, UIDs: uidsOf(deleted, live),
+			Reason: "waiting: every deleted object gone"})
+	}
+}
+
+// gone returns the recorded objects that leave the release (not in seen, the desired ones) and
+// are not kept; the kept ones it adds to p.Kept.
+func (p *Plan) gone(in Input, seen map[resource.Identity]bool) []*unstructured.Unstructured {
 	var gone []*unstructured.Unstructured
 	for _, obj := range in.Recorded {
 		id := resource.IdentityOf(obj)
@@ -171,24 +216,7 @@ func Build(in Input) (*Plan, error) {
 		}
 		gone = append(gone, obj)
 	}
-	var deleted []resource.Identity
-	for _, wave := range waves(resource.SortForUninstall(gone)) {
-		kind := waveKind(wave)
-		ids := identities(wave)
-		deleted = append(deleted, ids...)
-		p.Steps = append(p.Steps, Step{ID: "delete/" + kind, Action: Delete, Objects: ids, UIDs: uidsOf(ids, in.Live),
-			Reason: "left the release; uninstall order: " + describeKind(kind)})
-	}
-	if in.Wait {
-		if ready := identities(desired); len(ready) > 0 {
-			p.Steps = append(p.Steps, Step{ID: "wait-ready", Action: WaitReady, Objects: ready, Reason: "waiting: every object ready"})
-		}
-		if len(deleted) > 0 {
-			p.Steps = append(p.Steps, Step{ID: "wait-absent", Action: WaitAbsent, Objects: deleted, UIDs: uidsOf(deleted, in.Live),
-				Reason: "waiting: every deleted object gone"})
-		}
-	}
-	return p, nil
+	return gone
 }
 
 func isCRD(obj *unstructured.Unstructured) bool { return obj.GetKind() == "CustomResourceDefinition" }

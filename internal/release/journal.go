@@ -75,6 +75,7 @@ type Journal struct {
 type JournalOptions struct {
 	NoHooks       bool   `json:"noHooks,omitempty"`
 	Wait          bool   `json:"wait,omitempty"`
+	Ordered       bool   `json:"ordered,omitempty"`
 	WaitForJobs   bool   `json:"waitForJobs,omitempty"`
 	TakeOwnership bool   `json:"takeOwnership,omitempty"`
 	KeepHistory   bool   `json:"keepHistory,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/berthdev/berth/internal/testenv"
@@ -39,4 +40,30 @@ func WriteChart(t testing.TB, name string, files map[string]string) string {
 		}
 	}
 	return dir
+}
+
+// StartingDeployment is the template of a Deployment of one replica, with the annotations given
+// (key, value, ...), whose Pod the local control plane makes Running and Ready after start
+// (devcluster.berth.dev/start).
+func StartingDeployment(name, start string, annotations ...string) string {
+	var meta strings.Builder
+	if len(annotations) > 0 {
+		meta.WriteString("\n  annotations:")
+		for i := 0; i+1 < len(annotations); i += 2 {
+			fmt.Fprintf(&meta, "\n    %s: '%s'", annotations[i], annotations[i+1])
+		}
+	}
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %s%s
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %s}}
+  template:
+    metadata:
+      labels: {app: %s}
+      annotations: {devcluster.berth.dev/start: %q}
+    spec: {containers: [{name: app, image: example.invalid/app}]}
+`, name, meta.String(), name, name, start)
 }

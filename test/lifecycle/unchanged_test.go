@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -223,4 +224,42 @@ func upgrade(t *testing.T, env *testenv.Env, args ...string) (writes []string, s
 		t.Errorf("berth %s: no release record created in the audit log, want one", strings.Join(args, " "))
 	}
 	return writes, summary
+}
+
+// TestNoOpUpgradeSendsNothingForUnchangedObjects upgrades a release with the same chart and
+// values: the ConfigMap, whose live fields are berth's and as the chart sets them, gets no
+// request beyond being read, not even a dry run; after it was edited by hand, it is dry-run and
+// put back.
+func TestNoOpUpgradeSendsNothingForUnchangedObjects(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	chart := berthtest.WriteChart(t, "plain", map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n",
+	})
+	berthtest.MustBerth(t, env, "install", "plain", chart)
+	requests := func() []string {
+		mark := env.AuditMark(t)
+		berthtest.MustBerth(t, env, "upgrade", "plain", chart)
+		var out []string
+		for _, ev := range env.AuditEvents(t, mark) {
+			if ev.UserAgent == berthAgent && ev.Resource == "configmaps" && ev.Name == "settings" && ev.Verb != "get" && ev.Verb != "list" {
+				out = append(out, ev.String())
+			}
+		}
+		return out
+	}
+	if got := requests(); len(got) > 0 {
+		t.Errorf("a no-op upgrade sent for the unchanged ConfigMap: %v, want nothing", got)
+	}
+	if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Patch(t.Context(), "settings", types.MergePatchType,
+		[]byte(`{"data":{"greeting":"changed by hand"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := requests(); len(got) == 0 {
+		t.Error("an upgrade after the ConfigMap was edited by hand sent nothing for it, want its dry run and apply")
+	}
+	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "settings", metav1.GetOptions{})
+	if err != nil || cm.Data["greeting"] != "hello" {
+		t.Errorf("ConfigMap after the upgrade: %v (%v), want the chart's greeting back", cm.Data, err)
+	}
 }

@@ -106,6 +106,36 @@ type ReleaseSpec struct {
 	// Drift compares the release's objects with the cluster between operations.
 	// +optional
 	Drift *DriftSpec `json:"drift,omitempty"`
+	// HealthChecks say, in CEL, when the objects of a kind are ready, for charts that do not
+	// annotate them (helm.sh/readiness-success and helm.sh/readiness-failure, which come
+	// first); the built-in rules judge the kinds without one. Every wait of the Release's
+	// operations honours them; hooks are judged by the built-in rules.
+	// +optional
+	HealthChecks []HealthCheckExpressions `json:"healthChecks,omitempty"`
+}
+
+// HealthCheckExpressions are CEL expressions over an object of one kind, in the shape of Flux's
+// healthCheckExprs. Each reads the object as self, and its top-level fields by name (status is
+// self.status). A field the object does not have yet makes an expression false. An object
+// whose status.observedGeneration is not its generation is in progress; then inProgress,
+// failed and current are evaluated in this order, and the first that is true decides; none:
+// in progress.
+type HealthCheckExpressions struct {
+	// APIVersion of the kind, as in a manifest: example.com/v1.
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// Kind of the objects.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// Current is true when the object is ready.
+	// +kubebuilder:validation:MinLength=1
+	Current string `json:"current"`
+	// InProgress is true when the object is not ready yet, whatever the others say.
+	// +optional
+	InProgress string `json:"inProgress,omitempty"`
+	// Failed is true when the object failed: the operation fails at once.
+	// +optional
+	Failed string `json:"failed,omitempty"`
 }
 
 // ChartSource says where a chart comes from: a Helm repository or an OCI registry (Repository,
@@ -260,6 +290,11 @@ type InstallSpec struct {
 	// RollbackOnFailure uninstalls what a failed install created.
 	// +optional
 	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
+	// CRDs says what an install does with the CRDs of the chart's crds/ directories: Skip
+	// them, Create the missing ones (default), or CreateReplace: create the missing ones and
+	// update the existing ones. No CRD is ever deleted.
+	// +optional
+	CRDs CRDsPolicy `json:"crds,omitempty"`
 }
 
 // UpgradeSpec configures upgrades.
@@ -272,7 +307,30 @@ type UpgradeSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	HistoryMax *int32 `json:"historyMax,omitempty"`
+	// CRDs says what an upgrade does with the CRDs of the chart's crds/ directories: Skip them
+	// (default), Create the missing ones, or CreateReplace: create the missing ones and update
+	// the existing ones. An update that drops a version listed in a CRD's
+	// status.storedVersions, or changes its group, scope or kind, is refused. No CRD is ever
+	// deleted.
+	// +optional
+	CRDs CRDsPolicy `json:"crds,omitempty"`
+	// Force replaces the objects whose changes the API server refuses as immutable fields (a
+	// Deployment's selector): each is deleted, waited for until gone and created again, as
+	// Helm's --force-replace does. Without it, such a change fails before anything changes.
+	// +optional
+	Force bool `json:"force,omitempty"`
 }
+
+// CRDsPolicy says what an install or upgrade does with the CRDs of the chart's crds/
+// directories, with Flux's values.
+// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
+type CRDsPolicy string
+
+const (
+	CRDsSkip          CRDsPolicy = "Skip"
+	CRDsCreate        CRDsPolicy = "Create"
+	CRDsCreateReplace CRDsPolicy = "CreateReplace"
+)
 
 // UninstallSpec configures the uninstall run when the Release is deleted.
 type UninstallSpec struct {
@@ -413,7 +471,7 @@ type ChangeCounts struct {
 
 // Blocker is what stopped an operation, and what to do about it.
 type Blocker struct {
-	// Kind is webhook, finalizer, dependents, permission, hook, template or other.
+	// Kind is webhook, finalizer, dependents, permission, hook, template, immutable or other.
 	Kind string `json:"kind"`
 	// Object is the object concerned, as Kind/namespace/name.
 	// +optional
