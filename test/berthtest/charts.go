@@ -67,3 +67,27 @@ spec:
     spec: {containers: [{name: app, image: example.invalid/app}]}
 `, name, meta.String(), name, name, start)
 }
+
+// BeaconCRD is the format of a CustomResourceDefinition of Kind Beacon in the group it is
+// formatted with, with a status subresource that nothing but a test writes: no controller makes
+// a Beacon ready, and kstatus calls one without status ready.
+const BeaconCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: beacons.%[1]s
+spec:
+  group: %[1]s
+  names: {kind: Beacon, listKind: BeaconList, plural: beacons, singular: beacon}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`

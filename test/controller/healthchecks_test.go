@@ -20,36 +20,13 @@ import (
 	"github.com/berthdev/berth/test/releasetest"
 )
 
-// beaconCRD defines Kind Beacon in a group, with a status subresource that nothing but the test
-// writes: no controller makes a Beacon ready, and kstatus calls one without status ready.
-const beaconCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: beacons.%[1]s
-spec:
-  group: %[1]s
-  names: {kind: Beacon, listKind: BeaconList, plural: beacons, singular: beacon}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
-
 // servedBeacons creates the Beacon CRD in a group of the test's own, waits until its kind is
 // served, and returns the group.
 func servedBeacons(t *testing.T, env *testenv.Env) string {
 	t.Helper()
 	group := "health-" + berthtest.Suffix(env) + ".example.com"
 	crds := env.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	env.Apply(t, fmt.Sprintf(beaconCRD, group))
+	env.Apply(t, fmt.Sprintf(berthtest.BeaconCRD, group))
 	t.Cleanup(func() {
 		if err := crds.Delete(context.Background(), "beacons."+group, metav1.DeleteOptions{}); err != nil {
 			t.Errorf("delete CustomResourceDefinition beacons.%s: %v", group, err)

@@ -15,29 +15,6 @@ import (
 	"github.com/berthdev/berth/test/berthtest"
 )
 
-// beaconCRD defines Kind Beacon in a group, with a status subresource that nothing but the test
-// writes: no controller makes a Beacon ready.
-const beaconCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: beacons.%[1]s
-spec:
-  group: %[1]s
-  names: {kind: Beacon, listKind: BeaconList, plural: beacons, singular: beacon}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
-
 // annotatedBeacon is a Beacon of group %[1]s with no status, ready when its status says Ready and
 // failed when it says Broken; %[2]s is the success annotation's value.
 const annotatedBeacon = `apiVersion: %[1]s/v1
@@ -60,7 +37,7 @@ func beaconChart(t *testing.T, env *testenv.Env, success string) (chart, group s
 	group = "ready-" + berthtest.Suffix(env) + ".example.com"
 	t.Cleanup(func() { deleteCRDs(t, env, "beacons."+group) })
 	return berthtest.WriteChart(t, "beacons", map[string]string{
-		"crds/beacon.yaml":      fmt.Sprintf(beaconCRD, group),
+		"crds/beacon.yaml":      fmt.Sprintf(berthtest.BeaconCRD, group),
 		"templates/beacon.yaml": fmt.Sprintf(annotatedBeacon, group, success),
 	}), group
 }
