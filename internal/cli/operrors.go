@@ -31,6 +31,10 @@ func explainOperationError(err error) error {
 	if errors.As(err, &immutable) && !immutable.ID.IsCRD() {
 		hints = append(hints, "to change such a field, upgrade (or roll back) with --force-replace: the object is deleted and created again, and what it held goes with it")
 	}
+	var skipped *lifecycle.CRDsSkippedError
+	if errors.As(err, &skipped) {
+		hints = append(hints, "pass --crds create to create the missing CRDs first (--crds create-replace also updates those that exist)")
+	}
 	var held *release.HeldError
 	if errors.As(err, &held) {
 		hints = append(hints, "wait for it to finish, or pass --wait-for-lock")

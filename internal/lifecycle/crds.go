@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -52,6 +54,44 @@ func crdsFor(p CRDPolicy, op release.Operation, crds []*unstructured.Unstructure
 		return nil
 	}
 	return crds
+}
+
+// CRDsSkippedError says objects of the release are of kinds that only the CRDs of the chart's
+// crds/ define, which the operation leaves alone (Policy, the default of an upgrade): nothing
+// was changed. CRDs are the CRDs that define them.
+type CRDsSkippedError struct {
+	Operation release.Operation
+	CRDs      []string
+	Err       error
+}
+
+func (e *CRDsSkippedError) Error() string {
+	return fmt.Sprintf("%v\nthe chart's crds/ defines these kinds (%s), and this %s leaves crds/ alone", e.Err, strings.Join(e.CRDs, ", "), e.Operation)
+}
+
+func (e *CRDsSkippedError) Unwrap() error { return e.Err }
+
+// skippedCRDs says, of err from preparing the objects of operation op with policy p, which of
+// the chart's crds define the kinds err finds unknown, when p skips them.
+func skippedCRDs(err error, p CRDPolicy, op release.Operation, crds []*unstructured.Unstructured) error {
+	var uk *cluster.UnknownKindError
+	if err == nil || p.of(op) != CRDsSkip || !errors.As(err, &uk) {
+		return err
+	}
+	var names []string
+	for _, obj := range crds {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &crd) != nil {
+			continue
+		}
+		if crd.Spec.Group == uk.GVK.Group && crd.Spec.Names.Kind == uk.GVK.Kind {
+			names = append(names, crd.Name)
+		}
+	}
+	if len(names) == 0 {
+		return err
+	}
+	return &CRDsSkippedError{Operation: op, CRDs: names, Err: err}
 }
 
 // crdsToApply returns the CRDs from crds/ that the operation applies: the missing ones, and with

@@ -128,7 +128,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	p, err := prepare(d.Cluster, o.Name, o.Namespace, crdsFor(o.CRDs, release.OpInstall, rendered.CRDs), rendered.Resources)
 	if err != nil {
 		undo()
-		return nil, err
+		return nil, skippedCRDs(err, o.CRDs, release.OpInstall, rendered.CRDs)
 	}
 	s := surveyCluster(ctx, d.Cluster, p, p.objects, surveyOptions{replaceCRDs: o.CRDs.of(release.OpInstall) == CRDsCreateReplace})
 	before, crds := s.before, s.crds

@@ -196,7 +196,7 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 	rel := r.rel
 	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, crdsFor(r.crdPolicy, r.op, r.crds), r.objects)
 	if err != nil {
-		return err
+		return skippedCRDs(err, r.crdPolicy, r.op, r.crds)
 	}
 	var recorded []*unstructured.Unstructured
 	for _, prev := range r.previous {

@@ -185,3 +185,38 @@ func TestCRDUpdatesThatLoseObjectsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeAddingACRDNamesTheFlag upgrades a release to a chart whose crds/ adds a CRD, with a
+// custom resource of its kind: an upgrade leaves crds/ alone, as Helm's does, so the upgrade is
+// refused before anything changes, naming the CRD and --crds create; with it, the CRD is created
+// and the custom resource applied.
+func TestUpgradeAddingACRDNamesTheFlag(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	group := "added-" + berthtest.Suffix(env) + ".example.com"
+	name := "widgets." + group
+	t.Cleanup(func() { deleteCRDs(t, env, name) })
+	v1 := berthtest.WriteChart(t, "gadget", map[string]string{"templates/cm.yaml": goodTemplate})
+	v2 := berthtest.WriteChart(t, "gadget", map[string]string{
+		"crds/widget.yaml":      widgetCRD(group, "Namespaced", []string{"v1"}, "size"),
+		"templates/cm.yaml":     goodTemplate,
+		"templates/widget.yaml": fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: big}\n", group),
+	})
+	berthtest.MustBerth(t, env, "install", "gadget", v1)
+
+	_, stderr, err := berthtest.Berth(t, env, "upgrade", "gadget", v2)
+	if err == nil {
+		t.Fatal("upgrade to a chart whose crds/ adds the CRD of one of its objects succeeded without --crds")
+	}
+	for _, want := range []string{name, "--crds create"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the refused upgrade does not name %q:\n%s", want, stderr)
+		}
+	}
+	berthtest.AssertNoObject(t, env, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+
+	berthtest.MustBerth(t, env, "upgrade", "gadget", v2, "--crds", "create", "--wait")
+	if _, err := env.Resource(t, group+"/v1", "Widget").Get(t.Context(), "w", metav1.GetOptions{}); err != nil {
+		t.Errorf("Widget w after the upgrade with --crds create: %v", err)
+	}
+}
