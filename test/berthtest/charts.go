@@ -91,3 +91,38 @@ spec:
           spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `
+
+// CRD is a CustomResourceDefinition of Kind kind (plural: kind in lower case, with an s) in
+// group, of scope (Namespaced or Cluster), serving versions (the last one stored), each with a
+// spec of the string fields given.
+func CRD(kind, group, scope string, versions []string, fields ...string) string {
+	plural := strings.ToLower(kind) + "s"
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[3]s.%[1]s
+spec:
+  group: %[1]s
+  names: {kind: %[4]s, listKind: %[4]sList, plural: %[3]s, singular: %[5]s}
+  scope: %[2]s
+  versions:
+`, group, scope, plural, kind, strings.ToLower(kind))
+	for i, v := range versions {
+		fmt.Fprintf(&b, `  - name: %s
+    served: true
+    storage: %t
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+`, v, i == len(versions)-1)
+		for _, f := range fields {
+			fmt.Fprintf(&b, "              %s: {type: string}\n", f)
+		}
+	}
+	return b.String()
+}

@@ -20,29 +20,7 @@ import (
 // gizmoChart is version of the chart gizmo: a CRD whose spec has the fields given, and a
 // Deployment that selects its Pods by app=selector.
 func gizmoChart(t *testing.T, group, version, selector string, fields ...string) string {
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gizmos.%[1]s
-spec:
-  group: %[1]s
-  names: {kind: Gizmo, listKind: GizmoList, plural: gizmos, singular: gizmo}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-`, group)
-	for _, f := range fields {
-		crd += fmt.Sprintf("              %s: {type: string}\n", f)
-	}
+	crd := berthtest.CRD("Gizmo", group, "Namespaced", []string{"v1"}, fields...)
 	return berthtest.VersionedChart(t, "gizmo", version, map[string]string{
 		"crds/gizmo.yaml": crd,
 		"templates/deployment.yaml": fmt.Sprintf(`apiVersion: apps/v1

@@ -14,37 +14,10 @@ import (
 	"github.com/berthdev/berth/test/berthtest"
 )
 
-// widgetCRD is a CustomResourceDefinition of Kind Widget in group, of scope, serving versions
-// (the last one is the storage version), whose spec has string fields.
+// widgetCRD is the CRD of Kind Widget in group, of scope, serving versions (the last stored),
+// each with the spec fields given.
 func widgetCRD(group, scope string, versions []string, fields ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.%[1]s
-spec:
-  group: %[1]s
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: %[2]s
-  versions:
-`, group, scope)
-	for i, v := range versions {
-		fmt.Fprintf(&b, `  - name: %s
-    served: true
-    storage: %t
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-`, v, i == len(versions)-1)
-		for _, f := range fields {
-			fmt.Fprintf(&b, "              %s: {type: string}\n", f)
-		}
-	}
-	return b.String()
+	return berthtest.CRD("Widget", group, scope, versions, fields...)
 }
 
 // liveCRD returns the live CustomResourceDefinition name.
