@@ -23,7 +23,7 @@ added with 'helm repo add' is there for berth, and the other way round.`,
 	cmd.AddCommand(newRepoAddCommand(streams))
 	cmd.AddCommand(newRepoListCommand(streams))
 	cmd.AddCommand(newRepoUpdateCommand(streams))
-	cmd.AddCommand(newRepoRemoveCommand(streams))
+	cmd.AddCommand(newRepoRemoveCommand(streams), newRepoIndexCommand(streams))
 	return cmd
 }
 

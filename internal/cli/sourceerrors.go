@@ -68,6 +68,8 @@ func sourceHint(e *source.Error) string {
 		return "the chart must come with a provenance file (.prov) signed by a key in --keyring; without --verify it is not checked"
 	case source.KindNotChart:
 		return "the reference must name a packaged chart (.tgz) or a directory with a Chart.yaml"
+	case source.KindNoGetter:
+		return "install a getter plugin that serves it with `berth plugin install`; `berth plugin list` lists those installed"
 	}
 	return ""
 }

@@ -156,7 +156,7 @@ func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version st
 	dl := downloader.ChartDownloader{
 		Out:     r.out(),
 		Keyring: o.Keyring,
-		Getters: getter.All(r.Settings, shared...),
+		Getters: append(getter.Getters(shared...), pluginProviders(ctx, r.Settings, timeout, f.maxPluginBytes())...),
 		Options: []getter.Option{
 			getter.WithPassCredentialsAll(o.PassCredentialsAll),
 			getter.WithTLSClientConfig(o.CertFile, o.KeyFile, o.CaFile),

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/berthdev/berth/internal/plugins"
 )
 
 // Error is a chart reference that could not be resolved, fetched or loaded. Kind says what
@@ -250,12 +252,13 @@ func (e *ProvenanceError) Unwrap() error { return e.Err }
 // cancellation); ok is false for others.
 func fetchKind(err error) (Kind, bool) {
 	var (
-		timeout *TimeoutError
-		large   *TooLargeError
-		digest  *DigestError
-		authErr *AuthError
-		tlsErr  *TLSError
-		provErr *ProvenanceError
+		timeout   *TimeoutError
+		large     *TooLargeError
+		digest    *DigestError
+		authErr   *AuthError
+		tlsErr    *TLSError
+		provErr   *ProvenanceError
+		getterErr *plugins.GetterError
 	)
 	switch {
 	case errors.As(err, &provErr):
@@ -267,8 +270,10 @@ func fetchKind(err error) (Kind, bool) {
 		return KindNoCredentials, true
 	case errors.As(err, &tlsErr):
 		return KindTLS, true
-	case errors.As(err, &timeout):
+	case errors.As(err, &timeout), errors.As(err, &getterErr) && getterErr.Timeout > 0:
 		return KindTimeout, true
+	case errors.As(err, new(*NoGetterError)):
+		return KindNoGetter, true
 	case errors.As(err, &large):
 		return KindTooLarge, true
 	case errors.As(err, &digest):

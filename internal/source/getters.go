@@ -115,10 +115,12 @@ func (f *Fetcher) getters(ctx context.Context, timeout time.Duration, routes tls
 	return g, nil
 }
 
-// providers are Helm's getters (those of plugins too) with the fetch's transport and bounds.
+// providers are Helm's getters with the fetch's transport and bounds, and those of the getter
+// plugins installed, under the fetch's context (pluginProviders).
 // Those of http and https say which request of the fetch timed out.
 func (g *fetchGetters) providers(settings *helmcli.EnvSettings) getter.Providers {
-	all := getter.All(settings, getter.WithTransport(g.transport), getter.WithTimeout(g.timeout), getter.WithUserAgent(g.f.opts.UserAgent))
+	all := getter.Getters(getter.WithTransport(g.transport), getter.WithTimeout(g.timeout), getter.WithUserAgent(g.f.opts.UserAgent))
+	all = append(all, pluginProviders(g.ctx, settings, g.timeout, g.f.maxPluginBytes())...)
 	for i, p := range all {
 		if !p.Provides("https") {
 			continue

@@ -65,6 +65,9 @@ const (
 	KindTooLarge
 	// KindCanceled: the fetch was canceled before it ended.
 	KindCanceled
+	// KindNoGetter: the reference's URL scheme is served by no getter, Helm's or an installed
+	// getter plugin's (NoGetterError).
+	KindNoGetter
 )
 
 var kindNames = map[Kind]string{
@@ -73,6 +76,7 @@ var kindNames = map[Kind]string{
 	KindDigestMismatch: "digest mismatch", KindNotChart: "not a chart", KindNoChart: "no such chart",
 	KindNotIndexed: "not in the cached index", KindNotInRepository: "not in the repository", KindMissing: "missing",
 	KindUnverified: "provenance check failed", KindTimeout: "timed out", KindTooLarge: "too large", KindCanceled: "canceled",
+	KindNoGetter: "no getter for its scheme",
 }
 
 func (k Kind) String() string { return kindNames[k] }

@@ -136,6 +136,9 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 			return "", err
 		}
 	}
+	if err := checkScheme(r.Settings, ref); err != nil {
+		return fail(KindNoGetter, err)
+	}
 	// A chart on disk is used where it is; anything else is fetched into Helm's caches. Helm's
 	// downloader may leave files behind when it fails, which the guard takes back; berth's own
 	// fetch says which files it put there (created).
