@@ -1,0 +1,165 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, yaml string
+		want       Metadata
+		wantErr    string
+	}{{
+		name: "v1 getter",
+		yaml: `apiVersion: v1
+name: s3
+type: getter/v1
+runtime: subprocess
+version: 1.2.3
+sourceURL: https://example.com/s3
+config:
+  protocols: [s3, s3a]
+runtimeConfig:
+  protocolCommands:
+  - protocols: [s3, s3a]
+    platformCommand:
+    - command: bin/get
+      args: [--quiet]
+`,
+		want: Metadata{APIVersion: "v1", Name: "s3", Type: TypeGetter, Runtime: "subprocess", Version: "1.2.3",
+			SourceURL: "https://example.com/s3", Protocols: []string{"s3", "s3a"},
+			ProtocolCommands: []ProtocolCommand{{Protocols: []string{"s3", "s3a"}, PlatformCommand: []PlatformCommand{{Command: "bin/get", Args: []string{"--quiet"}}}}},
+			expandHookArgs:   true},
+	}, {
+		name: "legacy downloader",
+		yaml: `name: gcs
+version: 0.3.0
+downloaders:
+- command: bin/gcs
+  protocols: [gs]
+hooks:
+  install: echo hi
+`,
+		want: Metadata{APIVersion: "legacy", Name: "gcs", Type: TypeGetter, Runtime: "subprocess", Version: "0.3.0",
+			Protocols:        []string{"gs"},
+			ProtocolCommands: []ProtocolCommand{{Protocols: []string{"gs"}, PlatformCommand: []PlatformCommand{{Command: "bin/gcs"}}}},
+			Hooks:            map[string][]PlatformCommand{"install": {{Command: "sh", Args: []string{"-c", "echo hi"}}}}},
+	}, {
+		name: "legacy cli",
+		yaml: "name: diff\nversion: 3.9.0\ncommand: $HELM_PLUGIN_DIR/diff\n",
+		want: Metadata{APIVersion: "legacy", Name: "diff", Type: TypeCLI, Runtime: "subprocess", Version: "3.9.0", expandHookArgs: true},
+	}, {
+		name:    "v1 unknown field",
+		yaml:    "apiVersion: v1\nname: x\ntype: cli/v1\nruntime: subprocess\nversion: 1.0.0\nbogus: 1\n",
+		wantErr: "bogus",
+	}, {
+		name:    "v1 without version",
+		yaml:    "apiVersion: v1\nname: x\ntype: cli/v1\nruntime: subprocess\n",
+		wantErr: "`version` is required",
+	}, {
+		name:    "getter without protocols",
+		yaml:    "apiVersion: v1\nname: x\ntype: getter/v1\nruntime: subprocess\nversion: 1.0.0\nconfig: {}\n",
+		wantErr: "getter has no protocols",
+	}, {
+		name:    "bad name",
+		yaml:    "name: a.b\nversion: 1.0.0\n",
+		wantErr: `invalid plugin name "a.b"`,
+	}, {
+		name:    "unknown apiVersion",
+		yaml:    "apiVersion: v2\nname: x\n",
+		wantErr: `invalid plugin apiVersion: "v2"`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parse([]byte(tt.yaml))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parse: error %v, want one with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(Metadata{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("parse (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestArchiveName(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"s3-1.2.3.tgz": "s3", "helm-diff-3.9.0.tar.gz": "helm-diff", "plain.tgz": "plain", "x-v1.tgz": "x-v1",
+	} {
+		if got := archiveName(in); got != want {
+			t.Errorf("archiveName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLoadWithoutMetadata(t *testing.T) {
+	t.Parallel()
+	_, err := Load(t.TempDir())
+	if !errors.Is(err, ErrNoMetadata) {
+		t.Fatalf("Load of an empty directory: %v, want ErrNoMetadata", err)
+	}
+}
+
+// TestRunKillsGroup: a command whose context ends is killed with the processes it started, and
+// run returns the context's cause rather than waiting for them.
+func TestRunKillsGroup(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := "sleep 600 & echo $! > " + pidFile + "; wait"
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, "sh", []string{"-c", script}, environ(nil), &limitedBuffer{max: 1 << 10}) }()
+	pid := waitForFile(t, pidFile)
+	stop := errors.New("stopped by the test")
+	cancel(stop)
+	if err := <-done; !errors.Is(err, stop) {
+		t.Fatalf("run: %v, want the context's cause", err)
+	}
+	waitGone(t, pid)
+}
+
+func waitForFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s was never written", path)
+	return ""
+}
+
+// waitGone waits until process pid is gone (or a zombie waiting for init to reap it).
+func waitGone(t *testing.T, pid string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %s still runs", pid)
+}
