@@ -20,6 +20,8 @@ const (
 	KindNoStarter
 	// KindNoKey: the keyring holds no private key of the name given for signing.
 	KindNoKey
+	// KindNoKeyring: the keyring to sign with cannot be read.
+	KindNoKeyring
 )
 
 // Error is input Create or Package refused before writing anything.
@@ -40,6 +42,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s is not a chart directory: it has no Chart.yaml", e.Path)
 	case KindNoStarter:
 		return fmt.Sprintf("starter %q not found: no chart at %s", e.Name, e.Path)
+	case KindNoKeyring:
+		return fmt.Sprintf("read keyring %s: %v", e.Path, e.Err)
 	case KindNoKey:
 		if e.Err != nil {
 			return fmt.Sprintf("signing key %q in keyring %s: %v", e.Name, e.Path, e.Err)

@@ -136,7 +136,7 @@ func TestPackageBadInputWritesNothing(t *testing.T) {
 		{name: "not a chart", dir: func(t *testing.T) string { return t.TempDir() }, kind: KindNotChart},
 		{name: "bad version", dir: orderedChart, opts: Options{Version: "not-semver"}},
 		{name: "missing key", dir: orderedChart, opts: Options{Signing: &Signing{Key: "nobody", Keyring: keyring}}, kind: KindNoKey},
-		{name: "missing keyring", dir: orderedChart, opts: Options{Signing: &Signing{Key: "signer", Keyring: keyring + ".nope"}}, kind: KindNoKey},
+		{name: "missing keyring", dir: orderedChart, opts: Options{Signing: &Signing{Key: "signer", Keyring: keyring + ".nope"}}, kind: KindNoKeyring},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

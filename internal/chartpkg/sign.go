@@ -26,7 +26,10 @@ type signer struct{ s *provenance.Signatory }
 // load reads the private key and decrypts it, before anything is packaged.
 func (o *Signing) load() (*signer, error) {
 	s, err := provenance.NewFromKeyring(o.Keyring, o.Key)
-	if err != nil {
+	switch {
+	case s == nil:
+		return nil, &Error{Kind: KindNoKeyring, Path: o.Keyring, Name: o.Key, Err: err}
+	case err != nil: // more than one key has the name
 		return nil, &Error{Kind: KindNoKey, Path: o.Keyring, Name: o.Key, Err: err}
 	}
 	if s.Entity == nil {

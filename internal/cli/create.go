@@ -75,6 +75,8 @@ func explainChartError(err error) error {
 		return &hintedError{err: err, hint: "give the path of a chart directory, one with a Chart.yaml ('berth create NAME' makes one)"}
 	case chartpkg.KindNoStarter:
 		return &hintedError{err: err, hint: fmt.Sprintf("put the starter chart in %s, or give its path", helmpath.DataPath("starters"))}
+	case chartpkg.KindNoKeyring:
+		return &hintedError{err: err, hint: "give the keyring that holds the signing key's secret part with --keyring"}
 	case chartpkg.KindNoKey:
 		return &hintedError{err: err, hint: "give the name (or a part of the name) of a private key in --keyring with --key; list them with 'gpg --list-secret-keys'"}
 	}
