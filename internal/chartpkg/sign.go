@@ -41,7 +41,9 @@ func (o *Signing) load() (*signer, error) {
 	}
 	passphrase := o.Passphrase
 	if passphrase == nil {
-		passphrase = func(string) ([]byte, error) { return nil, fmt.Errorf("the key is encrypted, and no passphrase was given") }
+		passphrase = func(string) ([]byte, error) {
+			return nil, fmt.Errorf("the key is encrypted, and no passphrase was given")
+		}
 	}
 	if err := s.DecryptKey(passphrase); err != nil {
 		return nil, fmt.Errorf("decrypt signing key %q: %w", o.Key, err)
