@@ -33,6 +33,9 @@ func (r *Resolver) download(ctx context.Context, ref, version string) (string, [
 	switch {
 	case registry.IsOCI(ref):
 		return r.registryChart(ctx, f, ref, version)
+	case r.Options.RepoURL != "" && pluginScheme(r.Options.RepoURL):
+		path, err := r.pluginRepositoryChart(ctx, f, ref, version)
+		return path, nil, err
 	case r.Options.RepoURL != "":
 		return r.repositoryChart(ctx, f, ref, version)
 	default:

@@ -12,6 +12,7 @@ import (
 	helmcli "helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
+	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/plugins"
 )
@@ -96,3 +97,41 @@ func (f *Fetcher) maxPluginBytes() int64 {
 // TLSConfig is the TLS configuration of opts' client certificate, CA file and verification,
 // for a download of berth's other than a chart's (a plugin's).
 func TLSConfig(opts RegistryOptions) (*tls.Config, error) { return tlsConfig(opts) }
+
+// pluginScheme reports whether u is a URL of a scheme Helm's own getters do not serve, that
+// only a getter plugin may.
+func pluginScheme(u string) bool {
+	s := schemeOf(u)
+	return s != "" && !slices.Contains(builtinSchemes, s)
+}
+
+// pluginRepositoryChart fetches chart name from the repository Options.RepoURL, whose scheme
+// a getter plugin serves, as Helm's LocateChart does: its index read with Helm's
+// FindChartInRepoURL, then the chart's URL downloaded (helmDownload), with the credentials
+// only when the chart is on the repository's server or PassCredentialsAll says so. Helm's
+// index lookup takes no context: it runs detached, the plugin bound to ctx.
+func (r *Resolver) pluginRepositoryChart(ctx context.Context, f *Fetcher, name, version string) (string, error) {
+	o := r.Options
+	timeout := f.opts.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	getters := append(getter.Getters(getter.WithTimeout(timeout)), pluginProviders(ctx, r.Settings, timeout, f.maxPluginBytes())...)
+	chartURL, err := detach(ctx, func() (string, error) {
+		return repo.FindChartInRepoURL(o.RepoURL, name, getters,
+			repo.WithChartVersion(version),
+			repo.WithClientTLS(o.CertFile, o.KeyFile, o.CaFile),
+			repo.WithUsernamePassword(o.Username, o.Password),
+			repo.WithInsecureSkipTLSVerify(o.InsecureSkipTLSVerify),
+			repo.WithPassCredentialsAll(o.PassCredentialsAll))
+	})
+	if err != nil {
+		return "", f.requestError(ctx, err, hostOf(o.RepoURL), o.RepoURL)
+	}
+	chartOf := *r
+	chartOf.Options.RepoURL = ""
+	if !o.PassCredentialsAll && !sameServer(o.RepoURL, chartURL) {
+		chartOf.Options.Username, chartOf.Options.Password = "", ""
+	}
+	return chartOf.helmDownload(ctx, f, chartURL, version)
+}

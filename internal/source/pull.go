@@ -55,8 +55,10 @@ func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (stri
 	case IsLocal(ref, r.Options):
 		return fail(KindNoChart, errors.New("pull takes REPO/CHART of an added repository, CHART with a repository URL, a URL or an oci:// reference"))
 	}
-	if err := checkScheme(r.Settings, ref); err != nil {
-		return fail(KindNoGetter, err)
+	for _, u := range []string{ref, r.Options.RepoURL} {
+		if err := checkScheme(r.Settings, u); err != nil {
+			return fail(KindNoGetter, err)
+		}
 	}
 	if fi, err := os.Stat(opts.DestDir); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("destination %s: not a directory", opts.DestDir)

@@ -136,14 +136,16 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 			return "", err
 		}
 	}
-	if err := checkScheme(r.Settings, ref); err != nil {
-		return fail(KindNoGetter, err)
+	for _, u := range []string{ref, r.Options.RepoURL} {
+		if err := checkScheme(r.Settings, u); err != nil {
+			return fail(KindNoGetter, err)
+		}
 	}
 	// A chart on disk is used where it is; anything else is fetched into Helm's caches. Helm's
 	// downloader may leave files behind when it fails, which the guard takes back; berth's own
 	// fetch says which files it put there (created).
 	guard := &cacheGuard{}
-	if !onDisk && !registry.IsOCI(ref) && r.Options.RepoURL == "" {
+	if !onDisk && !registry.IsOCI(ref) && (r.Options.RepoURL == "" || pluginScheme(r.Options.RepoURL)) {
 		guard = newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache, helmpath.CachePath("repository"))
 	}
 	var created []string
