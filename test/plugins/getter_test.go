@@ -151,3 +151,30 @@ func waitGone(t *testing.T, pid string) {
 	}
 	t.Fatalf("the plugin's process %s still runs", pid)
 }
+
+// TestGetterPluginRepository: a chart repository at a getter plugin's scheme, indexed with berth
+// repo index, serves berth repo add, REPO/CHART, --repo, a chart's dependencies and helm alike.
+func TestGetterPluginRepository(t *testing.T) {
+	berthtest.UseHelmHome(t)
+	root := bucketWithChart(t, "pluggy")
+	mustBerth(t, "plugin", "install", bucketPlugin(t, "fakes3", "s3", root))
+	mustBerth(t, "repo", "index", filepath.Join(root, "bucket"), "--url", "s3://bucket")
+	mustBerth(t, "repo", "add", "buck", "s3://bucket")
+
+	want := berthtest.MustHelmShared(t, "template", "rel", "buck/pluggy")
+	for _, args := range [][]string{
+		{"template", "rel", "buck/pluggy"},
+		{"template", "rel", "pluggy", "--repo", "s3://bucket"},
+	} {
+		if got := mustBerth(t, args...); got != want {
+			t.Errorf("berth %s (-helm +berth):\n%s", strings.Join(args, " "), cmp.Diff(want, got))
+		}
+	}
+	app := berthtest.VersionedChart(t, "app", "0.1.0", map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: pluggy\n  version: 0.1.0\n  repository: s3://bucket\n",
+	})
+	mustBerth(t, "dependency", "update", app)
+	if _, err := os.Stat(filepath.Join(app, "charts", "pluggy-0.1.0.tgz")); err != nil {
+		t.Errorf("berth dependency update from s3://: %v", err)
+	}
+}
