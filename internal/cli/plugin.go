@@ -105,7 +105,7 @@ func newPluginUpdateCommand(streams Streams) *cobra.Command {
 			defer cancel()
 			return eachPlugin(helmSettings(cmd), args, func(p *plugins.Plugin) error {
 				if err := plugins.Update(ctx, p, streams.ErrOut); err != nil {
-					return fmt.Errorf("failed to update plugin %s, got error (%w)", p.Name, explainPluginError(err))
+					return fmt.Errorf("failed to update plugin %s, got error (%w)", p.Name, err)
 				}
 				fmt.Fprintf(streams.Out, "Updated plugin: %s\n", p.Name)
 				return nil
@@ -170,6 +170,8 @@ func explainPluginError(err error) error {
 		return &hintedError{err: err, hint: "a plugin is a directory with a plugin.yaml: give one"}
 	case errors.Is(err, plugins.ErrNotVerifiable):
 		return &hintedError{err: err, hint: "Use --verify=false to skip verification"}
+	case errors.Is(err, plugins.ErrNoSuchSource):
+		return &hintedError{err: err, hint: "give a plugin directory, an archive (.tgz), an archive's URL or a git repository's URL"}
 	case errors.Is(err, plugins.ErrOCIUnsupported):
 		return &hintedError{err: err, hint: "install it with `helm plugin install`: berth uses it where helm put it"}
 	case errors.Is(err, plugins.ErrNoSource):

@@ -76,6 +76,8 @@ func installPlugin(cmd *cobra.Command, streams Streams, src string, flags plugin
 	kind := plugins.KindOf(src)
 	verify := flags.verify
 	switch {
+	case kind == plugins.SourceNone:
+		return explainPluginError(fmt.Errorf("install plugin %s: %w", src, plugins.ErrNoSuchSource))
 	case kind == plugins.SourceDir:
 		verify = false
 		fmt.Fprint(streams.Out, "Installing plugin from local directory (development mode)\n")

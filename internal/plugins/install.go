@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/provenance"
@@ -28,7 +29,12 @@ const (
 	SourceVCS
 	// SourceOCI is an oci:// reference.
 	SourceOCI
+	// SourceNone is neither a file nor a URL.
+	SourceNone
 )
+
+// scpLike is a git repository named as scp names a remote path: USER@HOST:PATH.
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9_]+@[A-Za-z0-9._-]+:`)
 
 // KindOf is the kind of the plugin source src.
 func KindOf(src string) SourceKind {
@@ -41,8 +47,10 @@ func KindOf(src string) SourceKind {
 		return SourceDir
 	case (strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")) && isArchive(src):
 		return SourceURL
-	default:
+	case strings.Contains(src, "://") || scpLike.MatchString(src):
 		return SourceVCS
+	default:
+		return SourceNone
 	}
 }
 
@@ -53,6 +61,9 @@ func exists(p string) bool {
 
 // ErrOCIUnsupported is an install from an OCI registry, which berth does not do.
 var ErrOCIUnsupported = errors.New("installing plugins from an OCI registry is not supported")
+
+// ErrNoSuchSource is a source that is no file, directory or URL.
+var ErrNoSuchSource = errors.New("no such plugin directory or archive, and not a URL")
 
 // ErrNotVerifiable is --verify asked of a source that has no signature to check.
 var ErrNotVerifiable = errors.New("plugin source does not support verification")
@@ -86,6 +97,9 @@ type Installed struct {
 // the hook, a failure leaves opts.Dir as it was. Git runs under ctx, and so do downloads.
 func Install(ctx context.Context, opts InstallOptions) (*Installed, error) {
 	kind := KindOf(opts.Source)
+	if kind == SourceNone {
+		return nil, ErrNoSuchSource
+	}
 	if opts.Verify && kind != SourceArchive && kind != SourceURL {
 		return nil, ErrNotVerifiable
 	}
@@ -133,7 +147,7 @@ func linkDir(opts InstallOptions) (*Plugin, error) {
 	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s: expected plugin to be a directory (containing a file 'plugin.yaml')", src)
 	}
-	p, err := Load(src)
+	p, err := loadStaged(src)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +165,7 @@ func linkDir(opts InstallOptions) (*Plugin, error) {
 // stage loads the plugin at root, a directory in a staging directory of opts.Dir, and moves it
 // to its place in opts.Dir under name.
 func stage(root, dir, name string) (*Plugin, error) {
-	p, err := Load(root)
+	p, err := loadStaged(root)
 	if err != nil {
 		return nil, err
 	}
@@ -164,4 +178,21 @@ func stage(root, dir, name string) (*Plugin, error) {
 	}
 	p.Dir = dest
 	return p, nil
+}
+
+// loadStaged loads the plugin about to be installed from dir, whose path its errors do not
+// name: the source does.
+func loadStaged(dir string) (*Plugin, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoMetadata
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("plugin.yaml: %w", err)
+	}
+	return &Plugin{Dir: dir, Metadata: m}, nil
 }

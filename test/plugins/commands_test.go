@@ -52,6 +52,9 @@ func TestPluginInstallUninstallWithHelm(t *testing.T) {
 	if msg := berthFails(t, "plugin", "install", empty); !strings.Contains(msg, "plugin.yaml") {
 		t.Errorf("berth plugin install of a directory without plugin.yaml: %s", msg)
 	}
+	if msg := berthFails(t, "plugin", "install", filepath.Join(t.TempDir(), "nothing-here")); !strings.Contains(msg, "no such plugin directory") {
+		t.Errorf("berth plugin install of a path that does not exist: %s", msg)
+	}
 	if after := home.Files(t); len(after) != len(before) {
 		t.Errorf("a refused install changed Helm's files: %d entries, were %d", len(after), len(before))
 	}
