@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"helm.sh/helm/v4/pkg/getter"
 )
 
 func TestParse(t *testing.T) {
@@ -162,4 +163,56 @@ func waitGone(t *testing.T, pid string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("process %s still runs", pid)
+}
+
+// TestReadOptions: the credentials and TLS files Helm's getter options carry reach a plugin
+// (they are read from Helm's unexported options by name: a Helm that renames them fails here).
+func TestReadOptions(t *testing.T) {
+	t.Parallel()
+	o := readOptions([]getter.Option{
+		getter.WithBasicAuth("alice", "s3cret"),
+		getter.WithTLSClientConfig("c.pem", "k.pem", "ca.pem"),
+		getter.WithPassCredentialsAll(true),
+	})
+	got := []string{o.str("username"), o.str("password"), o.str("certFile"), o.str("keyFile"), o.str("caFile")}
+	if diff := cmp.Diff([]string{"alice", "s3cret", "c.pem", "k.pem", "ca.pem"}, got); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+	if !o.boolean("passCredentialsAll") {
+		t.Error("passCredentialsAll not read")
+	}
+}
+
+// TestGetterRun: a getter plugin gets the URL and the TLS files as its last arguments and the
+// credentials in its environment, and its failure names it and the URL, with what it wrote to
+// stderr.
+func TestGetterRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := `#!/bin/sh
+[ "$4" = "fake://ok/x" ] && { echo "$1 $2 $3 $HELM_PLUGIN_USERNAME:$HELM_PLUGIN_PASSWORD $HELM_PLUGIN_NAME"; exit 0; }
+echo "no such object: $4" >&2; exit 3
+`
+	if err := os.WriteFile(filepath.Join(dir, "get.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &Plugin{Dir: dir, Metadata: Metadata{Name: "fake", Type: TypeGetter, Runtime: "subprocess", Protocols: []string{"fake"},
+		ProtocolCommands: []ProtocolCommand{{Protocols: []string{"fake"}, PlatformCommand: []PlatformCommand{{Command: "get.sh"}}}}}}
+	providers, _ := Getters(t.Context(), []*Plugin{p}, GetterOptions{MaxBytes: 1 << 10})
+	g, err := providers.ByScheme("fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := g.Get("fake://ok/x", getter.WithBasicAuth("u", "p"), getter.WithTLSClientConfig("c", "k", "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := buf.String(), "c k ca u:p fake\n"; got != want {
+		t.Errorf("plugin wrote %q, want %q", got, want)
+	}
+	_, err = g.Get("fake://missing/y")
+	var ge *GetterError
+	if !errors.As(err, &ge) || ge.Plugin != "fake" || ge.URL != "fake://missing/y" || !strings.Contains(err.Error(), "no such object") {
+		t.Errorf("Get of a missing object: %v, want a GetterError naming the plugin, the URL and its stderr", err)
+	}
 }
