@@ -44,7 +44,7 @@ while fields other field managers own and berth does not set do not.
 
 The output lists, in the order the operation would go: the hooks that would run
 (with weight and delete policy), the objects created, changed (a unified diff of
-their YAML), adopted from Helm, kept and deleted, and the release record written,
+their YAML), adopted (fields Helm applied client-side), kept and deleted, and the release record written,
 then a summary line. Secret values are masked (each shows only whether it
 changes) unless --show-secrets is given. Colours are used on a terminal only.
 

@@ -306,11 +306,23 @@ spec:
 	}
 }
 
-// TestDiffAdoptFromHelm previews berth's first upgrade of a release Helm installed.
+// TestDiffAdoptFromHelm previews berth's first upgrade of a release Helm installed with
+// client-side apply (as Helm 3 does); one Helm v4 installed with its default server-side apply
+// has nothing to adopt, since berth applies under the same field manager.
 func TestDiffAdoptFromHelm(t *testing.T) {
-	env := testenv.New(t)
 	ch := diffChart(t)
-	if _, err := helmIn(t, env, "install", "dock", ch); err != nil {
+	ssa := testenv.New(t)
+	if _, err := helmIn(t, ssa, "install", "dock", ch); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := berthDiff(t, ssa, "upgrade", "dock", ch); err != nil {
+		t.Errorf("berth diff upgrade of a release helm applied server-side: %v", err)
+	} else if r.Summary.Adopted != 0 {
+		t.Errorf("berth diff upgrade of a release helm applied server-side: %+v, want nothing adopted", r.Summary)
+	}
+
+	env := testenv.New(t)
+	if _, err := helmIn(t, env, "install", "dock", ch, "--server-side=false"); err != nil {
 		t.Fatal(err)
 	}
 	r, err := berthDiff(t, env, "upgrade", "dock", ch, "--set", "mode=slow")
@@ -324,7 +336,7 @@ func TestDiffAdoptFromHelm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("berth diff upgrade: %v", err)
 	}
-	if !strings.Contains(out, "Adopted from Helm") || !strings.Contains(out, "\x1b[") {
+	if !strings.Contains(out, "Adopted (fields of Helm's client-side apply") || !strings.Contains(out, "\x1b[") {
 		t.Errorf("berth diff upgrade --color always printed no colours or no adoption:\n%s", out)
 	}
 }

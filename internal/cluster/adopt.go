@@ -17,23 +17,27 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// helmManagers are the field managers of the tools a release may come from: Helm 3 (client-side,
-// Update) and Helm 4 (server-side, Apply) both write as "helm".
-var helmManagers = []string{"helm"}
-
-// SetByHelm reports whether Helm manages fields of obj, so that AdoptFields has work to do.
-func SetByHelm(obj *unstructured.Unstructured) bool {
-	for _, e := range obj.GetManagedFields() {
-		if e.Subresource == "" && slices.Contains(helmManagers, e.Manager) {
-			return true
-		}
+// adoptable reports whether e holds fields of the object's main resource that berth's apply must
+// own before it can remove those the chart dropped: fields Helm set with a client-side apply
+// (Helm 3, or Helm 4 with --server-side=false: manager "helm", operation Update), and fields berth
+// applied under its former manager.
+func adoptable(e metav1.ManagedFieldsEntry) bool {
+	if e.Subresource != "" {
+		return false
 	}
-	return false
+	return e.Manager == formerManager || (e.Manager == FieldManager && e.Operation != metav1.ManagedFieldsOperationApply)
 }
 
-// AdoptFields makes berth the owner of every field Helm set on the object id, so that berth's next
-// server-side apply also removes the fields that left the chart, as Helm's own upgrade would.
-// Only managedFields change; an object Helm never touched is left alone.
+// SetByHelm reports whether obj has fields of Helm's client-side apply or of berth's former
+// field manager, so that AdoptFields has work to do.
+func SetByHelm(obj *unstructured.Unstructured) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), adoptable)
+}
+
+// AdoptFields moves the fields Helm's client-side apply or berth's former field manager set on
+// the object id to the Apply entry of FieldManager, so that the next server-side apply, berth's
+// or Helm's, also removes the fields that left the chart, as Helm's own upgrade would. Only
+// managedFields change; an object with nothing adoptable is left alone.
 func (c *Client) AdoptFields(ctx context.Context, id resource.Identity) error {
 	ri, _, err := c.resourceFor(id, "")
 	if err != nil {
@@ -49,7 +53,7 @@ func (c *Client) AdoptFields(ctx context.Context, id resource.Identity) error {
 		if err != nil {
 			return err
 		}
-		adopted, changed, err := adoptManagedFields(live.GetManagedFields(), helmManagers, FieldManager)
+		adopted, changed, err := adoptManagedFields(live.GetManagedFields(), FieldManager)
 		if err != nil || !changed {
 			return err
 		}
@@ -63,19 +67,18 @@ func (c *Client) AdoptFields(ctx context.Context, id resource.Identity) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: adopt the fields Helm set: %w", id, err)
+		return fmt.Errorf("%s: take over the fields of Helm's client-side apply: %w", id, err)
 	}
 	return nil
 }
 
-// adoptManagedFields moves the fields of the entries of the managers from (on the main resource,
-// whatever their operation) into the Apply entry of manager to.
-func adoptManagedFields(entries []metav1.ManagedFieldsEntry, from []string, to string) ([]metav1.ManagedFieldsEntry, bool, error) {
+// adoptManagedFields moves the fields of the adoptable entries into the Apply entry of manager to.
+func adoptManagedFields(entries []metav1.ManagedFieldsEntry, to string) ([]metav1.ManagedFieldsEntry, bool, error) {
 	var out []metav1.ManagedFieldsEntry
 	var union *fieldpath.Set
 	apiVersion := ""
 	for _, e := range entries {
-		if e.Subresource != "" || !slices.Contains(from, e.Manager) {
+		if !adoptable(e) {
 			out = append(out, e)
 			continue
 		}

@@ -17,26 +17,29 @@ func TestAdoptManagedFields(t *testing.T) {
 		entry("helm", metav1.ManagedFieldsOperationUpdate, "", `{"f:metadata":{"f:annotations":{"f:team":{}}}}`),
 		entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "status", `{"f:status":{}}`),
 		entry("berth", metav1.ManagedFieldsOperationApply, "", `{"f:spec":{"f:paused":{}}}`),
+		entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, "", `{"f:spec":{"f:minReadySeconds":{}}}`),
 	}
-	out, changed, err := adoptManagedFields(in, []string{"helm"}, "berth")
+	out, changed, err := adoptManagedFields(in, "helm")
 	if err != nil || !changed {
 		t.Fatalf("adopt: changed %v, %v", changed, err)
 	}
-	if len(out) != 2 {
-		t.Fatalf("entries %+v, want the status entry and berth's", out)
+	if len(out) != 3 {
+		t.Fatalf("entries %+v, want the status entry, kubectl's and helm's Apply", out)
 	}
 	got := map[string]string{}
 	for _, e := range out {
 		got[e.Manager+"/"+string(e.Operation)] = string(e.FieldsV1.Raw)
 	}
-	if got["berth/Apply"] != `{"f:metadata":{"f:annotations":{"f:team":{}}},"f:spec":{"f:paused":{},"f:replicas":{}}}` {
-		t.Errorf("berth's fields = %s", got["berth/Apply"])
+	if got["helm/Apply"] != `{"f:metadata":{"f:annotations":{"f:team":{}}},"f:spec":{"f:paused":{},"f:replicas":{}}}` {
+		t.Errorf("helm's Apply fields = %s", got["helm/Apply"])
 	}
-	if _, ok := got["kube-controller-manager/Update"]; !ok {
-		t.Error("the status entry of another manager was touched")
+	for _, kept := range []string{"kube-controller-manager/Update", "kubectl-edit/Update"} {
+		if _, ok := got[kept]; !ok {
+			t.Errorf("the entry %s of another manager was touched", kept)
+		}
 	}
 
-	same, changed, _ := adoptManagedFields(out, []string{"helm"}, "berth")
+	same, changed, _ := adoptManagedFields(out, "helm")
 	if changed || len(same) != len(out) {
 		t.Error("adopting again changed something")
 	}

@@ -17,7 +17,7 @@ type ApplyOptions struct {
 	DryRun bool
 }
 
-// Apply server-side applies obj (already normalized) with field manager berth, taking over fields
+// Apply server-side applies obj (already normalized) with FieldManager, taking over fields
 // other managers own: ownership was settled before (see Ownership). It returns the object as
 // stored.
 func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*unstructured.Unstructured, error) {

@@ -14,8 +14,8 @@ import (
 // berth's field manager owns exactly those fields, at desired's apiVersion, so the apply sets
 // nothing and removes nothing. It says false whenever it cannot tell: an object with lists (whose
 // keys only the schema knows), a null, a field berth owns that desired lacks, a value written
-// differently than it is stored (stringData, quantities). The API server's dry run decides
-// those.
+// differently than it is stored (stringData, quantities), fields still to adopt (SetByHelm). The
+// API server's dry run decides those.
 func AppliedAsIs(desired, live *unstructured.Unstructured) bool {
 	if live == nil || desired.GetAPIVersion() != live.GetAPIVersion() {
 		return false
@@ -44,6 +44,9 @@ func AppliedAsIs(desired, live *unstructured.Unstructured) bool {
 	}
 	if !sameScalars(fields, live.Object) {
 		return false
+	}
+	if SetByHelm(live) {
+		return false // fields of another apply move to berth's first: see AdoptFields
 	}
 	var owned *fieldpath.Set
 	for _, e := range live.GetManagedFields() {

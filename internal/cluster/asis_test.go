@@ -40,7 +40,11 @@ func TestAppliedAsIs(t *testing.T) {
 		{"a value changed", desired(), live(owned, FieldManager, map[string]any{"a": "1", "b": "3"}), false},
 		{"berth owns a field the chart dropped", desired(), live(`{"f:data":{"f:a":{},"f:b":{},"f:c":{}},"f:metadata":{"f:labels":{"f:app":{}}}}`, FieldManager,
 			map[string]any{"a": "1", "b": "2", "c": "3"}), false},
-		{"another manager owns them", desired(), live(owned, "helm", same), false},
+		{"another manager owns them", desired(), live(owned, "kubectl", same), false},
+		{"berth's former manager owns them", desired(), live(owned, formerManager, same), false},
+		{"Helm's client-side apply set fields too", desired(), withEntry(live(owned, FieldManager, same),
+			metav1.ManagedFieldsEntry{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:c":{}}}`)}}), false},
 		{"not there", desired(), nil, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,4 +58,10 @@ func TestAppliedAsIs(t *testing.T) {
 	if AppliedAsIs(withList, live(owned, FieldManager, same)) {
 		t.Error("AppliedAsIs of an object with a list = true, want the dry run to decide")
 	}
+}
+
+// withEntry returns obj with e added to its managed fields.
+func withEntry(obj *unstructured.Unstructured, e metav1.ManagedFieldsEntry) *unstructured.Unstructured {
+	obj.SetManagedFields(append(obj.GetManagedFields(), e))
+	return obj
 }

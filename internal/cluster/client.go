@@ -1,5 +1,5 @@
 // Package cluster is the only package that talks to the API server: REST mapping, server-side
-// apply (field manager "berth"), deletion with UID preconditions, and watch-based trackers.
+// apply (field manager "helm", shared with Helm v4), deletion with UID preconditions, and watch-based trackers.
 package cluster
 
 import (
@@ -19,8 +19,14 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// FieldManager is the field manager of every server-side apply berth makes.
-const FieldManager = "berth"
+// FieldManager is the field manager of every server-side apply berth makes: the one Helm v4's
+// own server-side apply uses, so that a release moves between helm and berth without conflicts
+// and each tool's apply removes what the other set and the chart dropped.
+const FieldManager = "helm"
+
+// formerManager is the field manager berth applied with before it shared Helm's: its fields are
+// moved to FieldManager by the next operation (see AdoptFields).
+const formerManager = "berth"
 
 // Client reaches the API server for objects of any kind.
 type Client struct {

@@ -82,7 +82,8 @@ type Object struct {
 	Change Change `json:"change"`
 	// Step is the plan step that would apply or delete the object (empty for kept objects).
 	Step string `json:"step,omitempty"`
-	// AdoptedFromHelm: the object exists with fields Helm set, which berth takes over first.
+	// AdoptedFromHelm: the object exists with fields Helm's client-side apply (or berth's former
+	// field manager) set, which move to the field manager berth shares with Helm v4 first.
 	AdoptedFromHelm bool `json:"adoptedFromHelm,omitempty"`
 	// NotDryRun: the object's kind is defined by a CRD of the release and not served yet, so the
 	// API server could not dry-run it; the diff shows the rendered object.
@@ -352,7 +353,7 @@ func (r *Result) Text(color bool) string {
 	}{
 		{"Created:", func(o Object) bool { return o.Change == Created }, true},
 		{"Changed:", func(o Object) bool { return o.Change == Changed }, true},
-		{"Adopted from Helm (berth takes over the fields Helm set):", func(o Object) bool { return o.AdoptedFromHelm }, false},
+		{"Adopted (fields of Helm's client-side apply or berth's former field manager move to helm's server-side one):", func(o Object) bool { return o.AdoptedFromHelm }, false},
 		{"Kept (helm.sh/resource-policy: keep):", func(o Object) bool { return o.Change == Kept }, false},
 		{"Deleted:", func(o Object) bool { return o.Change == Deleted }, true},
 	}
@@ -387,7 +388,7 @@ func (r *Result) Text(color bool) string {
 		fmt.Fprintf(&b, ", %d kept", s.Kept)
 	}
 	if s.Adopted > 0 {
-		fmt.Fprintf(&b, ", %d adopted from Helm", s.Adopted)
+		fmt.Fprintf(&b, ", %d adopted", s.Adopted)
 	}
 	b.WriteString("\n")
 	return b.String()

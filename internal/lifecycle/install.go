@@ -104,7 +104,8 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	}
 	rel := &release.Release{
 		Name: o.Name, Namespace: o.Namespace, Version: revision, Labels: o.Labels,
-		Chart: rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
+		ApplyMethod: release.ApplyMethod,
+		Chart:       rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
 		Info: &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusPendingInstall,
 			Description: "Initial install underway", Notes: rendered.Notes},
 	}

@@ -62,7 +62,8 @@ func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.R
 	first := last.Info.FirstDeployed
 	rel := &release.Release{
 		Name: o.Name, Namespace: o.Namespace, Version: last.Version + 1, Labels: maps.Clone(target.Labels),
-		Chart: target.Chart, Config: target.Config, Manifest: target.Manifest, Hooks: copyHooks(target.Hooks),
+		ApplyMethod: release.ApplyMethod,
+		Chart:       target.Chart, Config: target.Config, Manifest: target.Manifest, Hooks: copyHooks(target.Hooks),
 		Info: &release.Info{FirstDeployed: first, LastDeployed: d.now(), Status: release.StatusPendingRollback,
 			Description: fmt.Sprintf("Rollback to %d", version), RollbackRevision: version, Notes: target.Info.Notes},
 	}

@@ -145,8 +145,9 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 	}
 	rel := &release.Release{
 		Name: o.Name, Namespace: o.Namespace, Version: last.Version + 1,
-		Labels: release.MergeLabels(last.Labels, o.Labels),
-		Chart:  rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
+		Labels:      release.MergeLabels(last.Labels, o.Labels),
+		ApplyMethod: release.ApplyMethod,
+		Chart:       rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
 		Info: &release.Info{FirstDeployed: current.Info.FirstDeployed, LastDeployed: now, Status: release.StatusPendingUpgrade,
 			Description: "Preparing upgrade", Notes: rendered.Notes},
 	}

@@ -15,6 +15,11 @@ import (
 // Release is one revision of a release, exactly as Helm records it.
 type Release = releasev1.Release
 
+// ApplyMethod is the apply method berth records on every revision: server-side apply, which is
+// how berth applies, under the field manager Helm v4 applies with. A helm upgrade of the release
+// then applies server-side under the same manager, without conflicts.
+const ApplyMethod = string(releasev1.ApplyMethodServerSideApply)
+
 // Info is the status part of a release record.
 type Info = releasev1.Info
 
