@@ -96,8 +96,10 @@ type resultWriter struct {
 	report *operationReport
 }
 
+// value is the release with its chart, as helm install and helm upgrade print it (helm status
+// leaves the chart out).
 func (w resultWriter) value() releaseReport {
-	return releaseReport{Release: w.withoutChart(), Berth: w.report}
+	return releaseReport{Release: w.rel, Berth: w.report}
 }
 
 func (w resultWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w.value()) }
