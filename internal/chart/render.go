@@ -40,6 +40,12 @@ type RenderOptions struct {
 	SubchartNotes bool
 	// SkipSchemaValidation skips values.schema.json (--skip-schema-validation).
 	SkipSchemaValidation bool
+	// EnableDNS lets the templates' getHostByName resolve names (--enable-dns); without it,
+	// getHostByName returns "", as in Helm.
+	EnableDNS bool
+	// HideSecret writes each v1 Secret of Manifest as a comment saying it is hidden, as Helm's
+	// --hide-secret does for a dry run; Resources keep the Secrets.
+	HideSecret bool
 	// Cluster is the cluster the templates' lookup function reads, as Helm's install and
 	// upgrade do; nil renders offline, with lookup returning nothing, as helm template does.
 	Cluster *rest.Config
@@ -125,6 +131,7 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 	if opts.Cluster != nil {
 		e = engine.New(opts.Cluster)
 	}
+	e.EnableDNS = opts.EnableDNS
 	files, err := e.RenderWithContext(ctx, ch, top)
 	if err != nil {
 		return nil, fmt.Errorf("render chart %s: %w", name, templateError(err))
@@ -145,7 +152,7 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 	}
 	r.ReleaseHooks = hooks
 	crds := ch.CRDObjects()
-	r.Manifest = manifestText(crds, manifests, opts.IncludeCRDs)
+	r.Manifest = manifestText(crds, manifests, opts.IncludeCRDs, opts.HideSecret)
 	if err := r.parse(crds, manifests); err != nil {
 		return nil, fmt.Errorf("render chart %s: %w", name, err)
 	}
@@ -185,7 +192,7 @@ func takeNotes(files map[string]string, chartName string, sub bool) string {
 }
 
 // manifestText writes the manifest as Helm's renderResources does.
-func manifestText(crds []chartv2.CRD, manifests []releaseutil.Manifest, includeCRDs bool) string {
+func manifestText(crds []chartv2.CRD, manifests []releaseutil.Manifest, includeCRDs, hideSecret bool) string {
 	var b strings.Builder
 	if includeCRDs {
 		for _, crd := range crds {
@@ -193,6 +200,10 @@ func manifestText(crds []chartv2.CRD, manifests []releaseutil.Manifest, includeC
 		}
 	}
 	for _, m := range manifests {
+		if hideSecret && m.Head != nil && m.Head.Kind == "Secret" && m.Head.Version == "v1" {
+			fmt.Fprintf(&b, "---\n# Source: %s\n# HIDDEN: The Secret output has been suppressed\n", m.Name)
+			continue
+		}
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
 	}
 	return b.String()

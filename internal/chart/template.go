@@ -18,8 +18,9 @@ type TemplateOptions struct {
 	// ChartPath is a chart directory or packaged chart.
 	ChartPath string
 	Values    ValueOptions
-	// Render names the release; its Capabilities are ignored in favour of KubeVersion and
-	// APIVersions, which are added to Helm's defaults.
+	// Render names the release. Without its Capabilities (a cluster's, for a server dry run),
+	// the capabilities are Helm's defaults with KubeVersion and APIVersions; with them, those two
+	// are ignored, as helm template --dry-run=server ignores them.
 	Render      RenderOptions
 	KubeVersion string
 	APIVersions []string
@@ -40,9 +41,13 @@ type TemplateOptions struct {
 // Template loads, renders and prints a chart exactly as `helm template` does: the manifest, then
 // the hooks, each document under its "# Source:" header.
 func Template(ctx context.Context, opts TemplateOptions) (string, error) {
-	caps, err := Capabilities(opts.KubeVersion, opts.APIVersions)
-	if err != nil {
-		return "", err
+	caps := opts.Render.Capabilities
+	if caps == nil {
+		c, err := Capabilities(opts.KubeVersion, opts.APIVersions)
+		if err != nil {
+			return "", err
+		}
+		caps = c
 	}
 	vals, err := opts.Values.Merge()
 	if err != nil {

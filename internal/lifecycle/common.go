@@ -51,6 +51,13 @@ func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause er
 	if err := d.recordFailure(wctx, d.operation(), rel, fmt.Sprintf("%s: %v", what, cause)); err != nil {
 		fe.RecordErr = err
 	}
+	if u.cleanup != nil {
+		if fe.Lost = d.guard(wctx); fe.Lost != nil {
+			return fe
+		}
+		fe.Cleanup = true
+		fe.CleanupErr = d.withRemaining(ctx, func(ctx context.Context) error { return d.cleanup(ctx, rel, u.cleanup) })
+	}
 	if u.op == "" {
 		return fe
 	}
@@ -58,14 +65,19 @@ func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause er
 		return fe
 	}
 	fe.Undo = true
-	uctx, cancelUndo, err := d.remaining(ctx)
-	if err != nil {
-		fe.UndoErr = err
-		return fe
-	}
-	defer cancelUndo()
-	fe.UndoErr = d.undo(uctx, rel, u)
+	fe.UndoErr = d.withRemaining(ctx, func(ctx context.Context) error { return d.undo(ctx, rel, u) })
 	return fe
+}
+
+// withRemaining runs fn, work after a failure, within what is left of the operation's deadline
+// (remaining); a *NoTimeLeftError when nothing is.
+func (d *operation) withRemaining(ctx context.Context, fn func(context.Context) error) error {
+	uctx, cancel, err := d.remaining(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return fn(uctx)
 }
 
 // undo is how a failed operation is undone, with rollback on failure: an install by uninstalling
@@ -79,6 +91,9 @@ type undo struct {
 	// forceReplace: the rollback replaces objects whose immutable fields change, as the
 	// operation undone did.
 	forceReplace bool
+	// cleanup, when not nil, are the objects the failed operation would create (they did not
+	// exist before it): those of them it created are deleted before the undo (cleanup on fail).
+	cleanup []*unstructured.Unstructured
 }
 
 // undoing is the undo of operation op, with rollback on failure set, of a release whose
@@ -147,6 +162,10 @@ type FailedError struct {
 	// confirm it still held it, before it recorded the failure or undid the operation: it wrote
 	// neither.
 	Lost error
+	// Cleanup says the objects the operation created were deleted on failure (cleanup on fail):
+	// CleanupErr is why that did not succeed, nil when it did.
+	Cleanup    bool
+	CleanupErr error
 	// Undo says the operation was undone on failure (rollback on failure): UndoErr is why that
 	// did not succeed, nil when it did.
 	Undo    bool
@@ -163,6 +182,14 @@ func (e *FailedError) Error() string {
 	}
 	var late *NoTimeLeftError
 	switch {
+	case e.Cleanup && errors.As(e.CleanupErr, &late):
+		s += "\nwhat it created is not deleted: no time was left before the operation's deadline"
+	case e.Cleanup && e.CleanupErr != nil:
+		s += fmt.Sprintf("\ndeleting what it created failed too: %v", e.CleanupErr)
+	case e.Cleanup:
+		s += "\ncleaned up on failure: the objects it created were deleted"
+	}
+	switch {
 	case e.Undo && errors.As(e.UndoErr, &late):
 		s += "\nnot rolled back on failure: no time was left before the operation's deadline"
 	case e.Undo && e.UndoErr != nil:
@@ -175,7 +202,7 @@ func (e *FailedError) Error() string {
 
 func (e *FailedError) Unwrap() []error {
 	var out []error
-	for _, err := range []error{e.Err, e.RecordErr, e.Lost, e.UndoErr} {
+	for _, err := range []error{e.Err, e.RecordErr, e.Lost, e.CleanupErr, e.UndoErr} {
 		if err != nil {
 			out = append(out, err)
 		}

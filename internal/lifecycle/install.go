@@ -43,6 +43,12 @@ type InstallOptions struct {
 	// CRDs says what is done with the CRDs of the chart's crds/ directories; by default, the
 	// missing ones are created.
 	CRDs CRDPolicy
+	// Replace lets the install take the name of a release whose last revision is uninstalled
+	// (its history kept) or failed, as Helm's --replace: the new revision follows the last, which
+	// is marked superseded when it was uninstalled and left as it is when it failed.
+	Replace bool
+	// Rendering says how the chart is rendered.
+	Rendering Rendering
 
 	// preview, when set with a server dry run, is filled with what the install would do.
 	preview *Preview
@@ -63,6 +69,9 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
 	// be seen to be rolled back.
 	o.Wait = o.Wait || o.RollbackOnFailure
+	if err := o.Rendering.check(o.DryRun); err != nil {
+		return nil, err
+	}
 	w := Wanted{Operation: release.OpInstall, Values: o.Values}
 	if o.Chart != nil && o.Chart.Metadata != nil {
 		w.ChartVersion = o.Chart.Metadata.Version
@@ -74,23 +83,27 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 
 // install is Install within its operation (or its dry run).
 func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Release, error) {
-	revision := 1
+	revision, superseded := 1, 0
 	if o.DryRun != ClientDryRun {
 		last, err := d.Store.Last(ctx, o.Name)
 		switch {
 		case errors.Is(err, release.ErrNotFound):
 		case err != nil:
 			return nil, err
-		case last.Info.Status != release.StatusUninstalled:
+		case !o.Replace || !replaceable(last.Info.Status):
 			return nil, &NameInUseError{Release: o.Name, Namespace: o.Namespace, Revision: last.Version, Status: last.Info.Status}
 		default:
 			revision = last.Version + 1
+			if last.Info.Status == release.StatusUninstalled {
+				superseded = last.Version
+			}
 		}
 	}
-	rendered, err := chart.Render(ctx, o.Chart, o.Values, chart.RenderOptions{
-		ReleaseName: o.Name, Namespace: o.Namespace, Revision: revision, Capabilities: o.Capabilities,
+	// As in Helm, an install renders .Release.Revision 1, whatever revision it records.
+	rendered, err := chart.Render(ctx, o.Chart, o.Values, o.Rendering.options(chart.RenderOptions{
+		ReleaseName: o.Name, Namespace: o.Namespace, Revision: 1, Capabilities: o.Capabilities,
 		Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +158,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	if err == nil {
 		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait, Late: p.lateIdentities(), Batches: order}, revisionPolicy{
 			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(p.objects, before)),
+			replaced: superseded,
 		}, rel, o.NoHooks)
 	}
 	if err == nil && o.DryRun == NoDryRun {
@@ -192,8 +206,18 @@ type NameInUseError struct {
 }
 
 func (e *NameInUseError) Error() string {
+	if replaceable(e.Status) {
+		return fmt.Sprintf("cannot reuse the name %q: release %s revision %d is %s in namespace %q; install with replace to take its name, or upgrade it",
+			e.Release, e.Release, e.Revision, e.Status, e.Namespace)
+	}
 	return fmt.Sprintf("cannot reuse the name %q: release %s revision %d is %s in namespace %q; upgrade it, or uninstall it first",
 		e.Release, e.Release, e.Revision, e.Status, e.Namespace)
+}
+
+// replaceable says whether an install with Replace may take the name of a release whose last
+// revision has status s: uninstalled with its history kept, or failed (Helm's availableName).
+func replaceable(s release.Status) bool {
+	return s == release.StatusUninstalled || s == release.StatusFailed
 }
 
 // NamespaceNotFoundError says the release namespace does not exist and was not to be created.

@@ -36,6 +36,9 @@ type revisionPolicy struct {
 	adopted []resource.Identity
 	// superseded are the revisions that were deployed and are superseded once this one is.
 	superseded []int
+	// replaced is the uninstalled revision whose name an install takes (replace), marked
+	// superseded once the new one is recorded; 0 for none.
+	replaced int
 }
 
 // revisionPlan is the plan of an install, upgrade or rollback: record the revision as pending,
@@ -45,6 +48,10 @@ func revisionPlan(objects *plan.Plan, pol revisionPolicy) *plan.Plan {
 	p := &plan.Plan{Kept: objects.Kept}
 	if pol.create {
 		p.Steps = append(p.Steps, recordStep(pendingStatus(pol.op), pol.revision, "the revision is recorded before anything changes"))
+	}
+	if pol.replaced > 0 {
+		p.Steps = append(p.Steps, recordStep(release.StatusSuperseded, pol.replaced,
+			fmt.Sprintf("the install takes the name of the uninstalled release, superseded by revision %d", pol.revision)))
 	}
 	p.Steps = appendHooks(p.Steps, pol.pre)
 	if len(pol.adopted) > 0 {

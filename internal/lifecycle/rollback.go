@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -23,6 +24,11 @@ type RollbackOptions struct {
 	// ForceReplace deletes and creates again the objects whose changes the API server refuses
 	// as immutable (see UpgradeOptions).
 	ForceReplace bool
+	// Description replaces "Rollback to N" as the new revision's description.
+	Description string
+	// CleanupOnFail deletes, when the rollback fails, the objects it created (see
+	// UpgradeOptions).
+	CleanupOnFail bool
 
 	// preview, when set with a server dry run, is filled with what the rollback would do.
 	preview *Preview
@@ -60,12 +66,13 @@ func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.R
 		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", o.Name, version, err)
 	}
 	first := last.Info.FirstDeployed
+	description := cmp.Or(o.Description, fmt.Sprintf("Rollback to %d", version))
 	rel := &release.Release{
 		Name: o.Name, Namespace: o.Namespace, Version: last.Version + 1, Labels: maps.Clone(target.Labels),
 		ApplyMethod: release.ApplyMethod,
 		Chart:       target.Chart, Config: target.Config, Manifest: target.Manifest, Hooks: copyHooks(target.Hooks),
 		Info: &release.Info{FirstDeployed: first, LastDeployed: d.now(), Status: release.StatusPendingRollback,
-			Description: fmt.Sprintf("Rollback to %d", version), RollbackRevision: version, Notes: target.Info.Notes},
+			Description: description, RollbackRevision: version, Notes: target.Info.Notes},
 	}
 	if o.DryRun == ClientDryRun {
 		return rel, nil
@@ -74,8 +81,8 @@ func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.R
 		rel: rel, op: release.OpRollback, previous: []*release.Release{deployed, last}, objects: objs,
 		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
 		noHooks: o.NoHooks,
-		success: fmt.Sprintf("Rollback to %d", version), failure: fmt.Sprintf("Rollback %q failed", o.Name),
-		historyMax: o.HistoryMax, preview: o.preview, forceReplace: o.ForceReplace,
+		success: description, failure: fmt.Sprintf("Rollback %q failed", o.Name), dryRunDescription: o.Description,
+		historyMax: o.HistoryMax, preview: o.preview, forceReplace: o.ForceReplace, cleanupOnFail: o.CleanupOnFail,
 	})
 }
 

@@ -128,6 +128,18 @@ func (r *runner) record(ctx context.Context, step plan.Step) error {
 			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
 		}
 		return nil
+	case release.StatusSuperseded:
+		// The uninstalled revision whose name an install took (replace), as Helm marks it.
+		prev, err := d.Store.Get(ctx, rel.Name, step.Revision)
+		if err == nil && prev.Info.Status != release.StatusSuperseded {
+			prev.Info.Status = release.StatusSuperseded
+			prev.Info.Description = "superseded by new release"
+			err = d.Store.Update(ctx, prev)
+		}
+		if err != nil {
+			return &RecordError{Release: rel.Name, Revision: step.Revision, Status: s, Err: err}
+		}
+		return nil
 	case release.StatusFailed:
 		rel.Info.Status = release.StatusFailed
 		rel.Info.Description = r.success

@@ -52,6 +52,11 @@ type UpgradeOptions struct {
 	// as immutable, each by its UID and waited for until gone (Helm's --force-replace);
 	// without it, such a change is an *ImmutableFieldError before anything changes.
 	ForceReplace bool
+	// CleanupOnFail deletes, when the upgrade fails, the objects it created (Helm's
+	// --cleanup-on-fail): those that did not exist before it, each waited for until gone.
+	CleanupOnFail bool
+	// Rendering says how the chart is rendered.
+	Rendering Rendering
 	// InstallWith, when set, are the wait, hook and rollback options of the install that Install
 	// makes, in place of the upgrade's (a Release's spec.install beside its spec.upgrade).
 	InstallWith *InstallSettings
@@ -65,6 +70,9 @@ type UpgradeOptions struct {
 // new revision as deployed and the previous one as superseded.
 func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
 	o.Wait = o.Wait || o.RollbackOnFailure // as Install
+	if err := o.Rendering.check(o.DryRun); err != nil {
+		return nil, err
+	}
 	w := Wanted{Operation: release.OpUpgrade, Install: o.Install, Values: o.Values}
 	if o.Chart != nil && o.Chart.Metadata != nil {
 		w.ChartVersion = o.Chart.Metadata.Version
@@ -97,7 +105,9 @@ func (o UpgradeOptions) install() InstallOptions {
 		Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 		CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 		NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
-		Labels: o.Labels, PostRenderer: o.PostRenderer, CRDs: o.CRDs,
+		Labels: o.Labels, PostRenderer: o.PostRenderer, CRDs: o.CRDs, Rendering: o.Rendering,
+		// As Helm's upgrade --install, the install takes the name of an uninstalled release.
+		Replace: true,
 		preview: o.preview,
 	}
 	if s := o.InstallWith; s != nil {
@@ -128,10 +138,10 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := chart.Render(ctx, ch, vals, chart.RenderOptions{
+	rendered, err := chart.Render(ctx, ch, vals, o.Rendering.options(chart.RenderOptions{
 		ReleaseName: o.Name, Namespace: o.Namespace, Revision: last.Version + 1, IsUpgrade: true, Capabilities: o.Capabilities,
 		Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +162,7 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 			Description: "Preparing upgrade", Notes: rendered.Notes},
 	}
 	if o.DryRun == ClientDryRun {
-		rel.Info.Description = "Dry run complete"
+		rel.Info.Description = cmp.Or(o.Description, "Dry run complete") // as Helm's upgrade
 		return rel, nil
 	}
 	return rel, d.replace(ctx, replacement{
@@ -160,6 +170,7 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 		op: release.OpUpgrade, wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
 		noHooks: o.NoHooks, crdPolicy: o.CRDs, forceReplace: o.ForceReplace,
 		success: cmp.Or(o.Description, "Upgrade complete"), failure: fmt.Sprintf("Upgrade %q failed", o.Name),
+		dryRunDescription: cmp.Or(o.Description, "Dry run complete"), cleanupOnFail: o.CleanupOnFail,
 		historyMax: o.HistoryMax,
 		undo:       undoing(release.OpUpgrade, o.RollbackOnFailure, version(deployed), o.NoHooks).replacing(o.ForceReplace),
 		preview:    o.preview,
@@ -182,9 +193,13 @@ type replacement struct {
 	takeOwnership    bool
 	dryRun           DryRun
 	success, failure string
-	historyMax       int
-	// undo undoes the operation if it fails (rollback on failure).
-	undo undo
+	// dryRunDescription is the description of the revision a server dry run returns.
+	dryRunDescription string
+	historyMax        int
+	// undo undoes the operation if it fails (rollback on failure); cleanupOnFail deletes first
+	// the objects it created.
+	undo          undo
+	cleanupOnFail bool
 	// crdPolicy says what is done with crds (the default: Helm's for op); forceReplace replaces
 	// the objects whose changes the API server refuses as immutable.
 	crdPolicy    CRDPolicy
@@ -244,7 +259,7 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 		return err
 	}
 	if r.dryRun == ServerDryRun {
-		rel.Info.Description = "Dry run complete"
+		rel.Info.Description = cmp.Or(r.dryRunDescription, "Dry run complete")
 		d.runs.plan(pl)
 		return r.preview.fill(ctx, d.Deps, previewInput{
 			op: r.op, rel: rel, previous: r.previous, plan: pl, p: p, before: before, applied: s.applied,
@@ -255,7 +270,12 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 	if !r.recorded {
 		run.historyMax = r.historyMax
 	}
-	fwd, cancelFwd := r.wait.forward(ctx, r.undo.op != "")
+	u := r.undo
+	if r.cleanupOnFail {
+		u.cleanup = toCreate(p.objects, before)
+	}
+	// Time is kept for what a failure does: undo it, delete what it created.
+	fwd, cancelFwd := r.wait.forward(ctx, u.op != "" || u.cleanup != nil)
 	defer cancelFwd()
 	if pl, err = d.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
 		opts := d.engineOptions(p, before, r.wait)
@@ -263,7 +283,11 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 		_, err = d.execute(fwd, r.op, rel.Version, pl, run, opts)
 	}
 	if err != nil {
-		return d.fail(ctx, run, pl, err, r.undo)
+		if r.op == release.OpRollback && !failedApplying(err) {
+			// As Helm's rollback: what it created is deleted only when applying fails.
+			u.cleanup = nil
+		}
+		return d.fail(ctx, run, pl, err, u)
 	}
 	return nil
 }
