@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -271,7 +272,7 @@ func assertMatchesManifest(t *testing.T, env *testenv.Env, name string) {
 			continue
 		}
 		applied, err := ri.Apply(t.Context(), obj.GetName(), obj, metav1.ApplyOptions{
-			FieldManager: berthFieldManager, Force: true, DryRun: []string{metav1.DryRunAll},
+			FieldManager: cluster.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll},
 		})
 		if err != nil {
 			t.Errorf("dry-run apply %s: %v", id, err)
@@ -282,9 +283,6 @@ func assertMatchesManifest(t *testing.T, env *testenv.Env, name string) {
 		}
 	}
 }
-
-// berthFieldManager is the field manager berth applies with.
-const berthFieldManager = "berth"
 
 // withoutBookkeeping returns obj's content without status and the metadata the API server
 // keeps for itself.
