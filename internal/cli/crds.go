@@ -45,3 +45,15 @@ func addCRDsFlag(f *pflag.FlagSet, p *lifecycle.CRDPolicy, def lifecycle.CRDPoli
 func addForceReplaceFlag(f *pflag.FlagSet, forceReplace *bool) {
 	f.BoolVar(forceReplace, "force-replace", false, "force resource updates by replacement: an object whose change the API server refuses as immutable (a Deployment's selector, a Service's clusterIP) is deleted, waited for until gone, and created again")
 }
+
+// crdPolicy is the policy --crds (p, given when set) and --skip-crds (skip), Helm's spelling of
+// --crds skip, say together; they must agree.
+func crdPolicy(p lifecycle.CRDPolicy, set, skip bool) (lifecycle.CRDPolicy, error) {
+	switch {
+	case !skip:
+		return p, nil
+	case set && p != lifecycle.CRDsSkip:
+		return "", fmt.Errorf("--skip-crds and --crds %s contradict each other: give one of them (--skip-crds is --crds skip)", p)
+	}
+	return lifecycle.CRDsSkip, nil
+}

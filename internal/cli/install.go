@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/cli/output"
 
+	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/postrenderer"
@@ -33,12 +34,24 @@ type installFlags struct {
 	postRender        postRenderFlags
 	source            source.Options
 	crds              lifecycle.CRDPolicy
+	// skipCRDs is Helm's --skip-crds: --crds skip.
+	skipCRDs bool
+	replace  bool
+	render   lifecycle.Rendering
+	// disableOpenAPIValidation is accepted as helm accepts it; it changes nothing (see
+	// addRenderFlags).
+	disableOpenAPIValidation bool
+	// hideNotes leaves the notes out of the table printed (--hide-notes).
+	hideNotes bool
+	// generateName and nameTemplate name the release of an install given no NAME.
+	generateName bool
+	nameTemplate string
 }
 
 func newInstallCommand(streams Streams) *cobra.Command {
 	var flags installFlags
 	cmd := &cobra.Command{
-		Use:   "install NAME CHART",
+		Use:   "install [NAME] CHART",
 		Short: "install a chart as a new release",
 		Long: `Install a chart as a new release. The chart is a reference as helm takes it:
 a chart directory, a packaged .tgz, REPO/CHART from the repositories added with
@@ -50,21 +63,59 @@ Every object is validated by the API server (a server-side dry run) before the
 first change: an invalid object, an unknown kind or an object that belongs to
 someone else stops the install with nothing changed. Objects are then applied
 with server-side apply in Helm's install order, and the release is recorded in
-Helm's format, so helm sees it too.`,
-		Args: cobra.ExactArgs(2),
+Helm's format, so helm sees it too.
+
+Without NAME, --generate-name names the release after the chart and the time, and
+--name-template renders a name from a template (Sprig functions, no values).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, c, err := newChartSession(cmd, streams, args[1], &flags)
+			name, ref, err := installNameAndChart(args, flags.generateName, flags.nameTemplate)
 			if err != nil {
 				return err
 			}
-			res, err := lifecycle.Install(cmd.Context(), s.deps, flags.options(args[0], s, c))
-			return printResult(streams, flags.output, res, err)
+			if err := flags.check(cmd); err != nil {
+				return err
+			}
+			s, c, err := newChartSession(cmd, streams, ref, &flags)
+			if err != nil {
+				return err
+			}
+			res, err := lifecycle.Install(cmd.Context(), s.deps, flags.options(name, s, c))
+			return printResult(streams, flags.output, flags.hideNotes, res, err)
 		},
 	}
 	flags.addFlags(cmd)
-	addDryRunFlag(cmd.Flags(), &flags.dryRun)
-	addOutputFlag(cmd, &flags.output)
+	f := cmd.Flags()
+	f.BoolVarP(&flags.generateName, "generate-name", "g", false, "generate the name (and omit the NAME parameter)")
+	f.StringVar(&flags.nameTemplate, "name-template", "", "specify template used to name the release")
+	flags.addOutputFlags(cmd, "install")
 	return cmd
+}
+
+// installNameAndChart reads install's arguments as helm install does: NAME CHART, or CHART
+// alone with --generate-name or --name-template.
+func installNameAndChart(args []string, generateName bool, nameTemplate string) (name, ref string, err error) {
+	i := action.Install{GenerateName: generateName, NameTemplate: nameTemplate}
+	return i.NameAndChart(args)
+}
+
+// addOutputFlags adds the flags of what install and upgrade print (cmd names which):
+// --dry-run, --hide-secret, --hide-notes and --output.
+func (flags *installFlags) addOutputFlags(cmd *cobra.Command, what string) {
+	f := cmd.Flags()
+	addDryRunFlag(f, &flags.dryRun)
+	f.BoolVar(&flags.render.HideSecret, "hide-secret", false, "hide Kubernetes Secrets when also using the --dry-run flag")
+	f.BoolVar(&flags.hideNotes, "hide-notes", false, "if set, do not show notes in "+what+" output. Does not affect presence in chart metadata")
+	addOutputFlag(cmd, &flags.output)
+}
+
+// check refuses flags that contradict each other, before anything else is done.
+func (flags *installFlags) check(cmd *cobra.Command) error {
+	if flags.render.HideSecret && flags.dryRun == lifecycle.NoDryRun {
+		return errHideSecret
+	}
+	_, err := crdPolicy(flags.crds, cmd.Flags().Changed("crds"), flags.skipCRDs)
+	return err
 }
 
 // options are the install's options for release name.
@@ -73,9 +124,19 @@ func (flags installFlags) options(name string, s *session, c *chartInput) lifecy
 		Name: name, Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
 		CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
 		RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
-		Capabilities: c.caps, Labels: flags.labels, PostRenderer: c.postRenderer, CRDs: flags.crds,
+		Capabilities: c.caps, Labels: flags.labels, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(),
+		Replace: flags.replace, Rendering: flags.render,
 	}
 }
+
+// crdPolicy is what --crds and --skip-crds say together (check refuses a contradiction).
+func (flags installFlags) crdPolicy() lifecycle.CRDPolicy {
+	if flags.skipCRDs {
+		return lifecycle.CRDsSkip
+	}
+	return flags.crds
+}
+
 
 // addFlags adds install's flags but --dry-run and --output, which berth diff install has its
 // own way.
@@ -89,6 +150,9 @@ func (flags *installFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	addCRDsFlag(f, &flags.crds, lifecycle.CRDsCreate, "")
+	f.BoolVar(&flags.skipCRDs, "skip-crds", false, "if set, no CRDs will be installed. By default, CRDs are installed if not already present (the same as --crds skip)")
+	f.BoolVar(&flags.replace, "replace", false, "reuse the given name, only if that name is a deleted release which remains in the history. This is unsafe in production")
+	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "installation")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
 	addPostRenderFlags(f, &flags.postRender)
@@ -137,7 +201,7 @@ func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *ins
 // printResult prints what an operation did to the progress stream, and the release it recorded as
 // Helm prints it (for a dry run, its hooks and manifest too), with -o json|yaml with the changes
 // under berth's own key. A failed operation prints nothing but its error.
-func printResult(streams Streams, format output.Format, res *lifecycle.Result, err error) error {
+func printResult(streams Streams, format output.Format, hideNotes bool, res *lifecycle.Result, err error) error {
 	if summary := summarize(res); summary != "" {
 		fmt.Fprintln(streams.ErrOut, summary)
 	}
@@ -147,7 +211,15 @@ func printResult(streams Streams, format output.Format, res *lifecycle.Result, e
 	if err != nil {
 		return err
 	}
-	return format.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: res.Release}, report: reportOf(res.Runs)})
+	rel := res.Release
+	if hideNotes && format == output.Table && rel != nil && rel.Info != nil {
+		// As Helm's --hide-notes: the table leaves them out; the record and -o json|yaml keep them.
+		r, info := *rel, *rel.Info
+		info.Notes = ""
+		r.Info = &info
+		rel = &r
+	}
+	return format.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: rel}, report: reportOf(res.Runs)})
 }
 
 // summarize says in one line what an operation's own run changed, and how long it took; nothing

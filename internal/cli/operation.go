@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -156,4 +157,20 @@ func addDryRunFlag(f *pflag.FlagSet, mode *lifecycle.DryRun) {
 	flag := f.VarPF(dryRunFlag{mode}, "dry-run", "",
 		`simulate the operation: "client" renders only, "server" also validates every object with the API server; nothing is changed`)
 	flag.NoOptDefVal = "client"
+}
+
+// errHideSecret says --hide-secret was given without --dry-run, as Helm refuses it.
+var errHideSecret = errors.New("hiding Kubernetes secrets requires a dry-run mode: --hide-secret goes with --dry-run=client or --dry-run=server")
+
+// addRenderFlags adds Helm's flags of how install and upgrade render and validate the chart
+// (what names the operation, for the help): --skip-schema-validation, --render-subchart-notes,
+// --enable-dns and --disable-openapi-validation.
+func addRenderFlags(f *pflag.FlagSet, r *lifecycle.Rendering, disableOpenAPIValidation *bool, what string) {
+	f.BoolVar(&r.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
+	f.BoolVar(&r.SubchartNotes, "render-subchart-notes", false, "if set, render subchart notes along with the parent")
+	f.BoolVar(&r.EnableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
+	f.BoolVar(disableOpenAPIValidation, "disable-openapi-validation", false,
+		"if set, the "+what+" process will not validate rendered templates against the Kubernetes OpenAPI Schema. "+
+			"berth has no validation of its own to turn off: the API server validates every object (a server-side dry run before the first change, then server-side apply), "+
+			"and server-side apply refuses a field the object's schema does not declare whatever this flag says, as Helm v4's does")
 }

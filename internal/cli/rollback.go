@@ -3,8 +3,10 @@ package cli
 import (
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/cli/output"
 
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -18,6 +20,8 @@ type rollbackFlags struct {
 	historyMax    int
 	output        output.Format
 	forceReplace  bool
+	description   string
+	cleanupOnFail bool
 }
 
 func newRollbackCommand(streams Streams) *cobra.Command {
@@ -35,6 +39,9 @@ it, and what the rollback did to each object under the key "berth".`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, version, err := rollbackArgs(args)
 			if err != nil {
+				return err
+			}
+			if err := checkDescription(flags.description); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("history-max") {
@@ -80,12 +87,20 @@ func rollbackArgs(args []string) (string, int, error) {
 	return args[0], version, nil
 }
 
+// checkDescription refuses a rollback description longer than Helm takes.
+func checkDescription(d string) error {
+	if n := utf8.RuneCountInString(d); n > action.MaxDescriptionLength {
+		return fmt.Errorf("description must be %d characters or less, got %d", action.MaxDescriptionLength, n)
+	}
+	return nil
+}
+
 // options are the rollback's options for release name.
 func (flags rollbackFlags) options(name string, version int, s *session) lifecycle.RollbackOptions {
 	return lifecycle.RollbackOptions{
 		Name: name, Namespace: s.clients.Namespace, Version: version, WaitOptions: flags.wait,
 		TakeOwnership: flags.takeOwnership, NoHooks: flags.noHooks, DryRun: flags.dryRun, HistoryMax: flags.historyMax,
-		ForceReplace: flags.forceReplace,
+		ForceReplace: flags.forceReplace, Description: flags.description, CleanupOnFail: flags.cleanupOnFail,
 	}
 }
 
@@ -97,5 +112,7 @@ func (flags *rollbackFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	addForceReplaceFlag(f, &flags.forceReplace)
+	f.StringVar(&flags.description, "description", "", fmt.Sprintf("add a custom description for the rollback (max %d characters)", action.MaxDescriptionLength))
+	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this rollback when rollback fails: as in Helm, when applying the objects fails, those that did not exist before are deleted, and waited for until gone, once the failure is recorded")
 	f.IntVar(&flags.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release (HELM_MAX_HISTORY sets the default). Use 0 for no limit")
 }

@@ -3,12 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"helm.sh/helm/v4/pkg/action"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -28,6 +30,11 @@ type templateFlags struct {
 	outputDir            string
 	useReleaseName       bool
 	postRender           postRenderFlags
+	enableDNS            bool
+	// dryRun is "client" (the default: nothing is read from a cluster) or "server" (Capabilities
+	// and lookup read the cluster); validate is Helm's deprecated spelling of server.
+	dryRun   string
+	validate bool
 }
 
 // defaultTemplateName is the release name helm template uses when none is given.
@@ -41,10 +48,18 @@ func newTemplateCommand(streams Streams) *cobra.Command {
 		Long: `Render a chart's templates locally, exactly as helm template does, and print the
 manifests followed by the hooks. Nothing is read from a cluster: lookups return
 nothing, and Capabilities are Helm's defaults, changed with --kube-version and
---api-versions.`,
+--api-versions.
+
+With --dry-run=server, the templates are rendered against the cluster of the
+kubeconfig, as helm template --dry-run=server does: lookup reads it, and
+Capabilities are its own (--kube-version and --api-versions are ignored).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, ref, err := templateNameAndChart(args, flags.generateName, flags.nameTemplate)
+			if err != nil {
+				return err
+			}
+			server, err := templateDryRun(flags.dryRun, flags.validate)
 			if err != nil {
 				return err
 			}
@@ -56,17 +71,24 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 			if err != nil {
 				return err
 			}
+			render := chart.RenderOptions{
+				ReleaseName:          name,
+				Namespace:            templateNamespace(cmd),
+				IsUpgrade:            flags.isUpgrade,
+				IncludeCRDs:          flags.includeCRDs,
+				SkipSchemaValidation: flags.skipSchemaValidation,
+				EnableDNS:            flags.enableDNS,
+				PostRenderer:         pr,
+			}
+			if server {
+				if err := withCluster(cmd, &render); err != nil {
+					return err
+				}
+			}
 			out, err := chart.Template(cmd.Context(), chart.TemplateOptions{
-				ChartPath: chartPath,
-				Values:    flags.values,
-				Render: chart.RenderOptions{
-					ReleaseName:          name,
-					Namespace:            templateNamespace(cmd),
-					IsUpgrade:            flags.isUpgrade,
-					IncludeCRDs:          flags.includeCRDs,
-					SkipSchemaValidation: flags.skipSchemaValidation,
-					PostRenderer:         pr,
-				},
+				ChartPath:   chartPath,
+				Values:      flags.values,
+				Render:      render,
 				KubeVersion: flags.kubeVersion,
 				APIVersions: flags.apiVersions,
 				ShowOnly:    flags.showOnly,
@@ -99,7 +121,52 @@ nothing, and Capabilities are Helm's defaults, changed with --kube-version and
 	f.StringVar(&flags.nameTemplate, "name-template", "", "specify template used to name the release")
 	f.StringVar(&flags.outputDir, "output-dir", "", "writes the executed templates to files in output-dir instead of stdout")
 	f.BoolVar(&flags.useReleaseName, "release-name", false, "use release name in the output-dir path.")
+	f.BoolVar(&flags.enableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
+	f.StringVar(&flags.dryRun, "dry-run", "client", `simulates the operation either client-side or server-side. Must be either: "client", or "server". '--dry-run=client simulates the operation client-side only and avoids cluster connections. '--dry-run=server' simulates/validates the operation on the server, requiring cluster connectivity.`)
+	f.Lookup("dry-run").NoOptDefVal = "unset"
+	f.BoolVar(&flags.validate, "validate", false, "deprecated")
+	_ = f.MarkDeprecated("validate", "use '--dry-run=server' instead")
+	cmd.MarkFlagsMutuallyExclusive("validate", "dry-run")
 	return cmd
+}
+
+// templateDryRun reads helm template's --dry-run (value v) and --validate, as Helm does:
+// whether the templates are rendered against the cluster.
+func templateDryRun(v string, validate bool) (server bool, err error) {
+	if validate {
+		return true, nil
+	}
+	switch v {
+	case "client", "unset":
+		return false, nil
+	case "server":
+		return true, nil
+	case "none":
+		return false, fmt.Errorf(`invalid dry-run value (%q). Must be "server" or "client"`, v)
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf(`invalid dry-run value (%q). Must be "none", "server", or "client"`, v)
+	}
+	if !b {
+		// helm template always pretends: there is no dry run to turn off
+		return false, fmt.Errorf(`invalid dry-run value (%q). Must be "server" or "client"`, v)
+	}
+	return false, nil
+}
+
+// withCluster makes render read the cluster the flags select: its capabilities, and lookup.
+func withCluster(cmd *cobra.Command, render *chart.RenderOptions) error {
+	clients, err := loadClients(cmd.Context(), cmd)
+	if err != nil {
+		return err
+	}
+	caps, err := lifecycle.Capabilities(cmd.Context(), clients)
+	if err != nil {
+		return err
+	}
+	render.Capabilities, render.Cluster = caps, clients.Config
+	return nil
 }
 
 // addValueFlags adds Helm's flags for values (-f, --set and friends) with Helm's help text.

@@ -17,6 +17,7 @@ type upgradeFlags struct {
 	resetThenReuseValues bool
 	historyMax           int
 	forceReplace         bool
+	cleanupOnFail        bool
 }
 
 func newUpgradeCommand(streams Streams) *cobra.Command {
@@ -38,18 +39,20 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 			if err != nil {
 				return err
 			}
+			if err := flags.check(cmd); err != nil {
+				return err
+			}
 			flags.defaults(cmd)
 			s, c, err := newChartSession(cmd, streams, args[1], &flags.installFlags)
 			if err != nil {
 				return err
 			}
 			res, err := lifecycle.Upgrade(cmd.Context(), s.deps, flags.options(args[0], s, c, strategy))
-			return printResult(streams, flags.output, res, err)
+			return printResult(streams, flags.output, flags.hideNotes, res, err)
 		},
 	}
 	flags.addFlags(cmd)
-	addDryRunFlag(cmd.Flags(), &flags.dryRun)
-	addOutputFlag(cmd, &flags.output)
+	flags.addOutputFlags(cmd, "upgrade")
 	return cmd
 }
 
@@ -60,7 +63,8 @@ func (flags upgradeFlags) options(name string, s *session, c *chartInput, strate
 		WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
 		TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
 		HistoryMax: flags.historyMax, Description: flags.description, Capabilities: c.caps,
-		Labels: flags.labels, PostRenderer: c.postRenderer, CRDs: flags.crds, ForceReplace: flags.forceReplace,
+		Labels: flags.labels, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(), ForceReplace: flags.forceReplace,
+		CleanupOnFail: flags.cleanupOnFail, Rendering: flags.render,
 	}
 }
 
@@ -84,6 +88,9 @@ func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "with --install, create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	addCRDsFlag(f, &flags.crds, lifecycle.CRDsSkip, `; with --install, an install creates the missing ones unless --crds says otherwise`)
+	f.BoolVar(&flags.skipCRDs, "skip-crds", false, "if set, no CRDs will be installed when an upgrade is performed with install flag enabled. By default, CRDs are installed if not already present, when an upgrade is performed with install flag enabled (the same as --crds skip)")
+	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "upgrade")
+	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails: the objects that did not exist before it are deleted, and waited for until gone, once the failure is recorded")
 	addForceReplaceFlag(f, &flags.forceReplace)
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
