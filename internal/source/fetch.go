@@ -247,6 +247,9 @@ func (f *Fetcher) timeoutOf(ctx context.Context, err error, host, u string) *Tim
 	if errors.As(err, &te) {
 		return te
 	}
+	if te := pluginTimeout(err, host, u); te != nil {
+		return te
+	}
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		d, ok := ctx.Value(deadlineKey{}).(deadline)
 		if !ok {

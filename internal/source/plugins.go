@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -134,4 +135,14 @@ func (r *Resolver) pluginRepositoryChart(ctx context.Context, f *Fetcher, name, 
 		chartOf.Options.Username, chartOf.Options.Password = "", ""
 	}
 	return chartOf.helmDownload(ctx, f, chartURL, version)
+}
+
+// pluginTimeout is the TimeoutError of a getter plugin that did not end within the time it
+// was given, naming it, or nil when err is not one.
+func pluginTimeout(err error, host, u string) *TimeoutError {
+	var ge *plugins.GetterError
+	if !errors.As(err, &ge) || ge.Timeout <= 0 {
+		return nil
+	}
+	return &TimeoutError{Host: host, URL: ge.URL, Step: TimeoutStep("getter plugin " + ge.Plugin), After: ge.Timeout, Err: err}
 }

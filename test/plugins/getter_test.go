@@ -84,23 +84,25 @@ func hangingPlugin(t *testing.T, scheme, pidFile string) string {
 	return getterPlugin(t, "hang", scheme, "sleep 3600 & echo $! > "+pidFile+".tmp; mv "+pidFile+".tmp "+pidFile+"; wait")
 }
 
-// TestHangingPluginStoppedByTimeout: berth install --timeout ends a getter plugin that never
-// answers, with the processes it started, and says it timed out.
+// TestHangingPluginStoppedByTimeout: a getter plugin that never answers is killed, with the
+// processes it started, once the fetch's --timeout is over; the error names the plugin and the
+// time, and the repository is not added.
 func TestHangingPluginStoppedByTimeout(t *testing.T) {
-	berthtest.UseHelmHome(t)
-	env := testenv.New(t)
+	home := berthtest.UseHelmHome(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	mustBerth(t, "plugin", "install", hangingPlugin(t, "hang", pidFile))
+	repositories := filepath.Join(home.Config, "repositories.yaml")
 
-	_, stderr, err := berthtest.Berth(t, env, "install", "stuck", "hang://bucket/chart-0.1.0.tgz", "--timeout", "3s")
-	if err == nil {
-		t.Fatal("berth install from a hanging plugin succeeded")
-	}
-	if msg := err.Error(); !strings.Contains(msg, "timed out") || !strings.Contains(msg, "hang://bucket/chart-0.1.0.tgz") {
-		t.Errorf("berth install: %v\n%s\nwant a timeout naming the reference", err, stderr)
+	msg := berthFails(t, "repo", "add", "stuck", "hang://bucket", "--timeout", "2s")
+	for _, want := range []string{"getter plugin hang timed out after 2s", "hang://bucket/index.yaml", "nothing was added"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("berth repo add of a hanging plugin's repository: %s\nwant %q in it", msg, want)
+		}
 	}
 	waitGone(t, readPID(t, pidFile))
-	berthtest.AssertNotRecorded(t, env, "stuck")
+	if b, err := os.ReadFile(repositories); err == nil && strings.Contains(string(b), "stuck") {
+		t.Errorf("the repository was added:\n%s", b)
+	}
 }
 
 // TestHangingPluginStoppedByCancel: a canceled berth (an interrupt) kills a getter plugin that
