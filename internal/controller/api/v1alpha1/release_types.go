@@ -70,6 +70,14 @@ type ReleaseSpec struct {
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
+	// KubeConfig, when set, releases into another cluster, the one of a kubeconfig kept in a
+	// Secret of the Release's namespace: every call for the release (its records, lease,
+	// journal, hooks, waits, drift, uninstall) goes there, as the kubeconfig's identity, or as
+	// ServiceAccountName of the Release's namespace in that cluster when it is set. A
+	// kubeconfig that runs commands (exec, auth-provider) or reads files is refused.
+	// +optional
+	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
+
 	// DependsOn are Releases of the same namespace that must be Ready (for their current
 	// generation) before this one is installed or upgraded. When Releases are deleted, one
 	// that others depend on is uninstalled only once those others are gone.
@@ -215,6 +223,24 @@ type SecretReference struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
+}
+
+// KubeConfigReference names the kubeconfig of the cluster a Release releases into.
+type KubeConfigReference struct {
+	// SecretRef is the Secret of the Release's namespace, and its key, that holds the
+	// kubeconfig, read as the Release's account in the Release's cluster.
+	SecretRef KubeConfigSecretReference `json:"secretRef"`
+}
+
+// KubeConfigSecretReference names a key of a Secret of the Release's namespace that holds a
+// kubeconfig.
+type KubeConfigSecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key of the Secret that holds the kubeconfig; default value (as Cluster API writes it).
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // KeyReference names a key of an object of the Release's namespace.
