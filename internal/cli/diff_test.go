@@ -336,7 +336,7 @@ func TestDiffAdoptFromHelm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("berth diff upgrade: %v", err)
 	}
-	if !strings.Contains(out, "Adopted (fields of Helm's client-side apply") || !strings.Contains(out, "\x1b[") {
+	if !strings.Contains(out, "Adopted (fields applied client-side") || !strings.Contains(out, "\x1b[") {
 		t.Errorf("berth diff upgrade --color always printed no colours or no adoption:\n%s", out)
 	}
 }

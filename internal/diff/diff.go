@@ -353,7 +353,7 @@ func (r *Result) Text(color bool) string {
 	}{
 		{"Created:", func(o Object) bool { return o.Change == Created }, true},
 		{"Changed:", func(o Object) bool { return o.Change == Changed }, true},
-		{"Adopted (fields of Helm's client-side apply or berth's former field manager move to helm's server-side one):", func(o Object) bool { return o.AdoptedFromHelm }, false},
+		{"Adopted (fields applied client-side or by berth's former field manager move to the shared one):", func(o Object) bool { return o.AdoptedFromHelm }, false},
 		{"Kept (helm.sh/resource-policy: keep):", func(o Object) bool { return o.Change == Kept }, false},
 		{"Deleted:", func(o Object) bool { return o.Change == Deleted }, true},
 	}
