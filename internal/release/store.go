@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	helmrelease "helm.sh/helm/v4/pkg/release"
@@ -167,8 +168,34 @@ func (s *HelmStore) Get(ctx context.Context, name string, version int) (*Release
 	return toV1(r)
 }
 
-// Last returns the newest revision of a release, whatever its status.
+// Last returns the newest revision of a release, whatever its status. It decodes that record
+// alone, found by the version label Helm's driver writes on each: a release's records are mostly
+// its chart and manifest, gzipped, and an operation reads the newest one at every decision.
 func (s *HelmStore) Last(ctx context.Context, name string) (*Release, error) {
+	sel := labels.SelectorFromSet(labels.Set{"owner": "helm", "name": name}).String()
+	records, err := s.records(s.namespace).list(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: list records: %w", s.namespace, name, err)
+	}
+	newest := 0
+	for _, r := range records {
+		if r.version <= 0 {
+			return s.lastOfHistory(ctx, name) // a record without Helm's version label
+		}
+		newest = max(newest, r.version)
+	}
+	if newest == 0 {
+		return nil, s.notFound(name, 0, ErrNotFound)
+	}
+	rel, err := s.Get(ctx, name, newest)
+	if errors.Is(err, ErrNotFound) {
+		return s.lastOfHistory(ctx, name) // deleted since the list: read what is there now
+	}
+	return rel, err
+}
+
+// lastOfHistory is the newest of every revision of a release, each decoded.
+func (s *HelmStore) lastOfHistory(ctx context.Context, name string) (*Release, error) {
 	h, err := s.History(ctx, name)
 	if err != nil {
 		return nil, err

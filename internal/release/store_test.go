@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // testStore checks the behaviour every Store must have, on an empty store of namespace ns.
@@ -203,5 +206,34 @@ func TestMemoryStoreAllNamespaces(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("List from %s (all namespaces %v) = %v, want %v", tt.store.Namespace(), tt.all, got, tt.want)
 		}
+	}
+}
+
+// TestLastDecodesTheNewestAlone checks that Last finds the newest revision by the version labels
+// (revision 10 after 9, not as text) and reads that record alone.
+func TestLastDecodesTheNewestAlone(t *testing.T) {
+	ctx := context.Background()
+	core := fake.NewClientset().CoreV1()
+	s := NewSecretStore(core, "ns")
+	for v := 1; v <= 10; v++ {
+		if err := s.Create(ctx, rev("ns", "app", v, StatusSuperseded)); err != nil {
+			t.Fatalf("Create revision %d: %v", v, err)
+		}
+	}
+	old, err := core.Secrets("ns").Get(ctx, "sh.helm.release.v1.app.v9", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Data["release"] = []byte("not a record")
+	if _, err := core.Secrets("ns").Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.Last(ctx, "app")
+	if err != nil || last.Version != 10 {
+		t.Fatalf("Last = %v, %v; want revision 10", last, err)
+	}
+	// Helm's driver skips a record it cannot decode: revision 9 is broken indeed.
+	if h, err := s.History(ctx, "app"); err != nil || slices.Contains(versions(h), 9) {
+		t.Errorf("History = %v, %v; want every revision but the broken 9", versions(h), err)
 	}
 }
