@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -21,6 +22,7 @@ type controllerFlags struct {
 	cacheDir                string
 	defaultServiceAccount   string
 	statusChartOutput       bool
+	watchLabelSelector      string
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -40,9 +42,21 @@ Helm's format in their target namespace, so helm list sees them.
 
 It runs in a cluster (with its ServiceAccount) or, for development, against
 --kubeconfig. -n/--namespace limits it to the Releases of one namespace.
-The CustomResourceDefinition must be installed first.`,
+The CustomResourceDefinition must be installed first.
+
+--watch-label-selector makes it one shard of several: it reconciles, watches
+and caches only the Releases the selector selects (the chart runs a shard
+with sharding.berth.dev/key=NAME for each of its sharding.shards, and its main
+controller with !sharding.berth.dev/key). Each shard elects its leader with a
+Lease of its own, so shards never wait for each other. A Release may depend on
+(spec.dependsOn) a Release of another shard: it reads it from the API server,
+and sees it become Ready within 30 seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A selector that does not parse is refused before the cluster is touched.
+			if _, err := controller.ParseShard(flags.watchLabelSelector); err != nil {
+				return fmt.Errorf("invalid --watch-label-selector: %w", err)
+			}
 			logger := logr.FromSlogHandler(slog.NewTextHandler(streams.ErrOut, nil))
 			ctrllog.SetLogger(logger)
 			kf := kubeFlags(cmd)
@@ -58,6 +72,7 @@ The CustomResourceDefinition must be installed first.`,
 				LeaderElection:          flags.leaderElect,
 				LeaderElectionNamespace: flags.leaderElectionNamespace,
 				Namespace:               kf.Namespace,
+				WatchLabelSelector:      flags.watchLabelSelector,
 				CacheDir:                flags.cacheDir,
 				Logger:                  logger,
 				Identity:                podIdentity(),
@@ -79,6 +94,7 @@ The CustomResourceDefinition must be installed first.`,
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
 	f.StringVar(&flags.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Release's namespace) that a Release naming none in spec.serviceAccountName acts as (default: the namespace's default account)")
 	f.BoolVar(&flags.statusChartOutput, "status-chart-output", false, "show what a chart's own code outputs (the end of a failed hook's logs, a template's fail or required message) in the Release's status.blockers[].logTail. Off by default: that output can print the release's values, Secrets included, and anyone who may view a Release's namespace reads its status. Events and conditions never carry it")
+	f.StringVar(&flags.watchLabelSelector, "watch-label-selector", "", "reconcile, watch and cache only the Releases this label selector selects, e.g. sharding.berth.dev/key=shard1, or !sharding.berth.dev/key for the Releases of no shard. The leader election Lease is then the shard's own, berth-controller-HASH.berth.dev (HASH: the first 8 hex digits of the SHA-256 of the selector, its requirements sorted by key), so that one shard's replicas elect one leader and shards never contend; without it, berth-controller.berth.dev")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd
 }

@@ -91,10 +91,15 @@ func (e *DependencyError) Error() string {
 
 func (e *DependencyError) conditionReason() string { return e.Reason }
 
-// releasesOf reads the Releases of a namespace from the controller's cache, by name.
+// releasesOf reads the Releases of a namespace, by name: from the controller's cache, or, when it
+// serves a shard, every shard's from the API server.
 func (r *Reconciler) releasesOf(ctx context.Context, namespace string) (map[string]*v1alpha1.Release, error) {
+	var reader client.Reader = r.Client
+	if r.Releases != nil {
+		reader = r.Releases
+	}
 	var list v1alpha1.ReleaseList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list the Releases of namespace %s: %w", namespace, err)
 	}
 	out := make(map[string]*v1alpha1.Release, len(list.Items))
@@ -204,24 +209,17 @@ func notReady(dep *v1alpha1.Release) string {
 // every one that exists, except rel itself and those rel depends on in turn (a cycle, whose
 // Releases are uninstalled together).
 func (r *Reconciler) dependentsOf(ctx context.Context, rel *v1alpha1.Release) ([]string, error) {
-	var list v1alpha1.ReleaseList
-	if err := r.Client.List(ctx, &list, client.InNamespace(rel.Namespace), client.MatchingFields{dependsOnIndex: rel.Name}); err != nil {
-		return nil, fmt.Errorf("list the Releases that depend on %s: %w", rel.Name, err)
-	}
-	if len(list.Items) == 0 {
-		return nil, nil
-	}
 	rels, err := r.releasesOf(ctx, rel.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	g := graphOf(rels)
 	var out []string
-	for _, dep := range list.Items {
-		if dep.Name == rel.Name || reaches(rel.Name, dep.Name, g) {
+	for name, deps := range g {
+		if name == rel.Name || !slices.Contains(deps, rel.Name) || reaches(rel.Name, name, g) {
 			continue
 		}
-		out = append(out, dep.Name)
+		out = append(out, name)
 	}
 	slices.Sort(out)
 	return out, nil

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -58,6 +60,10 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Namespace, when set, is the only namespace whose Releases are reconciled.
 	Namespace string
+	// WatchLabelSelector, when set, is the label selector of the only Releases reconciled (a
+	// shard): the controller neither watches nor caches the others, and its leader election Lease
+	// is the shard's own (Shard.LeaseName).
+	WatchLabelSelector string
 	// CacheDir holds the controller's chart caches; empty means a directory under the user's
 	// cache directory.
 	CacheDir string
@@ -90,6 +96,10 @@ func Scheme() (*runtime.Scheme, error) {
 
 // NewManager returns a manager running the Release controller against the cluster of cfg.
 func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
+	shard, err := ParseShard(o.WatchLabelSelector)
+	if err != nil {
+		return nil, err
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -104,8 +114,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        Name + ".berth.dev",
+		LeaderElectionID:        shard.LeaseName(),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaderElectionLabels:    map[string]string{v1alpha1.ControllerLabel: shard.ID()},
 	}
 	if mo.HealthProbeBindAddress == "" {
 		mo.HealthProbeBindAddress = "0"
@@ -115,6 +126,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		if mo.LeaderElectionNamespace == "" {
 			mo.LeaderElectionNamespace = o.Namespace
 		}
+	}
+	if !shard.All() {
+		// A shard neither watches nor caches the other shards' Releases.
+		mo.Cache.ByObject = map[client.Object]cache.ByObject{&v1alpha1.Release{}: {Label: shard.selector}}
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
@@ -128,6 +143,11 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	if err := mgr.Add(releaseMetricsFor(mgr)); err != nil {
 		return nil, err
+	}
+	if o.LeaderElection {
+		if err := addPresence(mgr, cfg, shard, cmp.Or(mo.LeaderElectionNamespace, inClusterNamespace()), o); err != nil {
+			return nil, err
+		}
 	}
 	dir := o.CacheDir
 	if dir == "" {
@@ -148,9 +168,14 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Charts:   charts,
 		Holder:   holder(o.Identity),
 		Uncached: mgr.GetAPIReader(),
+		Releases: mgr.GetClient(),
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,
+	}
+	if !shard.All() {
+		// The Releases depended on may be other shards', which the cache does not hold.
+		r.Releases = mgr.GetAPIReader()
 	}
 	concurrency := max(o.Concurrency, 1)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Release{}, referencesIndex, referencesOf); err != nil {
@@ -181,6 +206,16 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("create Release controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// addPresence makes the controller findable from the cluster through its leader election Lease
+// in namespace (see presence).
+func addPresence(mgr manager.Manager, cfg *rest.Config, shard Shard, namespace string, o Options) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create the client of the leader election Lease: %w", err)
+	}
+	return mgr.Add(newPresence(cs.CoordinationV1(), namespace, shard, o.Namespace, o.Logger.WithName("presence")))
 }
 
 // metricsOptions serves the metrics as o says: over HTTPS, each request authenticated and

@@ -46,6 +46,10 @@ type Reconciler struct {
 	// acting as it, and the Release again once its operation holds the lease; nil reads with
 	// Client.
 	Uncached client.Reader
+	// Releases reads the Releases of a namespace for their dependsOn: the cache, or the API
+	// server when the controller serves a shard (the Releases depended on may be in another
+	// shard, which the cache does not hold); nil reads with Client.
+	Releases client.Reader
 	// DefaultServiceAccount is the account a Release that names none acts as; empty means its
 	// namespace's default account.
 	DefaultServiceAccount string

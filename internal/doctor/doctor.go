@@ -64,6 +64,7 @@ func Run(ctx context.Context, c Cluster, o Options) Report {
 	r.namespaces(ctx)
 	r.stuckObjects(ctx)
 	r.releases(ctx)
+	r.shards(ctx)
 	r.pdbs(ctx)
 	rep := Report{Scope: o.scope(), Findings: r.findings}
 	if rep.Findings == nil {
