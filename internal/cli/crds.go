@@ -41,9 +41,12 @@ func addCRDsFlag(f *pflag.FlagSet, p *lifecycle.CRDPolicy, def lifecycle.CRDPoli
 	f.Var(crdsFlag{p: p, def: def}, "crds", `what to do with the CRDs of the chart's crds/ directory: "skip" them, "create" the missing ones, or "create-replace": create the missing ones and update the existing ones (never deleted; an update that drops a stored version or changes a CRD's group, scope or kind is refused)`+usage)
 }
 
-// addForceReplaceFlag adds --force-replace, as Helm v4 names it.
+// addForceReplaceFlag adds --force-replace, as Helm v4 names it, and --force, its deprecated
+// spelling.
 func addForceReplaceFlag(f *pflag.FlagSet, forceReplace *bool) {
 	f.BoolVar(forceReplace, "force-replace", false, "force resource updates by replacement: an object whose change the API server refuses as immutable (a Deployment's selector, a Service's clusterIP) is deleted, waited for until gone, and created again")
+	f.BoolVar(forceReplace, "force", false, "deprecated")
+	_ = f.MarkDeprecated("force", "use --force-replace instead")
 }
 
 // crdPolicy is the policy --crds (p, given when set) and --skip-crds (skip), Helm's spelling of

@@ -35,9 +35,10 @@ type installFlags struct {
 	source            source.Options
 	crds              lifecycle.CRDPolicy
 	// skipCRDs is Helm's --skip-crds: --crds skip.
-	skipCRDs bool
-	replace  bool
-	render   lifecycle.Rendering
+	skipCRDs     bool
+	replace      bool
+	forceReplace bool
+	render       lifecycle.Rendering
 	// disableOpenAPIValidation is accepted as helm accepts it; it changes nothing (see
 	// addRenderFlags).
 	disableOpenAPIValidation bool
@@ -125,7 +126,7 @@ func (flags installFlags) options(name string, s *session, c *chartInput) lifecy
 		CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
 		RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
 		Capabilities: c.caps, Labels: flags.labels, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(),
-		Replace: flags.replace, Rendering: flags.render,
+		Replace: flags.replace, Rendering: flags.render, ForceReplace: flags.forceReplace,
 	}
 }
 
@@ -136,7 +137,6 @@ func (flags installFlags) crdPolicy() lifecycle.CRDPolicy {
 	}
 	return flags.crds
 }
-
 
 // addFlags adds install's flags but --dry-run and --output, which berth diff install has its
 // own way.
@@ -153,6 +153,7 @@ func (flags *installFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&flags.skipCRDs, "skip-crds", false, "if set, no CRDs will be installed. By default, CRDs are installed if not already present (the same as --crds skip)")
 	f.BoolVar(&flags.replace, "replace", false, "reuse the given name, only if that name is a deleted release which remains in the history. This is unsafe in production")
 	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "installation")
+	addForceReplaceFlag(f, &flags.forceReplace)
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
 	addPostRenderFlags(f, &flags.postRender)

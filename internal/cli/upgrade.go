@@ -16,7 +16,6 @@ type upgradeFlags struct {
 	resetValues          bool
 	resetThenReuseValues bool
 	historyMax           int
-	forceReplace         bool
 	cleanupOnFail        bool
 }
 
@@ -90,8 +89,8 @@ func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	addCRDsFlag(f, &flags.crds, lifecycle.CRDsSkip, `; with --install, an install creates the missing ones unless --crds says otherwise`)
 	f.BoolVar(&flags.skipCRDs, "skip-crds", false, "if set, no CRDs will be installed when an upgrade is performed with install flag enabled. By default, CRDs are installed if not already present, when an upgrade is performed with install flag enabled (the same as --crds skip)")
 	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "upgrade")
-	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails: the objects that did not exist before it are deleted, and waited for until gone, once the failure is recorded")
 	addForceReplaceFlag(f, &flags.forceReplace)
+	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails: the objects that did not exist before it are deleted, and waited for until gone, once the failure is recorded")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
 	addPostRenderFlags(f, &flags.postRender)

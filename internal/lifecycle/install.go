@@ -49,6 +49,10 @@ type InstallOptions struct {
 	Replace bool
 	// Rendering says how the chart is rendered.
 	Rendering Rendering
+	// ForceReplace deletes and creates again the existing objects (taken over, or left by the
+	// release whose name it replaces) whose changes the API server refuses as immutable (see
+	// UpgradeOptions).
+	ForceReplace bool
 
 	// preview, when set with a server dry run, is filled with what the install would do.
 	preview *Preview
@@ -144,7 +148,8 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 		undo()
 		return nil, skippedCRDs(err, o.CRDs, release.OpInstall, rendered.CRDs)
 	}
-	s := surveyCluster(ctx, d.Cluster, p, p.objects, surveyOptions{replaceCRDs: o.CRDs.of(release.OpInstall) == CRDsCreateReplace})
+	s := surveyCluster(ctx, d.Cluster, p, p.objects, surveyOptions{replaceCRDs: o.CRDs.of(release.OpInstall) == CRDsCreateReplace,
+		forceReplace: o.ForceReplace})
 	before, crds := s.before, s.crds
 	err = s.liveErr
 	if err == nil {
@@ -156,7 +161,8 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 		order, err = batches(d.Cluster, rel, o.WaitOptions)
 	}
 	if err == nil {
-		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Wait: o.Wait, Late: p.lateIdentities(), Batches: order}, revisionPolicy{
+		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Live: before, Wait: o.Wait, Late: p.lateIdentities(),
+			Batches: order, Replace: s.replaced}, revisionPolicy{
 			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(p.objects, before)),
 			replaced: superseded,
 		}, rel, o.NoHooks)

@@ -105,7 +105,7 @@ func (o UpgradeOptions) install() InstallOptions {
 		Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 		CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 		NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
-		Labels: o.Labels, PostRenderer: o.PostRenderer, CRDs: o.CRDs, Rendering: o.Rendering,
+		Labels: o.Labels, PostRenderer: o.PostRenderer, CRDs: o.CRDs, Rendering: o.Rendering, ForceReplace: o.ForceReplace,
 		// As Helm's upgrade --install, the install takes the name of an uninstalled release.
 		Replace: true,
 		preview: o.preview,

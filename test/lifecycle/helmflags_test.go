@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 )
@@ -414,5 +415,29 @@ func TestOpenAPIValidationMatchesHelm(t *testing.T) {
 	})
 	if want := (outcome{Refused: true, RefusedDisabled: true}); fromHelm != want || fromBerth != want {
 		t.Errorf("helm: %+v, berth %+v; want %+v for both", fromHelm, fromBerth, want)
+	}
+}
+
+// TestInstallForceReplace: install takes --force-replace as upgrade does: an object it takes
+// over (--take-ownership) whose immutable field differs is refused without it, and deleted and
+// created again with it. (Helm's --force-replace sends the object whole, a PUT the API server
+// refuses all the same for an immutable field.)
+func TestInstallForceReplace(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	chart := berthtest.WriteChart(t, "web", selectorChart)
+	berthtest.MustBerth(t, env, "install", "old", chart, "--wait")
+	before := liveDeployment(t, env)
+	_, _, err := berthtest.Berth(t, env, "install", "new", chart, "--set", "app=two", "--take-ownership")
+	if err == nil || !strings.Contains(err.Error(), "--force-replace") {
+		t.Fatalf("install taking over a Deployment of another selector: %v, want it refused, naming --force-replace", err)
+	}
+	berthtest.MustBerth(t, env, "install", "new", chart, "--set", "app=two", "--take-ownership", "--force-replace", "--wait")
+	after := liveDeployment(t, env)
+	if after.UID == before.UID || after.Spec.Selector.MatchLabels["app"] != "two" {
+		t.Errorf("Deployment web: UID %s selector %v, want a new one (was %s) selecting app=two", after.UID, after.Spec.Selector.MatchLabels, before.UID)
+	}
+	if rel := after.Annotations[resource.ReleaseNameAnnotation]; rel != "new" {
+		t.Errorf("Deployment web belongs to release %q, want new", rel)
 	}
 }
