@@ -137,7 +137,7 @@ func TestHelmFlagsHelp(t *testing.T) {
 		"upgrade": {"--skip-crds", "--skip-schema-validation", "--render-subchart-notes", "--hide-notes", "--hide-secret",
 			"--enable-dns", "--disable-openapi-validation", "--cleanup-on-fail", "--description"},
 		"rollback": {"--description", "--cleanup-on-fail"},
-		"template": {"--dry-run", "--enable-dns"},
+		"template": {"--dry-run", "--enable-dns", "--create-namespace", "--replace", "--skip-crds", "--labels", "--wait", "--timeout"},
 	}
 	for cmd, want := range flags {
 		stdout, _, err := run(t, cmd, "--help")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -127,7 +128,42 @@ Capabilities are its own (--kube-version and --api-versions are ignored).`,
 	f.BoolVar(&flags.validate, "validate", false, "deprecated")
 	_ = f.MarkDeprecated("validate", "use '--dry-run=server' instead")
 	cmd.MarkFlagsMutuallyExclusive("validate", "dry-run")
+	addInertInstallFlags(cmd)
 	return cmd
+}
+
+// addInertInstallFlags adds the flags helm template takes because it shares them with helm
+// install, with Helm's help: they change nothing template prints, in helm as in berth, and are
+// taken so that a helm template command line works as it is.
+func addInertInstallFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	for _, b := range []struct{ name, usage string }{
+		{"create-namespace", "create the release namespace if not present"},
+		{"force-replace", "force resource updates by replacement"},
+		{"force-conflicts", "if set server-side apply will force changes against conflicts"},
+		{"replace", "reuse the given name, only if that name is a deleted release which remains in the history. This is unsafe in production"},
+		{"wait-for-jobs", "if set and --wait enabled, will wait until all Jobs have been completed before marking the release as successful. It will wait for as long as --timeout"},
+		{"disable-openapi-validation", "if set, the installation process will not validate rendered templates against the Kubernetes OpenAPI Schema"},
+		{"rollback-on-failure", `if set, Helm will rollback (uninstall) the installation upon failure. The --wait flag will be default to "watcher" if --rollback-on-failure is set`},
+		{"skip-crds", "if set, no CRDs will be installed. By default, CRDs are installed if not already present"},
+		{"take-ownership", "if set, install will ignore the check for helm annotations and take ownership of the existing resources"},
+	} {
+		f.Bool(b.name, false, b.usage)
+	}
+	f.Bool("server-side", true, "object updates run in the server instead of the client")
+	f.Duration("timeout", 300*time.Second, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
+	f.String("description", "", "add a custom description")
+	f.StringToStringP("labels", "l", nil, "Labels that would be added to release metadata. Should be divided by comma.")
+	f.VarPF(waitFlag{&lifecycle.WaitOptions{}}, "wait", "", "wait until resources are ready (up to --timeout). Use '--wait' alone for 'watcher' strategy, or specify one of: 'watcher', 'hookOnly', 'legacy'. Default when flag is omitted: 'hookOnly'.").NoOptDefVal = "watcher"
+	for name, msg := range map[string]string{
+		"force": "use --force-replace instead", "atomic": "use --rollback-on-failure instead",
+		"hide-notes":            "this flag has no effect for 'helm template' and will be removed in Helm 5",
+		"render-subchart-notes": "this flag has no effect for 'helm template' and will be removed in Helm 5",
+	} {
+		f.Bool(name, false, "deprecated")
+		_ = f.MarkDeprecated(name, msg)
+	}
+	cmd.MarkFlagsMutuallyExclusive("force-replace", "force-conflicts")
 }
 
 // templateDryRun reads helm template's --dry-run (value v) and --validate, as Helm does:

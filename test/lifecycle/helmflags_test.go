@@ -359,6 +359,10 @@ func TestTemplateDryRunServerMatchesHelm(t *testing.T) {
 		// Offline, the kube version is given: without it each takes its own build's default.
 		{"--dry-run=client", "--kube-version", "1.30.2"}, {"--dry-run", "--kube-version", "1.30.2"},
 		{"--enable-dns", "--kube-version", "1.30.2"},
+		// install's flags, which change nothing template prints
+		{"--kube-version", "1.30.2", "--create-namespace", "--replace", "--skip-crds", "--labels", "a=b", "--description", "x",
+			"--wait", "--wait-for-jobs", "--timeout", "1m", "--take-ownership", "--force-replace", "--atomic", "--hide-notes",
+			"--render-subchart-notes", "--server-side=false", "--disable-openapi-validation", "--rollback-on-failure"},
 	} {
 		args := append([]string{"template", "t", chart}, args...)
 		helmOut := berthtest.MustHelm(t, env, args...)
