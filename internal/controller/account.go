@@ -25,9 +25,23 @@ type AccountNotFoundError struct {
 	Namespace, Name string
 	// Defaulted says the Release names no account and this is the default one.
 	Defaulted bool
+	// Cluster, when set, is the host of the Release's cluster (spec.kubeConfig) the account
+	// is missing from.
+	Cluster string
+	// Reader says the account is the one that reads, in the controller's cluster, the
+	// kubeconfig, values and chart of a Release that releases into another cluster.
+	Reader bool
 }
 
 func (e *AccountNotFoundError) Error() string {
+	switch {
+	case e.Cluster != "":
+		return fmt.Sprintf("ServiceAccount %s/%s, spec.serviceAccountName, does not exist in cluster %s: create it there, or name an existing account of that cluster in spec.serviceAccountName",
+			e.Namespace, e.Name, e.Cluster)
+	case e.Reader:
+		return fmt.Sprintf("ServiceAccount %s/%s, the default account, which reads the Release's kubeconfig, values and chart in this cluster (spec.serviceAccountName names an account of the cluster of spec.kubeConfig), does not exist: create it",
+			e.Namespace, e.Name)
+	}
 	what := "spec.serviceAccountName"
 	if e.Defaulted {
 		what = "the default account (the Release names none in spec.serviceAccountName)"
@@ -55,7 +69,7 @@ func (r *Reconciler) checkAccount(ctx context.Context, d *desired, named bool) e
 	var sa corev1.ServiceAccount
 	err := reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.ServiceAccount}, &sa)
 	if apierrors.IsNotFound(err) {
-		return &AccountNotFoundError{Namespace: d.Namespace, Name: d.ServiceAccount, Defaulted: !named}
+		return &AccountNotFoundError{Namespace: d.Namespace, Name: d.ServiceAccount, Defaulted: !named, Reader: d.Remote != nil}
 	}
 	if err != nil {
 		return fmt.Errorf("read ServiceAccount %s/%s: %w", d.Namespace, d.ServiceAccount, err)

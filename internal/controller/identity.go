@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -23,14 +24,40 @@ func impersonate(cfg *rest.Config, ns, name string) *rest.Config {
 }
 
 // clientsFor returns the clients with which every cluster call for d's release is made: the
-// Release's ServiceAccount's, in the target namespace. named says the Release names its account
-// (in spec.serviceAccountName). An account that does not exist is an *AccountNotFoundError, and
-// no clients.
-func (r *Reconciler) clientsFor(ctx context.Context, d *desired, named bool) (*kube.Clients, error) {
+// Release's ServiceAccount's, in the target namespace, or, with spec.kubeConfig, those of that
+// kubeconfig's cluster (remoteClients). local are the clients of the Release's account in the
+// controller's cluster, which read its kubeconfig, values and chart; without spec.kubeConfig they
+// are clients. named says the Release names its account (in spec.serviceAccountName). An account
+// that does not exist is an *AccountNotFoundError, and no clients.
+func (r *Reconciler) clientsFor(ctx context.Context, d *desired, named bool) (clients, local *kube.Clients, err error) {
 	if err := r.checkAccount(ctx, d, named); err != nil {
+		return nil, nil, err
+	}
+	local, err = r.impersonated(d)
+	if err != nil || d.Remote == nil {
+		return local, local, err
+	}
+	clients, err = r.remoteClients(ctx, d, local)
+	return clients, local, err
+}
+
+// uninstallClients returns the clients of the uninstall of d's release, as clientsFor does,
+// except that an account that went with its namespace, which is being deleted, after the
+// release was made as it, is impersonated still: the uninstall runs with the rights that
+// outlive the namespace (a ClusterRoleBinding), and the Release is let go when there are none.
+func (r *Reconciler) uninstallClients(ctx context.Context, rel *v1alpha1.Release, d *desired, named bool) (*kube.Clients, error) {
+	err := r.checkAccount(ctx, d, named)
+	if missing := new(AccountNotFoundError); errors.As(err, &missing) && d.Remote == nil && r.accountGone(ctx, rel, err) {
+		err = nil
+	}
+	if err != nil {
 		return nil, err
 	}
-	return r.impersonated(d)
+	local, err := r.impersonated(d)
+	if err != nil || d.Remote == nil {
+		return local, err
+	}
+	return r.remoteClients(ctx, d, local)
 }
 
 // impersonated returns the clients of d's account, in the target namespace, without checking
@@ -84,7 +111,10 @@ func (n ownNamespace) Exists(ctx context.Context, name string) (bool, error) {
 // depsFor returns the collaborators of an operation on d's release, made with clients.
 func (r *Reconciler) depsFor(d *desired, clients *kube.Clients, events func(engine.Event)) lifecycle.Deps {
 	deps := lifecycle.NewDeps(clients, r.Holder, events)
-	deps.Namespaces = ownNamespace{Namespaces: deps.Namespaces, name: d.Namespace}
+	if d.Remote == nil {
+		// The Release's namespace may not exist in another cluster.
+		deps.Namespaces = ownNamespace{Namespaces: deps.Namespaces, name: d.Namespace}
+	}
 	deps.HealthChecks = d.HealthChecks
 	return deps
 }

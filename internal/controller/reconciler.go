@@ -59,6 +59,9 @@ type Reconciler struct {
 	StatusChartOutput bool
 	// Holder names the controller in the leases and journals of its operations.
 	Holder release.Holder
+
+	// remotes keeps the clients of the clusters of Releases with a spec.kubeConfig.
+	remotes remoteCache
 }
 
 // Reconcile reads the Release, decides the one next action from its spec and status, performs
@@ -101,16 +104,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	named := d.ServiceAccount != ""
 	d.ServiceAccount = r.accountOf(d.ServiceAccount)
-	clients, err := r.clientsFor(ctx, d, named)
+	clients, local, err := r.clientsFor(ctx, d, named)
 	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
 		// Stalled until the account is created: looked at again soon, with no call made as it.
 		markFailed(&rel, ReasonServiceAccountNotFound, err, true)
 		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
 	}
+	if res, failed := clusterFailed(&rel, err); failed {
+		return res, r.patchStatus(ctx, orig, &rel)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ch, took, err := r.inputs(ctx, req.NamespacedName, d, clients)
+	ch, took, err := r.inputs(ctx, req.NamespacedName, d, local)
 	if pending := new(FetchPendingError); errors.As(err, &pending) {
 		// The fetch goes on off the workers; it reconciles the Release when it ends.
 		return ctrl.Result{RequeueAfter: time.Until(pending.Deadline)}, nil
@@ -300,6 +306,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		ReleaseName: rel.Status.ReleaseName, TargetNamespace: rel.Status.TargetNamespace,
 		Namespace: rel.Namespace, ServiceAccount: rel.Spec.ServiceAccountName, Timeout: defaultTimeout,
 	}
+	withRemote(d, rel.Spec)
 	if d.ReleaseName == "" { // never released
 		return ctrl.Result{}, true, nil
 	}
@@ -312,23 +319,9 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	if rel.Spec.Uninstall != nil {
 		u = *rel.Spec.Uninstall
 	}
-	err := r.checkAccount(ctx, d, named)
-	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
-		if !r.accountGone(ctx, rel, err) {
-			markFailed(rel, ReasonServiceAccountNotFound, err, true)
-			return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
-		}
-		// The account went with its namespace, which is being deleted, after the release was
-		// made as it: the uninstall runs as it did, with the rights that outlive the namespace
-		// (a ClusterRoleBinding), and the Release is let go below when there are none.
-		err = nil
-	}
+	clients, err := r.uninstallClients(ctx, rel, d, named)
 	if err != nil {
-		return ctrl.Result{}, false, err
-	}
-	clients, err := r.impersonated(d)
-	if err != nil {
-		return ctrl.Result{}, false, err
+		return r.uninstallBlocked(ctx, orig, rel, err)
 	}
 	deps := r.depsFor(d, clients, r.stepReporter(ctx, rel))
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
@@ -376,7 +369,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	if ctx.Err() != nil {
 		return ctrl.Result{}, false, ctx.Err() // stopping: the next reconcile resumes the uninstall
 	}
-	if err != nil && r.accountGone(ctx, rel, err) {
+	if err != nil && d.Remote == nil && r.accountGone(ctx, rel, err) {
 		r.letGo(ctx, orig, rel, d, err)
 		return ctrl.Result{}, true, nil
 	}

@@ -45,6 +45,9 @@ type desired struct {
 	HistoryMax        int
 	Test              testRules
 	Drift             driftRules
+	// Remote, when set, is the cluster the release is in (spec.kubeConfig); nil: the
+	// controller's own.
+	Remote *remoteRef
 	// DependsOn are the names of the Releases of Namespace this one depends on.
 	DependsOn []string
 	// HealthChecks are spec.healthChecks, compiled; nil when there are none.
@@ -97,6 +100,7 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 	if d.TargetNamespace == "" {
 		d.TargetNamespace = rel.Namespace
 	}
+	withRemote(d, s)
 	if st := rel.Status; st.ReleaseName != "" && (st.ReleaseName != d.ReleaseName || st.TargetNamespace != d.TargetNamespace) {
 		return nil, invalid("releaseName", "the release is %s in namespace %s and cannot move to %s in namespace %s: put releaseName and targetNamespace back, or delete this Release (which uninstalls it) and create another",
 			st.ReleaseName, st.TargetNamespace, d.ReleaseName, d.TargetNamespace)

@@ -1,0 +1,349 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/kube"
+)
+
+// The reasons of a Release whose cluster (spec.kubeConfig) cannot be reached or used.
+const (
+	// ReasonClusterUnreachable: the cluster of the kubeconfig did not answer within the Release's
+	// timeout.
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonClusterAuthenticationFailed: the cluster refused the kubeconfig's credentials.
+	ReasonClusterAuthenticationFailed = "ClusterAuthenticationFailed"
+	// ReasonKubeConfigMissing: the Secret, or its key, that spec.kubeConfig names is not there.
+	ReasonKubeConfigMissing = "KubeConfigMissing"
+	// ReasonInvalidKubeConfig: the kubeconfig cannot be read, or asks for what a Release may not
+	// make the controller do (run a command, read a file).
+	ReasonInvalidKubeConfig = "InvalidKubeConfig"
+)
+
+// defaultKubeConfigKey is the key of a kubeconfig Secret when spec.kubeConfig names none, the one
+// Cluster API writes.
+const defaultKubeConfigKey = "value"
+
+// remoteRef is the cluster a Release releases into, when it is not the controller's own.
+type remoteRef struct {
+	// Secret and Key hold the kubeconfig, in the Release's namespace.
+	Secret, Key string
+	// Account, when set, is the ServiceAccount of the Release's namespace impersonated in that
+	// cluster (spec.serviceAccountName); empty acts as the kubeconfig's identity.
+	Account string
+}
+
+// withRemote sets d's cluster from spec.kubeConfig. With one, spec.serviceAccountName names an
+// account of that cluster, and what the controller reads in its own cluster for the Release
+// (the kubeconfig, values, charts) it reads as the namespace's default account.
+func withRemote(d *desired, s v1alpha1.ReleaseSpec) {
+	k := s.KubeConfig
+	if k == nil {
+		return
+	}
+	d.Remote = &remoteRef{Secret: k.SecretRef.Name, Key: k.SecretRef.Key, Account: s.ServiceAccountName}
+	if d.Remote.Key == "" {
+		d.Remote.Key = defaultKubeConfigKey
+	}
+	d.ServiceAccount = ""
+}
+
+// KubeConfigError is a kubeconfig a Release names that the controller will not use.
+type KubeConfigError struct {
+	Namespace, Secret, Key string
+	// Field is the kubeconfig's field at fault (users[NAME].user.exec), if one is.
+	Field string
+	Msg   string
+}
+
+func (e *KubeConfigError) Error() string {
+	where := fmt.Sprintf("kubeconfig in Secret/%s/%s key %s", e.Namespace, e.Secret, e.Key)
+	if e.Field != "" {
+		where += ": " + e.Field
+	}
+	return where + ": " + e.Msg
+}
+
+func (e *KubeConfigError) conditionReason() string { return ReasonInvalidKubeConfig }
+
+// ClusterError is a Release's cluster that did not answer, or refused its credentials. It names
+// the cluster by its server's host, never by what could carry a credential.
+type ClusterError struct {
+	Host    string
+	Secret  string
+	Timeout time.Duration
+	Reason  string
+	Err     error
+}
+
+func (e *ClusterError) Error() string {
+	what := fmt.Sprintf("did not answer within %s", e.Timeout)
+	if e.Reason == ReasonClusterAuthenticationFailed {
+		what = "refused the kubeconfig's credentials"
+	}
+	return fmt.Sprintf("cluster %s (kubeconfig in Secret %s) %s: %s", e.Host, e.Secret, what, causeOf(e.Err))
+}
+
+func (e *ClusterError) Unwrap() error           { return e.Err }
+func (e *ClusterError) conditionReason() string { return e.Reason }
+
+// causeOf is err without the URL of the request that failed (a url.Error's), which a
+// kubeconfig's server could fill with credentials.
+func causeOf(err error) string {
+	var u *url.Error
+	if errors.As(err, &u) {
+		err = u.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return errorLine(err)
+}
+
+// hostOf is the host (and port) of a server URL, or the URL without what it may carry beyond.
+func hostOf(server string) string {
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" {
+		return "(a server that is not a URL)"
+	}
+	return u.Host
+}
+
+// parseKubeConfig reads a kubeconfig of a Release and returns the client configuration of its
+// current context. What would make the controller run a command (exec, auth-provider) or read
+// one of its own files (certificate-authority, client-certificate, client-key, tokenFile) is
+// refused, whichever context it is in: a Release's author must not do either as the controller.
+func parseKubeConfig(data []byte, ns, secret, key string) (*rest.Config, error) {
+	fail := func(field, format string, args ...any) error {
+		return &KubeConfigError{Namespace: ns, Secret: secret, Key: key, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, fail("", "not a kubeconfig: %s", errorLine(err))
+	}
+	if err := refuseLocal(cfg, fail); err != nil {
+		return nil, err
+	}
+	if cfg.CurrentContext == "" {
+		return nil, fail("current-context", "is empty: name the context to use")
+	}
+	rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, cfg.CurrentContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, fail("", "%s", errorLine(err))
+	}
+	if rc.Host == "" {
+		return nil, fail("clusters[].cluster.server", "is empty")
+	}
+	return rc, nil
+}
+
+// refuseLocal refuses every user and cluster of cfg that runs a command or reads a file.
+func refuseLocal(cfg *clientcmdapi.Config, fail func(field, format string, args ...any) error) error {
+	for _, name := range sortedKeys(cfg.AuthInfos) {
+		u := cfg.AuthInfos[name]
+		field := func(f string) string { return fmt.Sprintf("users[%s].user.%s", name, f) }
+		switch {
+		case u.Exec != nil:
+			return fail(field("exec"), "runs a command (%s) to get credentials: a Release may not make the controller run commands; put a token or client certificate data in the kubeconfig", u.Exec.Command)
+		case u.AuthProvider != nil:
+			return fail(field("auth-provider"), "uses the auth provider %s: a Release may not make the controller run one; put a token or client certificate data in the kubeconfig", u.AuthProvider.Name)
+		case u.TokenFile != "":
+			return fail(field("tokenFile"), "reads a file of the controller's: put the token in token")
+		case u.ClientCertificate != "":
+			return fail(field("client-certificate"), "reads a file of the controller's: put the certificate in client-certificate-data")
+		case u.ClientKey != "":
+			return fail(field("client-key"), "reads a file of the controller's: put the key in client-key-data")
+		}
+	}
+	for _, name := range sortedKeys(cfg.Clusters) {
+		if cfg.Clusters[name].CertificateAuthority != "" {
+			return fail(fmt.Sprintf("clusters[%s].cluster.certificate-authority", name), "reads a file of the controller's: put the CA in certificate-authority-data")
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// remoteClients returns the clients of d's cluster (d.Remote), in the target namespace: the
+// kubeconfig is read from its Secret with local (the clients of the Release's account in the
+// controller's cluster), the cluster is asked for its version within d.Timeout, and, when
+// d.Remote names an account, that account must exist there.
+func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.Clients) (*kube.Clients, error) {
+	secret, err := local.Client.CoreV1().Secrets(d.Namespace).Get(ctx, d.Remote.Secret, metav1.GetOptions{})
+	missing := &MissingError{Reason: ReasonKubeConfigMissing, Kind: "Secret", Namespace: d.Namespace, Name: d.Remote.Secret, Key: d.Remote.Key,
+		Next: "put the cluster's kubeconfig there, or fix spec.kubeConfig.secretRef"}
+	if err != nil {
+		return nil, readError(missing, err)
+	}
+	data, ok := secret.Data[d.Remote.Key]
+	if !ok {
+		return nil, missing
+	}
+	key := remoteKey{
+		Secret:  types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret},
+		Version: secret.ResourceVersion, Key: d.Remote.Key, Timeout: d.Timeout,
+	}
+	own, err := r.remotes.get(key, func() (*kube.Clients, error) { return remoteConfig(data, d) })
+	if err != nil {
+		return nil, err
+	}
+	if err := reach(ctx, own, d); err != nil {
+		return nil, err
+	}
+	if d.Remote.Account == "" {
+		return inNamespace(own, d.TargetNamespace), nil
+	}
+	if err := checkRemoteAccount(ctx, own, d); err != nil {
+		return nil, err
+	}
+	key.Account = d.Remote.Account
+	as, err := r.remotes.get(key, func() (*kube.Clients, error) {
+		return kube.NewClients(impersonate(own.Config, d.Namespace, d.Remote.Account), d.TargetNamespace)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return inNamespace(as, d.TargetNamespace), nil
+}
+
+// remoteConfig builds the clients of the kubeconfig data, as its own identity: dialing bounded
+// by d.Timeout, each request by kube.RequestTimeout.
+func remoteConfig(data []byte, d *desired) (*kube.Clients, error) {
+	cfg, err := parseKubeConfig(data, d.Namespace, d.Remote.Secret, d.Remote.Key)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = UserAgent()
+	cfg.Dial = (&net.Dialer{Timeout: d.Timeout, KeepAlive: 30 * time.Second}).DialContext
+	return kube.NewClients(cfg, d.TargetNamespace)
+}
+
+// inNamespace is c acting in namespace, sharing c's connections.
+func inNamespace(c *kube.Clients, namespace string) *kube.Clients {
+	out := *c
+	out.Namespace = namespace
+	return &out
+}
+
+// reach asks the cluster of c for its version within d.Timeout: a cluster that does not answer
+// is a *ClusterError naming it, before anything is done there.
+func reach(ctx context.Context, c *kube.Clients, d *desired) error {
+	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
+	defer cancel()
+	err := c.Client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+	if err == nil {
+		// What the cluster serves may have changed since these clients last asked.
+		c.Mapper.Reset()
+		return nil
+	}
+	reason := ReasonClusterUnreachable
+	if apierrors.IsUnauthorized(err) {
+		reason = ReasonClusterAuthenticationFailed
+	}
+	return &ClusterError{Host: hostOf(c.Config.Host), Secret: d.Namespace + "/" + d.Remote.Secret, Timeout: d.Timeout, Reason: reason, Err: err}
+}
+
+// checkRemoteAccount makes sure the account d.Remote names exists in its cluster, reading it as
+// the kubeconfig's identity (own).
+func checkRemoteAccount(ctx context.Context, own *kube.Clients, d *desired) error {
+	_, err := own.Client.CoreV1().ServiceAccounts(d.Namespace).Get(ctx, d.Remote.Account, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &AccountNotFoundError{Namespace: d.Namespace, Name: d.Remote.Account, Cluster: hostOf(own.Config.Host)}
+	}
+	if err != nil {
+		return fmt.Errorf("read ServiceAccount %s/%s in cluster %s: %w", d.Namespace, d.Remote.Account, hostOf(own.Config.Host), err)
+	}
+	return nil
+}
+
+// clusterFailed says in rel's status why its cluster cannot be used, when err is such a reason
+// (failed), and when to look again: a missing Secret or a cluster that does not answer may come
+// back by itself; a kubeconfig refused, or a permission missing, waits for a change (of the
+// Secret, which the controller watches, or of the Release).
+func clusterFailed(rel *v1alpha1.Release, err error) (res ctrl.Result, failed bool) {
+	if !isClusterError(err) {
+		return ctrl.Result{}, false
+	}
+	reason := reasonOf(err, ReasonClusterUnreachable)
+	stalled := reason == ReasonInvalidKubeConfig || reason == ReasonPermissionDenied
+	markFailed(rel, reason, err, stalled)
+	var cluster *ClusterError
+	if errors.As(err, &cluster) {
+		rel.Status.Blockers = []v1alpha1.Blocker{clusterBlocker(cluster)}
+	}
+	return ctrl.Result{RequeueAfter: retryAfter}, true
+}
+
+// isClusterError says err keeps the controller from a Release's cluster (spec.kubeConfig): a
+// kubeconfig missing or refused, a cluster that does not answer, a permission missing to read
+// the kubeconfig or the account there.
+func isClusterError(err error) bool {
+	var kc *KubeConfigError
+	var cluster *ClusterError
+	var missing *MissingError
+	return errors.As(err, &kc) || errors.As(err, &cluster) || isForbidden(err) ||
+		errors.As(err, &missing) && missing.Reason == ReasonKubeConfigMissing
+}
+
+// clusterBlocker is the blocker of a cluster that does not answer.
+func clusterBlocker(e *ClusterError) v1alpha1.Blocker {
+	return v1alpha1.Blocker{Kind: "cluster", Object: e.Host, Message: e.Error(),
+		Next: fmt.Sprintf("make cluster %s reachable, or fix the kubeconfig in Secret %s", e.Host, e.Secret)}
+}
+
+// uninstallBlocked says why the uninstall of a deleted Release's release could not start: an
+// account that does not exist stalls it, as it does any reconcile; a cluster that cannot be used
+// (clusterFailed) fails it as a failed pre-delete hook does: the Release stays, with the reason,
+// a blocker, a Warning Event and a history record, and the uninstall is tried again with
+// uninstallBackoff. If the cluster is gone for good, suspending the Release lets it go.
+func (r *Reconciler) uninstallBlocked(ctx context.Context, orig, rel *v1alpha1.Release, err error) (ctrl.Result, bool, error) {
+	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
+		markFailed(rel, ReasonServiceAccountNotFound, err, true)
+		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
+	}
+	if !isClusterError(err) {
+		return ctrl.Result{}, false, err
+	}
+	now := time.Now()
+	addHistory(rel, operationRecord("uninstall", now, now, 0, rel.Status.ChartVersion, err))
+	clusterFailed(rel, err)
+	if len(rel.Status.Blockers) == 0 {
+		rel.Status.Blockers = []v1alpha1.Blocker{{Kind: "cluster", Message: errorLine(err), Next: "fix spec.kubeConfig's Secret"}}
+	}
+	hatch := letGoHint(rel)
+	for i := range rel.Status.Blockers {
+		rel.Status.Blockers[i].Next += "; " + hatch
+	}
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reasonOf(err, ReasonClusterUnreachable), "uninstall", "%s; %s", eventNote(err), hatch)
+	return ctrl.Result{RequeueAfter: uninstallBackoff(rel.Status.History)}, false, r.patchStatus(ctx, orig, rel)
+}
+
+// letGoHint says how to let a deleted Release go without uninstalling its release.
+func letGoHint(rel *v1alpha1.Release) string {
+	return fmt.Sprintf(`if the cluster is gone for good, let the Release go without uninstalling: kubectl patch release %s -n %s --type merge -p '{"spec":{"suspend":true}}'`,
+		rel.Name, rel.Namespace)
+}
