@@ -145,7 +145,7 @@ func TestRemoteCacheIsBounded(t *testing.T) {
 	var c remoteCache
 	build := func() (*kube.Clients, error) { return &kube.Clients{}, nil }
 	key := func(i int) remoteKey {
-		return remoteKey{Secret: types.NamespacedName{Namespace: "ns", Name: string(rune('a' + i%26)) + strings.Repeat("x", i/26)}, Version: "1"}
+		return remoteKey{Secret: types.NamespacedName{Namespace: "ns", Name: string(rune('a'+i%26)) + strings.Repeat("x", i/26)}, Version: "1"}
 	}
 	for i := range maxRemoteClients + 10 {
 		if _, err := c.get(key(i), build); err != nil {
