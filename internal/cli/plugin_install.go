@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"helm.sh/helm/v4/pkg/helmpath"
 
 	"github.com/berthdev/berth/internal/plugins"
 	"github.com/berthdev/berth/internal/source"
@@ -96,7 +97,7 @@ func installPlugin(cmd *cobra.Command, streams Streams, src string, flags plugin
 	ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
 	defer cancel()
 	res, err := plugins.Install(ctx, plugins.InstallOptions{
-		Source: src, Version: flags.version, Dir: filepath.SplitList(settings.PluginsDirectory)[0],
+		Source: src, Version: flags.version, Dir: installDir(settings.PluginsDirectory),
 		Verify: verify, Keyring: flags.keyring, Client: client, Hooks: streams.ErrOut,
 	})
 	if err != nil {
@@ -129,4 +130,14 @@ func pluginClient(flags pluginInstallFlags) (*http.Client, error) {
 	}
 	t.ResponseHeaderTimeout = 30 * time.Second
 	return &http.Client{Transport: t, Timeout: flags.timeout}, nil
+}
+
+// installDir is the directory plugins are installed into: the first of HELM_PLUGINS.
+func installDir(dirs string) string {
+	for _, d := range filepath.SplitList(dirs) {
+		if d != "" {
+			return d
+		}
+	}
+	return helmpath.DataPath("plugins")
 }
