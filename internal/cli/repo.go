@@ -11,9 +11,9 @@ import (
 
 func newRepoCommand(streams Streams) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "repo add|remove|list|update [ARGS]",
-		Short: "add, list, remove and update chart repositories",
-		Long: `Add, list, remove and update chart repositories.
+		Use:   "repo add|remove|list|index|update [ARGS]",
+		Short: "add, list, remove, update, and index chart repositories",
+		Long: `Add, list, remove, update and index chart repositories.
 
 berth shares Helm's repositories file and index cache (HELM_REPOSITORY_CONFIG,
 HELM_REPOSITORY_CACHE, --repository-config, --repository-cache): a repository
