@@ -52,7 +52,10 @@ answer (or whose caBundle is unusable, or whose timeout is long), APIServices
 that are not Available, CRDs whose conversion webhook cannot answer, namespaces
 stuck Terminating, objects stuck on finalizers (and Argo CD's hook finalizer on
 finished Jobs and Pods), releases left pending with no operation holding them,
-and PodDisruptionBudgets that allow no eviction.
+PodDisruptionBudgets that allow no eviction, and Releases (berth.dev) that no
+running controller serves: of a shard no controller runs for (label
+sharding.berth.dev/key), or with no controller at all. Controllers are found by
+their leader election Leases, so those run without --leader-elect are not seen.
 
 Without -n (or HELM_NAMESPACE) the whole cluster is checked, as far as you may
 read it; with -n, that namespace and the cluster-wide objects that affect it;

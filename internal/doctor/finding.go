@@ -1,7 +1,8 @@
 // Package doctor finds what in a cluster would make a release operation hang or fail before
 // the operation walks into it: admission webhooks that cannot answer, APIServices that are not
-// available, namespaces stuck Terminating, objects stuck on finalizers, releases left pending and
-// PodDisruptionBudgets that allow no eviction. It only reads.
+// available, namespaces stuck Terminating, objects stuck on finalizers, releases left pending,
+// PodDisruptionBudgets that allow no eviction, and berth.dev Releases that no running controller
+// serves. It only reads.
 package doctor
 
 import (
@@ -27,7 +28,7 @@ const (
 type Finding struct {
 	Severity Severity `json:"severity"`
 	// Check names the check that found it: webhook, apiservice, conversion, namespace,
-	// finalizer, hook, release, pdb, or permission and read for what could not be read.
+	// finalizer, hook, release, shard, pdb, or permission and read for what could not be read.
 	Check  string            `json:"check"`
 	Object resource.Identity `json:"object"`
 	// Problem is what is wrong.
