@@ -44,10 +44,10 @@ func TestUnserved(t *testing.T) {
 		{"every Release", []coordinationv1.Lease{lease("", "", "pod", time.Second)}, 1, nil},
 		{"shards and main", []coordinationv1.Lease{
 			lease("sharding.berth.dev/key=one", "", "p1", time.Second),
-			lease("!sharding.berth.dev/key", "", "p2", 14 * time.Second),
+			lease("!sharding.berth.dev/key", "", "p2", 14*time.Second),
 		}, 2, []string{"a/two"}},
 		{"one namespace", []coordinationv1.Lease{lease("sharding.berth.dev/key in (one,two)", "a", "p", 0)}, 1, []string{"a/plain", "b/one"}},
-		{"expired", []coordinationv1.Lease{lease("", "", "p", 16 * time.Second)}, 0, []string{"a/one", "a/two", "a/plain", "b/one"}},
+		{"expired", []coordinationv1.Lease{lease("", "", "p", 16*time.Second)}, 0, []string{"a/one", "a/two", "a/plain", "b/one"}},
 		{"let go", []coordinationv1.Lease{lease("", "", "", time.Second)}, 0, []string{"a/one", "a/two", "a/plain", "b/one"}},
 		{"bad selector", []coordinationv1.Lease{lease("a b", "", "p", time.Second)}, 0, []string{"a/one", "a/two", "a/plain", "b/one"}},
 	} {
