@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,7 +27,8 @@ import (
 )
 
 // TestShards runs two shard controllers of one namespace, with leader election, as the chart
-// runs its shards. Each reconciles only the Releases of its shard and caches no other; a Release
+// runs its shards. Each reconciles only the Releases of its shard and caches no other, and
+// watches the ConfigMaps its Releases take values from; a Release
 // of shard one that depends on one of shard two waits for it and goes on once it is Ready, and
 // shard two's Release, deleted, waits for its dependent of shard one. A Release of a shard no
 // controller runs for, and one of no shard, are left alone, and berth doctor names them; before
@@ -40,11 +42,21 @@ func TestShards(t *testing.T) {
 	repoURL := releasetest.ServeCharts(t, berthtest.PackageNewChart(t, "shard", "0.1.0", map[string]string{
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}}\ndata: {a: b}\n",
 	}))
+	// The CRD may be Established a moment before discovery serves it.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, releasetest.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		return c.List(ctx, &v1alpha1.ReleaseList{}, client.InNamespace(ns)) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("wait until Releases are served: %v", err)
+	}
 	create := func(name, shard string, dependsOn ...string) {
 		t.Helper()
 		rel := releaseOf(t, ns, name, repoURL, "shard", "deployer", "{}")
 		if shard != "" {
 			rel.Labels = map[string]string{v1alpha1.ShardKeyLabel: shard}
+		}
+		if name == "db" {
+			rel.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "db-values"}}
 		}
 		for _, d := range dependsOn {
 			rel.Spec.DependsOn = append(rel.Spec.DependsOn, v1alpha1.DependencyReference{Name: d})
@@ -54,7 +66,12 @@ func TestShards(t *testing.T) {
 		}
 	}
 	create("app", "one", "db") // shard one, depends on shard two's db
-	create("db", "two")
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-values"}, Data: map[string]string{"values.yaml": "size: 1\n"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create("db", "two") // takes values from ConfigMap db-values
 	create("lost", "three") // no controller runs for shard three
 	create("plain", "")     // of no shard, while only shards run
 
@@ -84,6 +101,14 @@ func TestShards(t *testing.T) {
 	runShard(t, env, "two")
 	releasetest.WaitFor(t, c, ns, "db", "is installed by shard two", readyAt(1))
 	releasetest.WaitFor(t, c, ns, "app", "is installed by shard one once db is Ready", readyAt(1))
+
+	// A shard watches the ConfigMaps its Releases read: new values upgrade db.
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-values"}, Data: map[string]string{"values.yaml": "size: 2\n"},
+	}, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	releasetest.WaitFor(t, c, ns, "db", "is upgraded to its ConfigMap's new values", readyAt(2))
 
 	// Nothing reconciled the Releases of no running shard.
 	for _, name := range []string{"lost", "plain"} {
