@@ -66,8 +66,9 @@ const berthAgent = "berth"
 // the release's records and berth's lease and journal. An upgrade that changes one value writes
 // that object alone, and so does an upgrade with the same values after the object was edited by
 // hand, which puts the chart's value back. With --take-ownership, every object is written, and so
-// it is when berth first upgrades a release Helm installed (it adopts Helm's fields), though not
-// after.
+// it is when berth first upgrades a release Helm installed with client-side apply (it adopts
+// Helm's fields), though not after; a release Helm v4 applied server-side, under the field
+// manager berth shares, has nothing to adopt and nothing is written.
 func TestUpgradeWritesOnlyWhatChanges(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
@@ -124,9 +125,16 @@ func TestUpgradeWritesOnlyWhatChanges(t *testing.T) {
 	writes, _ = upgrade(t, env, "web", chart, "--set", "greeting=bye", "--take-ownership")
 	assertAllWritten(t, writes)
 
-	t.Log("berth's first upgrade of a release Helm installed, with the same chart and values")
+	t.Log("berth's first upgrade of a release Helm v4 installed server-side, with the same chart and values")
+	ssa := testenv.New(t)
+	berthtest.MustHelm(t, ssa, "install", "web", chart, "--wait")
+	if writes, _ = upgrade(t, ssa, "web", chart); len(writes) != 0 {
+		t.Errorf("writes to the objects Helm applied under the field manager berth shares: %v, want none", writes)
+	}
+
+	t.Log("berth's first upgrade of a release Helm installed client-side, with the same chart and values")
 	other := testenv.New(t)
-	berthtest.MustHelm(t, other, "install", "web", chart, "--wait")
+	berthtest.MustHelm(t, other, "install", "web", chart, "--wait", "--server-side=false")
 	writes, _ = upgrade(t, other, "web", chart)
 	assertAllWritten(t, writes)
 	writes, _ = upgrade(t, other, "web", chart)
