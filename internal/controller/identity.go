@@ -45,19 +45,26 @@ func (r *Reconciler) clientsFor(ctx context.Context, d *desired, named bool) (cl
 // except that an account that went with its namespace, which is being deleted, after the
 // release was made as it, is impersonated still: the uninstall runs with the rights that
 // outlive the namespace (a ClusterRoleBinding), and the Release is let go when there are none.
+//
+// With spec.kubeConfig, a kubeconfig that can no longer be read because it went with the
+// Release's namespace (its Secret, or the account that reads it) is replaced by the clients
+// last built from it (keptClients).
 func (r *Reconciler) uninstallClients(ctx context.Context, rel *v1alpha1.Release, d *desired, named bool) (*kube.Clients, error) {
+	if d.Remote != nil {
+		clients, _, err := r.clientsFor(ctx, d, named)
+		if lostWithNamespace(err) && r.namespaceGoing(ctx, rel) {
+			return r.keptClients(ctx, d, err)
+		}
+		return clients, err
+	}
 	err := r.checkAccount(ctx, d, named)
-	if missing := new(AccountNotFoundError); errors.As(err, &missing) && d.Remote == nil && r.accountGone(ctx, rel, err) {
+	if missing := new(AccountNotFoundError); errors.As(err, &missing) && r.accountGone(ctx, rel, err) {
 		err = nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	local, err := r.impersonated(d)
-	if err != nil || d.Remote == nil {
-		return local, err
-	}
-	return r.remoteClients(ctx, d, local)
+	return r.impersonated(d)
 }
 
 // impersonated returns the clients of d's account, in the target namespace, without checking

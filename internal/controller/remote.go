@@ -280,6 +280,28 @@ func checkRemoteAccount(ctx context.Context, own *kube.Clients, d *desired) erro
 	return nil
 }
 
+// lostWithNamespace says err is what the deletion of a Release's namespace does to the reading of
+// its kubeconfig: the Secret gone, the account that reads it gone or without its rights.
+func lostWithNamespace(err error) bool {
+	var missing *MissingError
+	return errors.As(err, new(*AccountNotFoundError)) || isForbidden(err) ||
+		errors.As(err, &missing) && missing.Reason == ReasonKubeConfigMissing
+}
+
+// keptClients are the clients last built from d's kubeconfig, for the uninstall of a Release
+// whose namespace, being deleted, took the kubeconfig's Secret, or the account that reads it,
+// with it (err). With none kept (the controller restarted since), err says so.
+func (r *Reconciler) keptClients(ctx context.Context, d *desired, err error) (*kube.Clients, error) {
+	kept := r.remotes.last(types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}, d.Remote.Account)
+	if kept == nil {
+		return nil, fmt.Errorf("namespace %s is being deleted, and the kubeconfig of the release's cluster can no longer be read, nor was it kept since the controller started: %w", d.Namespace, err)
+	}
+	if err := reach(ctx, kept, d); err != nil {
+		return nil, err
+	}
+	return inNamespace(kept, d.TargetNamespace), nil
+}
+
 // clusterFailed says in rel's status why its cluster cannot be used, when err is such a reason
 // (failed), and when to look again: a missing Secret or a cluster that does not answer may come
 // back by itself; a kubeconfig refused, or a permission missing, waits for a change (of the

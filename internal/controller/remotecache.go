@@ -64,6 +64,23 @@ func (c *remoteCache) get(k remoteKey, build func() (*kube.Clients, error)) (*ku
 	return clients, nil
 }
 
+// last returns the clients last used of the Secret secret as account (whatever its version),
+// or nil.
+func (c *remoteCache) last(secret types.NamespacedName, account string) *kube.Clients {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out *remoteEntry
+	for k, e := range c.entries {
+		if k.Secret == secret && k.Account == account && (out == nil || e.used > out.used) {
+			out = e
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	return out.clients
+}
+
 // evict drops the least recently used entry.
 func (c *remoteCache) evict() {
 	var oldest remoteKey

@@ -51,6 +51,12 @@ func (r *Reconciler) accountGone(ctx context.Context, rel *v1alpha1.Release, err
 	if !isForbidden(err) && !errors.As(err, new(*AccountNotFoundError)) || lifecycle.NamespaceTerminating(err) {
 		return false
 	}
+	return r.namespaceGoing(ctx, rel)
+}
+
+// namespaceGoing says rel's namespace is gone or being deleted, reading it with the controller's
+// own rights.
+func (r *Reconciler) namespaceGoing(ctx context.Context, rel *v1alpha1.Release) bool {
 	cs, cerr := kubernetes.NewForConfig(r.Config)
 	if cerr != nil {
 		return false

@@ -1,15 +1,19 @@
 package controller_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berthdev/berth/internal/controller"
@@ -118,6 +122,28 @@ func TestReleaseIntoAnotherCluster(t *testing.T) {
 	releasetest.WaitGone(t, c, env.Namespace, "web")
 	if got := strings.TrimSpace(berthtest.MustHelm(t, wenv, "list", "-q")); got != "" {
 		t.Errorf("helm list in the workload cluster after the delete: %q, want nothing", got)
+	}
+	berthtest.AssertNoObject(t, wenv, "v1", "ConfigMap", "web-config")
+	berthtest.AssertNoRecords(t, wenv)
+
+	// The namespace deleted, its Secrets and accounts go before its Releases: the kubeconfig
+	// read last serves the uninstall.
+	if err := c.Create(t.Context(), remoteRelease(t, env.Namespace, "web", repo.URL, "deployer", "{}", "workload-kubeconfig")); err != nil {
+		t.Fatal(err)
+	}
+	releasetest.WaitFor(t, c, env.Namespace, "web", "is installed again", readyAt(1))
+	if err := env.Client.CoreV1().Secrets(env.Namespace).Delete(t.Context(), "workload-kubeconfig", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.CoreV1().Namespaces().Delete(t.Context(), env.Namespace, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, releasetest.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := env.Client.CoreV1().Namespaces().Get(ctx, env.Namespace, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("namespace %s is not gone: %v", env.Namespace, err)
 	}
 	berthtest.AssertNoObject(t, wenv, "v1", "ConfigMap", "web-config")
 	berthtest.AssertNoRecords(t, wenv)
