@@ -71,7 +71,7 @@ func TestShards(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	create("db", "two") // takes values from ConfigMap db-values
+	create("db", "two")     // takes values from ConfigMap db-values
 	create("lost", "three") // no controller runs for shard three
 	create("plain", "")     // of no shard, while only shards run
 
