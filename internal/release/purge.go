@@ -20,6 +20,7 @@ type recordObject struct {
 	name    string
 	uid     types.UID
 	version int
+	labels  map[string]string
 }
 
 // recordObjects lists and deletes the objects that hold a release's records without decoding
@@ -59,7 +60,7 @@ func recordsOf[T any, P interface {
 	for i := range items {
 		m := P(&items[i])
 		v, _ := strconv.Atoi(m.GetLabels()["version"])
-		out[i] = recordObject{name: m.GetName(), uid: m.GetUID(), version: v}
+		out[i] = recordObject{name: m.GetName(), uid: m.GetUID(), version: v, labels: m.GetLabels()}
 	}
 	return out
 }

@@ -177,21 +177,29 @@ func (s *HelmStore) Last(ctx context.Context, name string) (*Release, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release %s/%s: list records: %w", s.namespace, name, err)
 	}
-	newest := 0
-	for _, r := range records {
+	var newest *recordObject
+	for i, r := range records {
 		if r.version <= 0 {
 			return s.lastOfHistory(ctx, name) // a record without Helm's version label
 		}
-		newest = max(newest, r.version)
+		if newest == nil || r.version > newest.version {
+			newest = &records[i]
+		}
 	}
-	if newest == 0 {
+	if newest == nil {
 		return nil, s.notFound(name, 0, ErrNotFound)
 	}
-	rel, err := s.Get(ctx, name, newest)
+	rel, err := s.Get(ctx, name, newest.version)
 	if errors.Is(err, ErrNotFound) {
 		return s.lastOfHistory(ctx, name) // deleted since the list: read what is there now
 	}
-	return rel, err
+	if err != nil {
+		return nil, err
+	}
+	// As Helm's driver lists records: with every label of the object that holds it, Helm's own
+	// (owner, status, version, ...) included, which helm get metadata prints.
+	rel.Labels = newest.labels
+	return rel, nil
 }
 
 // lastOfHistory is the newest of every revision of a release, each decoded.

@@ -232,6 +232,9 @@ func TestLastDecodesTheNewestAlone(t *testing.T) {
 	if err != nil || last.Version != 10 {
 		t.Fatalf("Last = %v, %v; want revision 10", last, err)
 	}
+	if last.Labels["owner"] != "helm" || last.Labels["version"] != "10" {
+		t.Errorf("Last's labels = %v, want those of its Secret, as History gives them", last.Labels)
+	}
 	// Helm's driver skips a record it cannot decode: revision 9 is broken indeed.
 	if h, err := s.History(ctx, "app"); err != nil || slices.Contains(versions(h), 9) {
 		t.Errorf("History = %v, %v; want every revision but the broken 9", versions(h), err)
