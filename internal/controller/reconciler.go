@@ -110,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		markFailed(&rel, ReasonServiceAccountNotFound, err, true)
 		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
 	}
-	if res, failed := clusterFailed(&rel, err); failed {
+	if res, failed := clusterFailed(&rel, d, err); failed {
 		return res, r.patchStatus(ctx, orig, &rel)
 	}
 	if err != nil {
@@ -321,7 +321,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	}
 	clients, err := r.uninstallClients(ctx, rel, d, named)
 	if err != nil {
-		return r.uninstallBlocked(ctx, orig, rel, err)
+		return r.uninstallBlocked(ctx, orig, rel, d, err)
 	}
 	deps := r.depsFor(d, clients, r.stepReporter(ctx, rel))
 	last, err := lastRecord(ctx, clients, d.ReleaseName)

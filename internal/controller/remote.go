@@ -306,7 +306,7 @@ func (r *Reconciler) keptClients(ctx context.Context, d *desired, err error) (*k
 // (failed), and when to look again: a missing Secret or a cluster that does not answer may come
 // back by itself; a kubeconfig refused, or a permission missing, waits for a change (of the
 // Secret, which the controller watches, or of the Release).
-func clusterFailed(rel *v1alpha1.Release, err error) (res ctrl.Result, failed bool) {
+func clusterFailed(rel *v1alpha1.Release, d *desired, err error) (res ctrl.Result, failed bool) {
 	if !isClusterError(err) {
 		return ctrl.Result{}, false
 	}
@@ -316,6 +316,9 @@ func clusterFailed(rel *v1alpha1.Release, err error) (res ctrl.Result, failed bo
 	var cluster *ClusterError
 	if errors.As(err, &cluster) {
 		rel.Status.Blockers = []v1alpha1.Blocker{clusterBlocker(cluster)}
+	}
+	if stalled {
+		return ctrl.Result{RequeueAfter: d.Interval}, true
 	}
 	return ctrl.Result{RequeueAfter: retryAfter}, true
 }
@@ -342,7 +345,7 @@ func clusterBlocker(e *ClusterError) v1alpha1.Blocker {
 // (clusterFailed) fails it as a failed pre-delete hook does: the Release stays, with the reason,
 // a blocker, a Warning Event and a history record, and the uninstall is tried again with
 // uninstallBackoff. If the cluster is gone for good, suspending the Release lets it go.
-func (r *Reconciler) uninstallBlocked(ctx context.Context, orig, rel *v1alpha1.Release, err error) (ctrl.Result, bool, error) {
+func (r *Reconciler) uninstallBlocked(ctx context.Context, orig, rel *v1alpha1.Release, d *desired, err error) (ctrl.Result, bool, error) {
 	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
 		markFailed(rel, ReasonServiceAccountNotFound, err, true)
 		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
@@ -352,7 +355,7 @@ func (r *Reconciler) uninstallBlocked(ctx context.Context, orig, rel *v1alpha1.R
 	}
 	now := time.Now()
 	addHistory(rel, operationRecord("uninstall", now, now, 0, rel.Status.ChartVersion, err))
-	clusterFailed(rel, err)
+	clusterFailed(rel, d, err)
 	if len(rel.Status.Blockers) == 0 {
 		rel.Status.Blockers = []v1alpha1.Blocker{{Kind: "cluster", Message: errorLine(err), Next: "fix spec.kubeConfig's Secret"}}
 	}

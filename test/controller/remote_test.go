@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,6 +256,13 @@ current-context: workload
 	if err := c.Create(t.Context(), remoteRelease(t, env.Namespace, "web", repo.URL, "", "{}", "workload-kubeconfig")); err != nil {
 		t.Fatal(err)
 	}
+	// A Release of this cluster that depends on it waits for it, wherever it releases.
+	releasetest.Deployer(t, env, "deployer")
+	app := releaseOf(t, env.Namespace, "app", repo.URL, "web", "deployer", "{}")
+	app.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "web"}}
+	if err := c.Create(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
 	got := releasetest.WaitFor(t, c, env.Namespace, "web", "is stalled", func(rel *v1alpha1.Release) bool {
 		s := releasetest.Condition(rel, controller.ConditionStalled)
 		return s != nil && s.Status == metav1.ConditionTrue && rel.Status.ObservedGeneration == rel.Generation
@@ -267,7 +275,24 @@ current-context: workload
 	if _, err := os.Stat(ran); err == nil {
 		t.Error("the kubeconfig's exec plugin ran")
 	}
+	releasetest.WaitFor(t, c, env.Namespace, "app", "waits for web", func(rel *v1alpha1.Release) bool {
+		r := releasetest.Condition(rel, controller.ConditionReady)
+		return r != nil && r.Reason == controller.ReasonDependencyNotReady && strings.Contains(r.Message, "web")
+	})
 	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
 	berthtest.AssertNoRecords(t, env)
+
+	// The Secret is watched: a new kubeconfig is read at once (the Release's interval is 10m),
+	// and the one refused before is not used again.
+	tokenFile := strings.Replace(kubeconfig, `exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: [-c, "touch `+ran+`"], interactiveMode: Never}`,
+		"tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token", 1)
+	patch := []byte(`{"data":{"value":"` + base64.StdEncoding.EncodeToString([]byte(tokenFile)) + `"}}`)
+	if _, err := env.Client.CoreV1().Secrets(env.Namespace).Patch(t.Context(), "workload-kubeconfig", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	releasetest.WaitFor(t, c, env.Namespace, "web", "names the new kubeconfig's field", func(rel *v1alpha1.Release) bool {
+		s := releasetest.Condition(rel, controller.ConditionStalled)
+		return s != nil && s.Reason == controller.ReasonInvalidKubeConfig && strings.Contains(s.Message, "users[plugin].user.tokenFile")
+	})
 	ctl.running()
 }
