@@ -135,7 +135,8 @@ func parseKubeConfig(data []byte, ns, secret, key string) (*rest.Config, error) 
 	}
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, fail("", "not a kubeconfig: %s", errorLine(err))
+		// The parser's message can quote the content, credentials included: only its line.
+		return nil, fail("", "not a kubeconfig: it does not parse as YAML or JSON%s", lineOf(err))
 	}
 	if err := refuseLocal(cfg, fail); err != nil {
 		return nil, err
@@ -151,6 +152,14 @@ func parseKubeConfig(data []byte, ns, secret, key string) (*rest.Config, error) 
 		return nil, fail("clusters[].cluster.server", "is empty")
 	}
 	return rc, nil
+}
+
+// lineOf is " (line N)" when err names the line of a YAML error (yamlLine), else "".
+func lineOf(err error) string {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		return " (line " + m[1] + ")"
+	}
+	return ""
 }
 
 // refuseLocal refuses every user and cluster of cfg that runs a command or reads a file.

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/kube"
 )
 
@@ -98,6 +99,33 @@ func TestParseKubeConfigNamesWhatIsWrong(t *testing.T) {
 				t.Errorf("error %v, want a *KubeConfigError that says %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseKubeConfigQuotesNothingOfIt(t *testing.T) {
+	t.Parallel()
+	// The parser's own messages quote the first two.
+	for _, data := range []string{"{{s3cret: 1}: 2}\n", "users: [{name: a, user: {token: *s3cret}}]\n", "users: [{name: a, user: {token: s3cret}}\n"} {
+		_, err := parseKubeConfig([]byte(data), "team-a", "kc", "value")
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("error %v, want one that quotes nothing of the kubeconfig", err)
+		}
+	}
+}
+
+func TestWithRemote(t *testing.T) {
+	t.Parallel()
+	d := &desired{Namespace: "team-a", ServiceAccount: "deployer"}
+	withRemote(d, v1alpha1.ReleaseSpec{ServiceAccountName: "deployer",
+		KubeConfig: &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.KubeConfigSecretReference{Name: "workload-kubeconfig"}}})
+	want := remoteRef{Secret: "workload-kubeconfig", Key: "value", Account: "deployer"}
+	if d.Remote == nil || *d.Remote != want || d.ServiceAccount != "" {
+		t.Errorf("remote %+v, local account %q; want %+v, and the local account defaulted", d.Remote, d.ServiceAccount, want)
+	}
+	local := &desired{Namespace: "team-a", ServiceAccount: "deployer"}
+	withRemote(local, v1alpha1.ReleaseSpec{ServiceAccountName: "deployer"})
+	if local.Remote != nil || local.ServiceAccount != "deployer" {
+		t.Errorf("without kubeConfig: remote %+v, account %q", local.Remote, local.ServiceAccount)
 	}
 }
 
