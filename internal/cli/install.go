@@ -174,8 +174,15 @@ type chartInput struct {
 
 // newChartSession merges the values, finds the post-renderer and locates and loads the chart ref
 // names (bad input fails before the cluster is contacted), then connects to the cluster and reads
-// its capabilities.
+// its capabilities. The operation's one deadline (--timeout) starts here: the fetch and the reads
+// are bounded by it, and the operation has what is left.
 func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *installFlags) (*session, *chartInput, error) {
+	flags.wait.Began = time.Now()
+	parent := cmd.Context()
+	ctx, cancel := flags.wait.Bound(parent)
+	defer cancel()
+	cmd.SetContext(ctx)
+	defer cmd.SetContext(parent) // the operation itself stops at its deadline, not at this context's end
 	vals, err := flags.values.Merge()
 	if err != nil {
 		return nil, nil, err

@@ -126,6 +126,10 @@ type WaitOptions struct {
 	// WaitForLock waits (within Timeout) for the release's lease when another operation holds
 	// it, instead of failing at once.
 	WaitForLock bool
+	// Began is when the operation's time started counting, when its caller prepared it under the
+	// same deadline (fetched the chart, read the cluster's capabilities: see Bound); zero means it
+	// starts with the lifecycle call.
+	Began time.Time
 	// Ordered applies the release in the batches its chart declares (HIP-0025's --wait=ordered),
 	// each waited for before the next; an uninstall deletes them in reverse. OrderIfDeclared does
 	// so only when the chart declares an order (the controller).
@@ -133,8 +137,13 @@ type WaitOptions struct {
 }
 
 func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	t := w.limit()
-	return context.WithTimeoutCause(ctx, t, fmt.Errorf("timed out after %s, the operation's deadline", t))
+	return context.WithTimeoutCause(ctx, w.limit(), fmt.Errorf("timed out after %s, the operation's deadline", w.total()))
+}
+
+// Bound returns ctx ending at the operation's deadline, for what its caller does before the
+// lifecycle call under that deadline: set Began first.
+func (w WaitOptions) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return w.deadline(ctx)
 }
 
 // undoShare is the share of an operation's time kept for undoing it when it fails, with
@@ -149,18 +158,26 @@ func (w WaitOptions) forward(ctx context.Context, rollbackOnFailure bool) (conte
 	if !rollbackOnFailure || !ok {
 		return ctx, func() {}
 	}
-	t := w.limit()
+	t := w.total()
 	kept := t / undoShare
 	return context.WithDeadlineCause(ctx, dl.Add(-kept),
 		fmt.Errorf("timed out after %s: the operation's deadline is %s, of which the last %s is kept for rolling back on failure", t-kept, t, kept))
 }
 
-// limit is the operation's time: Timeout, or Helm's default of five minutes.
-func (w WaitOptions) limit() time.Duration {
+// total is the operation's time: Timeout, or Helm's default of five minutes.
+func (w WaitOptions) total() time.Duration {
 	if w.Timeout <= 0 {
 		return 5 * time.Minute
 	}
 	return w.Timeout
+}
+
+// limit is what is left of the operation's time: all of it, or what is left since it Began.
+func (w WaitOptions) limit() time.Duration {
+	if w.Began.IsZero() {
+		return w.total()
+	}
+	return max(w.total()-time.Since(w.Began), 0)
 }
 
 // prepared are the objects of a manifest made ready to apply: normalized, owned by the release,
