@@ -316,7 +316,7 @@ func (r *Reconciler) keptClients(ctx context.Context, d *desired, err error) (*k
 // back by itself; a kubeconfig refused, or a permission missing, waits for a change (of the
 // Secret, which the controller watches, or of the Release).
 func clusterFailed(rel *v1alpha1.Release, d *desired, err error) (res ctrl.Result, failed bool) {
-	if !isClusterError(err) {
+	if d.Remote == nil || !isClusterError(err) {
 		return ctrl.Result{}, false
 	}
 	reason := reasonOf(err, ReasonClusterUnreachable)
@@ -359,7 +359,7 @@ func (r *Reconciler) uninstallBlocked(ctx context.Context, orig, rel *v1alpha1.R
 		markFailed(rel, ReasonServiceAccountNotFound, err, true)
 		return ctrl.Result{RequeueAfter: retryAfter}, false, r.patchStatus(ctx, orig, rel)
 	}
-	if !isClusterError(err) {
+	if d.Remote == nil || !isClusterError(err) {
 		return ctrl.Result{}, false, err
 	}
 	now := time.Now()
