@@ -29,7 +29,8 @@ berth command that fetches a chart; post-renderer plugins serve
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newPluginListCommand(streams), newPluginInstallCommand(streams),
-		newPluginUninstallCommand(streams), newPluginUpdateCommand(streams))
+		newPluginUninstallCommand(streams), newPluginUpdateCommand(streams),
+		newPluginPackageCommand(streams), newPluginVerifyCommand(streams))
 	return cmd
 }
 
