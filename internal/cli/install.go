@@ -154,6 +154,7 @@ func (flags *installFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&flags.replace, "replace", false, "reuse the given name, only if that name is a deleted release which remains in the history. This is unsafe in production")
 	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "installation")
 	addForceReplaceFlag(f, &flags.forceReplace)
+	addServerSideFlags(cmd, true)
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
 	addPostRenderFlags(f, &flags.postRender)

@@ -112,6 +112,7 @@ func (flags *rollbackFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	addForceReplaceFlag(f, &flags.forceReplace)
+	addServerSideFlags(cmd, false)
 	f.StringVar(&flags.description, "description", "", fmt.Sprintf("add a custom description for the rollback (max %d characters)", action.MaxDescriptionLength))
 	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this rollback when rollback fails: as in Helm, when applying the objects fails, those that did not exist before are deleted, and waited for until gone, once the failure is recorded (the last third of --timeout is kept for it)")
 	f.IntVar(&flags.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release (HELM_MAX_HISTORY sets the default). Use 0 for no limit")

@@ -90,6 +90,7 @@ func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&flags.skipCRDs, "skip-crds", false, "if set, no CRDs will be installed when an upgrade is performed with install flag enabled. By default, CRDs are installed if not already present, when an upgrade is performed with install flag enabled (the same as --crds skip)")
 	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "upgrade")
 	addForceReplaceFlag(f, &flags.forceReplace)
+	addServerSideFlags(cmd, false)
 	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails: the objects that did not exist before it are deleted, and waited for until gone, once the failure is recorded (the last third of --timeout is kept for it, as for --rollback-on-failure)")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)

@@ -141,3 +141,40 @@ func managers(t *testing.T, env *testenv.Env) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestForceConflictsMatchesHelm edits a key of each twin release's ConfigMap by hand, as another
+// field manager, and upgrades with --server-side=true --force-conflicts: helm and berth both put
+// the chart's value back and own the field again.
+func TestForceConflictsMatchesHelm(t *testing.T) {
+	t.Parallel()
+	chart := berthtest.WriteChart(t, "keys", keysChart)
+	for _, tool := range []string{"helm", "berth"} {
+		env := testenv.New(t)
+		run := func(args ...string) {
+			if tool == "berth" {
+				berthtest.MustBerth(t, env, args...)
+			} else {
+				berthtest.MustHelm(t, env, args...)
+			}
+		}
+		run("install", "edited", chart, "--set", "keys={a}")
+		cms := env.Client.CoreV1().ConfigMaps(env.Namespace)
+		cm, err := cms.Get(t.Context(), "keys", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["a"] = "by hand"
+		if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+		run("upgrade", "edited", chart, "--set", "keys={a}", "--server-side=true", "--force-conflicts")
+		cm, err = cms.Get(t.Context(), "keys", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.Data["a"] != "set" {
+			t.Errorf("%s upgrade --force-conflicts: key a is %q, want the chart's value back", tool, cm.Data["a"])
+		}
+		assertOnlyHelmApplies(t, env, tool+" upgrade --force-conflicts")
+	}
+}
