@@ -42,10 +42,15 @@ For local development, plugins installed from local directories are automaticall
 treated as "local dev" and do not require signatures.
 Use --verify=false to explicitly skip signature verification (NOT recommended).
 
+A plugin in an OCI registry is installed from oci://REGISTRY/REPOSITORY:TAG
+(or oci://REGISTRY/REPOSITORY with --version TAG), under the repository's last
+component as its name, with the credentials of 'berth registry login' or
+--username and --password.
+
 The plugin goes where helm keeps plugins (the first directory of HELM_PLUGINS).
-Downloads and git run within --timeout; a plugin that cannot be fetched, or
-whose plugin.yaml does not load, leaves the plugins directory as it was.
-Plugins in OCI registries are installed with 'helm plugin install'.`,
+Downloads, registry pulls and git run within --timeout; a plugin that cannot be
+fetched or verified, or whose plugin.yaml does not load, leaves the plugins
+directory as it was.`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) == 0 {
@@ -82,7 +87,7 @@ func installPlugin(cmd *cobra.Command, streams Streams, src string, flags plugin
 	case kind == plugins.SourceDir:
 		verify = false
 		fmt.Fprint(streams.Out, "Installing plugin from local directory (development mode)\n")
-	case verify && kind != plugins.SourceArchive && kind != plugins.SourceURL:
+	case verify && kind != plugins.SourceArchive && kind != plugins.SourceURL && kind != plugins.SourceOCI:
 		return explainPluginError(plugins.ErrNotVerifiable)
 	case !verify:
 		fmt.Fprint(streams.Out, "WARNING: Skipping plugin signature verification\n")
@@ -91,20 +96,31 @@ func installPlugin(cmd *cobra.Command, streams Streams, src string, flags plugin
 	if err != nil {
 		return err
 	}
+	opts := plugins.InstallOptions{
+		Source: src, Version: flags.version, Dir: installDir(settings.PluginsDirectory),
+		Verify: verify, Keyring: flags.keyring, Client: client, Hooks: streams.ErrOut,
+	}
+	install := plugins.Install
+	if kind == plugins.SourceOCI {
+		reg, err := pluginRegistry(settings, source.OCIHost(src), flags)
+		if err != nil {
+			return err
+		}
+		install = func(ctx context.Context, opts plugins.InstallOptions) (*plugins.Installed, error) {
+			return plugins.InstallOCI(ctx, opts, reg)
+		}
+	}
 	if verify {
 		fmt.Fprint(streams.Out, "Verifying plugin signature...\n")
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
 	defer cancel()
-	res, err := plugins.Install(ctx, plugins.InstallOptions{
-		Source: src, Version: flags.version, Dir: installDir(settings.PluginsDirectory),
-		Verify: verify, Keyring: flags.keyring, Client: client, Hooks: streams.ErrOut,
-	})
+	res, err := install(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil && cmd.Context().Err() == nil {
 			return fmt.Errorf("install plugin %s: not done within --timeout %s: %w", src, flags.timeout, err)
 		}
-		return explainPluginError(fmt.Errorf("install plugin %s: %w", src, err))
+		return explainOCIPluginError(fmt.Errorf("install plugin %s: %w", src, err))
 	}
 	if v := res.Verification; v != nil {
 		for name := range v.SignedBy.Identities {

@@ -42,6 +42,19 @@ func TestPluginErrorsSayWhatToDo(t *testing.T) {
 			t.Errorf("explainSourceError of a scheme no getter serves: %q, want %q in it", got, want)
 		}
 	}
+	for kind, want := range map[plugins.OCIErrorKind]string{
+		plugins.OCIBadReference: "oci://REGISTRY/REPOSITORY:TAG",
+		plugins.OCINotFound:     "check the repository and the tag",
+		plugins.OCIDenied:       "`berth registry login`",
+		plugins.OCIUnreachable:  "--plain-http",
+		plugins.OCINotPlugin:    "no Helm plugin artifact",
+		plugins.OCIOtherName:    "named after the plugin",
+	} {
+		err := fmt.Errorf("install plugin oci://r/p:1: %w", &plugins.OCIError{Ref: "oci://r/p:1", Kind: kind, Err: errors.New("x")})
+		if got := explainOCIPluginError(err).Error(); !strings.Contains(got, want) {
+			t.Errorf("explainOCIPluginError of kind %d: %q, want %q in it", kind, got, want)
+		}
+	}
 	if errors.Unwrap(explainPluginError(plugins.ErrModified)) != plugins.ErrModified {
 		t.Error("explainPluginError hides the error it explains")
 	}

@@ -34,27 +34,38 @@ func installArchive(ctx context.Context, opts InstallOptions, kind SourceKind) (
 			return nil, nil, err
 		}
 	}
+	if provErr != nil {
+		prov = nil
+	}
+	p, err := unpack(opts, data, prov, archiveName(filepath.Base(opts.Source)))
+	return p, v, err
+}
+
+// unpack extracts the plugin archive data into a staging directory of opts.Dir, moves it into
+// place as name, and keeps the archive beside the plugins as NAME-VERSION.tgz, with its
+// provenance file prov unless that is nil, as Helm keeps them.
+func unpack(opts InstallOptions, data, prov []byte, name string) (*Plugin, error) {
 	staging, err := os.MkdirTemp(opts.Dir, ".install-")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer os.RemoveAll(staging)
 	if err := extract(data, staging); err != nil {
-		return nil, nil, fmt.Errorf("extract %s: %w", opts.Source, err)
+		return nil, fmt.Errorf("extract %s: %w", opts.Source, err)
 	}
 	root, err := pluginRoot(staging)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	p, err := stage(root, opts.Dir, archiveName(filepath.Base(opts.Source)))
+	p, err := stage(root, opts.Dir, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	keep := filepath.Join(opts.Dir, fmt.Sprintf("%s-%s.tgz", p.Name, p.Version))
-	if err := os.WriteFile(keep, data, 0o644); err == nil && provErr == nil {
+	if err := os.WriteFile(keep, data, 0o644); err == nil && prov != nil {
 		_ = os.WriteFile(keep+".prov", prov, 0o644)
 	}
-	return p, v, nil
+	return p, nil
 }
 
 // verify checks the archive data against its provenance file prov and the keyring.
