@@ -1,11 +1,13 @@
 package plugins
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/berthdev/berth/test/berthtest"
@@ -97,6 +99,10 @@ func TestPluginPackageBadInput(t *testing.T) {
 	empty := t.TempDir()
 	archive := filepath.Join(t.TempDir(), "fine-0.1.0.tgz")
 	tgz(t, plugin, archive)
+	linked := bucketPlugin(t, "linked", "ln", t.TempDir())
+	if err := os.Symlink("get.sh", filepath.Join(linked, "link.sh")); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -110,6 +116,7 @@ func TestPluginPackageBadInput(t *testing.T) {
 		{"unknown key", []string{plugin, "--keyring", key.Secring, "--key", "nobody"}, `signing key "nobody"`},
 		{"public keyring", []string{plugin, "--keyring", key.Pubring, "--key", key.Name}, "not a private key"},
 		{"missing keyring", []string{plugin, "--keyring", filepath.Join(empty, "none.gpg"), "--key", key.Name}, "none.gpg"},
+		{"symbolic link", []string{linked, "--sign=false"}, "not a regular file or directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +130,53 @@ func TestPluginPackageBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPluginPackagePassphrase: an encrypted key signs with its passphrase from
+// --passphrase-file, and a wrong passphrase writes nothing.
+func TestPluginPackagePassphrase(t *testing.T) {
+	berthtest.UseHelmHome(t)
+	key := encryptedKey(t, "locked", "open sesame")
+	dir := bucketPlugin(t, "locked", "lk", t.TempDir())
+	right := filepath.Join(t.TempDir(), "right")
+	write(t, right, "open sesame\n", 0o600)
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	write(t, wrong, "guess\n", 0o600)
+
+	dest := filepath.Join(t.TempDir(), "out")
+	if msg := berthFails(t, "plugin", "package", dir, "--keyring", key.Secring, "--key", "locked", "--passphrase-file", wrong, "-d", dest); !strings.Contains(msg, `signing key "locked"`) {
+		t.Errorf("berth plugin package with a wrong passphrase: %s", msg)
+	}
+	if _, err := os.Stat(dest); err == nil {
+		t.Errorf("a wrong passphrase wrote %s", dest)
+	}
+	mustBerth(t, "plugin", "package", dir, "--keyring", key.Secring, "--key", "locked", "--passphrase-file", right, "-d", dest)
+	berthtest.MustHelmShared(t, "plugin", "verify", filepath.Join(dest, "locked-0.1.0.tgz"), "--keyring", key.Pubring)
+}
+
+// encryptedKey makes an OpenPGP key whose secret parts are encrypted with passphrase.
+func encryptedKey(t *testing.T, name, passphrase string) berthtest.SigningKey {
+	t.Helper()
+	e, err := openpgp.NewEntity(name, "berth test key", name+"@berth.invalid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	k := berthtest.SigningKey{Name: name, Secring: filepath.Join(dir, "secring.gpg"), Pubring: filepath.Join(dir, "pubring.gpg")}
+	var pub bytes.Buffer
+	if err := e.Serialize(&pub); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EncryptPrivateKeys([]byte(passphrase), nil); err != nil {
+		t.Fatal(err)
+	}
+	var sec bytes.Buffer
+	if err := e.SerializePrivateWithoutSigning(&sec, nil); err != nil {
+		t.Fatal(err)
+	}
+	write(t, k.Pubring, pub.String(), 0o644)
+	write(t, k.Secring, sec.String(), 0o600)
+	return k
 }
 
 func copyFile(t *testing.T, from, to string) {
