@@ -57,6 +57,11 @@ type controllerConfig struct {
 	out, readme string
 	work        string
 	profile     string
+	// shards, when set, runs each count of Releases again split among that many controllers;
+	// remote, when set, adds a run of that many Releases released into a second cluster.
+	shards, remote int
+	// name is the results' file name without extension; label a line that heads them.
+	name, label string
 }
 
 // controllerRun is what one run of the controller case measured.
@@ -114,6 +119,10 @@ type controllerResults struct {
 	Started  time.Time       `json:"started"`
 	Finished time.Time       `json:"finished"`
 	Runs     []controllerRun `json:"runs"`
+	// Label is what the run is for (--label), when given.
+	Label string `json:"label,omitempty"`
+	// Fleet are the runs of --shards and --remote.
+	Fleet []fleetRun `json:"fleet,omitempty"`
 }
 
 func runControllerBench(args []string) error {
@@ -158,7 +167,7 @@ func runControllerBench(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	res := controllerResults{Machine: describeMachine(config{berth: cfg.berth, helm: ""}), Started: time.Now()}
+	res := controllerResults{Machine: describeMachine(config{berth: cfg.berth, helm: ""}), Started: time.Now(), Label: cfg.label}
 	res.Machine.Helm = ""
 	for _, qps := range cfg.controllerQPS {
 		for _, n := range cfg.releases {
@@ -170,6 +179,16 @@ func runControllerBench(args []string) error {
 			res.Runs = append(res.Runs, run)
 			if ctx.Err() != nil {
 				return errInterrupted
+			}
+			if cfg.shards > 0 {
+				if err := res.addFleet(runShards(ctx, cfg, n, qps, filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d-shards-%d", n, qps, cfg.shards)))); err != nil {
+					return err
+				}
+			}
+		}
+		if cfg.remote > 0 {
+			if err := res.addFleet(runRemote(ctx, cfg, cfg.remote, qps, filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d-remote", cfg.remote, qps)))); err != nil {
+				return err
 			}
 		}
 	}
@@ -198,11 +217,18 @@ func parseControllerFlags(args []string) (controllerConfig, error) {
 	fs.StringVar(&cfg.profile, "profile", "", "directory for the controller's CPU and allocation profiles of each run, DIR/controller-N-qps-Q/ (BERTH_PROFILE_DIR; default: none)")
 	fs.IntVar(&cfg.hung, "hung", 0, "how many Releases on a chart repository that never answers (timeout 20s) each run creates before the measured ones, each in a namespace hung-NNNN")
 	fs.StringVar(&cfg.interval, "interval", "", "every Release's spec.interval, a Go duration of at least 10s (default: the Releases' default)")
+	fs.IntVar(&cfg.shards, "shards", 0, "also run each count of Releases split among this many controllers, each with --watch-label-selector sharding.berth.dev/key=shardI, the Releases labelled round-robin (default: none)")
+	fs.IntVar(&cfg.remote, "remote", 0, "also run this many Releases released by one controller into a second devcluster through a kubeconfig Secret each (default: none)")
+	fs.StringVar(&cfg.name, "name", "controller", "the results' file name in --out, without .json and .md")
+	fs.StringVar(&cfg.label, "label", "", "a line that heads the results, saying what the run is for")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := checkFleetFlags(cfg); err != nil {
+		return cfg, err
 	}
 	var err error
 	if cfg.releases, err = parseCounts(releases); err != nil {
@@ -585,6 +611,11 @@ func countTenants[T any, P interface {
 // releaseOptions are the optional fields of every Release's spec; empty ones are left out.
 type releaseOptions struct {
 	interval, timeout string
+	// shards, when set, labels the i-th Release for shard i mod shards (shardLabel);
+	// kubeConfigSecret, when set, releases it into the cluster of that Secret's kubeconfig
+	// (remoteSpec).
+	shards           int
+	kubeConfigSecret string
 }
 
 // releaseObject is the Release app in namespace ns: the chart app 1.0.0 from the repository at
@@ -612,7 +643,9 @@ func releaseObject(ns, repoURL string, opts releaseOptions) *unstructured.Unstru
 func createReleases(ctx context.Context, dyn dynamic.Interface, prefix string, n int, repoURL string, opts releaseOptions) error {
 	return parallel(ctx, n, 64, func(ctx context.Context, i int) error {
 		ns := namespaceOf(prefix, i)
-		if _, err := dyn.Resource(releaseResource).Namespace(ns).Create(ctx, releaseObject(ns, repoURL, opts), metav1.CreateOptions{}); err != nil {
+		obj := releaseObject(ns, repoURL, opts)
+		opts.fleet(obj, i)
+		if _, err := dyn.Resource(releaseResource).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create Release %s/app: %w", ns, err)
 		}
 		return nil

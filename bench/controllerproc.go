@@ -33,6 +33,12 @@ type controllerProcess struct {
 // startController starts "berth controller" against kubeconfig under berth-bench-measure, its
 // output into dir/controller.log, and waits until it is ready (its /readyz).
 func startController(ctx context.Context, cfg controllerConfig, kubeconfig, dir string) (*controllerProcess, error) {
+	return startNamedController(ctx, cfg, kubeconfig, dir, "controller", nil)
+}
+
+// startNamedController is startController for one controller of several, named name (its log
+// dir/NAME.log, its cache dir/NAME-cache), with extra flags.
+func startNamedController(ctx context.Context, cfg controllerConfig, kubeconfig, dir, name string, extra []string) (*controllerProcess, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -40,22 +46,31 @@ func startController(ctx context.Context, cfg controllerConfig, kubeconfig, dir 
 	probe := ln.Addr().String()
 	ln.Close()
 	args := []string{cfg.berth, "controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0",
-		"--health-probe-bind-address", probe, "--cache-dir", filepath.Join(dir, "controller-cache"),
+		"--health-probe-bind-address", probe, "--cache-dir", filepath.Join(dir, name+"-cache"),
 		"--concurrency", strconv.Itoa(cfg.concurrency)}
-	env := []string{"HOME=" + filepath.Join(dir, "home")}
+	args = append(args, extra...)
+	home := "home"
+	if name != "controller" {
+		home += "-" + name
+	}
+	env := []string{"HOME=" + filepath.Join(dir, home)}
 	if cfg.profile != "" {
-		// One directory a run, named as its work directory: controller-N-qps-Q.
+		// One directory a run, named as its work directory: controller-N-qps-Q (and the
+		// controller's name, when a run has several).
 		p := filepath.Join(cfg.profile, filepath.Base(dir))
+		if name != "controller" {
+			p = filepath.Join(p, name)
+		}
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return nil, err
 		}
 		env = append(env, "BERTH_PROFILE_DIR="+p)
 	}
-	log, err := os.Create(filepath.Join(dir, "controller.log"))
+	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	c := &controllerProcess{report: filepath.Join(dir, "controller-measure.json"), done: make(chan struct{}), log: log}
+	c := &controllerProcess{report: filepath.Join(dir, name+"-measure.json"), done: make(chan struct{}), log: log}
 	c.cmd = exec.Command(cfg.measurer, append([]string{"--report", c.report, "--"}, args...)...)
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = log, log

@@ -30,11 +30,11 @@ func (r controllerResults) write(cfg controllerConfig) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(cfg.out, "controller.json"), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.out, cfg.name+".json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
 	md := r.markdown()
-	if err := os.WriteFile(filepath.Join(cfg.out, "controller.md"), []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.out, cfg.name+".md"), []byte(md), 0o644); err != nil {
 		return err
 	}
 	fmt.Println()
@@ -47,6 +47,9 @@ func (r controllerResults) write(cfg controllerConfig) error {
 
 func (r controllerResults) markdown() string {
 	var b strings.Builder
+	if r.Label != "" {
+		fmt.Fprintf(&b, "**%s**\n\n", r.Label)
+	}
 	m := r.Machine
 	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s, %s), %s; %s.", r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth)
 	if len(r.Runs) > 0 {
@@ -102,6 +105,7 @@ func (r controllerResults) markdown() string {
 	for _, g := range controllerGoals(r.Runs) {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Goal, g.Measured, g.Met)
 	}
+	b.WriteString(fleetMarkdown(r.Fleet, r.Runs))
 	return b.String()
 }
 
