@@ -101,8 +101,8 @@ func TestFleetMarkdown(t *testing.T) {
 			},
 			Requests: 2000, ChartRequests: 100, DeleteSeconds: 8, DeleteRequests: 1650},
 		{Kind: fleetRemote, Releases: 20, ControllerQPS: 1000, CreateSeconds: 0.1, ReadySeconds: 6, LoadAverage: 2,
-			Controllers: []fleetController{{Name: "controller", Releases: 20, PeakRSSReadyBytes: 70 << 20, PeakRSSBytes: 72 << 20, CPUSecondsReady: 0.8}},
-			Requests:    200, RemoteRequests: 600, ChartRequests: 40, DeleteSeconds: 5, DeleteRequests: 700},
+			Requests: 200, RemoteRequests: 600, ChartRequests: 40, DeleteSeconds: 5, DeleteRequests: 700,
+			Controllers: []fleetController{{Name: "controller", Releases: 20, PeakRSSReadyBytes: 70 << 20, PeakRSSBytes: 72 << 20, CPUSecondsReady: 0.8}}},
 		{Kind: fleetShards, Releases: 3000, ControllerQPS: 20, Controllers: []fleetController{{Name: "shard1"}, {Name: "shard2"}}, Error: "Releases Ready: not after 30m0s\nmore"},
 	}
 	md := fleetMarkdown(fleet, runs)
