@@ -173,8 +173,6 @@ func explainPluginError(err error) error {
 		return &hintedError{err: err, hint: "Use --verify=false to skip verification"}
 	case errors.Is(err, plugins.ErrNoSuchSource):
 		return &hintedError{err: err, hint: "give a plugin directory, an archive (.tgz), an archive's URL or a git repository's URL"}
-	case errors.Is(err, plugins.ErrOCIUnsupported):
-		return &hintedError{err: err, hint: "install it with `helm plugin install`: berth uses it where helm put it"}
 	case errors.Is(err, plugins.ErrNoSource):
 		return &hintedError{err: err, hint: "only a plugin installed from a git repository can be updated: uninstall it and install it again"}
 	case errors.Is(err, plugins.ErrModified):

@@ -24,7 +24,6 @@ func TestPluginErrorsSayWhatToDo(t *testing.T) {
 		{"no plugin.yaml", fmt.Errorf("install plugin /d: %w", plugins.ErrNoMetadata), "plugin.yaml) missing: a plugin is a directory with a plugin.yaml"},
 		{"no such source", plugins.ErrNoSuchSource, "give a plugin directory, an archive (.tgz)"},
 		{"not verifiable", plugins.ErrNotVerifiable, "Use --verify=false to skip verification"},
-		{"oci", plugins.ErrOCIUnsupported, "`helm plugin install`"},
 		{"update without source", plugins.ErrNoSource, "only a plugin installed from a git repository can be updated"},
 	}
 	for _, tt := range tests {

@@ -59,8 +59,9 @@ func exists(p string) bool {
 	return err == nil
 }
 
-// ErrOCIUnsupported is an install from an OCI registry, which berth does not do.
-var ErrOCIUnsupported = errors.New("installing plugins from an OCI registry is not supported")
+// ErrOCIUnsupported is an oci:// reference given to Install, which takes no registry
+// settings: InstallOCI installs those.
+var ErrOCIUnsupported = errors.New("Install does not pull from OCI registries: use InstallOCI")
 
 // ErrNoSuchSource is a source that is no file, directory or URL.
 var ErrNoSuchSource = errors.New("no such plugin directory or archive, and not a URL")
