@@ -61,7 +61,7 @@ func exists(p string) bool {
 
 // ErrOCIUnsupported is an oci:// reference given to Install, which takes no registry
 // settings: InstallOCI installs those.
-var ErrOCIUnsupported = errors.New("Install does not pull from OCI registries: use InstallOCI")
+var ErrOCIUnsupported = errors.New("plugins.Install does not pull from OCI registries: use plugins.InstallOCI")
 
 // ErrNoSuchSource is a source that is no file, directory or URL.
 var ErrNoSuchSource = errors.New("no such plugin directory or archive, and not a URL")
