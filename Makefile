@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all build berth devcluster generate test test-shared demo bench clean
+.PHONY: all build berth devcluster generate test test-shared demo bench bench-fleet clean
 
 all: build
 
@@ -66,6 +66,16 @@ bench: build
 	bin/berth-bench run $(BENCH_FLAGS)
 	bin/berth-bench controller $(CONTROLLER_BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench BenchmarkDoctor -benchtime 5x ./test/doctor
+
+## bench-fleet: berth controller as 2 shards, and releasing into a second cluster, beside one
+## controller, with 100 and 3000 Releases (bench/README.md, "Fleets: shards and remote clusters");
+## apart from "make bench", whose budget it does not fit. Writes bench/results/controller-fleet.md
+## and .json; FLEET_BENCH_FLAGS changes the flags
+FLEET_BENCH_FLAGS ?= --releases 100,3000 --shards 2 --remote 100 --controller-qps 1000
+bench-fleet: build
+	$(GO) build -o bin/berth-bench ./bench
+	$(GO) build -o bin/berth-bench-measure ./bench/measure
+	bin/berth-bench controller --name controller-fleet --readme "" $(FLEET_BENCH_FLAGS)
 
 ## clean: remove build output
 clean:
