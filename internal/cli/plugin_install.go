@@ -73,7 +73,7 @@ directory as it was.`,
 	f.BoolVar(&flags.plainHTTP, "plain-http", false, "use insecure HTTP connections for the plugin download")
 	f.StringVar(&flags.username, "username", "", "registry username")
 	f.StringVar(&flags.password, "password", "", "registry password")
-	f.DurationVar(&flags.timeout, "timeout", pluginTimeout, "time to wait for the plugin to be downloaded or cloned and its install hook to run")
+	f.DurationVar(&flags.timeout, "timeout", pluginTimeout, "time to wait for the plugin to be downloaded, pulled or cloned and its install hook to run")
 	return cmd
 }
 

@@ -23,14 +23,16 @@ import (
 	"github.com/berthdev/berth/test/berthtest"
 )
 
-// TestPluginInstallFromOCI: berth installs a signed plugin from an OCI registry (TLS, with the
-// credentials of helm registry login) as helm does, the same output, and helm lists it as
-// signed; --version names the tag; a plain-HTTP registry serves with --plain-http.
+// TestPluginInstallFromOCI: berth installs a plugin it packaged and signed from an OCI registry
+// (TLS, with the credentials of helm registry login) as helm does, the same output, and helm
+// lists it as signed; --version names the tag; a plain-HTTP registry serves with --plain-http.
 func TestPluginInstallFromOCI(t *testing.T) {
 	berthtest.IsolateHelmFiles(t)
 	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{Username: "ci", Password: "s3cret"})
 	key := berthtest.NewSigningKey(t, "oci")
-	archive := helmPackage(t, key, "ociplug", "op")
+	dest := t.TempDir()
+	mustBerth(t, "plugin", "package", bucketPlugin(t, "ociplug", "op", t.TempDir()), "--keyring", key.Secring, "--key", key.Name, "-d", dest)
+	archive := filepath.Join(dest, "ociplug-0.1.0.tgz")
 	pushPlugin(t, reg, "plugins/ociplug:0.1.0", archive, archive+".prov")
 	berthtest.MustHelmShared(t, "registry", "login", reg.Host, "--username", "ci", "--password", "s3cret", "--ca-file", reg.CAFile)
 	ref := reg.Ref("plugins/ociplug:0.1.0")
