@@ -1,6 +1,10 @@
 package plugins
 
 import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -36,5 +40,34 @@ func TestParseOCIRef(t *testing.T) {
 				t.Errorf("parseOCIRef: %s, %s, %v; want %s, %s", r, name, err, tt.wantRef, tt.wantName)
 			}
 		})
+	}
+}
+
+// TestPullOCICancelled: a pull from a registry that does not answer ends when its context is
+// cancelled, with the cancellation in its error.
+func TestPullOCICancelled(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		cancel() // the request is under way and will get no answer
+		<-t.Context().Done()
+	}()
+	_, err = PullOCI(ctx, "oci://"+l.Addr().String()+"/p:1.0.0", "", Registry{Client: &http.Client{}, PlainHTTP: true})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("PullOCI after cancellation: %v, want context.Canceled", err)
+	}
+	var oe *OCIError
+	if !errors.As(err, &oe) || oe.Ref != "oci://"+l.Addr().String()+"/p:1.0.0" {
+		t.Errorf("PullOCI's error does not name the reference: %v", err)
 	}
 }
