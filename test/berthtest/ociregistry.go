@@ -197,19 +197,40 @@ func PackageNewChart(t testing.TB, name, version string, files map[string]string
 // layer and a config of another media type), as its account, and returns the manifest's digest.
 func (r *OCIRegistry) PushArtifact(t testing.TB, repo, tag string) string {
 	t.Helper()
+	return r.Push(t, repo, tag, "application/vnd.berth.test.v1",
+		&Blob{MediaType: "application/vnd.berth.test.config.v1+json", Data: []byte("{}")},
+		Blob{MediaType: "application/vnd.berth.test.layer.v1", Data: []byte("not a chart")})
+}
+
+// Blob is a layer or the config of an artifact to push: its media type, content and annotations.
+type Blob struct {
+	MediaType   string
+	Data        []byte
+	Annotations map[string]string
+}
+
+// Push pushes to repo:tag on the registry an OCI image manifest of artifactType with layers and
+// config (an empty one when nil), as the registry's account, and returns the manifest's digest.
+func (r *OCIRegistry) Push(t testing.TB, repo, tag, artifactType string, config *Blob, layers ...Blob) string {
+	t.Helper()
 	ctx := t.Context()
 	store := memory.New()
-	push := func(mediaType string, data []byte) ocispec.Descriptor {
-		desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
-		if err := store.Push(ctx, desc, bytes.NewReader(data)); err != nil {
-			t.Fatalf("store %s: %v", mediaType, err)
+	push := func(b Blob) ocispec.Descriptor {
+		desc := ocispec.Descriptor{MediaType: b.MediaType, Digest: digest.FromBytes(b.Data), Size: int64(len(b.Data)), Annotations: b.Annotations}
+		if err := store.Push(ctx, desc, bytes.NewReader(b.Data)); err != nil {
+			t.Fatalf("store %s: %v", b.MediaType, err)
 		}
 		return desc
 	}
-	layer := push("application/vnd.berth.test.layer.v1", []byte("not a chart"))
-	config := push("application/vnd.berth.test.config.v1+json", []byte("{}"))
-	manifest, err := oras.PackManifest(ctx, store, oras.PackManifestVersion1_1, "application/vnd.berth.test.v1",
-		oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, ConfigDescriptor: &config})
+	opts := oras.PackManifestOptions{}
+	for _, l := range layers {
+		opts.Layers = append(opts.Layers, push(l))
+	}
+	if config != nil {
+		desc := push(*config)
+		opts.ConfigDescriptor = &desc
+	}
+	manifest, err := oras.PackManifest(ctx, store, oras.PackManifestVersion1_1, artifactType, opts)
 	if err != nil {
 		t.Fatalf("pack manifest: %v", err)
 	}
@@ -236,7 +257,7 @@ func (r *OCIRegistry) PushArtifact(t testing.TB, repo, tag string) string {
 		Credential: auth.StaticCredential(r.Host, auth.Credential{Username: r.Username, Password: r.Password}),
 	}
 	if _, err := oras.Copy(ctx, store, tag, dst, tag, oras.DefaultCopyOptions); err != nil {
-		t.Fatalf("push artifact %s:%s: %v", repo, tag, err)
+		t.Fatalf("push %s:%s: %v", repo, tag, err)
 	}
 	return manifest.Digest.String()
 }

@@ -1,24 +1,15 @@
 package plugins
 
 import (
-	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"helm.sh/helm/v4/pkg/registry"
-	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/content/memory"
-	"oras.land/oras-go/v2/registry/remote"
-	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/berthdev/berth/test/berthtest"
 )
@@ -148,9 +139,7 @@ func helmPackage(t *testing.T, key berthtest.SigningKey, name, scheme string) st
 // with the files' names.
 func pushPlugin(t *testing.T, reg *berthtest.OCIRegistry, repoTag, archive, prov string) {
 	t.Helper()
-	ctx := t.Context()
-	store := memory.New()
-	var layers []ocispec.Descriptor
+	var layers []berthtest.Blob
 	for _, p := range []string{archive, prov} {
 		if p == "" {
 			continue
@@ -159,46 +148,11 @@ func pushPlugin(t *testing.T, reg *berthtest.OCIRegistry, repoTag, archive, prov
 		if err != nil {
 			t.Fatal(err)
 		}
-		desc := ocispec.Descriptor{
-			MediaType: "application/vnd.oci.image.layer.v1.tar", Digest: digest.FromBytes(data), Size: int64(len(data)),
-			Annotations: map[string]string{ocispec.AnnotationTitle: filepath.Base(p)},
-		}
-		if err := store.Push(ctx, desc, bytes.NewReader(data)); err != nil {
-			t.Fatal(err)
-		}
-		layers = append(layers, desc)
+		layers = append(layers, berthtest.Blob{MediaType: "application/vnd.oci.image.layer.v1.tar", Data: data,
+			Annotations: map[string]string{ocispec.AnnotationTitle: filepath.Base(p)}})
 	}
 	repo, tag, _ := strings.Cut(repoTag, ":")
-	manifest, err := oras.PackManifest(ctx, store, oras.PackManifestVersion1_1, registry.PluginArtifactType,
-		oras.PackManifestOptions{Layers: layers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Tag(ctx, manifest, tag); err != nil {
-		t.Fatal(err)
-	}
-	dst, err := remote.NewRepository(reg.Host + "/" + repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst.PlainHTTP = reg.CAFile == ""
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	if reg.CAFile != "" {
-		pem, err := os.ReadFile(reg.CAFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(pem)
-		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
-	dst.Client = &auth.Client{
-		Client:     &http.Client{Transport: transport},
-		Credential: auth.StaticCredential(reg.Host, auth.Credential{Username: reg.Username, Password: reg.Password}),
-	}
-	if _, err := oras.Copy(ctx, store, tag, dst, tag, oras.DefaultCopyOptions); err != nil {
-		t.Fatalf("push plugin %s: %v", repoTag, err)
-	}
+	reg.Push(t, repo, tag, registry.PluginArtifactType, nil, layers...)
 }
 
 // closedAddress is HOST:PORT where nothing listens.
