@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
@@ -163,7 +164,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	if err == nil {
 		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Live: before, Wait: o.Wait, Late: p.lateIdentities(),
 			Batches: order, Replace: s.replaced}, revisionPolicy{
-			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(p.objects, before)),
+			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(slices.Concat(crds, p.objects), before)),
 			replaced: superseded,
 		}, rel, o.NoHooks)
 	}

@@ -408,7 +408,8 @@ func (p *prepared) appliedAsIs(live map[resource.Identity]*unstructured.Unstruct
 	return out
 }
 
-// adoptedFromHelm returns the desired objects that exist with fields Helm set.
+// adoptedFromHelm returns the desired objects (CRDs included) that exist with fields of Helm's
+// client-side apply or of berth's former field manager (cluster.SetByHelm).
 func adoptedFromHelm(desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) []*unstructured.Unstructured {
 	var adopted []*unstructured.Unstructured
 	for _, obj := range desired {

@@ -117,12 +117,14 @@ func (pv *Preview) fill(ctx context.Context, d Deps, in previewInput) error {
 	if pv.Plan == nil {
 		pv.Plan = &plan.Plan{}
 	}
+	for _, step := range pv.Plan.Steps {
+		if step.Action == plan.Adopt {
+			pv.Adopted = append(pv.Adopted, step.Objects...) // as the operation would
+		}
+	}
 	pv.Objects = map[resource.Identity]*unstructured.Unstructured{}
 	if in.p != nil {
 		pv.Objects = in.p.byID
-		for _, obj := range adoptedFromHelm(in.p.objects, in.before) {
-			pv.Adopted = append(pv.Adopted, resource.IdentityOf(obj))
-		}
 	}
 	for _, prev := range in.previous {
 		if prev != nil && prev.Info.Status == release.StatusDeployed && !slices.Contains(pv.Superseded, prev.Version) {

@@ -231,7 +231,7 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, before, r.takeOwnership); err != nil {
 		return err
 	}
-	pol := revisionPolicy{op: r.op, revision: rel.Version, create: !r.recorded, adopted: identities(adoptedFromHelm(p.objects, before))}
+	pol := revisionPolicy{op: r.op, revision: rel.Version, create: !r.recorded, adopted: identities(adoptedFromHelm(slices.Concat(crds, p.objects), before))}
 	for _, prev := range r.previous {
 		if prev != nil && prev.Info.Status == release.StatusDeployed && prev.Version != rel.Version && !slices.Contains(pol.superseded, prev.Version) {
 			pol.superseded = append(pol.superseded, prev.Version)

@@ -91,6 +91,43 @@ func TestCRDsAreUpdatedWithCreateReplace(t *testing.T) {
 	}
 }
 
+// TestCreateReplaceRemovesAFieldFromACRDHelmCreated: Helm with client-side apply (as Helm 3)
+// creates the CRDs of crds/ with a plain create, whose fields its field manager owns as an
+// update; berth's --crds create-replace adopts them, so a field that left crds/ (a label here)
+// leaves the CRD. (A CRD Helm v4 applied server-side is under the field manager berth shares:
+// nothing to adopt.)
+func TestCreateReplaceRemovesAFieldFromACRDHelmCreated(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	group := "drop-" + berthtest.Suffix(env) + ".example.com"
+	name := "widgets." + group
+	t.Cleanup(func() { deleteCRDs(t, env, name) })
+	crd := widgetCRD(group, "Namespaced", []string{"v1"}, "size")
+	labelled := strings.Replace(crd, "  name: "+name+"\n", "  name: "+name+"\n  labels: {tier: gold, team: web}\n", 1)
+	if labelled == crd {
+		t.Fatal("the test's CRD has no name line to label")
+	}
+	v1 := berthtest.WriteChart(t, "gadget", map[string]string{"crds/widget.yaml": labelled, "templates/cm.yaml": goodTemplate})
+	v2 := berthtest.WriteChart(t, "gadget", map[string]string{
+		"crds/widget.yaml":  strings.Replace(labelled, "tier: gold, ", "", 1),
+		"templates/cm.yaml": goodTemplate,
+	})
+	berthtest.MustHelm(t, env, "install", "gadget", v1, "--wait", "--server-side=false")
+	installed := liveCRD(t, env, name)
+	if installed.Labels["tier"] != "gold" {
+		t.Fatalf("CRD %s as helm created it has labels %v, want tier gold", name, installed.Labels)
+	}
+
+	berthtest.MustBerth(t, env, "upgrade", "gadget", v2, "--crds", "create-replace", "--wait")
+	updated := liveCRD(t, env, name)
+	if _, ok := updated.Labels["tier"]; ok || updated.Labels["team"] != "web" {
+		t.Errorf("after berth upgrade --crds create-replace, CRD %s has labels %v, want team web alone", name, updated.Labels)
+	}
+	if updated.UID != installed.UID {
+		t.Errorf("CRD %s has UID %s, want it updated in place (UID %s)", name, updated.UID, installed.UID)
+	}
+}
+
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return slices.ContainsFunc(crd.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
 		return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
