@@ -1,0 +1,61 @@
+package controller_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/internal/testnet"
+	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
+)
+
+// TestSilentClusterIsBoundedByItsTimeout gives a Release the kubeconfig of a cluster that takes
+// the connection and never answers: the Release says its cluster is unreachable, naming it, once
+// its spec.timeout is up, while a Release of the controller's own cluster installs meanwhile.
+func TestSilentClusterIsBoundedByItsTimeout(t *testing.T) {
+	env := testenv.New(t)
+	c := releasetest.Client(t, env)
+	releasetest.Deployer(t, env, "deployer")
+	defaultReadsSecrets(t, env)
+	addr, _ := testnet.SilentListener(t)
+	kubeconfigSecret(t, env, "silent-kubeconfig", []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: silent
+  cluster: {server: "https://%s", insecure-skip-tls-verify: true}
+users:
+- name: silent
+  user: {token: not-a-real-token}
+contexts:
+- name: silent
+  context: {cluster: silent, user: silent}
+current-context: silent
+`, addr)))
+	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, webChart(t))
+	ctl := newController(t, env)
+	ctl.start()
+
+	silent := remoteRelease(t, env.Namespace, "silent", repo.URL, "", "{replicas: 2}", "silent-kubeconfig")
+	silent.Spec.Timeout = &metav1.Duration{Duration: 3e9}
+	local := releaseOf(t, env.Namespace, "local", repo.URL, "web", "deployer", "{replicas: 2}")
+	for _, rel := range []*v1alpha1.Release{silent, local} {
+		if err := c.Create(t.Context(), rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := releasetest.WaitFor(t, c, env.Namespace, "silent", "says its cluster is unreachable", func(rel *v1alpha1.Release) bool {
+		r := releasetest.Condition(rel, controller.ConditionReady)
+		return r != nil && r.Reason == controller.ReasonClusterUnreachable
+	})
+	if msg := releasetest.Condition(got, controller.ConditionReady).Message; !strings.Contains(msg, addr) || strings.Contains(msg, "not-a-real-token") {
+		t.Errorf("Ready message %q, want it to name cluster %s and nothing of its credentials", msg, addr)
+	}
+	releasetest.WaitFor(t, c, env.Namespace, "local", "is installed", readyAt(1))
+	ctl.running()
+}
