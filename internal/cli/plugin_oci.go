@@ -53,6 +53,10 @@ func explainOCIPluginError(err error) error {
 	}
 	switch oe.Kind {
 	case plugins.OCIBadReference:
+		var te *plugins.TagError
+		if errors.As(err, &te) && te.Tag != "" {
+			return &hintedError{err: err, hint: "give the tag once: in the reference (REPOSITORY:TAG) or with --version, not both"}
+		}
 		return &hintedError{err: err, hint: "name the plugin as oci://REGISTRY/REPOSITORY:TAG (or give the tag with --version)"}
 	case plugins.OCINotFound:
 		return &hintedError{err: err, hint: "check the repository and the tag; the plugin's name is the repository's last component"}

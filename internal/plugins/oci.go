@@ -130,6 +130,19 @@ func PullOCI(ctx context.Context, ref, version string, reg Registry) (*OCIPlugin
 	return out, nil
 }
 
+// TagError says which tag to pull is not known: the reference has none and no version was
+// given (Tag and Version empty), or its tag and the version given differ.
+type TagError struct {
+	Tag, Version string
+}
+
+func (e *TagError) Error() string {
+	if e.Tag == "" {
+		return "the reference has no tag"
+	}
+	return fmt.Sprintf("the reference's tag %s and the version %s differ", e.Tag, e.Version)
+}
+
 // parseOCIRef parses an oci:// reference as Helm's registry client does ("+" in a tag is "_"),
 // with version as the tag of a reference that has none, and names its plugin.
 func parseOCIRef(ref, version string) (orasreg.Reference, string, error) {
@@ -145,11 +158,11 @@ func parseOCIRef(ref, version string) (orasreg.Reference, string, error) {
 	tag := r.Reference
 	switch {
 	case tag == "" && version == "":
-		return r, "", errors.New("the reference has no tag: give one (REPOSITORY:TAG), or --version")
+		return r, "", &TagError{}
 	case tag == "":
 		tag = version
 	case version != "" && version != tag:
-		return r, "", fmt.Errorf("the reference's tag %s and --version %s differ: give one of them", tag, version)
+		return r, "", &TagError{Tag: tag, Version: version}
 	}
 	r.Reference = tag
 	if err := r.ValidateReference(); err != nil {
