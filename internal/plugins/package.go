@@ -14,6 +14,8 @@ import (
 
 	"helm.sh/helm/v4/pkg/provenance"
 	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/atomicfile"
 )
 
 // ErrNotDirectory is a plugin to package that is a file (an archive, say), not a directory.
@@ -127,37 +129,17 @@ func writePackage(dest, name string, data, prov []byte, p *Plugin) (*Packaged, e
 		return nil, err
 	}
 	out := &Packaged{Plugin: p, Archive: filepath.Join(dest, name)}
-	if err := writeAtomic(out.Archive, data); err != nil {
+	if err := atomicfile.Write(out.Archive, data, 0o644); err != nil {
 		return nil, err
 	}
 	if prov != nil {
 		out.Provenance = out.Archive + ".prov"
-		if err := writeAtomic(out.Provenance, prov); err != nil {
+		if err := atomicfile.Write(out.Provenance, prov, 0o644); err != nil {
 			os.Remove(out.Archive)
 			return nil, err
 		}
 	}
 	return out, nil
-}
-
-func writeAtomic(dest string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+"-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), dest)
 }
 
 // writeTarball writes the directories and regular files under dir into w as a .tgz under the

@@ -16,6 +16,8 @@ import (
 	"helm.sh/helm/v4/pkg/helmpath"
 	"helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/atomicfile"
 )
 
 // RepositoryError is a chart repository that could not be added or updated. Kind says what
@@ -313,7 +315,7 @@ func writeRepositories(path string, f *repo.File) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, data, 0o600)
+	return atomicfile.Write(path, data, 0o600)
 }
 
 // lockRepositories takes Helm's lock of the repositories file path (repositories.lock beside
@@ -345,29 +347,5 @@ func moveInto(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(dst, data, 0o644)
-}
-
-// writeAtomic writes data to a temporary file beside path and renames it to path.
-func writeAtomic(path string, data []byte, perm fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(dst, data, 0o644)
 }
