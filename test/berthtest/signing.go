@@ -1,6 +1,7 @@
 package berthtest
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,24 +21,38 @@ type SigningKey struct {
 // t.TempDir().
 func NewSigningKey(t testing.TB, name string) SigningKey {
 	t.Helper()
+	return newSigningKey(t, name, "")
+}
+
+// NewEncryptedSigningKey makes an OpenPGP key named name whose secret parts are encrypted with
+// passphrase, and writes its keyrings into t.TempDir().
+func NewEncryptedSigningKey(t testing.TB, name, passphrase string) SigningKey {
+	t.Helper()
+	return newSigningKey(t, name, passphrase)
+}
+
+func newSigningKey(t testing.TB, name, passphrase string) SigningKey {
+	t.Helper()
 	e, err := openpgp.NewEntity(name, "berth test key", name+"@berth.invalid", nil)
 	if err != nil {
 		t.Fatalf("make a signing key: %v", err)
 	}
 	dir := t.TempDir()
 	k := SigningKey{Name: name, Secring: filepath.Join(dir, "secring.gpg"), Pubring: filepath.Join(dir, "pubring.gpg")}
-	for path, write := range map[string]func(*os.File) error{
-		k.Secring: func(f *os.File) error { return e.SerializePrivate(f, nil) },
-		k.Pubring: func(f *os.File) error { return e.Serialize(f) },
-	} {
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := write(f); err != nil {
-			t.Fatalf("write keyring %s: %v", path, err)
-		}
-		if err := f.Close(); err != nil {
+	var pub, sec bytes.Buffer
+	if err := e.Serialize(&pub); err != nil {
+		t.Fatalf("write the public keyring: %v", err)
+	}
+	if passphrase == "" {
+		err = e.SerializePrivate(&sec, nil)
+	} else if err = e.EncryptPrivateKeys([]byte(passphrase), nil); err == nil {
+		err = e.SerializePrivateWithoutSigning(&sec, nil)
+	}
+	if err != nil {
+		t.Fatalf("write the secret keyring: %v", err)
+	}
+	for path, b := range map[string][]byte{k.Secring: sec.Bytes(), k.Pubring: pub.Bytes()} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

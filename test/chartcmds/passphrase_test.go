@@ -7,16 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-
 	"github.com/berthdev/berth/internal/cli"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // TestPackageEncryptedKey: a key with a passphrase signs with the passphrase read from
 // --passphrase-file, or from standard input with "-"; a wrong one signs nothing.
 func TestPackageEncryptedKey(t *testing.T) {
 	t.Parallel()
-	secring, pubring := encryptedKey(t, "locked", "s3cret")
+	key := berthtest.NewEncryptedSigningKey(t, "locked", "s3cret")
+	secring, pubring := key.Secring, key.Pubring
 	passFile := filepath.Join(t.TempDir(), "pass")
 	if err := os.WriteFile(passFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -52,33 +52,4 @@ func TestPackageEncryptedKey(t *testing.T) {
 			mustHelm(t, "verify", filepath.Join(dest, "shop-0.1.0.tgz"), "--keyring", pubring)
 		})
 	}
-}
-
-// encryptedKey writes an OpenPGP key named name, encrypted with passphrase, and returns its
-// secret and public keyrings.
-func encryptedKey(t *testing.T, name, passphrase string) (secring, pubring string) {
-	t.Helper()
-	e, err := openpgp.NewEntity(name, "berth test key", name+"@berth.invalid", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	secring, pubring = filepath.Join(dir, "secring.gpg"), filepath.Join(dir, "pubring.gpg")
-	var pub bytes.Buffer
-	if err := e.Serialize(&pub); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.EncryptPrivateKeys([]byte(passphrase), nil); err != nil {
-		t.Fatal(err)
-	}
-	var sec bytes.Buffer
-	if err := e.SerializePrivateWithoutSigning(&sec, nil); err != nil {
-		t.Fatal(err)
-	}
-	for path, b := range map[string][]byte{secring: sec.Bytes(), pubring: pub.Bytes()} {
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return secring, pubring
 }

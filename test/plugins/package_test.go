@@ -1,13 +1,11 @@
 package plugins
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/berthdev/berth/test/berthtest"
@@ -136,7 +134,7 @@ func TestPluginPackageBadInput(t *testing.T) {
 // --passphrase-file, and a wrong passphrase writes nothing.
 func TestPluginPackagePassphrase(t *testing.T) {
 	berthtest.UseHelmHome(t)
-	key := encryptedKey(t, "locked", "open sesame")
+	key := berthtest.NewEncryptedSigningKey(t, "locked", "open sesame")
 	dir := bucketPlugin(t, "locked", "lk", t.TempDir())
 	right := filepath.Join(t.TempDir(), "right")
 	write(t, right, "open sesame\n", 0o600)
@@ -152,31 +150,6 @@ func TestPluginPackagePassphrase(t *testing.T) {
 	}
 	mustBerth(t, "plugin", "package", dir, "--keyring", key.Secring, "--key", "locked", "--passphrase-file", right, "-d", dest)
 	berthtest.MustHelmShared(t, "plugin", "verify", filepath.Join(dest, "locked-0.1.0.tgz"), "--keyring", key.Pubring)
-}
-
-// encryptedKey makes an OpenPGP key whose secret parts are encrypted with passphrase.
-func encryptedKey(t *testing.T, name, passphrase string) berthtest.SigningKey {
-	t.Helper()
-	e, err := openpgp.NewEntity(name, "berth test key", name+"@berth.invalid", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	k := berthtest.SigningKey{Name: name, Secring: filepath.Join(dir, "secring.gpg"), Pubring: filepath.Join(dir, "pubring.gpg")}
-	var pub bytes.Buffer
-	if err := e.Serialize(&pub); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.EncryptPrivateKeys([]byte(passphrase), nil); err != nil {
-		t.Fatal(err)
-	}
-	var sec bytes.Buffer
-	if err := e.SerializePrivateWithoutSigning(&sec, nil); err != nil {
-		t.Fatal(err)
-	}
-	write(t, k.Pubring, pub.String(), 0o644)
-	write(t, k.Secring, sec.String(), 0o600)
-	return k
 }
 
 func copyFile(t *testing.T, from, to string) {
