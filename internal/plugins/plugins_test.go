@@ -7,11 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"helm.sh/helm/v4/pkg/getter"
+
+	"github.com/berthdev/berth/internal/testenv"
 )
 
 func TestParse(t *testing.T) {
@@ -129,40 +130,13 @@ func TestRunKillsGroup(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, "sh", []string{"-c", script}, environ(nil), &limitedBuffer{max: 1 << 10}) }()
-	pid := waitForFile(t, pidFile)
+	pid := testenv.ReadPID(t, pidFile)
 	stop := errors.New("stopped by the test")
 	cancel(stop)
 	if err := <-done; !errors.Is(err, stop) {
 		t.Fatalf("run: %v, want the context's cause", err)
 	}
-	waitGone(t, pid)
-}
-
-func waitForFile(t *testing.T, path string) string {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s was never written", path)
-	return ""
-}
-
-// waitGone waits until process pid is gone (or a zombie waiting for init to reap it).
-func waitGone(t *testing.T, pid string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil || strings.Contains(string(stat), ") Z ") {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("process %s still runs", pid)
+	testenv.WaitProcessGone(t, pid)
 }
 
 // TestReadOptions: the credentials and TLS files Helm's getter options carry reach a plugin

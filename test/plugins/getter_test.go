@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -99,7 +98,7 @@ func TestHangingPluginStoppedByTimeout(t *testing.T) {
 			t.Errorf("berth repo add of a hanging plugin's repository: %s\nwant %q in it", msg, want)
 		}
 	}
-	waitGone(t, readPID(t, pidFile))
+	testenv.WaitProcessGone(t, testenv.ReadPID(t, pidFile))
 	if b, err := os.ReadFile(repositories); err == nil && strings.Contains(string(b), "stuck") {
 		t.Errorf("the repository was added:\n%s", b)
 	}
@@ -118,40 +117,12 @@ func TestHangingPluginStoppedByCancel(t *testing.T) {
 		done <- cli.Run(ctx, cli.Streams{In: strings.NewReader(""), Out: new(strings.Builder), ErrOut: new(berthtest.LockedBuffer)},
 			[]string{"template", "x", "hang://bucket/chart-0.1.0.tgz"})
 	}()
-	pid := readPID(t, pidFile)
+	pid := testenv.ReadPID(t, pidFile)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("berth template canceled: %v, want context.Canceled", err)
 	}
-	waitGone(t, pid)
-}
-
-// readPID waits for the plugin to write pidFile and returns the process id in it.
-func readPID(t *testing.T, pidFile string) string {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			return strings.TrimSpace(string(b))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the plugin never started (no %s)", pidFile)
-	return ""
-}
-
-// waitGone waits until process pid has ended (gone, or a zombie left to init).
-func waitGone(t *testing.T, pid string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil || strings.Contains(string(stat), ") Z ") {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the plugin's process %s still runs", pid)
+	testenv.WaitProcessGone(t, pid)
 }
 
 // TestGetterPluginRepository: a chart repository at a getter plugin's scheme, indexed with berth
