@@ -179,11 +179,10 @@ type chartInput struct {
 // are bounded by it, and the operation has what is left.
 func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *installFlags) (*session, *chartInput, error) {
 	flags.wait.Began = time.Now()
-	parent := cmd.Context()
-	ctx, cancel := flags.wait.Bound(parent)
+	// The operation itself stops at its deadline, at a safe point: only the preparation ends with
+	// this context.
+	ctx, cancel := flags.wait.Bound(cmd.Context())
 	defer cancel()
-	cmd.SetContext(ctx)
-	defer cmd.SetContext(parent) // the operation itself stops at its deadline, not at this context's end
 	vals, err := flags.values.Merge()
 	if err != nil {
 		return nil, nil, err
@@ -192,15 +191,15 @@ func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *ins
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := loadChart(cmd, streams, ref, flags.source)
+	ch, err := loadChart(ctx, cmd, streams, ref, flags.source)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+	s, err := newSession(ctx, cmd, streams.ErrOut)
 	if err != nil {
 		return nil, nil, err
 	}
-	caps, err := s.capabilities(cmd.Context())
+	caps, err := s.capabilities(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

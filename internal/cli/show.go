@@ -46,7 +46,7 @@ func newShowSubcommand(streams Streams, use, short, long string, format action.S
 		Long:  long,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := locateChart(cmd, streams, args[0], flags.source)
+			path, err := locateChart(cmd.Context(), cmd, streams, args[0], flags.source)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 
@@ -55,18 +56,18 @@ func newResolver(cmd *cobra.Command, streams Streams, opts source.Options) (*sou
 
 // locateChart returns the local path of the chart ref names, fetching it into Helm's cache
 // with the user's Helm settings when it is not on disk.
-func locateChart(cmd *cobra.Command, streams Streams, ref string, opts source.Options) (string, error) {
+func locateChart(ctx context.Context, cmd *cobra.Command, streams Streams, ref string, opts source.Options) (string, error) {
 	r, err := newResolver(cmd, streams, opts)
 	if err != nil {
 		return "", err
 	}
-	path, err := r.Locate(cmd.Context(), ref)
+	path, err := r.Locate(ctx, ref)
 	return path, explainSourceError(err)
 }
 
 // loadChart locates the chart ref names and loads it.
-func loadChart(cmd *cobra.Command, streams Streams, ref string, opts source.Options) (*chartv2.Chart, error) {
-	path, err := locateChart(cmd, streams, ref, opts)
+func loadChart(ctx context.Context, cmd *cobra.Command, streams Streams, ref string, opts source.Options) (*chartv2.Chart, error) {
+	path, err := locateChart(ctx, cmd, streams, ref, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ Capabilities are its own (--kube-version and --api-versions are ignored).`,
 			if err != nil {
 				return err
 			}
-			chartPath, err := locateChart(cmd, streams, ref, flags.source)
+			chartPath, err := locateChart(cmd.Context(), cmd, streams, ref, flags.source)
 			if err != nil {
 				return err
 			}
