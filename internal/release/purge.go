@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -23,15 +22,17 @@ type recordObject struct {
 	labels  map[string]string
 }
 
-// recordObjects lists and deletes the objects that hold a release's records without decoding
-// what they hold.
+// recordObjects lists, writes and deletes the objects that hold a release's records, listing and
+// deleting without decoding what they hold.
 type recordObjects struct {
 	list   func(ctx context.Context, selector string) ([]recordObject, error)
 	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	// write creates or replaces the object of one record.
+	write recordWriter
 }
 
 func secretRecords(c typedcorev1.SecretInterface) recordObjects {
-	return recordObjects{delete: c.Delete, list: func(ctx context.Context, selector string) ([]recordObject, error) {
+	return recordObjects{delete: c.Delete, write: secretWriter(c), list: func(ctx context.Context, selector string) ([]recordObject, error) {
 		l, err := c.List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return nil, err
@@ -41,7 +42,7 @@ func secretRecords(c typedcorev1.SecretInterface) recordObjects {
 }
 
 func configMapRecords(c typedcorev1.ConfigMapInterface) recordObjects {
-	return recordObjects{delete: c.Delete, list: func(ctx context.Context, selector string) ([]recordObject, error) {
+	return recordObjects{delete: c.Delete, write: configMapWriter(c), list: func(ctx context.Context, selector string) ([]recordObject, error) {
 		l, err := c.List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return nil, err
@@ -72,10 +73,9 @@ func recordsOf[T any, P interface {
 // deletes as many as it can and joins the errors of those it could not delete.
 func (s *HelmStore) Purge(ctx context.Context, name string) ([]int, error) {
 	objs := s.records(s.namespace)
-	sel := labels.SelectorFromSet(labels.Set{"owner": "helm", "name": name}).String()
-	records, err := objs.list(ctx, sel)
+	records, err := s.recordsOf(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("release %s/%s: list records: %w", s.namespace, name, err)
+		return nil, err
 	}
 	errs := make([]error, len(records))
 	var wg sync.WaitGroup

@@ -54,13 +54,15 @@ type Store interface {
 	Namespace() string
 }
 
-// HelmStore keeps revisions through Helm's own storage drivers, in Helm's format: in Secrets
-// (Helm's default), in ConfigMaps, or in memory, as HELM_DRIVER chooses for helm.
+// HelmStore keeps revisions in Helm's format: in Secrets (Helm's default), in ConfigMaps, or in
+// memory, as HELM_DRIVER chooses for helm. It reads them through Helm's own storage drivers and
+// writes them as those drivers do (encodeRecord).
 type HelmStore struct {
 	// driver returns Helm's driver over the records of namespace ("" for all namespaces),
 	// making its API calls with ctx.
 	driver func(ctx context.Context, namespace string) driver.Driver
-	// records reaches the objects that hold the records of namespace without Helm's driver.
+	// records reaches the objects that hold the records of namespace without Helm's driver: to
+	// write them, and to list and delete them without decoding each.
 	records   func(namespace string) recordObjects
 	namespace string
 	// kind is the kind of the objects that hold the records: Secret or ConfigMap; "" in memory.
@@ -172,10 +174,9 @@ func (s *HelmStore) Get(ctx context.Context, name string, version int) (*Release
 // alone, found by the version label Helm's driver writes on each: a release's records are mostly
 // its chart and manifest, gzipped, and an operation reads the newest one at every decision.
 func (s *HelmStore) Last(ctx context.Context, name string) (*Release, error) {
-	sel := labels.SelectorFromSet(labels.Set{"owner": "helm", "name": name}).String()
-	records, err := s.records(s.namespace).list(ctx, sel)
+	records, err := s.recordsOf(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("release %s/%s: list records: %w", s.namespace, name, err)
+		return nil, err
 	}
 	var newest *recordObject
 	for i, r := range records {
@@ -200,6 +201,17 @@ func (s *HelmStore) Last(ctx context.Context, name string) (*Release, error) {
 	// (owner, status, version, ...) included, which helm get metadata prints.
 	rel.Labels = newest.labels
 	return rel, nil
+}
+
+// recordsOf lists the objects that hold the records of release name, as Helm's driver labels
+// them (owner=helm, name=NAME), without decoding any.
+func (s *HelmStore) recordsOf(ctx context.Context, name string) ([]recordObject, error) {
+	sel := labels.SelectorFromSet(labels.Set{"owner": "helm", "name": name}).String()
+	records, err := s.records(s.namespace).list(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: list records: %w", s.namespace, name, err)
+	}
+	return records, nil
 }
 
 // lastOfHistory is the newest of every revision of a release, each decoded.
@@ -265,7 +277,7 @@ func (s *HelmStore) Create(ctx context.Context, rel *Release) error {
 	if err := s.check(rel); err != nil {
 		return err
 	}
-	err := s.storage(ctx, s.namespace).Create(rel)
+	err := s.records(s.namespace).write(ctx, rel, false)
 	if err != nil {
 		return fmt.Errorf("release %s/%s: create revision %d: %w", s.namespace, rel.Name, rel.Version, err)
 	}
@@ -277,7 +289,7 @@ func (s *HelmStore) Update(ctx context.Context, rel *Release) error {
 	if err := s.check(rel); err != nil {
 		return err
 	}
-	err := s.storage(ctx, s.namespace).Update(rel)
+	err := s.records(s.namespace).write(ctx, rel, true)
 	if isNotFound(err) {
 		return s.notFound(rel.Name, rel.Version, ErrNotFound)
 	}
