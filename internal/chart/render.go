@@ -68,6 +68,9 @@ type Rendered struct {
 	Manifest string
 	// Resources are the objects of Manifest, in install order (CRDs from crds/ excluded).
 	Resources []*unstructured.Unstructured
+	// Parsed holds the documents of Manifest as parsed for Resources, so that reading Manifest
+	// again (to order it, or as the record of a revision that rendered the same) parses nothing.
+	Parsed *resource.Parsed
 	// Hooks are the hooks in Helm's order (by kind), with their annotations parsed.
 	Hooks []resource.Hook
 	// ReleaseHooks are the same hooks as Helm records them in the release.
@@ -153,7 +156,7 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 	r.ReleaseHooks = hooks
 	crds := ch.CRDObjects()
 	r.Manifest = manifestText(crds, manifests, opts.IncludeCRDs, opts.HideSecret)
-	if err := r.parse(crds, manifests); err != nil {
+	if err := r.parse(crds, manifests, opts.HideSecret); err != nil {
 		return nil, fmt.Errorf("render chart %s: %w", name, err)
 	}
 	return r, nil
@@ -200,21 +203,36 @@ func manifestText(crds []chartv2.CRD, manifests []releaseutil.Manifest, includeC
 		}
 	}
 	for _, m := range manifests {
-		if hideSecret && m.Head != nil && m.Head.Kind == "Secret" && m.Head.Version == "v1" {
+		if hidden(m, hideSecret) {
 			fmt.Fprintf(&b, "---\n# Source: %s\n# HIDDEN: The Secret output has been suppressed\n", m.Name)
 			continue
 		}
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+		b.WriteString("---" + documentText(m))
 	}
 	return b.String()
 }
 
-// parse fills Resources, Hooks and CRDs from Helm's sorted output.
-func (r *Rendered) parse(crds []chartv2.CRD, manifests []releaseutil.Manifest) error {
+// hidden says manifestText writes m as hidden: a v1 Secret, with hideSecret.
+func hidden(m releaseutil.Manifest, hideSecret bool) bool {
+	return hideSecret && m.Head != nil && m.Head.Kind == "Secret" && m.Head.Version == "v1"
+}
+
+// documentText is the text of m in the manifest after its "---", as resource.SplitManifest
+// gives it.
+func documentText(m releaseutil.Manifest) string {
+	return fmt.Sprintf("\n# Source: %s\n%s\n", m.Name, m.Content)
+}
+
+// parse fills Resources, Parsed, Hooks and CRDs from Helm's sorted output.
+func (r *Rendered) parse(crds []chartv2.CRD, manifests []releaseutil.Manifest, hideSecret bool) error {
+	r.Parsed = &resource.Parsed{}
 	for i, m := range manifests {
 		obj, err := resource.ParseDocument(resource.Document{Source: m.Name, Index: i + 1, Content: m.Content})
 		if err != nil {
 			return err
+		}
+		if !hidden(m, hideSecret) {
+			r.Parsed.Remember(documentText(m), obj)
 		}
 		if obj != nil {
 			r.Resources = append(r.Resources, obj)

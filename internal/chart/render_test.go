@@ -6,6 +6,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"slices"
 	"strings"
@@ -185,4 +186,35 @@ func hookList(hooks []*release.Hook) string {
 		names = append(names, h.Kind+"/"+h.Name+"("+h.Path+")")
 	}
 	return strings.Join(names, ", ")
+}
+
+// TestRenderedParsedHoldsTheManifest checks that reading the rendered manifest again through
+// Parsed parses nothing new and gives what parsing it would, hidden Secrets and all.
+func TestRenderedParsedHoldsTheManifest(t *testing.T) {
+	for _, hide := range []bool{false, true} {
+		r, err := renderTestChart(t, "app", map[string]any{"greeting": "hi"}, RenderOptions{Namespace: "ns", HideSecret: hide})
+		if err != nil {
+			t.Fatalf("Render: %v", err)
+		}
+		held := r.Parsed.Len()
+		got, err := r.Parsed.Manifest(r.Manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Parsed.Len() != held {
+			t.Errorf("hide %v: reading the manifest again parsed %d documents anew", hide, r.Parsed.Len()-held)
+		}
+		want, err := resource.ParseManifest(r.Manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || len(got) == 0 {
+			t.Fatalf("hide %v: %d objects, parsing gives %d", hide, len(got), len(want))
+		}
+		for i := range want {
+			if !equality.Semantic.DeepEqual(got[i].Object, want[i].Object) {
+				t.Errorf("hide %v: object %d = %v, parsing gives %v", hide, i, got[i].Object, want[i].Object)
+			}
+		}
+	}
 }

@@ -112,6 +112,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	if err != nil {
 		return nil, err
 	}
+	d.parsed = rendered.Parsed // ordering reads the manifest again
 	// The record keeps each subchart's depends-on, so that a rollback orders them too.
 	if err := sequence.Record(rendered.Chart); err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	var pl *plan.Plan
 	var order []sequence.Batch
 	if err == nil {
-		order, err = batches(d.Cluster, rel, o.WaitOptions)
+		order, err = d.batches(rel, o.WaitOptions)
 	}
 	if err == nil {
 		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Live: before, Wait: o.Wait, Late: p.lateIdentities(),

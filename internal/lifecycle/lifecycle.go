@@ -438,11 +438,12 @@ func (p *prepared) missingCRDs(ctx context.Context, c Cluster) ([]*unstructured.
 
 // recordedObjects parses a recorded manifest and normalizes its objects. Objects whose kind is
 // no longer served are skipped: there is nothing left of them to act on.
-func recordedObjects(c Cluster, rel *release.Release) ([]*unstructured.Unstructured, error) {
+func (d *operation) recordedObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
 	if rel == nil {
 		return nil, nil
 	}
-	objs, err := resource.ParseManifest(rel.Manifest)
+	c := d.Cluster
+	objs, err := d.documents().Manifest(rel.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
 	}
@@ -458,6 +459,23 @@ func recordedObjects(c Cluster, rel *release.Release) ([]*unstructured.Unstructu
 		out = append(out, obj)
 	}
 	return out, nil
+}
+
+// documents is what the operation parsed of manifests, and parses what it has not yet.
+func (d *operation) documents() *resource.Parsed {
+	if d.parsed == nil {
+		d.parsed = &resource.Parsed{}
+	}
+	return d.parsed
+}
+
+// deployedOf returns the newest deployed revision of release last.Name: last itself when it is
+// deployed, which spares reading and decoding its record again.
+func deployedOf(ctx context.Context, store release.Reader, last *release.Release) (*release.Release, error) {
+	if last.Info.Status == release.StatusDeployed {
+		return last, nil
+	}
+	return store.Deployed(ctx, last.Name)
 }
 
 // lookup is the cluster rendering reads with lookup in mode dryRun: none for a client dry run,

@@ -29,6 +29,9 @@ type operation struct {
 	stop context.Context
 	// runs collects the plans the operation executes.
 	runs *runs
+	// parsed holds the documents of the manifests the operation read (documents), each parsed
+	// once: the rendered manifest's, when it rendered one.
+	parsed *resource.Parsed
 	// terminating, when set, lets the operation go on without what the API server refuses to
 	// create because the release's namespace is being deleted: its hooks (collected here), its
 	// lease and its journal.

@@ -7,7 +7,6 @@ import (
 	"maps"
 
 	"github.com/berthdev/berth/internal/release"
-	"github.com/berthdev/berth/internal/resource"
 )
 
 // RollbackOptions describe a rollback.
@@ -59,9 +58,9 @@ func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.R
 	if err != nil {
 		return nil, err
 	}
-	deployed, _ := d.Store.Deployed(ctx, o.Name)
+	deployed, _ := deployedOf(ctx, d.Store, last)
 
-	objs, err := resource.ParseManifest(target.Manifest)
+	objs, err := d.documents().Manifest(target.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", o.Name, version, err)
 	}

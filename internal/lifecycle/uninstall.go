@@ -119,13 +119,13 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 		}
 		return out, d.executeOnce(ctx, release.OpUninstall, last.Version, pl, &runner{d: d, rel: last})
 	}
-	recorded, err := recordedObjects(d.Cluster, last)
+	recorded, err := d.recordedObjects(last)
 	if err != nil {
 		return nil, err
 	}
-	if deployed, derr := d.Store.Deployed(ctx, o.Name); derr == nil && deployed.Version != last.Version {
+	if deployed, derr := deployedOf(ctx, d.Store, last); derr == nil && deployed.Version != last.Version {
 		// A failed upgrade may have left the deployed revision's objects alone: remove them too.
-		objs, err := recordedObjects(d.Cluster, deployed)
+		objs, err := d.recordedObjects(deployed)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +198,7 @@ func (d *operation) planUninstall(last *release.Release, recorded []*unstructure
 	if r := d.resume; r != nil && r.Operation == release.OpUninstall && r.Revision == last.Version && r.Plan != nil {
 		return r.Plan, nil
 	}
-	order, err := batches(d.Cluster, last, o.WaitOptions)
+	order, err := d.batches(last, o.WaitOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -126,7 +126,7 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 	if err != nil {
 		return nil, err
 	}
-	deployed, err := d.Store.Deployed(ctx, o.Name)
+	deployed, err := deployedOf(ctx, d.Store, last)
 	if err != nil && !errors.Is(err, release.ErrNotFound) && !errors.Is(err, release.ErrNoDeployed) {
 		return nil, err
 	}
@@ -145,6 +145,7 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 	if err != nil {
 		return nil, err
 	}
+	d.parsed = rendered.Parsed // the recorded manifest, when it is the same, is not parsed again
 	// The record keeps each subchart's depends-on, so that a rollback orders them too.
 	if err := sequence.Record(rendered.Chart); err != nil {
 		return nil, err
@@ -215,8 +216,11 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 		return skippedCRDs(err, r.crdPolicy, r.op, r.crds)
 	}
 	var recorded []*unstructured.Unstructured
-	for _, prev := range r.previous {
-		objs, err := recordedObjects(d.Cluster, prev)
+	for i, prev := range r.previous {
+		if slices.ContainsFunc(r.previous[:i], func(p *release.Release) bool { return p != nil && prev != nil && p.Version == prev.Version }) {
+			continue // the deployed revision is the last one: its manifest is read once
+		}
+		objs, err := d.recordedObjects(prev)
 		if err != nil {
 			return err
 		}
@@ -237,7 +241,7 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 			pol.superseded = append(pol.superseded, prev.Version)
 		}
 	}
-	order, err := batches(d.Cluster, rel, r.wait)
+	order, err := d.batches(rel, r.wait)
 	if err != nil {
 		return err
 	}

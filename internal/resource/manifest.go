@@ -49,18 +49,8 @@ func SplitManifest(manifest string) []Document {
 // `helm template`, into objects in stream order. Empty documents are skipped; every other document
 // must be a mapping with apiVersion, kind and metadata.name. An error names the document's template.
 func ParseManifest(manifest string) ([]*unstructured.Unstructured, error) {
-	docs := SplitManifest(manifest)
-	objs := make([]*unstructured.Unstructured, 0, len(docs))
-	for _, doc := range docs {
-		obj, err := ParseDocument(doc)
-		if err != nil {
-			return nil, err
-		}
-		if obj != nil {
-			objs = append(objs, obj)
-		}
-	}
-	return objs, nil
+	var once *Parsed // nil: remembers nothing
+	return once.Manifest(manifest)
 }
 
 // ParseDocument parses one document into an object. It returns nil, nil for a document that holds
