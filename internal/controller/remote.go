@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -212,11 +213,9 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 	if !ok {
 		return nil, missing
 	}
-	key := remoteKey{
-		Secret:  types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret},
-		Version: secret.ResourceVersion, Key: d.Remote.Key, Timeout: d.Timeout,
-	}
-	own, err := r.remotes.get(key, func() (*kube.Clients, error) { return remoteConfig(data, d) })
+	name := types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}
+	key := remoteKey{Config: sha256.Sum256(data), Timeout: d.Timeout}
+	own, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) { return remoteConfig(data, d) })
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +228,8 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 	if err := checkRemoteAccount(ctx, own, d); err != nil {
 		return nil, err
 	}
-	key.Account = d.Remote.Account
-	as, err := r.remotes.get(key, func() (*kube.Clients, error) {
+	key.Namespace, key.Account = d.Namespace, d.Remote.Account
+	as, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) {
 		return kube.NewClients(impersonate(own.Config, d.Namespace, d.Remote.Account), d.TargetNamespace)
 	})
 	if err != nil {
@@ -301,7 +300,11 @@ func lostWithNamespace(err error) bool {
 // whose namespace, being deleted, took the kubeconfig's Secret, or the account that reads it,
 // with it (err). With none kept (the controller restarted since), err says so.
 func (r *Reconciler) keptClients(ctx context.Context, d *desired, err error) (*kube.Clients, error) {
-	kept := r.remotes.last(types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}, d.Remote.Account)
+	namespace := d.Namespace
+	if d.Remote.Account == "" {
+		namespace = "" // the kubeconfig's own identity
+	}
+	kept := r.remotes.last(types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}, namespace, d.Remote.Account)
 	if kept == nil {
 		return nil, fmt.Errorf("namespace %s is being deleted, and the kubeconfig of the release's cluster can no longer be read, nor was it kept since the controller started: %w", d.Namespace, err)
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/sha256"
 	"sync"
 	"time"
 
@@ -12,22 +13,33 @@ import (
 // maxRemoteClients bounds how many clusters' clients the controller keeps between reconciles.
 const maxRemoteClients = 32
 
-// remoteKey names the clients of one kubeconfig, as one account, with one dial timeout.
+// remoteKey names the clients of one kubeconfig, as one account, with one dial timeout. It names
+// the kubeconfig by its content, so that the Releases of many namespaces whose Secrets hold the
+// same kubeconfig (a copy in each tenant's namespace) share the clients, as they share the
+// identity and its rights.
 type remoteKey struct {
-	Secret       types.NamespacedName
-	Version, Key string
-	// Account is the ServiceAccount impersonated; empty for the kubeconfig's own identity.
-	Account string
-	Timeout time.Duration
+	Config [sha256.Size]byte
+	// Namespace and Account are the ServiceAccount impersonated; empty for the kubeconfig's own
+	// identity.
+	Namespace, Account string
+	Timeout            time.Duration
+}
+
+// remoteSecret is what the cache last read of one Secret: its resourceVersion and the kubeconfig
+// it held.
+type remoteSecret struct {
+	version string
+	config  [sha256.Size]byte
 }
 
 // remoteCache keeps the clients of the clusters Releases release into, so that a reconcile
-// reuses the connections of the one before. Clients built from a Secret's former content are
-// dropped once its new content is read; the least recently used go beyond maxRemoteClients. Its
-// zero value is ready.
+// reuses the connections of the one before. Clients built from what a Secret held before are
+// dropped once its new content is read, unless another Secret still holds that kubeconfig; the
+// least recently used go beyond maxRemoteClients. Its zero value is ready.
 type remoteCache struct {
 	mu      sync.Mutex
 	entries map[remoteKey]*remoteEntry
+	secrets map[types.NamespacedName]remoteSecret
 	tick    uint64
 }
 
@@ -36,42 +48,70 @@ type remoteEntry struct {
 	used    uint64
 }
 
-// get returns the clients of k, built by build (which makes no call) when they are not kept.
-func (c *remoteCache) get(k remoteKey, build func() (*kube.Clients, error)) (*kube.Clients, error) {
+// get returns the clients of k, read from secret at version, built by build (which makes no
+// call) when they are not kept.
+func (c *remoteCache) get(secret types.NamespacedName, version string, k remoteKey, build func() (*kube.Clients, error)) (*kube.Clients, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
 		c.entries = map[remoteKey]*remoteEntry{}
+		c.secrets = map[types.NamespacedName]remoteSecret{}
 	}
 	c.tick++
-	if e, ok := c.entries[k]; ok {
-		e.used = c.tick
-		return e.clients, nil
-	}
-	for old := range c.entries {
-		if old.Secret == k.Secret && old.Version != k.Version {
-			delete(c.entries, old) // the Secret changed
+	if before, ok := c.secrets[secret]; ok && before.version != version {
+		delete(c.secrets, secret)
+		if before.config != k.Config && !c.held(before.config) {
+			c.drop(before.config) // the Secret changed, and no other holds what it held
 		}
 	}
-	clients, err := build()
-	if err != nil {
-		return nil, err
+	e, ok := c.entries[k]
+	if !ok {
+		clients, err := build()
+		if err != nil {
+			return nil, err
+		}
+		if len(c.entries) >= maxRemoteClients {
+			c.evict()
+		}
+		e = &remoteEntry{clients: clients}
+		c.entries[k] = e
 	}
-	if len(c.entries) >= maxRemoteClients {
-		c.evict()
-	}
-	c.entries[k] = &remoteEntry{clients: clients, used: c.tick}
-	return clients, nil
+	e.used = c.tick
+	c.secrets[secret] = remoteSecret{version: version, config: k.Config}
+	return e.clients, nil
 }
 
-// last returns the clients last used of the Secret secret as account (whatever its version),
-// or nil.
-func (c *remoteCache) last(secret types.NamespacedName, account string) *kube.Clients {
+// held says a Secret the cache read holds the kubeconfig config.
+func (c *remoteCache) held(config [sha256.Size]byte) bool {
+	for _, s := range c.secrets {
+		if s.config == config {
+			return true
+		}
+	}
+	return false
+}
+
+// drop removes the clients of the kubeconfig config, whatever their account.
+func (c *remoteCache) drop(config [sha256.Size]byte) {
+	for k := range c.entries {
+		if k.Config == config {
+			delete(c.entries, k)
+		}
+	}
+}
+
+// last returns the clients last used of what Secret secret held when last read, acting as
+// account of namespace (both empty: as the kubeconfig's identity), or nil.
+func (c *remoteCache) last(secret types.NamespacedName, namespace, account string) *kube.Clients {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	s, ok := c.secrets[secret]
+	if !ok {
+		return nil
+	}
 	var out *remoteEntry
 	for k, e := range c.entries {
-		if k.Secret == secret && k.Account == account && (out == nil || e.used > out.used) {
+		if k.Config == s.config && k.Namespace == namespace && k.Account == account && (out == nil || e.used > out.used) {
 			out = e
 		}
 	}
@@ -81,7 +121,8 @@ func (c *remoteCache) last(secret types.NamespacedName, account string) *kube.Cl
 	return out.clients
 }
 
-// evict drops the least recently used entry.
+// evict drops the least recently used entry, and forgets the Secrets that held its kubeconfig
+// when no clients of it are left.
 func (c *remoteCache) evict() {
 	var oldest remoteKey
 	var at uint64
@@ -92,6 +133,16 @@ func (c *remoteCache) evict() {
 		}
 	}
 	delete(c.entries, oldest)
+	for k := range c.entries {
+		if k.Config == oldest.Config {
+			return
+		}
+	}
+	for name, s := range c.secrets {
+		if s.config == oldest.Config {
+			delete(c.secrets, name)
+		}
+	}
 }
 
 // len is how many clients are kept.
