@@ -97,7 +97,7 @@ func markFailed(rel *v1alpha1.Release, reason string, err error, stalled bool) {
 	} else {
 		meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionStalled)
 	}
-	rel.Status.Blockers = blockersOf(err, rel.Namespace)
+	rel.Status.Blockers = blockersOf(err, rel)
 	rel.Status.CurrentStep = ""
 	rel.Status.ObservedGeneration = rel.Generation
 }
@@ -173,9 +173,9 @@ func reasonOf(err error, failed string) string {
 
 // blockersOf names what stopped an operation, as the CLI names it: the blockers of a blocked
 // deletion, a failed hook with the end of its logs, a template that failed with its message, or
-// a missing permission of the Release's ServiceAccount (in namespace ns). The logs and the
-// message are in logTail, which redactStatus removes unless the controller may show them.
-func blockersOf(err error, ns string) []v1alpha1.Blocker {
+// a missing permission of the Release's account (permissionNext). The logs and the message are
+// in logTail, which redactStatus removes unless the controller may show them.
+func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 	var out []v1alpha1.Blocker
 	var blocked *engine.BlockedError
 	if errors.As(err, &blocked) {
@@ -211,7 +211,7 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 		b := v1alpha1.Blocker{
 			Kind:    "permission",
 			Message: status.Status().Message,
-			Next:    fmt.Sprintf("grant the Release's ServiceAccount in namespace %s this permission (a Role or ClusterRole bound to it), or name another account in spec.serviceAccountName", ns),
+			Next:    permissionNext(rel),
 		}
 		if d := status.Status().Details; d != nil {
 			b.Object = strings.Trim(d.Kind+"/"+d.Name, "/")
@@ -219,6 +219,21 @@ func blockersOf(err error, ns string) []v1alpha1.Blocker {
 		return []v1alpha1.Blocker{b}
 	}
 	return nil
+}
+
+// permissionNext says whom to grant a permission the API server refused an operation of rel.
+// A Release released into another cluster acts there as its kubeconfig's identity (or the
+// account it impersonates), and here, to read the kubeconfig, the values and the chart, as the
+// namespace's default account: the refusal's message names which.
+func permissionNext(rel *v1alpha1.Release) string {
+	if rel.Spec.KubeConfig == nil {
+		return fmt.Sprintf("grant the Release's ServiceAccount in namespace %s this permission (a Role or ClusterRole bound to it), or name another account in spec.serviceAccountName", rel.Namespace)
+	}
+	there := "the identity of the kubeconfig in Secret " + rel.Spec.KubeConfig.SecretRef.Name
+	if rel.Spec.ServiceAccountName != "" {
+		there = fmt.Sprintf("ServiceAccount %s/%s, which spec.serviceAccountName impersonates there", rel.Namespace, rel.Spec.ServiceAccountName)
+	}
+	return fmt.Sprintf("grant this permission to the account the message names: in the Release's cluster (spec.kubeConfig), %s; in this cluster, ServiceAccount %s/default, which reads the kubeconfig, the values and the chart", there, rel.Namespace)
 }
 
 func isForbidden(err error) bool {

@@ -3,12 +3,15 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 )
 
 func TestReasonOf(t *testing.T) {
@@ -33,12 +36,31 @@ func TestReasonOf(t *testing.T) {
 				t.Errorf("reasonOf = %s, want %s", got, tt.want)
 			}
 			var kind string
-			if b := blockersOf(tt.err, "team-a"); len(b) > 0 {
+			if b := blockersOf(tt.err, &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"}}); len(b) > 0 {
 				kind = b[0].Kind
 			}
 			if kind != tt.wantBlocker {
 				t.Errorf("blocker kind %q, want %q", kind, tt.wantBlocker)
 			}
 		})
+	}
+}
+
+// TestPermissionBlockerOfARemoteRelease checks that a refused permission of a Release released
+// into another cluster names the accounts of both clusters, not the local one alone.
+func TestPermissionBlockerOfARemoteRelease(t *testing.T) {
+	t.Parallel()
+	forbidden := fmt.Errorf("install: %w", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no")))
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"}}
+	rel.Spec.KubeConfig = &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.KubeConfigSecretReference{Name: "workload"}}
+	for account, want := range map[string]string{
+		"":         "the identity of the kubeconfig in Secret workload",
+		"deployer": "ServiceAccount team-a/deployer, which spec.serviceAccountName impersonates there",
+	} {
+		rel.Spec.ServiceAccountName = account
+		b := blockersOf(forbidden, rel)
+		if len(b) != 1 || !strings.Contains(b[0].Next, want) || !strings.Contains(b[0].Next, "ServiceAccount team-a/default") {
+			t.Errorf("account %q: blockers %+v, want a permission blocker naming %q and the local default account", account, b, want)
+		}
 	}
 }
