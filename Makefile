@@ -68,10 +68,10 @@ bench: build
 	$(GO) test -run '^$$' -bench BenchmarkDoctor -benchtime 5x ./test/doctor
 
 ## bench-fleet: berth controller as 2 shards, and releasing into a second cluster, beside one
-## controller, with 100 and 3000 Releases (bench/README.md, "Fleets: shards and remote clusters");
+## controller, with 100, 1000 and 3000 Releases (bench/README.md, "Fleets: shards and remote clusters");
 ## apart from "make bench", whose budget it does not fit. Writes bench/results/controller-fleet.md
 ## and .json; FLEET_BENCH_FLAGS changes the flags
-FLEET_BENCH_FLAGS ?= --releases 100,3000 --shards 2 --remote 100 --controller-qps 1000
+FLEET_BENCH_FLAGS ?= --releases 100,1000,3000 --shards 2 --remote 100 --controller-qps 1000
 bench-fleet: build
 	$(GO) build -o bin/berth-bench ./bench
 	$(GO) build -o bin/berth-bench-measure ./bench/measure
