@@ -94,9 +94,16 @@ type Options struct {
 	Journal Journal
 }
 
+// DefaultConcurrency is how many objects of one step are handled at once by default. Helm sends
+// all the objects of a kind at once; a bound keeps a chart of thousands from opening as many
+// requests. At 16, the requests of a step waited on each other: the dry runs before the first
+// change, and the ConfigMaps of a batch, which its Deployments wait for (bench/README.md, "The
+// ordered case").
+const DefaultConcurrency = 64
+
 // DefaultOptions returns options with sensible defaults.
 func DefaultOptions() Options {
-	return Options{Concurrency: 16}
+	return Options{Concurrency: DefaultConcurrency}
 }
 
 // Result is what an execution did: to each object, and step by step.
