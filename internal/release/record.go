@@ -66,10 +66,16 @@ func recordLabels(rel *Release, update bool) map[string]string {
 		stamp = "modifiedAt"
 	}
 	l[stamp] = strconv.FormatInt(time.Now().Unix(), 10)
-	l["name"] = rel.Name
+	return withHelmLabels(l, rel.Name, rel.Version, rel.Info.Status)
+}
+
+// withHelmLabels sets on l the labels Helm's drivers keep for themselves on the object of revision
+// version of release name, and returns l.
+func withHelmLabels(l map[string]string, name string, version int, status Status) map[string]string {
+	l["name"] = name
 	l["owner"] = "helm"
-	l["status"] = rel.Info.Status.String()
-	l["version"] = strconv.Itoa(rel.Version)
+	l["status"] = string(status)
+	l["version"] = strconv.Itoa(version)
 	return l
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -134,7 +133,7 @@ func (s *HelmStore) RecordObject(name string, version int, status Status) *unstr
 	obj.SetKind(s.kind)
 	obj.SetNamespace(s.namespace)
 	obj.SetName(fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, version))
-	obj.SetLabels(map[string]string{"name": name, "owner": "helm", "status": string(status), "version": strconv.Itoa(version)})
+	obj.SetLabels(withHelmLabels(map[string]string{}, name, version, status))
 	if s.kind == "Secret" {
 		obj.Object["type"] = "helm.sh/release.v1"
 	}
