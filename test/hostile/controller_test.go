@@ -1,0 +1,151 @@
+package hostile_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
+)
+
+// memoryLimit is the berth-controller chart's memory limit: the controller must hold within it
+// whatever a tenant writes.
+const memoryLimit = 512 << 20
+
+// selectorKey labels the Releases of one test, whose controller reconciles only them: the tests
+// of the package run at once, each with a controller of its own.
+const selectorKey = "hostile.berth.dev/test"
+
+// berthBinary builds berth into a temporary directory once per test binary.
+var berthBinary = sync.OnceValues(func() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "berth-hostile-test-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "berth")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/berth")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/berth: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// controllerProcess is berth controller running as a process of its own, with four workers,
+// for the Releases of every namespace that carry the test's label (label).
+type controllerProcess struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *berthtest.LockedBuffer
+	// label is selectorKey=VALUE, the label of the test's Releases.
+	label string
+}
+
+// startController starts berth controller --concurrency 4 for the test's Releases, with the
+// extra flags given. When the test ends it fails the test if the process ended by itself or
+// its peak resident memory went over memoryLimit, then kills it.
+func startController(t *testing.T, env *testenv.Env, flags ...string) *controllerProcess {
+	t.Helper()
+	bin, err := berthBinary()
+	if err != nil {
+		t.Fatalf("build berth: %v", err)
+	}
+	value := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(value) > 63 {
+		value = value[:63]
+	}
+	value = strings.Trim(value, "-.")
+	p := &controllerProcess{t: t, log: &berthtest.LockedBuffer{}, exited: make(chan struct{}), label: selectorKey + "=" + value}
+	args := append([]string{"controller", "--kubeconfig", env.Kubeconfig,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--concurrency", "4",
+		"--watch-label-selector", p.label, "--cache-dir", t.TempDir()}, flags...)
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start berth controller: %v", err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		fmt.Fprintf(p.log, "=== exit: %v\n", err)
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.checkUp()
+		if peak, err := p.peakRSS(); err != nil {
+			t.Errorf("peak memory of berth controller: %v", err)
+		} else {
+			t.Logf("berth controller: peak resident memory %d MiB", peak>>20)
+			if peak > memoryLimit {
+				t.Errorf("berth controller: peak resident memory %d MiB, over the chart's limit of %d MiB", peak>>20, memoryLimit>>20)
+			}
+		}
+		p.kill()
+		if t.Failed() {
+			t.Logf("output of berth controller:\n%s", p.log.String())
+		}
+	})
+	return p
+}
+
+// LabelValue is the value of selectorKey on the test's Releases.
+func (p *controllerProcess) LabelValue() string {
+	_, v, _ := strings.Cut(p.label, "=")
+	return v
+}
+
+// checkUp fails the test when the controller ended by itself.
+func (p *controllerProcess) checkUp() {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+		p.t.Errorf("berth controller ended by itself: %v", p.cmd.ProcessState)
+	default:
+	}
+}
+
+// peakRSS is the process's peak resident memory, VmHWM of /proc/PID/status.
+func (p *controllerProcess) peakRSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	s := bufio.NewScanner(bytes.NewReader(data))
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/PID/status")
+}
+
+// kill ends the process, if it runs, and waits until it is gone.
+func (p *controllerProcess) kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.t.Errorf("kill berth controller: %v", err)
+	}
+	<-p.exited
+}
+
+// Output is what the controller has logged so far.
+func (p *controllerProcess) Output() string { return p.log.String() }
