@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all build berth devcluster generate test test-shared demo bench bench-fleet clean
+.PHONY: all build berth devcluster generate test test-shared fuzz demo bench bench-fleet clean
 
 all: build
 
@@ -33,12 +33,21 @@ generate:
 	bin/controller-gen crd paths=$(CONTROLLER_API) output:crd:dir=internal/controller/api/crds
 	cp internal/controller/api/crds/berth.dev_releases.yaml charts/berth-controller/crds/
 
-## test: run every test, unit and integration (integration tests start devclusters)
+## test: run every test, unit and integration (integration tests start devclusters), then each
+## fuzz target for FUZZTIME_SHORT beyond its seed corpus
+FUZZTIME_SHORT ?= 5s
 test: devcluster
 	@rm -f bin/crash-summary.txt
 	BERTH_CRASH_SUMMARY=$(CURDIR)/bin/crash-summary.txt $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@cat bin/crash-summary.txt 2>/dev/null || true
 	cd devcluster && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	GO=$(GO) FUZZTIME=$(FUZZTIME_SHORT) scripts/fuzz.sh
+
+## fuzz: run every fuzz target of the module for FUZZTIME each (scripts/fuzz.sh); a failing input
+## is saved under its package's testdata/fuzz and becomes a regression test once committed
+FUZZTIME ?= 30s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 ## test-shared: run the tests that need the real public charts kept beside the repository in
 ## ../shared/charts (podinfo, ingress-nginx): built with the sharedcharts tag, so that make test
