@@ -24,6 +24,8 @@ const (
 	// reads a field or two of the object (Flux's examples are under 200 characters), and
 	// the CRD says the same.
 	MaxExpressionLength = 1024
+	// MaxChecks is the most health checks compiled together: one a kind of a chart.
+	MaxChecks = 64
 	// CostLimit is the most one evaluation may cost, in cel-go's units (about one unit per
 	// operation, a tenth of a unit per byte of a string read or built): it stops as soon as it
 	// has spent it. Strings are built at most 10 bytes a unit, so an evaluation allocates

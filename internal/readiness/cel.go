@@ -56,6 +56,18 @@ func (e *TooLongError) Error() string {
 	return fmt.Sprintf("is %d bytes long, more than the %d allowed", e.Length, e.Max)
 }
 
+// TooManyError says there are more health checks, or expressions of an annotation, than
+// allowed.
+type TooManyError struct {
+	// What is counted: "health checks" or "expressions".
+	What       string
+	Count, Max int
+}
+
+func (e *TooManyError) Error() string {
+	return fmt.Sprintf("%d %s, more than the %d allowed", e.Count, e.What, e.Max)
+}
+
 // CostError says the estimated cost of an expression, on an object of the largest size, is
 // more than EstimatedCostLimit.
 type CostError struct{ Estimated, Limit uint64 }
@@ -111,10 +123,14 @@ func newEnv() (*cel.Env, error) {
 // CompileChecks compiles health checks, and returns a *CheckError for the first that cannot be
 // used: without apiVersion, kind or current, given twice for a kind, or with an expression that
 // is not CEL, does not type-check, is longer than MaxExpressionLength (a *TooLongError), or whose
-// estimated cost is more than EstimatedCostLimit (a *CostError). Nothing is evaluated.
+// estimated cost is more than EstimatedCostLimit (a *CostError); a *TooManyError for more than
+// MaxChecks. Nothing is evaluated.
 func CompileChecks(in []HealthCheck) (*Checks, error) {
 	if len(in) == 0 {
 		return nil, nil
+	}
+	if len(in) > MaxChecks {
+		return nil, &TooManyError{What: "health checks", Count: len(in), Max: MaxChecks}
 	}
 	env, err := newEnv()
 	if err != nil {
