@@ -21,8 +21,8 @@ import (
 // evaluation may take is bounded before the first, and again as it runs.
 const (
 	// MaxExpressionLength is the length, in bytes, of the longest expression: a health check
-	// reads a field or two of the object (Flux's examples are under 200 characters), and
-	// the CRD says the same.
+	// reads a field or two of the object, in well under 200 characters; 1024 leaves room for
+	// a long one and bounds what the parser and checker read. The CRD says the same.
 	MaxExpressionLength = 1024
 	// MaxChecks is the most health checks compiled together: one a kind of a chart.
 	MaxChecks = 64
