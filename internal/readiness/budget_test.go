@@ -1,6 +1,7 @@
 package readiness
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"runtime"
@@ -24,6 +25,7 @@ func TestCompileChecksBudget(t *testing.T) {
 		{"a loop within a loop", "self.spec.items.exists(a, self.spec.items.exists(b, a == b))", &CostError{}},
 		{"too long", long, &TooLongError{}},
 		{"format", "'%s'.format([self.spec]) == ''", nil},
+		{"quote", "strings.quote(self.metadata.name) == ''", nil},
 		{"undeclared", "nonesuch.phase == 'Ready'", nil},
 	}
 	for _, tt := range tests {
@@ -187,5 +189,32 @@ func TestFailureOf(t *testing.T) {
 	}}, Options{Checks: c})
 	if !strings.HasSuffix(got.Message, "(no such key)") {
 		t.Errorf("Compute = %q, want it to say no such key", got.Message)
+	}
+}
+
+// TestEvaluationDeadline: an evaluation whose context is done stops within its loop, and says
+// it timed out.
+func TestEvaluationDeadline(t *testing.T) {
+	env, err := newEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast, iss := env.Compile("self.spec.items.all(x, x == 1)")
+	if iss.Err() != nil {
+		t.Fatal(iss.Err())
+	}
+	prog, err := program(env, ast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]any, 10000)
+	for i := range items {
+		items[i] = int64(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = prog.ContextEval(ctx, map[string]any{"self": map[string]any{"spec": map[string]any{"items": items}}})
+	if err == nil || failureOf(err) != FailureTimeout {
+		t.Errorf("ContextEval = %v, want %s", err, FailureTimeout)
 	}
 }
