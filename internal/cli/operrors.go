@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 )
 
@@ -47,6 +48,10 @@ func explainOperationError(err error) error {
 	if errors.As(err, &nd) {
 		hints = append(hints, fmt.Sprintf("berth recover %s finishes the %s instead", nd.Release, nd.Operation))
 	}
+	var ee *readiness.ExpressionError
+	if errors.As(err, &ee) {
+		hints = append(hints, readinessHint(err))
+	}
 	var ue *lifecycle.UninstallError
 	if errors.As(err, &ue) && !ue.NothingDeleted {
 		hints = append(hints, fmt.Sprintf("once the cause is fixed, berth uninstall %s goes on from here", ue.Release))
@@ -58,4 +63,19 @@ func explainOperationError(err error) error {
 		return &hintedError{err: err, hint: hints[0]}
 	}
 	return fmt.Errorf("%w\n%s", err, strings.Join(hints, "\n"))
+}
+
+// readinessHint says what to change in a chart whose readiness annotation berth refused.
+func readinessHint(err error) string {
+	var long *readiness.TooLongError
+	var many *readiness.TooManyError
+	switch {
+	case errors.As(err, &long):
+		return fmt.Sprintf("the chart's readiness annotation is too long: each expression may have %d bytes at most", readiness.MaxExpressionLength)
+	case errors.As(err, &many):
+		return fmt.Sprintf("the chart's readiness annotation holds too many expressions: %d at most", readiness.MaxAnnotationExpressions)
+	case errors.Is(err, readiness.ErrRecursiveDescents), errors.Is(err, readiness.ErrNestedFilter), errors.Is(err, readiness.ErrWideUnion):
+		return fmt.Sprintf("a readiness expression's JSONPath may have one recursive descent (..), no filter within a filter, and unions picking %d values at most: change the chart's annotation", readiness.MaxPathUnion)
+	}
+	return "fix the chart's helm.sh/readiness-success or helm.sh/readiness-failure annotation: a JSON array of {<jsonpath>} <op> <value>"
 }

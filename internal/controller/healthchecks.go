@@ -8,8 +8,14 @@ import (
 	"github.com/berthdev/berth/internal/readiness"
 )
 
-// healthChecksOf compiles spec.healthChecks; an expression that is not CEL, or a check the
-// controller cannot use, is an invalid spec, named by its field.
+// ReasonInvalidHealthCheck says a health check of spec.healthChecks cannot be used: it is
+// incomplete, is not CEL, does not type-check, is too long, or its estimated cost is over
+// the limit. Nothing of it was evaluated.
+const ReasonInvalidHealthCheck = "InvalidHealthCheck"
+
+// healthChecksOf compiles spec.healthChecks; a check the controller cannot use is an invalid
+// spec with reason InvalidHealthCheck, named by its field, with the expression and, when it
+// is too costly, its estimated cost and the limit.
 func healthChecksOf(in []v1alpha1.HealthCheckExpressions) (*readiness.Checks, error) {
 	checks := make([]readiness.HealthCheck, len(in))
 	for i, hc := range in {
@@ -20,13 +26,25 @@ func healthChecksOf(in []v1alpha1.HealthCheckExpressions) (*readiness.Checks, er
 	var ce *readiness.CheckError
 	if errors.As(err, &ce) {
 		field := fmt.Sprintf("healthChecks[%d].%s", ce.Index, ce.Field)
-		if ce.Expression != "" {
-			return nil, invalid(field, "%q is not a CEL expression the controller can evaluate: %v", ce.Expression, ce.Err)
+		var cost *readiness.CostError
+		var long *readiness.TooLongError
+		switch {
+		case errors.As(err, &cost):
+			return nil, invalidHealthCheck(field, "%q has an estimated cost of %d, over the limit of %d (the estimate is for an object of the largest size): loop over fewer lists, or build smaller strings",
+				ce.Expression, cost.Estimated, cost.Limit)
+		case errors.As(err, &long):
+			return nil, invalidHealthCheck(field, "the expression is %d bytes long, over the limit of %d", long.Length, long.Max)
+		case ce.Expression != "":
+			return nil, invalidHealthCheck(field, "%q is not a CEL expression the controller can evaluate: %v", ce.Expression, ce.Err)
 		}
-		return nil, invalid(field, "%v", ce.Err)
+		return nil, invalidHealthCheck(field, "%v", ce.Err)
 	}
 	if err != nil {
-		return nil, invalid("healthChecks", "%v", err)
+		return nil, invalidHealthCheck("healthChecks", "%v", err)
 	}
 	return compiled, nil
+}
+
+func invalidHealthCheck(field, format string, args ...any) *SpecError {
+	return &SpecError{Reason: ReasonInvalidHealthCheck, Field: field, Msg: fmt.Sprintf(format, args...)}
 }

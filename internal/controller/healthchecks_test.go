@@ -8,7 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/internal/readiness"
 )
+
+// tenReplaces is 'a' replaced ten times by ten of itself: 10 GB once evaluated.
+var tenReplaces = "'a'" + strings.Repeat(".replace('a','aaaaaaaaaa')", 10) + " == ''"
 
 func TestDesiredOfHealthChecks(t *testing.T) {
 	release := func(checks ...v1alpha1.HealthCheckExpressions) *v1alpha1.Release {
@@ -43,6 +47,10 @@ func TestDesiredOfHealthChecks(t *testing.T) {
 			"healthChecks[1].failed", `"self.("`},
 		{"no current", []v1alpha1.HealthCheckExpressions{{APIVersion: "example.com/v1", Kind: "Widget"}}, "healthChecks[0].current", "required"},
 		{"a kind twice", []v1alpha1.HealthCheckExpressions{widget, widget}, "healthChecks[1].kind", "already"},
+		{"too costly", []v1alpha1.HealthCheckExpressions{{APIVersion: "example.com/v1", Kind: "Widget", Current: tenReplaces}},
+			"healthChecks[0].current", "estimated cost of"},
+		{"too long", []v1alpha1.HealthCheckExpressions{{APIVersion: "example.com/v1", Kind: "Widget", Current: "'" + strings.Repeat("a", readiness.MaxExpressionLength) + "' == ''"}},
+			"healthChecks[0].current", "over the limit of 1024"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,8 +59,8 @@ func TestDesiredOfHealthChecks(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("desiredOf = %v, want a SpecError", err)
 			}
-			if se.Field != tt.field || se.Reason != ReasonInvalidSpec || !strings.Contains(se.Msg, tt.says) {
-				t.Errorf("desiredOf = %v (field %s, reason %s), want field %s, %s, saying %s", err, se.Field, se.Reason, tt.field, ReasonInvalidSpec, tt.says)
+			if se.Field != tt.field || se.Reason != ReasonInvalidHealthCheck || !strings.Contains(se.Msg, tt.says) {
+				t.Errorf("desiredOf = %v (field %s, reason %s), want field %s, %s, saying %s", err, se.Field, se.Reason, tt.field, ReasonInvalidHealthCheck, tt.says)
 			}
 		})
 	}

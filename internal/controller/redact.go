@@ -20,6 +20,12 @@ import (
 // message) can print any value: it goes only to status.blockers[].logTail, and only when the
 // controller is started with --status-chart-output (Reconciler.StatusChartOutput).
 
+// What a wait says of an object comes from the readiness package, which quotes no value by
+// construction: a health check that cannot be evaluated is told by its expression (the
+// Release's own spec) and one of a fixed set of kinds of failure (readiness.Failure), never by
+// cel-go's words, which quote the values they failed on (a missing key is given by its value);
+// a readiness annotation reads only the object's status.
+
 // errorText is err's message as the controller may write it in a condition, an Event, the
 // status' history or its logs: the parts of it that can carry values are replaced by a form that
 // carries none.

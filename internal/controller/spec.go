@@ -72,7 +72,7 @@ type chartRef struct {
 // SpecError says what in a Release's spec the controller cannot act on, and what to change.
 // Acting on the Release again without changing it would fail the same way.
 type SpecError struct {
-	// Reason is InvalidSpec.
+	// Reason is InvalidSpec, or InvalidHealthCheck for spec.healthChecks.
 	Reason string
 	Field  string
 	Msg    string

@@ -38,6 +38,26 @@ func (e *ExpressionError) Error() string {
 
 func (e *ExpressionError) Unwrap() error { return e.Err }
 
+// The budget of a readiness annotation, a chart's: its expressions are evaluated on every change
+// of the object, and a JSONPath cannot be stopped once it runs, so an expression is bounded
+// before, to work in proportion to the object's size.
+const (
+	// MaxAnnotationExpressions is the most expressions an annotation may hold.
+	MaxAnnotationExpressions = 16
+	// MaxPathUnion is the most values a path's unions ([a,b]) may pick each value found
+	// before them, multiplied together: each of them can pick a value again.
+	MaxPathUnion = 8
+)
+
+// The ways a JSONPath can be over its budget. A recursive descent (..) visits every value
+// below each value found: two visit values again for each value above them; a filter within a
+// filter evaluates a path for each value for each value.
+var (
+	ErrRecursiveDescents = errors.New("more than one recursive descent (..): each visits every value below each value found before it")
+	ErrNestedFilter      = errors.New("a filter within a filter")
+	ErrWideUnion         = fmt.Errorf("its unions pick more than %d values of each value found", MaxPathUnion)
+)
+
 // CheckAnnotations returns an *ExpressionError for each readiness annotation of obj that
 // cannot be read: one that is not a JSON array of strings, or holds an expression that is not
 // `{<jsonpath>} <op> <value>`. It evaluates nothing.
@@ -107,8 +127,14 @@ func expressionsOf(obj *unstructured.Unstructured, key string) ([]expression, er
 		return nil, nil
 	}
 	var texts []string
+	if len(raw) > (MaxExpressionLength+8)*MaxAnnotationExpressions {
+		return nil, &ExpressionError{Annotation: key, Err: &TooLongError{Length: len(raw), Max: (MaxExpressionLength + 8) * MaxAnnotationExpressions}}
+	}
 	if err := json.Unmarshal([]byte(raw), &texts); err != nil {
 		return nil, &ExpressionError{Annotation: key, Err: fmt.Errorf("want a JSON array of expressions: %w", err)}
+	}
+	if len(texts) > MaxAnnotationExpressions {
+		return nil, &ExpressionError{Annotation: key, Err: &TooManyError{What: "expressions", Count: len(texts), Max: MaxAnnotationExpressions}}
 	}
 	out := make([]expression, 0, len(texts))
 	for _, text := range texts {
@@ -131,8 +157,11 @@ func annotation(obj *unstructured.Unstructured, key string) (string, bool) {
 // operators, the two-character ones first.
 var operators = []string{"==", "!=", "<=", ">=", "<", ">"}
 
-// parseExpression reads `{<jsonpath>} <op> <value>`.
+// parseExpression reads `{<jsonpath>} <op> <value>`, and refuses a path over its budget.
 func parseExpression(text string) (expression, error) {
+	if len(text) > MaxExpressionLength {
+		return expression{}, &TooLongError{Length: len(text), Max: MaxExpressionLength}
+	}
 	s := strings.TrimSpace(text)
 	if !strings.HasPrefix(s, "{") {
 		return expression{}, errors.New("want {<jsonpath>} <op> <value>")
@@ -144,6 +173,14 @@ func parseExpression(text string) (expression, error) {
 	template, err := statusPath(strings.TrimSpace(s[1:end]))
 	if err != nil {
 		return expression{}, err
+	}
+	parsed, err := jsonpath.Parse("readiness", template)
+	if err != nil {
+		return expression{}, fmt.Errorf("JSONPath %s: %w", s[:end+1], err)
+	}
+	var b pathBudget
+	if err := b.walk(parsed.Root, 0); err != nil {
+		return expression{}, fmt.Errorf("JSONPath %s: %w", s[:end+1], err)
 	}
 	// A key that is missing finds nothing, even within a filter over items that lack it.
 	path := jsonpath.New("readiness").AllowMissingKeys(true)
@@ -169,6 +206,52 @@ func parseExpression(text string) (expression, error) {
 		return expression{}, fmt.Errorf("%s compares numbers: %s is not one", op, strings.TrimSpace(rest[len(op):]))
 	}
 	return expression{text: text, path: path, op: op, want: want}, nil
+}
+
+// pathBudget counts what makes a JSONPath work more than once for a value of the object.
+type pathBudget struct {
+	recursive int
+	union     int
+}
+
+func (b *pathBudget) walk(n jsonpath.Node, filters int) error {
+	switch n := n.(type) {
+	case *jsonpath.ListNode:
+		for _, c := range n.Nodes {
+			if err := b.walk(c, filters); err != nil {
+				return err
+			}
+		}
+	case *jsonpath.RecursiveNode:
+		if b.recursive++; b.recursive > 1 {
+			return ErrRecursiveDescents
+		}
+	case *jsonpath.UnionNode:
+		if b.union == 0 {
+			b.union = 1
+		}
+		if b.union *= len(n.Nodes); b.union > MaxPathUnion {
+			return ErrWideUnion
+		}
+		for _, c := range n.Nodes {
+			if err := b.walk(c, filters); err != nil {
+				return err
+			}
+		}
+	case *jsonpath.FilterNode:
+		if filters > 0 {
+			return ErrNestedFilter
+		}
+		for _, c := range []*jsonpath.ListNode{n.Left, n.Right} {
+			if c == nil {
+				continue
+			}
+			if err := b.walk(c, filters+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // statusPath is the JSONPath template of a path read under the object's status, as Helm reads

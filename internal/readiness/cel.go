@@ -1,11 +1,15 @@
 package readiness
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -45,6 +49,33 @@ func (e *CheckError) Error() string {
 
 func (e *CheckError) Unwrap() error { return e.Err }
 
+// TooLongError says an expression is longer than MaxExpressionLength.
+type TooLongError struct{ Length, Max int }
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("is %d bytes long, more than the %d allowed", e.Length, e.Max)
+}
+
+// TooManyError says there are more health checks, or expressions of an annotation, than
+// allowed.
+type TooManyError struct {
+	// What is counted: "health checks" or "expressions".
+	What       string
+	Count, Max int
+}
+
+func (e *TooManyError) Error() string {
+	return fmt.Sprintf("%d %s, more than the %d allowed", e.Count, e.What, e.Max)
+}
+
+// CostError says the estimated cost of an expression, on an object of the largest size, is
+// more than EstimatedCostLimit.
+type CostError struct{ Estimated, Limit uint64 }
+
+func (e *CostError) Error() string {
+	return fmt.Sprintf("has an estimated cost of %d, more than the limit of %d", e.Estimated, e.Limit)
+}
+
 // Checks are compiled health checks, by kind. The nil Checks has none.
 type Checks struct {
 	byKind map[schema.GroupKind][]check
@@ -58,27 +89,50 @@ type check struct {
 type celExpression struct {
 	text string
 	prog cel.Program
+	// cost is the estimated cost, at most EstimatedCostLimit.
+	cost uint64
 }
 
-// costLimit bounds the work of one evaluation: a health check is evaluated on every change of
-// every object of its kind while an operation waits.
-const costLimit = 1_000_000
+// topLevelFields are the top-level fields of Kubernetes' kinds an expression may read by name,
+// as Flux reads them (status for self.status); self is the object.
+var topLevelFields = []string{
+	"apiVersion", "kind", "metadata", "spec", "status", "data", "binaryData", "stringData", "type",
+	"immutable", "rules", "subjects", "roleRef", "aggregationRule", "webhooks", "secrets",
+	"imagePullSecrets", "automountServiceAccountToken", "provisioner", "parameters",
+	"reclaimPolicy", "volumeBindingMode", "allowVolumeExpansion", "mountOptions",
+	"allowedTopologies", "value", "globalDefault", "preemptionPolicy", "description", "handler",
+	"overhead", "scheduling", "template",
+}
 
-// CompileChecks compiles health checks, and returns a *CheckError for the first that cannot be
-// used: without apiVersion, kind or current, given twice for a kind, or with an expression that
-// is not CEL.
-func CompileChecks(in []HealthCheck) (*Checks, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	// The expressions are parsed, not type-checked: an object's fields are not declared (not
-	// every kind has the usual top-level ones), so they are only known as they are evaluated.
-	env, err := cel.NewEnv(
+// newEnv is the environment expressions are checked in: self is a map, its top-level fields are
+// declared by name, of any type, so that the checker knows every name an expression may use.
+func newEnv() (*cel.Env, error) {
+	opts := []cel.EnvOption{
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
 		cel.OptionalTypes(),
 		ext.Strings(),
-	)
+		cel.Variable("self", cel.MapType(cel.StringType, cel.DynType)),
+	}
+	for _, f := range topLevelFields {
+		opts = append(opts, cel.Variable(f, cel.DynType))
+	}
+	return cel.NewEnv(opts...)
+}
+
+// CompileChecks compiles health checks, and returns a *CheckError for the first that cannot be
+// used: without apiVersion, kind or current, given twice for a kind, or with an expression that
+// is not CEL, does not type-check, is longer than MaxExpressionLength (a *TooLongError), or whose
+// estimated cost is more than EstimatedCostLimit (a *CostError); a *TooManyError for more than
+// MaxChecks. Nothing is evaluated.
+func CompileChecks(in []HealthCheck) (*Checks, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	if len(in) > MaxChecks {
+		return nil, &TooManyError{What: "health checks", Count: len(in), Max: MaxChecks}
+	}
+	env, err := newEnv()
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
@@ -120,16 +174,39 @@ func CompileChecks(in []HealthCheck) (*Checks, error) {
 	return c, nil
 }
 
+// compile parses, type-checks and estimates text, and makes a program that stops at CostLimit
+// and refuses to build strings beyond the budget.
 func compile(env *cel.Env, text string) (*celExpression, error) {
-	ast, iss := env.Parse(text)
+	if len(text) > MaxExpressionLength {
+		return nil, &TooLongError{Length: len(text), Max: MaxExpressionLength}
+	}
+	ast, iss := env.Compile(text)
 	if iss.Err() != nil {
 		return nil, iss.Err()
 	}
-	prog, err := env.Program(ast, cel.CostLimit(costLimit))
+	est, err := env.EstimateCost(ast, costEstimator{})
+	if err != nil {
+		return nil, fmt.Errorf("estimating its cost: %w", err)
+	}
+	if est.Max > EstimatedCostLimit {
+		return nil, &CostError{Estimated: est.Max, Limit: EstimatedCostLimit}
+	}
+	prog, err := program(env, ast)
 	if err != nil {
 		return nil, err
 	}
-	return &celExpression{text: text, prog: prog}, nil
+	return &celExpression{text: text, prog: prog, cost: est.Max}, nil
+}
+
+// program is ast's program: it refuses to build strings beyond the budget, stops once it spent
+// CostLimit, and checks for its deadline as it loops.
+func program(env *cel.Env, ast *cel.Ast) (cel.Program, error) {
+	return env.Program(ast,
+		cel.CustomDecorator(guard(env)),
+		cel.CostTracking(costTracker{}),
+		cel.CostLimit(CostLimit),
+		cel.InterruptCheckFrequency(interruptEvery),
+	)
 }
 
 // evaluate is obj's readiness by the health check of its kind, and whether there is one. As in
@@ -169,7 +246,8 @@ func (c *Checks) evaluate(obj *unstructured.Unstructured) (Result, bool) {
 	}
 	msg := "waiting for health check current: " + ch.current.text
 	if err != nil {
-		msg += " (" + err.Error() + ")"
+		// The failure's kind alone: cel-go's words can quote the object's values.
+		msg += " (" + string(failureOf(err)) + ")"
 	}
 	return Result{State: InProgress, Message: msg}, true
 }
@@ -189,15 +267,70 @@ func (c *Checks) lookup(gvk schema.GroupVersionKind) (check, bool) {
 	return check{}, false
 }
 
-// holds evaluates e with vars; an error says why it could not be.
+// holds evaluates e with vars within EvalTimeout; an error says why it could not be.
 func (e *celExpression) holds(vars map[string]any) (bool, error) {
-	out, _, err := e.prog.Eval(vars)
+	ctx, cancel := context.WithTimeout(context.Background(), EvalTimeout)
+	defer cancel()
+	out, _, err := e.prog.ContextEval(ctx, vars)
 	if err != nil {
 		return false, err
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		return false, fmt.Errorf("evaluates to %s, not a bool", out.Type().TypeName())
+		return false, errNotABool
 	}
 	return bool(b), nil
+}
+
+var errNotABool = errors.New("not a bool")
+
+// Failure is the kind of an evaluation's failure: all that is said of it, as cel-go's own words
+// can quote the values of the object (a missing key of a map is given by its value).
+type Failure string
+
+const (
+	FailureNoSuchKey    Failure = "no such key"
+	FailureNoSuchField  Failure = "no such field"
+	FailureTypeMismatch Failure = "type mismatch"
+	FailureNotABool     Failure = "result is not a bool"
+	FailureCost         Failure = "cost limit exceeded"
+	FailureTimeout      Failure = "timed out"
+	FailureTooLarge     Failure = "result too large"
+	FailureDivision     Failure = "division by zero"
+	FailureRange        Failure = "index out of range"
+	FailureOther        Failure = "evaluation error"
+)
+
+// failureOf is the kind of err, an error of an evaluation.
+func failureOf(err error) Failure {
+	var cancelled interpreter.EvalCancelledError
+	switch {
+	case errors.Is(err, errNotABool):
+		return FailureNotABool
+	case errors.Is(err, ErrTooLarge):
+		return FailureTooLarge
+	case errors.As(err, &cancelled):
+		if cancelled.Cause == interpreter.CostLimitExceeded {
+			return FailureCost
+		}
+		return FailureTimeout
+	}
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "no such key"):
+		return FailureNoSuchKey
+	case strings.Contains(msg, "no such attribute"), strings.Contains(msg, "no such field"):
+		return FailureNoSuchField
+	case strings.Contains(msg, "overload"), strings.Contains(msg, "type conversion error"):
+		return FailureTypeMismatch
+	case strings.Contains(msg, "cost limit exceeded"):
+		return FailureCost
+	case strings.Contains(msg, "interrupted"), strings.Contains(msg, "cancelled"):
+		return FailureTimeout
+	case strings.Contains(msg, "division by zero"), strings.Contains(msg, "modulus by zero"):
+		return FailureDivision
+	case strings.Contains(msg, "out of range"):
+		return FailureRange
+	}
+	return FailureOther
 }

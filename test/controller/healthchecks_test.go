@@ -63,7 +63,7 @@ func setBeaconPhase(t *testing.T, env *testenv.Env, group, name, phase string) u
 // custom resource (a Beacon) has no status and no readiness annotation, with spec.healthChecks
 // for Beacons: the release is deployed only once the Beacon's current expression holds; it fails
 // as soon as its failed expression does, long before spec.timeout; and an expression that is
-// not CEL makes the Release Stalled with InvalidSpec, releasing nothing.
+// not CEL makes the Release Stalled with InvalidHealthCheck, releasing nothing.
 func TestReleaseHealthChecksJudgeUnannotatedObjects(t *testing.T) {
 	env := testenv.New(t)
 	c := releasetest.Client(t, env)
@@ -128,8 +128,8 @@ func TestReleaseHealthChecksJudgeUnannotatedObjects(t *testing.T) {
 		s := releasetest.Condition(rel, controller.ConditionStalled)
 		return s != nil && s.Status == metav1.ConditionTrue && rel.Status.ObservedGeneration == rel.Generation
 	})
-	if s := releasetest.Condition(got, controller.ConditionStalled); s.Reason != controller.ReasonInvalidSpec || !strings.Contains(s.Message, "spec.healthChecks[0].current") {
-		t.Errorf("Stalled %s (%s), want %s naming spec.healthChecks[0].current", s.Reason, s.Message, controller.ReasonInvalidSpec)
+	if s := releasetest.Condition(got, controller.ConditionStalled); s.Reason != controller.ReasonInvalidHealthCheck || !strings.Contains(s.Message, "spec.healthChecks[0].current") {
+		t.Errorf("Stalled %s (%s), want %s naming spec.healthChecks[0].current", s.Reason, s.Message, controller.ReasonInvalidHealthCheck)
 	}
 	berthtest.AssertNoObject(t, env, group+"/v1", "Beacon", "third")
 	ctl.running()

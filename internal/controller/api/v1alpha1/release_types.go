@@ -117,8 +117,10 @@ type ReleaseSpec struct {
 	// HealthChecks say, in CEL, when the objects of a kind are ready, for charts that do not
 	// annotate them (helm.sh/readiness-success and helm.sh/readiness-failure, which come
 	// first); the built-in rules judge the kinds without one. Every wait of the Release's
-	// operations honours them; hooks are judged by the built-in rules.
+	// operations honours them; hooks are judged by the built-in rules. Each expression is at
+	// most 1024 bytes long, and its cost, estimated before it is used, is bounded.
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
 	HealthChecks []HealthCheckExpressions `json:"healthChecks,omitempty"`
 }
 
@@ -137,12 +139,15 @@ type HealthCheckExpressions struct {
 	Kind string `json:"kind"`
 	// Current is true when the object is ready.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
 	Current string `json:"current"`
 	// InProgress is true when the object is not ready yet, whatever the others say.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	InProgress string `json:"inProgress,omitempty"`
 	// Failed is true when the object failed: the operation fails at once.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Failed string `json:"failed,omitempty"`
 }
 
