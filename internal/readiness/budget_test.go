@@ -26,7 +26,7 @@ func TestCompileChecksBudget(t *testing.T) {
 		{"too long", long, &TooLongError{}},
 		{"format", "'%s'.format([self.spec]) == ''", nil},
 		{"quote", "strings.quote(self.metadata.name) == ''", nil},
-		{"undeclared", "nonesuch.phase == 'Ready'", nil},
+		{"ill-typed", "self.status.phase == 'Ready' && 1 + 'a' == 2", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
@@ -93,31 +94,47 @@ type celExpression struct {
 	cost uint64
 }
 
-// topLevelFields are the top-level fields of Kubernetes' kinds an expression may read by name,
-// as Flux reads them (status for self.status); self is the object.
-var topLevelFields = []string{
-	"apiVersion", "kind", "metadata", "spec", "status", "data", "binaryData", "stringData", "type",
-	"immutable", "rules", "subjects", "roleRef", "aggregationRule", "webhooks", "secrets",
-	"imagePullSecrets", "automountServiceAccountToken", "provisioner", "parameters",
-	"reclaimPolicy", "volumeBindingMode", "allowVolumeExpansion", "mountOptions",
-	"allowedTopologies", "value", "globalDefault", "preemptionPolicy", "description", "handler",
-	"overhead", "scheduling", "template",
+// typeNames are CEL's own names of types, which an expression may name (type(x) == int) and
+// which are never an object's fields.
+var typeNames = map[string]bool{
+	"int": true, "uint": true, "double": true, "bool": true, "string": true, "bytes": true,
+	"list": true, "map": true, "null_type": true, "type": true, "dyn": true, "optional_type": true,
 }
 
-// newEnv is the environment expressions are checked in: self is a map, its top-level fields are
-// declared by name, of any type, so that the checker knows every name an expression may use.
+// newEnv is the environment expressions are checked in: self is a map of the object's fields;
+// the top-level fields an expression reads by name are declared by withFields.
 func newEnv() (*cel.Env, error) {
-	opts := []cel.EnvOption{
+	return cel.NewEnv(
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
 		cel.OptionalTypes(),
 		ext.Strings(),
 		cel.Variable("self", cel.MapType(cel.StringType, cel.DynType)),
+	)
+}
+
+// withFields is env with each name an expression reads that env does not declare (status for
+// self.status, as Flux reads them) declared as a field of the object, of any type: an object's
+// top-level fields depend on its kind, so they are known only from what the expression reads.
+// A field the object lacks is then an evaluation's "no such attribute", not a type error.
+func withFields(env *cel.Env, parsed *cel.Ast) (*cel.Env, error) {
+	seen := map[string]bool{"self": true}
+	var vars []cel.EnvOption
+	celast.PreOrderVisit(parsed.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.IdentKind {
+			return
+		}
+		name := e.AsIdent()
+		if seen[name] || typeNames[name] {
+			return
+		}
+		seen[name] = true
+		vars = append(vars, cel.Variable(name, cel.DynType))
+	}))
+	if len(vars) == 0 {
+		return env, nil
 	}
-	for _, f := range topLevelFields {
-		opts = append(opts, cel.Variable(f, cel.DynType))
-	}
-	return cel.NewEnv(opts...)
+	return env.Extend(vars...)
 }
 
 // CompileChecks compiles health checks, and returns a *CheckError for the first that cannot be
@@ -180,7 +197,15 @@ func compile(env *cel.Env, text string) (*celExpression, error) {
 	if len(text) > MaxExpressionLength {
 		return nil, &TooLongError{Length: len(text), Max: MaxExpressionLength}
 	}
-	ast, iss := env.Compile(text)
+	parsed, iss := env.Parse(text)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	env, err := withFields(env, parsed)
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Check(parsed)
 	if iss.Err() != nil {
 		return nil, iss.Err()
 	}

@@ -48,6 +48,27 @@ func TestHealthChecks(t *testing.T) {
 	}
 }
 
+// TestHealthCheckOfAnyTopLevelField: a kind's top-level fields are whatever its kind has; an
+// expression reads any of them by name, and type names stay types.
+func TestHealthCheckOfAnyTopLevelField(t *testing.T) {
+	c, err := CompileChecks([]HealthCheck{{APIVersion: "example.com/v1", Kind: "Widget",
+		Current: "size(subsets) > 0 && type(subsets) == list && subsets.all(s, has(s.ready))"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		yaml string
+		want State
+	}{
+		{`{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, subsets: [{ready: true}]}`, Ready},
+		{`{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}}`, InProgress},
+	} {
+		if got := Compute(obj(t, tt.yaml), Options{Checks: c}); got.State != tt.want {
+			t.Errorf("Compute(%s) = %s (%s), want %s", tt.yaml, got.State, got.Message, tt.want)
+		}
+	}
+}
+
 func TestHealthCheckThatIsNotABool(t *testing.T) {
 	c, err := CompileChecks([]HealthCheck{{APIVersion: "example.com/v1", Kind: "Widget", Current: "self.status.phase"}})
 	if err != nil {
