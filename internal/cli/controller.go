@@ -22,6 +22,7 @@ type controllerFlags struct {
 	cacheDir                string
 	defaultServiceAccount   string
 	statusChartOutput       bool
+	watchSecrets            bool
 	watchLabelSelector      string
 }
 
@@ -78,6 +79,7 @@ and sees it become Ready within 30 seconds.`,
 				Identity:                podIdentity(),
 				DefaultServiceAccount:   flags.defaultServiceAccount,
 				StatusChartOutput:       flags.statusChartOutput,
+				NoSecretWatch:           !flags.watchSecrets,
 			})
 			if err != nil {
 				return err
@@ -94,6 +96,7 @@ and sees it become Ready within 30 seconds.`,
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
 	f.StringVar(&flags.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Release's namespace) that a Release naming none in spec.serviceAccountName acts as (default: the namespace's default account)")
 	f.BoolVar(&flags.statusChartOutput, "status-chart-output", false, "show what a chart's own code outputs (the end of a failed hook's logs, a template's fail or required message) in the Release's status.blockers[].logTail. Off by default: that output can print the release's values, Secrets included, and anyone who may view a Release's namespace reads its status. Events and conditions never carry it")
+	f.BoolVar(&flags.watchSecrets, "watch-secrets", true, "watch the metadata of Secrets, to reconcile at once a Release whose values, chart credentials or kubeconfig Secret changed. It needs list and watch on Secrets, which RBAC cannot limit to metadata: the controller's account may then read every Secret's data, though it asks for none. false: no right on Secrets; such a change is seen at the Release's next reconcile (its interval)")
 	f.StringVar(&flags.watchLabelSelector, "watch-label-selector", "", "reconcile, watch and cache only the Releases this label selector selects, e.g. sharding.berth.dev/key=shard1, or !sharding.berth.dev/key for the Releases of no shard. The leader election Lease is then the shard's own, berth-controller-HASH.berth.dev (HASH: the first 8 hex digits of the SHA-256 of the selector, its requirements sorted by key), so that one shard's replicas elect one leader and shards never contend; without it, berth-controller.berth.dev")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd

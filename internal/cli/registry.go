@@ -170,6 +170,8 @@ func registryHint(kind source.Kind, host string, login bool) string {
 		return "no such chart, version or digest in the registry: check the reference and --version"
 	case source.KindDigestMismatch:
 		return "the digest is not that of the version asked for: give the digest `berth push` printed, or drop --version"
+	case source.KindNotServed:
+		return fmt.Sprintf("%s named the chart's digest but did not serve its content: check the reference, or push the chart there again", host)
 	case source.KindNotChart:
 		return "the artifact is not a Helm chart: give the reference of a chart pushed with `berth push` or `helm push`"
 	default:

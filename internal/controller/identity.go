@@ -45,6 +45,9 @@ func (r *Reconciler) clientsFor(ctx context.Context, d *desired, named bool) (cl
 // except that an account that went with its namespace, which is being deleted, after the
 // release was made as it, is impersonated still: the uninstall runs with the rights that
 // outlive the namespace (a ClusterRoleBinding), and the Release is let go when there are none.
+// A missing account is impersonated only when the Release's spec did not change since its last
+// install or upgrade, which found the account there (releasedAs); otherwise a name the release
+// was never made as, whose RoleBindings outlived it, would act again: a StaleAccountError.
 //
 // With spec.kubeConfig, a kubeconfig that can no longer be read because it went with the
 // Release's namespace (its Secret, or the account that reads it) is replaced by the clients
@@ -59,6 +62,9 @@ func (r *Reconciler) uninstallClients(ctx context.Context, rel *v1alpha1.Release
 	}
 	err := r.checkAccount(ctx, d, named)
 	if missing := new(AccountNotFoundError); errors.As(err, &missing) && r.accountGone(ctx, rel, err) {
+		if !releasedAs(rel) {
+			return nil, &StaleAccountError{Account: *missing, Generation: rel.Generation, Attempted: rel.Status.LastAttemptedGeneration}
+		}
 		err = nil
 	}
 	if err != nil {
@@ -66,6 +72,37 @@ func (r *Reconciler) uninstallClients(ctx context.Context, rel *v1alpha1.Release
 	}
 	return r.impersonated(d)
 }
+
+// releasedAs says the Release's spec, its account included, is the one of its last install or
+// upgrade (which checked that the account existed): the spec did not change since, but for the
+// one generation its deletion adds.
+func releasedAs(rel *v1alpha1.Release) bool {
+	attempted := rel.Status.LastAttemptedGeneration
+	if attempted <= 0 {
+		return false
+	}
+	if rel.DeletionTimestamp.IsZero() {
+		return attempted == rel.Generation
+	}
+	return attempted == rel.Generation || attempted == rel.Generation-1
+}
+
+// StaleAccountError says the ServiceAccount a Release being deleted names does not exist, and
+// the Release's spec changed since its last install or upgrade: the account is not impersonated,
+// as RoleBindings left behind by a deleted account would still grant its name rights, and the
+// release is not uninstalled.
+type StaleAccountError struct {
+	Account AccountNotFoundError
+	// Generation is the Release's; Attempted, that of its last install or upgrade.
+	Generation, Attempted int64
+}
+
+func (e *StaleAccountError) Error() string {
+	return fmt.Sprintf("ServiceAccount %s/%s does not exist, and the Release's spec changed since its last install or upgrade (generation %d, now %d): an account the release was not made as is never impersonated",
+		e.Account.Namespace, e.Account.Name, e.Attempted, e.Generation)
+}
+
+func (e *StaleAccountError) Unwrap() error { return &e.Account }
 
 // impersonated returns the clients of d's account, in the target namespace, without checking
 // that the account exists.

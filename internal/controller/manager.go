@@ -80,6 +80,13 @@ type Options struct {
 	// carry the release's values, Secrets included, and anyone who may view a Release's namespace
 	// reads its status: off, the controller writes none of it.
 	StatusChartOutput bool
+	// NoSecretWatch drops the watch of the metadata of Secrets: a change of a Secret a Release
+	// reads (valuesFrom, chart credentials, TLS, keyring, kubeconfig, a chart in a Secret) is then
+	// seen at the Release's next reconcile (spec.interval, or a change of the Release) rather
+	// than at once, and the controller's own account needs no right on Secrets. RBAC cannot
+	// grant a list or watch of their metadata alone: an account that may list Secrets may read
+	// their data.
+	NoSecretWatch bool
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -184,24 +191,26 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Release{}, dependsOnIndex, dependsOnNames); err != nil {
 		return nil, fmt.Errorf("index Releases by the Releases they depend on: %w", err)
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("release").
 		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		// The Releases that wait on another: to be installed once it is Ready, to be uninstalled
 		// once it is gone.
 		Watches(&v1alpha1.Release{}, handler.EnqueueRequestsFromMapFunc(relatedReleases(mgr.GetClient())), builder.WithPredicates(dependencyChanged{})).
-		// The ConfigMaps and Secrets Releases read their chart and values from: metadata only,
-		// so that the controller holds no Secret's content.
+		// The ConfigMaps (and below, Secrets) Releases read their chart and values from:
+		// metadata only, so that the controller holds no Secret's content.
 		Watches(metadataOf("ConfigMap"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "ConfigMap")), builder.OnlyMetadata).
-		Watches(metadataOf("Secret"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "Secret")), builder.OnlyMetadata).
 		// The Releases whose chart was fetched off the workers.
 		WatchesRawSource(charts.fetches.source()).
 		// Names are unique per process; tests run one manager after another.
 		// Workers are shared fairly between namespaces: one tenant's many Releases do not make
 		// another's wait behind them.
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue})
+	if !o.NoSecretWatch {
+		b = b.Watches(metadataOf("Secret"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "Secret")), builder.OnlyMetadata)
+	}
+	err = b.Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("create Release controller: %w", err)
 	}

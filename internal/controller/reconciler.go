@@ -320,6 +320,10 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		u = *rel.Spec.Uninstall
 	}
 	clients, err := r.uninstallClients(ctx, rel, d, named)
+	if stale := new(StaleAccountError); errors.As(err, &stale) {
+		r.letGo(ctx, orig, rel, d, err)
+		return ctrl.Result{}, true, nil
+	}
 	if err != nil {
 		return r.uninstallBlocked(ctx, orig, rel, d, err)
 	}

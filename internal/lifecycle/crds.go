@@ -10,8 +10,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -100,6 +102,9 @@ func skippedCRDs(err error, p CRDPolicy, op release.Operation, crds []*unstructu
 func (p *prepared) crdsToApply(ctx context.Context, c Cluster, replace bool) ([]*unstructured.Unstructured, map[resource.Identity]*unstructured.Unstructured, error) {
 	if !replace || len(p.crds) == 0 {
 		crds, err := p.missingCRDs(ctx, c)
+		if err == nil {
+			err = p.waitServed(ctx, c, crds)
+		}
 		return crds, nil, err
 	}
 	live, err := c.LiveObjects(ctx, p.crds)
@@ -122,6 +127,49 @@ func (p *prepared) crdsToApply(ctx context.Context, c Cluster, replace bool) ([]
 	}
 	return out, live, nil
 }
+
+// waitServed waits until the CRDs of crds/ that exist (all but missing, which the operation
+// creates and then waits for) and define kinds the API server did not serve when the operation
+// prepared its objects are Established and their kinds served, as for a CRD the operation
+// creates: another operation (another release of the same chart, installed at once) may have
+// created them a moment before.
+func (p *prepared) waitServed(ctx context.Context, c Cluster, missing []*unstructured.Unstructured) error {
+	var ids []resource.Identity
+	for _, crd := range p.crds {
+		if slices.Contains(missing, crd) {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		if p.pendingKinds[schema.GroupKind{Group: group, Kind: kind}] {
+			ids = append(ids, resource.IdentityOf(crd))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := c.WaitReady(ctx, ids, readiness.Options{}, nil); err != nil {
+		return &CRDNotServedError{CRDs: ids, Err: err}
+	}
+	return nil
+}
+
+// CRDNotServedError says CRDs of crds/ that exist, created by someone else, were not
+// Established and their kinds served within the operation's time.
+type CRDNotServedError struct {
+	CRDs []resource.Identity
+	Err  error
+}
+
+func (e *CRDNotServedError) Error() string {
+	names := make([]string, len(e.CRDs))
+	for i, id := range e.CRDs {
+		names[i] = id.String()
+	}
+	return fmt.Sprintf("CustomResourceDefinitions of crds/ exist but are not served yet (%s): %v", strings.Join(names, ", "), e.Err)
+}
+
+func (e *CRDNotServedError) Unwrap() error { return e.Err }
 
 // CRDUpdateError says berth refuses to update a CustomResourceDefinition from crds/: the update
 // drops Version, which the CRD's status.storedVersions lists (objects may be stored in it, and

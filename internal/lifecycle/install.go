@@ -155,7 +155,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	before, crds := s.before, s.crds
 	err = s.liveErr
 	if err == nil {
-		err = checkOwnership(o.Name, o.Namespace, p.objects, before, o.TakeOwnership)
+		err = checkOwnership(o.Name, o.Namespace, p.objects, crds, before, o.TakeOwnership)
 	}
 	var pl *plan.Plan
 	var order []sequence.Batch

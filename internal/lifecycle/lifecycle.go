@@ -338,11 +338,36 @@ func (e *OwnershipError) Error() string {
 	return fmt.Sprintf("%s exists and belongs to %s", e.ID, owner)
 }
 
-// checkOwnership refuses objects that exist and are not the release's own.
-func checkOwnership(name, namespace string, desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured, take bool) error {
+// checkOwnership refuses objects that exist and are not the release's own, and the CRDs of
+// crds/ that the operation updates (crds) that another release owns.
+func checkOwnership(name, namespace string, desired, crds []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured, take bool) error {
 	if take {
 		return nil
 	}
+	return errors.Join(checkObjectOwnership(name, namespace, desired, before), checkCRDOwnership(name, namespace, crds, before))
+}
+
+// checkCRDOwnership refuses the CRDs of crds/ that the operation updates (crds) and that exist
+// owned by another release, per Helm's ownership metadata. A CRD with none (Helm installs those
+// of crds/ without any, as berth does, and one made by hand has none either) is not refused:
+// several releases of a chart share its crds/.
+func checkCRDOwnership(name, namespace string, crds []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) error {
+	var errs []error
+	for _, crd := range crds {
+		id := resource.IdentityOf(crd)
+		l := before[id]
+		if l == nil {
+			continue
+		}
+		if rel, ns, ok := resource.OwnedBy(l); ok && (rel != name || ns != namespace) {
+			errs = append(errs, &OwnershipError{ID: id, Release: rel, Namespace: ns})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkObjectOwnership refuses objects of the release that exist and are not its own.
+func checkObjectOwnership(name, namespace string, desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) error {
 	var errs []error
 	for _, obj := range desired {
 		id := resource.IdentityOf(obj)

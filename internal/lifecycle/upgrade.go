@@ -232,7 +232,7 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 		return s.liveErr
 	}
 	before, crds := s.before, s.crds
-	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, before, r.takeOwnership); err != nil {
+	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, crds, before, r.takeOwnership); err != nil {
 		return err
 	}
 	pol := revisionPolicy{op: r.op, revision: rel.Version, create: !r.recorded, adopted: identities(adoptedFromHelm(slices.Concat(crds, p.objects), before))}

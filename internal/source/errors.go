@@ -248,6 +248,36 @@ func (e *ProvenanceError) Error() string { return e.Err.Error() }
 
 func (e *ProvenanceError) Unwrap() error { return e.Err }
 
+// NotServedError is an OCI registry that named a chart's manifest digest (for a tag, or the
+// digest asked for) and then did not serve the content of that digest: no manifest, no chart
+// layer, or content of another digest. What another fetch put into the content cache under that
+// digest is not served in its stead.
+type NotServedError struct {
+	// Host is the registry's HOST[:PORT].
+	Host string
+	// Ref is the oci:// reference fetched.
+	Ref string
+	// Digest is the manifest digest the registry named.
+	Digest string
+	Err    error
+}
+
+func (e *NotServedError) Error() string {
+	return fmt.Sprintf("registry %s names digest %s for %s but does not serve its content: %v", e.Host, e.Digest, e.Ref, oneLine(e.Err))
+}
+
+func (e *NotServedError) Unwrap() error { return e.Err }
+
+// notServed reports whether err, of kind, is a registry that did not serve the content of a
+// digest it named, rather than a failure of its own kind (credentials, TLS, time, size).
+func notServed(err error, kind Kind) bool {
+	switch kind {
+	case KindUnknown, KindNotFound, KindMissing, KindDigestMismatch:
+		return errors.As(err, new(*NotServedError))
+	}
+	return false
+}
+
 // fetchKind is the kind of the errors berth's own fetch makes (timeouts, sizes, digests,
 // cancellation); ok is false for others.
 func fetchKind(err error) (Kind, bool) {

@@ -109,9 +109,16 @@ type Fetcher struct {
 // chart downloads it once more).
 const maxGrants = 1 << 14
 
-// grantKey names the download of the chart of cache key from chartURL with a's credentials.
+// grantKey names the download of the chart of cache key from chartURL (a repository's chart
+// URL, or an OCI repository's oci://HOST/PATH) with a's credentials and TLS settings. Each part
+// is prefixed by its length, so that no two different sets of parts (a username that holds
+// what a separator would be, say) give the same name.
 func grantKey(root string, key [sha256.Size]byte, chartURL string, a repoAccess) string {
-	return root + "\x00" + fmt.Sprintf("%x", key) + "\x00" + chartURL + "\x00" + a.key()
+	var b strings.Builder
+	for _, s := range []string{root, fmt.Sprintf("%x", key), chartURL, a.key()} {
+		fmt.Fprintf(&b, "%d:%s", len(s), s)
+	}
+	return b.String()
 }
 
 // mayReuse reports whether a fetch of grant may take the chart from the content cache.

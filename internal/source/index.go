@@ -33,7 +33,7 @@ type repoAccess struct {
 // credentials is not served to others.
 func (a repoAccess) key() string {
 	pw := sha256.Sum256([]byte(a.Password))
-	return a.Username + "\x00" + hex.EncodeToString(pw[:]) + "\x00" + tlsKey(a.TLS)
+	return fmt.Sprintf("%d:%s\x00%s\x00%s", len(a.Username), a.Username, hex.EncodeToString(pw[:]), tlsKey(a.TLS))
 }
 
 // indexEntry is a repository index as fetched, with what revalidates it.

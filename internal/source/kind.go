@@ -68,6 +68,9 @@ const (
 	// KindNoGetter: the reference's URL scheme is served by no getter, Helm's or an installed
 	// getter plugin's (NoGetterError).
 	KindNoGetter
+	// KindNotServed: the registry named the digest of the chart (a tag's, or the one asked for)
+	// but did not serve its content (NotServedError).
+	KindNotServed
 )
 
 var kindNames = map[Kind]string{
@@ -76,7 +79,7 @@ var kindNames = map[Kind]string{
 	KindDigestMismatch: "digest mismatch", KindNotChart: "not a chart", KindNoChart: "no such chart",
 	KindNotIndexed: "not in the cached index", KindNotInRepository: "not in the repository", KindMissing: "missing",
 	KindUnverified: "provenance check failed", KindTimeout: "timed out", KindTooLarge: "too large", KindCanceled: "canceled",
-	KindNoGetter: "no getter for its scheme",
+	KindNoGetter: "no getter for its scheme", KindNotServed: "content not served",
 }
 
 func (k Kind) String() string { return kindNames[k] }

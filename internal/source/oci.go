@@ -18,6 +18,7 @@ import (
 	helmcli "helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/registry"
+	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 )
@@ -85,6 +86,21 @@ func registryCredential(settings *helmcli.EnvSettings, host string, opts Registr
 		s = credentials.NewStoreWithFallbacks(store, docker)
 	}
 	return credentials.Credential(s), id
+}
+
+// registryAccess is the access of a fetch from a registry with opts, for grantKey: its
+// credentials and TLS settings.
+func registryAccess(opts RegistryOptions) repoAccess {
+	return repoAccess{Username: opts.Username, Password: opts.Password, TLS: opts}
+}
+
+// registryURL names the repository name (HOST/PATH) of a registry reached with opts, for
+// grantKey: plain HTTP or TLS.
+func registryURL(name string, opts RegistryOptions) string {
+	if opts.PlainHTTP {
+		return "oci+http://" + name
+	}
+	return "oci://" + name
 }
 
 // basicID tells apart the username and password of opts, without the password.
@@ -273,17 +289,33 @@ func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Clien
 		return "", nil, err
 	}
 	pinned := name + "@" + digest
+	// A registry's HEAD answer is only a claim: a registry of anyone's may name the digest of
+	// another tenant's private chart. The chart comes from the content cache only for a fetch of
+	// the same repository with the same credentials as one that pulled it whole (grantKey);
+	// any other pulls it from its own registry, which must serve the content of that digest.
+	grant := grantKey(cache.root, key, registryURL(name, r.registryOptions()), registryAccess(r.registryOptions()))
 	var created []string
 	path, err := cache.Get(key, downloader.CacheChart)
-	if err != nil {
+	if err != nil || !f.mayReuse(grant) {
+		cached := err == nil
 		res, err := rc.Pull(pinned, registry.PullOptWithChart(true))
 		if err != nil {
-			return "", nil, err
+			return "", nil, &NotServedError{Host: OCIHost(ref), Ref: ref, Digest: digest, Err: err}
+		}
+		if res.Manifest == nil || res.Manifest.Digest != digest {
+			got := ""
+			if res.Manifest != nil {
+				got = res.Manifest.Digest
+			}
+			return "", nil, &NotServedError{Host: OCIHost(ref), Ref: ref, Digest: digest, Err: fmt.Errorf("it served manifest %q: %w", got, content.ErrMismatchedDigest)}
 		}
 		if path, err = cache.Put(key, bytes.NewReader(res.Chart.Data), downloader.CacheChart); err != nil {
 			return "", nil, err
 		}
-		created = append(created, path)
+		if !cached {
+			created = append(created, path)
+		}
+		f.grant(grant)
 	}
 	if !r.Options.Verify {
 		return path, created, nil

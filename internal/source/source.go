@@ -174,6 +174,9 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 		if k, ok := fetchKind(err); ok {
 			kind = k
 		}
+		if notServed(err, kind) {
+			kind = KindNotServed
+		}
 		if r.Options.Verify && kind == KindUnknown {
 			kind = KindUnverified
 		}

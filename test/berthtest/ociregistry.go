@@ -237,6 +237,16 @@ func (r *OCIRegistry) Push(t testing.TB, repo, tag, artifactType string, config 
 	if err := store.Tag(ctx, manifest, tag); err != nil {
 		t.Fatal(err)
 	}
+	dst := r.repository(t, repo)
+	if _, err := oras.Copy(ctx, store, tag, dst, tag, oras.DefaultCopyOptions); err != nil {
+		t.Fatalf("push %s:%s: %v", repo, tag, err)
+	}
+	return manifest.Digest.String()
+}
+
+// repository is the client of repo on the registry, as its account.
+func (r *OCIRegistry) repository(t testing.TB, repo string) *remote.Repository {
+	t.Helper()
 	dst, err := remote.NewRepository(r.Host + "/" + repo)
 	if err != nil {
 		t.Fatal(err)
@@ -256,10 +266,23 @@ func (r *OCIRegistry) Push(t testing.TB, repo, tag, artifactType string, config 
 		Client:     &http.Client{Transport: retry.NewTransport(transport)},
 		Credential: auth.StaticCredential(r.Host, auth.Credential{Username: r.Username, Password: r.Password}),
 	}
-	if _, err := oras.Copy(ctx, store, tag, dst, tag, oras.DefaultCopyOptions); err != nil {
-		t.Fatalf("push %s:%s: %v", repo, tag, err)
+	return dst
+}
+
+// Manifest returns the manifest of repo at reference (a tag or a digest), as the registry's
+// account.
+func (r *OCIRegistry) Manifest(t testing.TB, repo, reference string) []byte {
+	t.Helper()
+	desc, rc, err := r.repository(t, repo).FetchReference(t.Context(), reference)
+	if err != nil {
+		t.Fatalf("manifest %s@%s: %v", repo, reference, err)
 	}
-	return manifest.Digest.String()
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, desc.Size))
+	if err != nil {
+		t.Fatalf("manifest %s@%s: %v", repo, reference, err)
+	}
+	return data
 }
 
 // FileDigests returns the SHA-256 of every file under dir, by path: compare two of them to see
