@@ -80,6 +80,10 @@ type Options struct {
 	// carry the release's values, Secrets included, and anyone who may view a Release's namespace
 	// reads its status: off, the controller writes none of it.
 	StatusChartOutput bool
+	// KubeConfigReach allows a Release's kubeconfig to skip TLS verification, name a proxy or a
+	// plain HTTP server (--allow-kubeconfig-insecure-tls, --allow-kubeconfig-proxy,
+	// --allow-kubeconfig-http); by default each is refused (InvalidKubeConfig).
+	KubeConfigReach KubeConfigReach
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -172,6 +176,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,
+		KubeConfigReach:       o.KubeConfigReach,
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.
