@@ -11,7 +11,7 @@ func TestReadKubeConfigRefusesReachUnlessAllowed(t *testing.T) {
 	plain := strings.Replace(kubeconfigWith("", "    token: abc"), "https://workload.example.test:6443", "http://workload.example.test:8080", 1)
 	noScheme := strings.Replace(kubeconfigWith("", "    token: abc"), "https://workload.example.test:6443", "workload.example.test:8080", 1)
 	tests := []struct {
-		name, data string
+		name, data  string
 		field, flag string
 		allow       KubeConfigReach
 	}{
