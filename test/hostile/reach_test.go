@@ -45,10 +45,12 @@ func reachCA(server *httptest.Server) string {
 	return "certificate-authority-data: " + base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})) + ","
 }
 
-// reachSetup lets the default account of env's namespace read its Secrets: it reads a remote
+// reachSetup installs the Release CRD and waits until it is served, before any controller
+// starts, and lets the default account of env's namespace read its Secrets: it reads a remote
 // Release's kubeconfig.
 func reachSetup(t *testing.T, env *testenv.Env) {
 	t.Helper()
+	releasetest.Client(t, env)
 	ctx, rbac := t.Context(), env.Client.RbacV1()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reach-read-secrets"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}}
