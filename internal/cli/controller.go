@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ type controllerFlags struct {
 	statusChartOutput       bool
 	watchSecrets            bool
 	watchLabelSelector      string
+	kubeConfigReach         controller.KubeConfigReach
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -51,7 +53,14 @@ with sharding.berth.dev/key=NAME for each of its sharding.shards, and its main
 controller with !sharding.berth.dev/key). Each shard elects its leader with a
 Lease of its own, so shards never wait for each other. A Release may depend on
 (spec.dependsOn) a Release of another shard: it reads it from the API server,
-and sees it become Ready within 30 seconds.`,
+and sees it become Ready within 30 seconds.
+
+A Release's kubeconfig (spec.kubeConfig) is refused (InvalidKubeConfig) when
+it runs a command or reads a file, and, unless a flag allows it, when it skips
+TLS verification (--allow-kubeconfig-insecure-tls), names a proxy
+(--allow-kubeconfig-proxy) or a plain HTTP server (--allow-kubeconfig-http):
+the controller would connect from its own network position wherever a
+Release's author says.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A selector that does not parse is refused before the cluster is touched.
@@ -80,6 +89,7 @@ and sees it become Ready within 30 seconds.`,
 				DefaultServiceAccount:   flags.defaultServiceAccount,
 				StatusChartOutput:       flags.statusChartOutput,
 				NoSecretWatch:           !flags.watchSecrets,
+				KubeConfigReach:         flags.kubeConfigReach,
 			})
 			if err != nil {
 				return err
@@ -98,6 +108,9 @@ and sees it become Ready within 30 seconds.`,
 	f.BoolVar(&flags.statusChartOutput, "status-chart-output", false, "show what a chart's own code outputs (the end of a failed hook's logs, a template's fail or required message) in the Release's status.blockers[].logTail. Off by default: that output can print the release's values, Secrets included, and anyone who may view a Release's namespace reads its status. Events and conditions never carry it")
 	f.BoolVar(&flags.watchSecrets, "watch-secrets", true, "watch the metadata of Secrets, to reconcile at once a Release whose values, chart credentials or kubeconfig Secret changed. It needs list and watch on Secrets, which RBAC cannot limit to metadata: the controller's account may then read every Secret's data, though it asks for none. false: no right on Secrets; such a change is seen at the Release's next reconcile (its interval)")
 	f.StringVar(&flags.watchLabelSelector, "watch-label-selector", "", "reconcile, watch and cache only the Releases this label selector selects, e.g. sharding.berth.dev/key=shard1, or !sharding.berth.dev/key for the Releases of no shard. The leader election Lease is then the shard's own, berth-controller-HASH.berth.dev (HASH: the first 8 hex digits of the SHA-256 of the selector, its requirements sorted by key), so that one shard's replicas elect one leader and shards never contend; without it, berth-controller.berth.dev")
+	f.BoolVar(&flags.kubeConfigReach.InsecureTLS, strings.TrimPrefix(controller.FlagAllowKubeConfigInsecureTLS, "--"), false, "use a Release's kubeconfig whose cluster sets insecure-skip-tls-verify: true (by default refused: anyone between the controller and the server could answer as the cluster)")
+	f.BoolVar(&flags.kubeConfigReach.Proxy, strings.TrimPrefix(controller.FlagAllowKubeConfigProxy, "--"), false, "use a Release's kubeconfig whose cluster sets proxy-url (by default refused: the controller would connect through whatever proxy a Release's author names)")
+	f.BoolVar(&flags.kubeConfigReach.PlainHTTP, strings.TrimPrefix(controller.FlagAllowKubeConfigHTTP, "--"), false, "use a Release's kubeconfig whose server is http:// (by default refused: its credentials would go in the clear)")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd
 }

@@ -87,6 +87,10 @@ type Options struct {
 	// grant a list or watch of their metadata alone: an account that may list Secrets may read
 	// their data.
 	NoSecretWatch bool
+	// KubeConfigReach allows a Release's kubeconfig to skip TLS verification, name a proxy or a
+	// plain HTTP server (--allow-kubeconfig-insecure-tls, --allow-kubeconfig-proxy,
+	// --allow-kubeconfig-http); by default each is refused (InvalidKubeConfig).
+	KubeConfigReach KubeConfigReach
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -179,6 +183,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,
+		KubeConfigReach:       o.KubeConfigReach,
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.

@@ -57,6 +57,9 @@ type Reconciler struct {
 	// end of a failed hook's logs, a template's fail or required message), which can carry the
 	// release's values; without it the controller writes none of it anywhere.
 	StatusChartOutput bool
+	// KubeConfigReach is what a Release's kubeconfig may make the controller do beyond
+	// connecting over verified TLS straight to its server.
+	KubeConfigReach KubeConfigReach
 	// Holder names the controller in the leases and journals of its operations.
 	Holder release.Holder
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +34,36 @@ const (
 	// ReasonKubeConfigMissing: the Secret, or its key, that spec.kubeConfig names is not there.
 	ReasonKubeConfigMissing = "KubeConfigMissing"
 	// ReasonInvalidKubeConfig: the kubeconfig cannot be read, or asks for what a Release may not
-	// make the controller do (run a command, read a file).
+	// make the controller do (run a command, read a file, skip TLS verification, go through a
+	// proxy, speak plain HTTP), or is too large.
 	ReasonInvalidKubeConfig = "InvalidKubeConfig"
+	// ReasonClusterAnswerTooLarge: the cluster's server answered more than the controller reads
+	// of an answer (kube.MaxAnswer, kube.MaxVersionAnswer for /version).
+	ReasonClusterAnswerTooLarge = "ClusterAnswerTooLarge"
+)
+
+// maxKubeConfig bounds the kubeconfig a Release's Secret holds: a kubeconfig with a CA bundle
+// and a client certificate is a few KiB.
+const maxKubeConfig = 512 << 10
+
+// KubeConfigReach is what a Release's kubeconfig may make the controller do beyond connecting,
+// over verified TLS, straight to its server. Each is refused by default: the controller would
+// connect from its own network position wherever a Release's author says.
+type KubeConfigReach struct {
+	// InsecureTLS allows insecure-skip-tls-verify: true.
+	InsecureTLS bool
+	// Proxy allows proxy-url.
+	Proxy bool
+	// PlainHTTP allows http:// servers (credentials sent in the clear).
+	PlainHTTP bool
+}
+
+// The flags of berth controller that allow what KubeConfigReach names: a refusal names the one
+// that would allow it.
+const (
+	FlagAllowKubeConfigInsecureTLS = "--allow-kubeconfig-insecure-tls"
+	FlagAllowKubeConfigProxy       = "--allow-kubeconfig-proxy"
+	FlagAllowKubeConfigHTTP        = "--allow-kubeconfig-http"
 )
 
 // defaultKubeConfigKey is the key of a kubeconfig Secret when spec.kubeConfig names none, the one
@@ -71,6 +100,8 @@ type KubeConfigError struct {
 	// Field is the kubeconfig's field at fault (users[NAME].user.exec), if one is.
 	Field string
 	Msg   string
+	// Allow is the flag of berth controller that would allow the field, when one would.
+	Allow string
 }
 
 func (e *KubeConfigError) Error() string {
@@ -78,7 +109,11 @@ func (e *KubeConfigError) Error() string {
 	if e.Field != "" {
 		where += ": " + e.Field
 	}
-	return where + ": " + e.Msg
+	msg := where + ": " + e.Msg
+	if e.Allow != "" {
+		msg += "; the controller allows it only when started with " + e.Allow
+	}
+	return msg
 }
 
 func (e *KubeConfigError) conditionReason() string { return ReasonInvalidKubeConfig }
@@ -95,8 +130,15 @@ type ClusterError struct {
 
 func (e *ClusterError) Error() string {
 	what := fmt.Sprintf("did not answer within %s", e.Timeout)
-	if e.Reason == ReasonClusterAuthenticationFailed {
+	var status apierrors.APIStatus
+	var large *kube.AnswerTooLargeError
+	switch {
+	case e.Reason == ReasonClusterAuthenticationFailed:
 		what = "refused the kubeconfig's credentials"
+	case errors.As(e.Err, &large):
+		return fmt.Sprintf("cluster %s (kubeconfig in Secret %s) answered more than the controller reads: %s", e.Host, e.Secret, large.Error())
+	case errors.As(e.Err, &status) && status.Status().Code != 0:
+		what = fmt.Sprintf("answered %d", status.Status().Code)
 	}
 	return fmt.Sprintf("cluster %s (kubeconfig in Secret %s) %s: %s", e.Host, e.Secret, what, causeOf(e.Err))
 }
@@ -126,13 +168,23 @@ func hostOf(server string) string {
 	return u.Host
 }
 
-// parseKubeConfig reads a kubeconfig of a Release and returns the client configuration of its
+// parseKubeConfig is readKubeConfig allowing nothing of KubeConfigReach.
+func parseKubeConfig(data []byte, ns, secret, key string) (*rest.Config, error) {
+	return readKubeConfig(data, ns, secret, key, KubeConfigReach{})
+}
+
+// readKubeConfig reads a kubeconfig of a Release and returns the client configuration of its
 // current context. What would make the controller run a command (exec, auth-provider) or read
 // one of its own files (certificate-authority, client-certificate, client-key, tokenFile) is
 // refused, whichever context it is in: a Release's author must not do either as the controller.
-func parseKubeConfig(data []byte, ns, secret, key string) (*rest.Config, error) {
+// So are, unless allow allows them, a cluster that skips TLS verification, goes through a proxy,
+// or whose server is plain HTTP. A kubeconfig over maxKubeConfig is refused unread.
+func readKubeConfig(data []byte, ns, secret, key string, allow KubeConfigReach) (*rest.Config, error) {
 	fail := func(field, format string, args ...any) error {
 		return &KubeConfigError{Namespace: ns, Secret: secret, Key: key, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if len(data) > maxKubeConfig {
+		return nil, fail("", "is %d bytes, more than %d KiB: a kubeconfig of one cluster is a few KiB", len(data), maxKubeConfig>>10)
 	}
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
@@ -140,6 +192,9 @@ func parseKubeConfig(data []byte, ns, secret, key string) (*rest.Config, error) 
 		return nil, fail("", "not a kubeconfig: it does not parse as YAML or JSON%s", lineOf(err))
 	}
 	if err := refuseLocal(cfg, fail); err != nil {
+		return nil, err
+	}
+	if err := refuseReach(cfg, allow, ns, secret, key); err != nil {
 		return nil, err
 	}
 	if cfg.CurrentContext == "" {
@@ -152,7 +207,43 @@ func parseKubeConfig(data []byte, ns, secret, key string) (*rest.Config, error) 
 	if rc.Host == "" {
 		return nil, fail("clusters[].cluster.server", "is empty")
 	}
+	// A server without a scheme is plain HTTP when the cluster has no TLS data.
+	if u, _, err := rest.DefaultServerUrlFor(rc); err != nil {
+		return nil, fail("clusters[].cluster.server", "is not a URL")
+	} else if u.Scheme != "https" && !(u.Scheme == "http" && allow.PlainHTTP) {
+		e := &KubeConfigError{Namespace: ns, Secret: secret, Key: key, Field: "clusters[].cluster.server",
+			Msg: fmt.Sprintf("is %s://%s, not https: the controller would send the credentials in the clear", u.Scheme, u.Host)}
+		if u.Scheme == "http" {
+			e.Allow = FlagAllowKubeConfigHTTP
+		}
+		return nil, e
+	}
 	return rc, nil
+}
+
+// refuseReach refuses every cluster of cfg that skips TLS verification, goes through a proxy or
+// has a plain HTTP server, unless allow allows it.
+func refuseReach(cfg *clientcmdapi.Config, allow KubeConfigReach, ns, secret, key string) error {
+	for _, name := range sortedKeys(cfg.Clusters) {
+		c := cfg.Clusters[name]
+		refuse := func(field, flag, msg string) error {
+			return &KubeConfigError{Namespace: ns, Secret: secret, Key: key, Field: fmt.Sprintf("clusters[%s].cluster.%s", name, field), Msg: msg, Allow: flag}
+		}
+		switch {
+		case c.InsecureSkipTLSVerify && !allow.InsecureTLS:
+			return refuse("insecure-skip-tls-verify", FlagAllowKubeConfigInsecureTLS,
+				"is true: anyone on the way could answer as the cluster; put the cluster's CA in certificate-authority-data")
+		case c.ProxyURL != "" && !allow.Proxy:
+			return refuse("proxy-url", FlagAllowKubeConfigProxy,
+				"is set: the controller goes through no proxy a Release names; remove it")
+		}
+		// A server without a scheme is judged where it is used (readKubeConfig).
+		if u, err := url.Parse(c.Server); err == nil && strings.EqualFold(u.Scheme, "http") && !allow.PlainHTTP {
+			return refuse("server", FlagAllowKubeConfigHTTP,
+				fmt.Sprintf("is http://%s: the controller would send the credentials in the clear; use https://", u.Host))
+		}
+	}
+	return nil
 }
 
 // lineOf is " (line N)" when err names the line of a YAML error (yamlLine), else "".
@@ -215,7 +306,7 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 	}
 	name := types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}
 	key := remoteKey{Config: sha256.Sum256(data), Timeout: d.Timeout}
-	own, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) { return remoteConfig(data, d) })
+	own, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) { return remoteConfig(data, d, r.KubeConfigReach) })
 	if err != nil {
 		return nil, err
 	}
@@ -239,15 +330,22 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 }
 
 // remoteConfig builds the clients of the kubeconfig data, as its own identity: dialing bounded
-// by d.Timeout, each request by kube.RequestTimeout.
-func remoteConfig(data []byte, d *desired) (*kube.Clients, error) {
-	cfg, err := parseKubeConfig(data, d.Namespace, d.Remote.Secret, d.Remote.Key)
+// by d.Timeout, each request by kube.RequestTimeout, what is read of each answer by
+// kube.GuardAnswers. Clients that cannot be built from it (TLS data that does not parse) are a
+// *KubeConfigError.
+func remoteConfig(data []byte, d *desired, allow KubeConfigReach) (*kube.Clients, error) {
+	cfg, err := readKubeConfig(data, d.Namespace, d.Remote.Secret, d.Remote.Key, allow)
 	if err != nil {
 		return nil, err
 	}
 	cfg.UserAgent = UserAgent()
 	cfg.Dial = (&net.Dialer{Timeout: d.Timeout, KeepAlive: 30 * time.Second}).DialContext
-	return kube.NewClients(cfg, d.TargetNamespace)
+	kube.GuardAnswers(cfg)
+	c, err := kube.NewClients(cfg, d.TargetNamespace)
+	if err != nil {
+		return nil, &KubeConfigError{Namespace: d.Namespace, Secret: d.Remote.Secret, Key: d.Remote.Key, Msg: "cannot be used: " + causeOf(err)}
+	}
+	return c, nil
 }
 
 // inNamespace is c acting in namespace, sharing c's connections.
@@ -268,9 +366,17 @@ func reach(ctx context.Context, c *kube.Clients, d *desired) error {
 		c.Mapper.Reset()
 		return nil
 	}
+	return clusterError(c, d, err)
+}
+
+// clusterError is err, of a request to the cluster of c, as a *ClusterError.
+func clusterError(c *kube.Clients, d *desired, err error) *ClusterError {
 	reason := ReasonClusterUnreachable
-	if apierrors.IsUnauthorized(err) {
+	switch {
+	case apierrors.IsUnauthorized(err):
 		reason = ReasonClusterAuthenticationFailed
+	case errors.As(err, new(*kube.AnswerTooLargeError)):
+		reason = ReasonClusterAnswerTooLarge
 	}
 	return &ClusterError{Host: hostOf(c.Config.Host), Secret: d.Namespace + "/" + d.Remote.Secret, Timeout: d.Timeout, Reason: reason, Err: err}
 }
@@ -281,6 +387,10 @@ func checkRemoteAccount(ctx context.Context, own *kube.Clients, d *desired) erro
 	_, err := own.Client.CoreV1().ServiceAccounts(d.Namespace).Get(ctx, d.Remote.Account, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return &AccountNotFoundError{Namespace: d.Namespace, Name: d.Remote.Account, Cluster: hostOf(own.Config.Host)}
+	}
+	if err != nil && !isForbidden(err) {
+		// Any other failure of the cluster is said in the Release's status, as reach's are.
+		return clusterError(own, d, fmt.Errorf("read ServiceAccount %s/%s: %w", d.Namespace, d.Remote.Account, err))
 	}
 	if err != nil {
 		return fmt.Errorf("read ServiceAccount %s/%s in cluster %s: %w", d.Namespace, d.Remote.Account, hostOf(own.Config.Host), err)
