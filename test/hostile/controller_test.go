@@ -16,6 +16,7 @@ import (
 
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
 )
 
 // memoryLimit is the berth-controller chart's memory limit: the controller must hold within it
@@ -57,10 +58,11 @@ type controllerProcess struct {
 }
 
 // startController starts berth controller --concurrency 4 for the test's Releases, with the
-// extra flags given. When the test ends it fails the test if the process ended by itself or
+// extra flags given, once the Release CRD is served. When the test ends it fails the test if the process ended by itself or
 // its peak resident memory went over memoryLimit, then kills it.
 func startController(t *testing.T, env *testenv.Env, flags ...string) *controllerProcess {
 	t.Helper()
+	releasetest.Client(t, env) // the Release CRD, served before the controller starts
 	bin, err := berthBinary()
 	if err != nil {
 		t.Fatalf("build berth: %v", err)
