@@ -200,7 +200,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		// Names are unique per process; tests run one manager after another.
 		// Workers are shared fairly between namespaces: one tenant's many Releases do not make
 		// another's wait behind them.
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue(concurrency)}).
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("create Release controller: %w", err)
