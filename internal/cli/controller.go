@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ type controllerFlags struct {
 	defaultServiceAccount   string
 	statusChartOutput       bool
 	watchLabelSelector      string
+	maxTimeout              time.Duration
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -50,9 +52,18 @@ with sharding.berth.dev/key=NAME for each of its sharding.shards, and its main
 controller with !sharding.berth.dev/key). Each shard elects its leader with a
 Lease of its own, so shards never wait for each other. A Release may depend on
 (spec.dependsOn) a Release of another shard: it reads it from the API server,
-and sees it become Ready within 30 seconds.`,
+and sees it become Ready within 30 seconds.
+
+Every reconcile ends: its work at the Release's spec.timeout, at most
+--max-timeout, and everything a minute later. One namespace's Releases are
+reconciled by at most all the workers (--concurrency) but one, so that a
+namespace whose Releases wait for what never comes leaves a worker to the
+others.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if flags.maxTimeout < 0 {
+				return fmt.Errorf("invalid --max-timeout %s: give 0 (no maximum) or a positive duration like 1h", flags.maxTimeout)
+			}
 			// A selector that does not parse is refused before the cluster is touched.
 			if _, err := controller.ParseShard(flags.watchLabelSelector); err != nil {
 				return fmt.Errorf("invalid --watch-label-selector: %w", err)
@@ -78,6 +89,7 @@ and sees it become Ready within 30 seconds.`,
 				Identity:                podIdentity(),
 				DefaultServiceAccount:   flags.defaultServiceAccount,
 				StatusChartOutput:       flags.statusChartOutput,
+				MaxTimeout:              flags.maxTimeout,
 			})
 			if err != nil {
 				return err
@@ -95,6 +107,7 @@ and sees it become Ready within 30 seconds.`,
 	f.StringVar(&flags.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Release's namespace) that a Release naming none in spec.serviceAccountName acts as (default: the namespace's default account)")
 	f.BoolVar(&flags.statusChartOutput, "status-chart-output", false, "show what a chart's own code outputs (the end of a failed hook's logs, a template's fail or required message) in the Release's status.blockers[].logTail. Off by default: that output can print the release's values, Secrets included, and anyone who may view a Release's namespace reads its status. Events and conditions never carry it")
 	f.StringVar(&flags.watchLabelSelector, "watch-label-selector", "", "reconcile, watch and cache only the Releases this label selector selects, e.g. sharding.berth.dev/key=shard1, or !sharding.berth.dev/key for the Releases of no shard. The leader election Lease is then the shard's own, berth-controller-HASH.berth.dev (HASH: the first 8 hex digits of the SHA-256 of the selector, its requirements sorted by key), so that one shard's replicas elect one leader and shards never contend; without it, berth-controller.berth.dev")
+	f.DurationVar(&flags.maxTimeout, "max-timeout", controller.DefaultMaxTimeout, "longest spec.timeout a Release is granted: one that asks for more runs each operation with this and has the condition TimeoutCapped. It bounds how long one Release holds a worker (its reconcile ends at most a minute after it); 0 grants any timeout")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd
 }

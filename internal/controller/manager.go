@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -80,6 +81,9 @@ type Options struct {
 	// carry the release's values, Secrets included, and anyone who may view a Release's namespace
 	// reads its status: off, the controller writes none of it.
 	StatusChartOutput bool
+	// MaxTimeout is the longest spec.timeout granted: a Release asking for more runs with it and
+	// says so (ConditionTimeoutCapped); 0 grants any.
+	MaxTimeout time.Duration
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -172,6 +176,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,
+		MaxTimeout:            o.MaxTimeout,
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.
@@ -199,7 +204,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		WatchesRawSource(charts.fetches.source()).
 		// Names are unique per process; tests run one manager after another.
 		// Workers are shared fairly between namespaces: one tenant's many Releases do not make
-		// another's wait behind them.
+		// another's wait behind them, and one namespace never holds every worker.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue(concurrency)}).
 		Complete(r)
 	if err != nil {

@@ -59,44 +59,58 @@ type Reconciler struct {
 	StatusChartOutput bool
 	// Holder names the controller in the leases and journals of its operations.
 	Holder release.Holder
+	// MaxTimeout is the longest spec.timeout granted: a Release asking for more runs with it
+	// (ConditionTimeoutCapped); 0 grants any.
+	MaxTimeout time.Duration
 
 	// remotes keeps the clients of the clusters of Releases with a spec.kubeConfig.
 	remotes remoteCache
 }
 
 // Reconcile reads the Release, decides the one next action from its spec and status, performs
-// it through the lifecycle package and records the outcome in its status.
+// it through the lifecycle package and records the outcome in its status. Every reconcile ends:
+// its work (reading what the Release needs, and its operation) at the Release's timeout, at most
+// MaxTimeout, and the reconcile as a whole reconcileGrace later (reconcileBounds).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rel v1alpha1.Release
 	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	bound, work, cancel := reconcileBounds(ctx, timeoutOf(rel.Spec, r.MaxTimeout))
+	defer cancel()
 	if !rel.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, &rel)
+		return r.finalize(bound, work, &rel)
 	}
 	if rel.Spec.Suspend {
 		return ctrl.Result{}, nil
 	}
+	return r.reconcile(bound, work, req, &rel)
+}
+
+// reconcile brings the release of rel, which is not being deleted, to what its spec asks for:
+// its work under work, its operation's writes after the deadline and its status under bound.
+func (r *Reconciler) reconcile(bound, ctx context.Context, req ctrl.Request, rel *v1alpha1.Release) (ctrl.Result, error) {
 	orig := rel.DeepCopy()
-	d, err := desiredOf(&rel)
+	d, err := desiredOf(rel)
 	if err != nil {
 		// Nothing happens until the spec changes: no requeue.
-		markFailed(&rel, reasonOf(err, ReasonInvalidSpec), err, true)
-		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
+		markFailed(rel, reasonOf(err, ReasonInvalidSpec), err, true)
+		return ctrl.Result{}, r.patchStatus(ctx, orig, rel)
 	}
-	if err := r.checkCycle(ctx, &rel, d.DependsOn); err != nil {
+	r.limitEvents(rel, withLimits(rel, d, r.MaxTimeout))
+	if err := r.checkCycle(ctx, rel, d.DependsOn); err != nil {
 		var cycle *DependencyError
 		if !errors.As(err, &cycle) {
 			return ctrl.Result{}, err
 		}
 		// As a spec error: nothing happens until a dependsOn of the cycle changes.
-		markFailed(&rel, cycle.Reason, err, true)
-		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
+		markFailed(rel, cycle.Reason, err, true)
+		return ctrl.Result{}, r.patchStatus(ctx, orig, rel)
 	}
-	if !controllerutil.ContainsFinalizer(&rel, Finalizer) {
+	if !controllerutil.ContainsFinalizer(rel, Finalizer) {
 		patch := client.MergeFrom(rel.DeepCopy())
-		controllerutil.AddFinalizer(&rel, Finalizer)
-		if err := r.Client.Patch(ctx, &rel, patch); err != nil {
+		controllerutil.AddFinalizer(rel, Finalizer)
+		if err := r.Client.Patch(ctx, rel, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		orig = rel.DeepCopy()
@@ -107,11 +121,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	clients, local, err := r.clientsFor(ctx, d, named)
 	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
 		// Stalled until the account is created: looked at again soon, with no call made as it.
-		markFailed(&rel, ReasonServiceAccountNotFound, err, true)
-		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+		markFailed(rel, ReasonServiceAccountNotFound, err, true)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
 	}
-	if res, failed := clusterFailed(&rel, d, err); failed {
-		return res, r.patchStatus(ctx, orig, &rel)
+	if res, failed := clusterFailed(rel, d, err); failed {
+		return res, r.patchStatus(ctx, orig, rel)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -122,57 +136,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: time.Until(pending.Deadline)}, nil
 	}
 	if err != nil {
-		r.warnAuthFailed(&rel, err)
-		return inputFailed(&rel, d, err), r.patchStatus(ctx, orig, &rel)
+		r.warnAuthFailed(rel, err)
+		return inputFailed(rel, d, err), r.patchStatus(ctx, orig, rel)
 	}
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
-	d.Timeout = timeLeft(d.Timeout, took)
+	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
 	version := ch.chart.Metadata.Version
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
+	if err = unanswered(d, clients, err); isClusterError(err) {
+		res, _ := clusterFailed(rel, d, err)
+		return res, r.patchStatus(ctx, orig, rel)
+	}
 	if err != nil {
-		markFailed(&rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+		markFailed(rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
 	}
 
-	if releasedUnsaid(&rel, last, version, d) {
+	if releasedUnsaid(rel, last, version, d) {
 		// The controller released this very spec and stopped before its status said so.
 		rel.Status.Revision = last.Version
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
 		rel.Status.ValuesDigest = d.ValuesDigest
 	}
-	switch act := nextAction(&rel, last, version, d.ValuesDigest); act {
+	switch act := nextAction(rel, last, version, d.ValuesDigest); act {
 	case actWaitForChange:
-		if wait, retry := retryWait(&rel, d, time.Now()); !retry || wait > 0 {
+		if wait, retry := retryWait(rel, d, time.Now()); !retry || wait > 0 {
 			return ctrl.Result{RequeueAfter: cmp.Or(wait, d.Interval)}, nil
 		}
 	case actNone, actStatus:
-		if act == actStatus && !keepTestFailure(&rel, d) {
-			markReady(&rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
+		if act == actStatus && !keepTestFailure(rel, d) {
+			markReady(rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
 		}
-		r.checkDrift(ctx, &rel, d, clients)
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+		r.checkDrift(ctx, rel, d, clients)
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
 	}
 
-	if err := r.checkReady(ctx, &rel, d.DependsOn); err != nil {
+	if err := r.checkReady(ctx, rel, d.DependsOn); err != nil {
 		var waiting *DependencyError
 		if !errors.As(err, &waiting) {
 			return ctrl.Result{}, err
 		}
 		// The Releases depended on wake this one when they become Ready; the requeue is a
 		// fallback.
-		markWaiting(&rel, waiting.Reason, err.Error())
-		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+		markWaiting(rel, waiting.Reason, err.Error())
+		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
 	}
 
 	op := "upgrade"
 	if last == nil || !last.Exists || last.PendingInstall {
 		op = "install"
 	}
-	markReconciling(&rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
+	markReconciling(rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
 	rel.Status.CurrentStep = op
 	rel.Status.ReleaseName, rel.Status.TargetNamespace = d.ReleaseName, d.TargetNamespace
-	startAttempt(&rel, version, d.ValuesDigest)
-	if err := r.patchStatus(ctx, orig, &rel); err != nil {
+	startAttempt(rel, version, d.ValuesDigest)
+	if err := r.patchStatus(ctx, orig, rel); err != nil {
 		return ctrl.Result{}, err
 	}
 	orig = rel.DeepCopy()
@@ -182,12 +200,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if last != nil {
 		seen = last.Version
 	}
-	out, runs, err := r.release(ctx, d, clients, ch, r.stepReporter(ctx, &rel), r.stillHolds(&rel, d.ReleaseName, seen, version, d.Values))
+	out, runs, err := r.release(bound, ctx, d, clients, ch, r.stepReporter(ctx, rel), r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
 	revision := 0
 	if out != nil {
 		revision = out.Version
 	}
-	if ctx.Err() != nil {
+	// What follows the operation is written under the reconcile's bound: the work's has passed
+	// when the operation ran out of time.
+	ctx = bound
+	if stopping(ctx) {
 		// The controller is stopping: the operation stopped at a step its journal records, and
 		// the next reconcile resumes it.
 		return ctrl.Result{}, ctx.Err()
@@ -204,11 +225,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
 		rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
 		reason := reasonFor(&recorded{Version: done.Revision})
-		setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
-		markReady(&rel, reason, msg)
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+		setCondition(rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
+		markReady(rel, reason, msg)
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
 	}
-	addHistory(&rel, operationRecord(op, start, time.Now(), revision, version, err))
+	addHistory(rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if held := new(release.HeldError); !errors.As(err, &held) {
 		// What the operation did; an operation refused for another's lease did nothing.
 		rel.Status.LastChanges = changeCounts(runs)
@@ -218,18 +239,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if errors.As(err, &held) {
 			// Someone else (berth's CLI, say) is changing the release: not an attempt.
 			rel.Status.LastAttemptedGeneration = 0
-			markFailed(&rel, ReasonLocked, err, false)
-			return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+			markFailed(rel, ReasonLocked, err, false)
+			return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
 		}
 		failed := ReasonInstallFailed
 		if op == "upgrade" {
 			failed = ReasonUpgradeFailed
 		}
 		reason := reasonOf(err, failed)
-		requeue := attemptFailed(&rel, d, reason, err)
-		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
-		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
-		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, orig, &rel)
+		requeue := attemptFailed(rel, d, reason, err)
+		setCondition(rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
+		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
+		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, orig, rel)
 	}
 	reason := ReasonInstallSucceeded
 	if op == "upgrade" {
@@ -239,21 +260,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rel.Status.Revision = out.Version
 	rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
 	rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
-	setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
-	markReady(&rel, reason, msg)
-	r.Recorder.Eventf(&rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
-	r.runTests(ctx, &rel, d, clients, r.stepReporter(ctx, &rel), start)
-	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+	setCondition(rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
+	markReady(rel, reason, msg)
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
+	r.runTests(ctx, rel, d, clients, r.stepReporter(ctx, rel), start)
+	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
 }
 
 // release installs or upgrades the release: an upgrade with --install, so that a release
 // that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
-// It returns the revision recorded and the plans the operation executed.
-func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
+// It returns the revision recorded and the plans the operation executed. The operation's
+// deadline is d.Timeout; ctx ending stops it as the controller stopping does; what it reads
+// before it starts, it reads under work.
+func (r *Reconciler) release(ctx, work context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
 	precondition func(context.Context, release.Reader) error) (*release.Release, []lifecycle.Run, error) {
 	deps := r.depsFor(d, clients, events)
 	deps.Precondition = func(ctx context.Context) error { return precondition(ctx, deps.Store) }
-	caps, err := lifecycle.Capabilities(ctx, clients)
+	caps, err := lifecycle.Capabilities(work, clients)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -278,29 +301,31 @@ func revisionOf(res *lifecycle.Result, err error) (*release.Release, []lifecycle
 	return res.Release, res.Runs, err
 }
 
-// finalize uninstalls the release of a deleted Release, then lets the Release go.
-func (r *Reconciler) finalize(ctx context.Context, rel *v1alpha1.Release) (ctrl.Result, error) {
+// finalize uninstalls the release of a deleted Release, then lets the Release go: its work
+// under work, what it writes after under bound (see reconcile).
+func (r *Reconciler) finalize(bound, work context.Context, rel *v1alpha1.Release) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(rel, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	if !rel.Spec.Suspend {
-		if res, waiting, err := r.waitForDependents(ctx, rel); waiting || err != nil {
+		if res, waiting, err := r.waitForDependents(work, rel); waiting || err != nil {
 			return res, err
 		}
-		if res, done, err := r.uninstall(ctx, rel); !done || err != nil {
+		if res, done, err := r.uninstall(bound, work, rel); !done || err != nil {
 			return res, err
 		}
 	}
 	patch := client.MergeFrom(rel.DeepCopy())
 	controllerutil.RemoveFinalizer(rel, Finalizer)
-	if err := r.Client.Patch(ctx, rel, patch); err != nil {
+	if err := r.Client.Patch(bound, rel, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{}, nil
 }
 
-// uninstall uninstalls the release of rel if it has one; done says it is gone.
-func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl.Result, bool, error) {
+// uninstall uninstalls the release of rel if it has one; done says it is gone. What it reads
+// and the uninstall run under work; what it writes after, under bound.
+func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release) (ctrl.Result, bool, error) {
 	orig := rel.DeepCopy()
 	d := &desired{
 		ReleaseName: rel.Status.ReleaseName, TargetNamespace: rel.Status.TargetNamespace,
@@ -312,9 +337,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	}
 	named := d.ServiceAccount != ""
 	d.ServiceAccount = r.accountOf(d.ServiceAccount)
-	if rel.Spec.Timeout != nil && rel.Spec.Timeout.Duration > 0 {
-		d.Timeout = rel.Spec.Timeout.Duration
-	}
+	d.Timeout = timeoutOf(rel.Spec, r.MaxTimeout)
 	u := v1alpha1.UninstallSpec{}
 	if rel.Spec.Uninstall != nil {
 		u = *rel.Spec.Uninstall
@@ -325,6 +348,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	}
 	deps := r.depsFor(d, clients, r.stepReporter(ctx, rel))
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
+	err = unanswered(d, clients, err)
 	if err == nil && last != nil && !last.Exists {
 		return ctrl.Result{}, true, nil // uninstalled, its history kept
 	}
@@ -346,9 +370,11 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		}
 		orig = rel.DeepCopy()
 		var res *lifecycle.UninstallResult
-		res, err = lifecycle.Uninstall(ctx, deps, lifecycle.UninstallOptions{
+		// The uninstall's deadline is the work's; bound ending stops it as the controller
+		// stopping does.
+		res, err = lifecycle.Uninstall(bound, deps, lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
-			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout, OrderIfDeclared: !u.DisableWait},
+			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: workLeft(ctx, d.Timeout), OrderIfDeclared: !u.DisableWait},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
 			KeepHistory: u.KeepHistory, NoHooks: u.DisableHooks,
 			// A controller that waits for hooks it can no longer create would hold the
@@ -362,11 +388,13 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			runs, noJournal = res.Runs, res.NoJournal
 		}
 		if err == nil && res != nil && len(res.SkippedHooks) > 0 {
-			r.reportSkippedHooks(ctx, orig, rel, d, res.SkippedHooks)
+			r.reportSkippedHooks(bound, orig, rel, d, res.SkippedHooks)
 			orig = rel.DeepCopy()
 		}
 	}
-	if ctx.Err() != nil {
+	// What follows is written under the reconcile's bound: the work's may have passed.
+	ctx = bound
+	if stopping(ctx) {
 		return ctrl.Result{}, false, ctx.Err() // stopping: the next reconcile resumes the uninstall
 	}
 	if err != nil && d.Remote == nil && r.accountGone(ctx, rel, err) {
@@ -455,12 +483,15 @@ func cascade(p string) string {
 }
 
 // patchStatus writes rel's status when it differs from orig's: a reconcile that changes
-// nothing writes nothing.
+// nothing writes nothing. The write is made within statusGrace even when ctx has ended: the
+// status says what held the Release, and the Release's timeout is what ends its work.
 func (r *Reconciler) patchStatus(ctx context.Context, orig, rel *v1alpha1.Release) error {
 	redactStatus(rel, r.StatusChartOutput)
 	if equality.Semantic.DeepEqual(orig.Status, rel.Status) {
 		return nil
 	}
+	ctx, cancel := statusContext(ctx)
+	defer cancel()
 	if err := r.Client.Status().Patch(ctx, rel, client.MergeFrom(orig)); err != nil {
 		log.FromContext(ctx).Error(err, "patch status")
 		return client.IgnoreNotFound(err)
