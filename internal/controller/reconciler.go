@@ -69,48 +69,43 @@ type Reconciler struct {
 
 // Reconcile reads the Release, decides the one next action from its spec and status, performs
 // it through the lifecycle package and records the outcome in its status. Every reconcile ends:
-// its work (reading what the Release needs, and its operation) at the Release's timeout, at most
-// MaxTimeout, and the reconcile as a whole reconcileGrace later (reconcileBounds).
+// its work (ctx: reading what the Release needs, and its operation) at the Release's timeout, at
+// most MaxTimeout, and the reconcile as a whole (bound: what the operation writes after its
+// deadline, and the status) reconcileGrace later (reconcileBounds).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rel v1alpha1.Release
 	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	bound, work, cancel := reconcileBounds(ctx, timeoutOf(rel.Spec, r.MaxTimeout))
+	bound, ctx, cancel := reconcileBounds(ctx, timeoutOf(rel.Spec, r.MaxTimeout))
 	defer cancel()
 	if !rel.DeletionTimestamp.IsZero() {
-		return r.finalize(bound, work, &rel)
+		return r.finalize(bound, ctx, &rel)
 	}
 	if rel.Spec.Suspend {
 		return ctrl.Result{}, nil
 	}
-	return r.reconcile(bound, work, req, &rel)
-}
-
-// reconcile brings the release of rel, which is not being deleted, to what its spec asks for:
-// its work under work, its operation's writes after the deadline and its status under bound.
-func (r *Reconciler) reconcile(bound, ctx context.Context, req ctrl.Request, rel *v1alpha1.Release) (ctrl.Result, error) {
 	orig := rel.DeepCopy()
-	d, err := desiredOf(rel)
+	d, err := desiredOf(&rel)
 	if err != nil {
 		// Nothing happens until the spec changes: no requeue.
-		markFailed(rel, reasonOf(err, ReasonInvalidSpec), err, true)
-		return ctrl.Result{}, r.patchStatus(ctx, orig, rel)
+		markFailed(&rel, reasonOf(err, ReasonInvalidSpec), err, true)
+		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
 	}
-	r.limitEvents(rel, withLimits(rel, d, r.MaxTimeout))
-	if err := r.checkCycle(ctx, rel, d.DependsOn); err != nil {
+	r.limitEvents(&rel, withLimits(&rel, d, r.MaxTimeout))
+	if err := r.checkCycle(ctx, &rel, d.DependsOn); err != nil {
 		var cycle *DependencyError
 		if !errors.As(err, &cycle) {
 			return ctrl.Result{}, err
 		}
 		// As a spec error: nothing happens until a dependsOn of the cycle changes.
-		markFailed(rel, cycle.Reason, err, true)
-		return ctrl.Result{}, r.patchStatus(ctx, orig, rel)
+		markFailed(&rel, cycle.Reason, err, true)
+		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
 	}
-	if !controllerutil.ContainsFinalizer(rel, Finalizer) {
+	if !controllerutil.ContainsFinalizer(&rel, Finalizer) {
 		patch := client.MergeFrom(rel.DeepCopy())
-		controllerutil.AddFinalizer(rel, Finalizer)
-		if err := r.Client.Patch(ctx, rel, patch); err != nil {
+		controllerutil.AddFinalizer(&rel, Finalizer)
+		if err := r.Client.Patch(ctx, &rel, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		orig = rel.DeepCopy()
@@ -121,11 +116,11 @@ func (r *Reconciler) reconcile(bound, ctx context.Context, req ctrl.Request, rel
 	clients, local, err := r.clientsFor(ctx, d, named)
 	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
 		// Stalled until the account is created: looked at again soon, with no call made as it.
-		markFailed(rel, ReasonServiceAccountNotFound, err, true)
-		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
+		markFailed(&rel, ReasonServiceAccountNotFound, err, true)
+		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
 	}
-	if res, failed := clusterFailed(rel, d, err); failed {
-		return res, r.patchStatus(ctx, orig, rel)
+	if res, failed := clusterFailed(&rel, d, err); failed {
+		return res, r.patchStatus(ctx, orig, &rel)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -136,61 +131,61 @@ func (r *Reconciler) reconcile(bound, ctx context.Context, req ctrl.Request, rel
 		return ctrl.Result{RequeueAfter: time.Until(pending.Deadline)}, nil
 	}
 	if err != nil {
-		r.warnAuthFailed(rel, err)
-		return inputFailed(rel, d, err), r.patchStatus(ctx, orig, rel)
+		r.warnAuthFailed(&rel, err)
+		return inputFailed(&rel, d, err), r.patchStatus(ctx, orig, &rel)
 	}
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
 	version := ch.chart.Metadata.Version
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
 	if err = unanswered(d, clients, err); isClusterError(err) {
-		res, _ := clusterFailed(rel, d, err)
-		return res, r.patchStatus(ctx, orig, rel)
+		res, _ := clusterFailed(&rel, d, err)
+		return res, r.patchStatus(ctx, orig, &rel)
 	}
 	if err != nil {
-		markFailed(rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
+		markFailed(&rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 
-	if releasedUnsaid(rel, last, version, d) {
+	if releasedUnsaid(&rel, last, version, d) {
 		// The controller released this very spec and stopped before its status said so.
 		rel.Status.Revision = last.Version
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
 		rel.Status.ValuesDigest = d.ValuesDigest
 	}
-	switch act := nextAction(rel, last, version, d.ValuesDigest); act {
+	switch act := nextAction(&rel, last, version, d.ValuesDigest); act {
 	case actWaitForChange:
-		if wait, retry := retryWait(rel, d, time.Now()); !retry || wait > 0 {
+		if wait, retry := retryWait(&rel, d, time.Now()); !retry || wait > 0 {
 			return ctrl.Result{RequeueAfter: cmp.Or(wait, d.Interval)}, nil
 		}
 	case actNone, actStatus:
-		if act == actStatus && !keepTestFailure(rel, d) {
-			markReady(rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
+		if act == actStatus && !keepTestFailure(&rel, d) {
+			markReady(&rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
 		}
-		r.checkDrift(ctx, rel, d, clients)
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
+		r.checkDrift(ctx, &rel, d, clients)
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
 
-	if err := r.checkReady(ctx, rel, d.DependsOn); err != nil {
+	if err := r.checkReady(ctx, &rel, d.DependsOn); err != nil {
 		var waiting *DependencyError
 		if !errors.As(err, &waiting) {
 			return ctrl.Result{}, err
 		}
 		// The Releases depended on wake this one when they become Ready; the requeue is a
 		// fallback.
-		markWaiting(rel, waiting.Reason, err.Error())
-		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
+		markWaiting(&rel, waiting.Reason, err.Error())
+		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
 	}
 
 	op := "upgrade"
 	if last == nil || !last.Exists || last.PendingInstall {
 		op = "install"
 	}
-	markReconciling(rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
+	markReconciling(&rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
 	rel.Status.CurrentStep = op
 	rel.Status.ReleaseName, rel.Status.TargetNamespace = d.ReleaseName, d.TargetNamespace
-	startAttempt(rel, version, d.ValuesDigest)
-	if err := r.patchStatus(ctx, orig, rel); err != nil {
+	startAttempt(&rel, version, d.ValuesDigest)
+	if err := r.patchStatus(ctx, orig, &rel); err != nil {
 		return ctrl.Result{}, err
 	}
 	orig = rel.DeepCopy()
@@ -200,7 +195,7 @@ func (r *Reconciler) reconcile(bound, ctx context.Context, req ctrl.Request, rel
 	if last != nil {
 		seen = last.Version
 	}
-	out, runs, err := r.release(bound, ctx, d, clients, ch, r.stepReporter(ctx, rel), r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
+	out, runs, err := r.release(bound, ctx, d, clients, ch, r.stepReporter(ctx, &rel), r.stillHolds(&rel, d.ReleaseName, seen, version, d.Values))
 	revision := 0
 	if out != nil {
 		revision = out.Version
@@ -225,11 +220,11 @@ func (r *Reconciler) reconcile(bound, ctx context.Context, req ctrl.Request, rel
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
 		rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
 		reason := reasonFor(&recorded{Version: done.Revision})
-		setCondition(rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
-		markReady(rel, reason, msg)
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
+		setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
+		markReady(&rel, reason, msg)
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 	}
-	addHistory(rel, operationRecord(op, start, time.Now(), revision, version, err))
+	addHistory(&rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if held := new(release.HeldError); !errors.As(err, &held) {
 		// What the operation did; an operation refused for another's lease did nothing.
 		rel.Status.LastChanges = changeCounts(runs)
@@ -239,18 +234,18 @@ func (r *Reconciler) reconcile(bound, ctx context.Context, req ctrl.Request, rel
 		if errors.As(err, &held) {
 			// Someone else (berth's CLI, say) is changing the release: not an attempt.
 			rel.Status.LastAttemptedGeneration = 0
-			markFailed(rel, ReasonLocked, err, false)
-			return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
+			markFailed(&rel, ReasonLocked, err, false)
+			return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
 		}
 		failed := ReasonInstallFailed
 		if op == "upgrade" {
 			failed = ReasonUpgradeFailed
 		}
 		reason := reasonOf(err, failed)
-		requeue := attemptFailed(rel, d, reason, err)
-		setCondition(rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
-		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, orig, rel)
+		requeue := attemptFailed(&rel, d, reason, err)
+		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
+		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
+		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, orig, &rel)
 	}
 	reason := ReasonInstallSucceeded
 	if op == "upgrade" {
@@ -260,11 +255,11 @@ func (r *Reconciler) reconcile(bound, ctx context.Context, req ctrl.Request, rel
 	rel.Status.Revision = out.Version
 	rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
 	rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
-	setCondition(rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
-	markReady(rel, reason, msg)
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
-	r.runTests(ctx, rel, d, clients, r.stepReporter(ctx, rel), start)
-	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
+	setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
+	markReady(&rel, reason, msg)
+	r.Recorder.Eventf(&rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
+	r.runTests(ctx, &rel, d, clients, r.stepReporter(ctx, &rel), start)
+	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
 }
 
 // release installs or upgrades the release: an upgrade with --install, so that a release
