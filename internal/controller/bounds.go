@@ -64,8 +64,9 @@ func timeoutOf(s v1alpha1.ReleaseSpec, maxTimeout time.Duration) time.Duration {
 }
 
 // withLimits holds d to the controller's limits: a timeout over maxTimeout (none when 0) is
-// capped, an interval under MinInterval raised, and rel's conditions say so. It returns the
-// conditions newly set, for an Event each.
+// capped, an interval under MinInterval raised, and rel's conditions say so. The default timeout
+// of a Release that sets none is lowered to a smaller maximum without a word: the Release asked
+// for nothing. It returns the conditions newly set, for an Event each.
 func withLimits(rel *v1alpha1.Release, d *desired, maxTimeout time.Duration) []metav1.Condition {
 	var set []metav1.Condition
 	limit := func(t string, applies bool, msg string) {
@@ -84,7 +85,7 @@ func withLimits(rel *v1alpha1.Release, d *desired, maxTimeout time.Duration) []m
 		}
 	}
 	capped := maxTimeout > 0 && d.Timeout > maxTimeout
-	limit(ConditionTimeoutCapped, capped, fmt.Sprintf("spec.timeout %s is over the controller's maximum of %s (--max-timeout): each operation runs with %s", d.Timeout, maxTimeout, maxTimeout))
+	limit(ConditionTimeoutCapped, capped && rel.Spec.Timeout != nil, fmt.Sprintf("spec.timeout %s is over the controller's maximum of %s (--max-timeout): each operation runs with %s", d.Timeout, maxTimeout, maxTimeout))
 	if capped {
 		d.Timeout = maxTimeout
 	}

@@ -46,7 +46,7 @@ func TestTimeoutOf(t *testing.T) {
 // TestWithLimits: a timeout over the maximum is capped and an interval under the minimum raised,
 // each saying so in a condition once; a spec within the limits has neither condition.
 func TestWithLimits(t *testing.T) {
-	rel := &v1alpha1.Release{}
+	rel := &v1alpha1.Release{Spec: v1alpha1.ReleaseSpec{Timeout: duration(8760 * time.Hour)}}
 	rel.Generation = 1
 	d := &desired{Timeout: 8760 * time.Hour, Interval: time.Second}
 	set := withLimits(rel, d, 30*time.Second)
@@ -71,6 +71,14 @@ func TestWithLimits(t *testing.T) {
 	d = &desired{Timeout: 8760 * time.Hour, Interval: time.Second}
 	if set := withLimits(rel, d, 30*time.Second); len(set) != 0 {
 		t.Errorf("same spec again: newly set %v, want none", set)
+	}
+
+	// The default timeout, lowered to a smaller maximum: no condition, the Release asked for
+	// nothing.
+	fresh := &v1alpha1.Release{}
+	d = &desired{Timeout: defaultTimeout, Interval: time.Minute}
+	if set := withLimits(fresh, d, time.Minute); len(set) != 0 || d.Timeout != time.Minute || len(fresh.Status.Conditions) != 0 {
+		t.Errorf("default timeout over the maximum: newly set %v, timeout %s", set, d.Timeout)
 	}
 
 	// Within the limits, or no maximum: neither condition.

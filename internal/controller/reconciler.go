@@ -92,7 +92,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		markFailed(&rel, reasonOf(err, ReasonInvalidSpec), err, true)
 		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
 	}
-	r.limitEvents(&rel, withLimits(&rel, d, r.MaxTimeout))
 	if err := r.checkCycle(ctx, &rel, d.DependsOn); err != nil {
 		var cycle *DependencyError
 		if !errors.As(err, &cycle) {
@@ -110,6 +109,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		orig = rel.DeepCopy()
 	}
+	// After the finalizer's patch, whose answer replaced the status read.
+	r.limitEvents(&rel, withLimits(&rel, d, r.MaxTimeout))
 
 	named := d.ServiceAccount != ""
 	d.ServiceAccount = r.accountOf(d.ServiceAccount)
