@@ -139,8 +139,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
 	version := ch.chart.Metadata.Version
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
-	if err = unanswered(d, clients, err); isClusterError(err) {
-		res, _ := clusterFailed(&rel, d, err)
+	err = unanswered(d, clients, err)
+	if res, failed := clusterFailed(&rel, d, err); failed {
 		return res, r.patchStatus(ctx, orig, &rel)
 	}
 	if err != nil {
