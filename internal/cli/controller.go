@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -26,6 +27,7 @@ type controllerFlags struct {
 	watchSecrets            bool
 	watchLabelSelector      string
 	kubeConfigReach         controller.KubeConfigReach
+	maxTimeout              time.Duration
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -60,9 +62,18 @@ it runs a command or reads a file, and, unless a flag allows it, when it skips
 TLS verification (--allow-kubeconfig-insecure-tls), names a proxy
 (--allow-kubeconfig-proxy) or a plain HTTP server (--allow-kubeconfig-http):
 the controller would connect from its own network position wherever a
-Release's author says.`,
+Release's author says.
+
+Every reconcile ends: its work at the Release's spec.timeout, at most
+--max-timeout, and everything a minute later. One namespace's Releases are
+reconciled by at most all the workers (--concurrency) but one, so that a
+namespace whose Releases wait for what never comes leaves a worker to the
+others.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if flags.maxTimeout < 0 {
+				return fmt.Errorf("invalid --max-timeout %s: give 0 (no maximum) or a positive duration like 1h", flags.maxTimeout)
+			}
 			// A selector that does not parse is refused before the cluster is touched.
 			if _, err := controller.ParseShard(flags.watchLabelSelector); err != nil {
 				return fmt.Errorf("invalid --watch-label-selector: %w", err)
@@ -90,6 +101,7 @@ Release's author says.`,
 				StatusChartOutput:       flags.statusChartOutput,
 				NoSecretWatch:           !flags.watchSecrets,
 				KubeConfigReach:         flags.kubeConfigReach,
+				MaxTimeout:              flags.maxTimeout,
 			})
 			if err != nil {
 				return err
@@ -111,6 +123,7 @@ Release's author says.`,
 	f.BoolVar(&flags.kubeConfigReach.InsecureTLS, strings.TrimPrefix(controller.FlagAllowKubeConfigInsecureTLS, "--"), false, "use a Release's kubeconfig whose cluster sets insecure-skip-tls-verify: true (by default refused: anyone between the controller and the server could answer as the cluster)")
 	f.BoolVar(&flags.kubeConfigReach.Proxy, strings.TrimPrefix(controller.FlagAllowKubeConfigProxy, "--"), false, "use a Release's kubeconfig whose cluster sets proxy-url (by default refused: the controller would connect through whatever proxy a Release's author names)")
 	f.BoolVar(&flags.kubeConfigReach.PlainHTTP, strings.TrimPrefix(controller.FlagAllowKubeConfigHTTP, "--"), false, "use a Release's kubeconfig whose server is http:// (by default refused: its credentials would go in the clear)")
+	f.DurationVar(&flags.maxTimeout, "max-timeout", controller.DefaultMaxTimeout, "longest spec.timeout a Release is granted: one that asks for more runs each operation with this and has the condition TimeoutCapped. It bounds how long one Release holds a worker (its reconcile ends at most a minute after it); 0 grants any timeout")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd
 }

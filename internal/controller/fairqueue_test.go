@@ -16,7 +16,7 @@ func req(ns, name string) reconcile.Request {
 
 // TestNamespaceTurns: namespaces take turns, each in the order its Releases came.
 func TestNamespaceTurns(t *testing.T) {
-	var q namespaceTurns
+	q := newNamespaceTurns(4)
 	for _, r := range []reconcile.Request{req("a", "1"), req("a", "2"), req("a", "3"), req("b", "1"), req("c", "1"), req("b", "2")} {
 		q.Push(r)
 	}
@@ -37,7 +37,7 @@ func TestNamespaceTurns(t *testing.T) {
 // TestFairQueueServesALoneNamespace: behind 500 Releases of one namespace, another namespace's
 // one Release is handed out at the latest second.
 func TestFairQueueServesALoneNamespace(t *testing.T) {
-	q := newFairQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q := newFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	for i := range 500 {
 		q.Add(req("crowded", fmt.Sprint(i)))
@@ -64,7 +64,7 @@ func TestFairQueueServesALoneNamespace(t *testing.T) {
 
 // TestFairQueueDelays: what is added after a delay still comes out, through the namespace turns.
 func TestFairQueueDelays(t *testing.T) {
-	q := newFairQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q := newFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	q.AddAfter(req("a", "later"), time.Millisecond)
 	q.AddRateLimited(req("b", "limited"))
@@ -77,5 +77,113 @@ func TestFairQueueDelays(t *testing.T) {
 		seen[r.Name] = true
 		q.Forget(r)
 		q.Done(r)
+	}
+}
+
+// TestNamespaceTurnsShare: a namespace at its share is skipped, keeping its place, until one of
+// its Releases is done; Len counts only what may be handed out.
+func TestNamespaceTurnsShare(t *testing.T) {
+	q := newNamespaceTurns(2)
+	for _, r := range []reconcile.Request{req("a", "1"), req("a", "2"), req("a", "3"), req("a", "4"), req("b", "1"), req("b", "2")} {
+		q.Push(r)
+	}
+	var got []string
+	for q.Len() > 0 {
+		r := q.Pop()
+		got = append(got, r.Namespace+"/"+r.Name)
+	}
+	if want := "[a/1 b/1 a/2 b/2]"; fmt.Sprint(got) != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+	q.Push(req("c", "1"))
+	if n := q.Len(); n != 1 {
+		t.Fatalf("Len %d with a and b at their share, want 1 (c's)", n)
+	}
+	q.done("a")
+	if n := q.Len(); n != 3 {
+		t.Fatalf("Len %d once one of a's is done, want 3", n)
+	}
+	// a waited longest: its turn comes first.
+	if r := q.Pop(); r != req("a", "3") {
+		t.Fatalf("after a's done: %v, want a/3", r)
+	}
+	if r := q.Pop(); r != req("c", "1") {
+		t.Fatalf("then %v, want c/1", r)
+	}
+	if n := q.Len(); n != 0 {
+		t.Fatalf("Len %d, want 0: a at its share again", n)
+	}
+}
+
+// TestNamespaceShare: of four workers, one namespace has three; one worker is always left.
+func TestNamespaceShare(t *testing.T) {
+	for workers, want := range map[int]int{1: 1, 2: 1, 4: 3, 10: 9} {
+		if got := namespaceShare(workers); got != want {
+			t.Errorf("share of %d workers: %d, want %d", workers, got, want)
+		}
+	}
+}
+
+// TestFairQueueKeepsAWorker: with four workers, a namespace whose Releases are all held has
+// three of them; another namespace's Release, added later, is handed out to the fourth, and the
+// first namespace gets a worker again once one of its Releases is done.
+func TestFairQueueKeepsAWorker(t *testing.T) {
+	q := newFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	for i := range 12 {
+		q.Add(req("hostile", fmt.Sprint(i)))
+	}
+	var held []reconcile.Request
+	for range 3 {
+		r, shutdown := q.Get()
+		if shutdown || r.Namespace != "hostile" {
+			t.Fatalf("Get: %v, %t", r, shutdown)
+		}
+		held = append(held, r)
+	}
+	// The fourth worker waits: what it gets is what is added next, not a fourth of hostile's.
+	got := make(chan reconcile.Request)
+	go func() {
+		r, _ := q.Get()
+		got <- r
+	}()
+	q.Add(req("other", "web"))
+	if r := <-got; r != req("other", "web") {
+		t.Fatalf("fourth worker got %v, want other/web", r)
+	}
+	// Another Get waits until a hostile Release is done, then takes the next hostile one.
+	go func() {
+		r, _ := q.Get()
+		got <- r
+	}()
+	q.Done(held[0])
+	if r := <-got; r != req("hostile", "3") {
+		t.Fatalf("after a hostile Release was done: %v, want hostile/3", r)
+	}
+	// A Release added again while it runs comes back once done, within the share.
+	q.Add(held[1])
+	q.Done(held[1])
+	if r, _ := q.Get(); r != req("hostile", "4") {
+		t.Fatalf("next: %v, want hostile/4 (hostile/1 waits behind it)", r)
+	}
+}
+
+// TestFairQueueShutDown: a Get waiting for a namespace under its share ends when the queue shuts
+// down.
+func TestFairQueueShutDown(t *testing.T) {
+	q := newFairQueue(2)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q.Add(req("a", "1"))
+	q.Add(req("a", "2"))
+	if r, _ := q.Get(); r != req("a", "1") {
+		t.Fatalf("Get: %v", r)
+	}
+	done := make(chan bool)
+	go func() {
+		_, shutdown := q.Get()
+		done <- shutdown
+	}()
+	q.ShutDown()
+	if !<-done {
+		t.Fatal("Get after ShutDown: not shut down")
 	}
 }

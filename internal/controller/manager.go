@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,6 +92,9 @@ type Options struct {
 	// plain HTTP server (--allow-kubeconfig-insecure-tls, --allow-kubeconfig-proxy,
 	// --allow-kubeconfig-http); by default each is refused (InvalidKubeConfig).
 	KubeConfigReach KubeConfigReach
+	// MaxTimeout is the longest spec.timeout granted: a Release asking for more runs with it and
+	// says so (ConditionTimeoutCapped); 0 grants any.
+	MaxTimeout time.Duration
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -184,6 +188,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,
 		KubeConfigReach:       o.KubeConfigReach,
+		MaxTimeout:            o.MaxTimeout,
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.
@@ -210,8 +215,8 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		WatchesRawSource(charts.fetches.source()).
 		// Names are unique per process; tests run one manager after another.
 		// Workers are shared fairly between namespaces: one tenant's many Releases do not make
-		// another's wait behind them.
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue})
+		// another's wait behind them, and one namespace never holds every worker.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue(concurrency)})
 	if !o.NoSecretWatch {
 		b = b.Watches(metadataOf("Secret"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "Secret")), builder.OnlyMetadata)
 	}

@@ -62,20 +62,28 @@ type Reconciler struct {
 	KubeConfigReach KubeConfigReach
 	// Holder names the controller in the leases and journals of its operations.
 	Holder release.Holder
+	// MaxTimeout is the longest spec.timeout granted: a Release asking for more runs with it
+	// (ConditionTimeoutCapped); 0 grants any.
+	MaxTimeout time.Duration
 
 	// remotes keeps the clients of the clusters of Releases with a spec.kubeConfig.
 	remotes remoteCache
 }
 
 // Reconcile reads the Release, decides the one next action from its spec and status, performs
-// it through the lifecycle package and records the outcome in its status.
+// it through the lifecycle package and records the outcome in its status. Every reconcile ends:
+// its work (ctx: reading what the Release needs, and its operation) at the Release's timeout, at
+// most MaxTimeout, and the reconcile as a whole (bound: what the operation writes after its
+// deadline, and the status) reconcileGrace later (reconcileBounds).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rel v1alpha1.Release
 	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	bound, ctx, cancel := reconcileBounds(ctx, timeoutOf(rel.Spec, r.MaxTimeout))
+	defer cancel()
 	if !rel.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, &rel)
+		return r.finalize(bound, ctx, &rel)
 	}
 	if rel.Spec.Suspend {
 		return ctrl.Result{}, nil
@@ -104,6 +112,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		orig = rel.DeepCopy()
 	}
+	// After the finalizer's patch, whose answer replaced the status read.
+	r.limitEvents(&rel, withLimits(&rel, d, r.MaxTimeout))
 
 	named := d.ServiceAccount != ""
 	d.ServiceAccount = r.accountOf(d.ServiceAccount)
@@ -129,9 +139,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return inputFailed(&rel, d, err), r.patchStatus(ctx, orig, &rel)
 	}
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
-	d.Timeout = timeLeft(d.Timeout, took)
+	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
 	version := ch.chart.Metadata.Version
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
+	err = unanswered(d, clients, err)
+	if res, failed := clusterFailed(&rel, d, err); failed {
+		return res, r.patchStatus(ctx, orig, &rel)
+	}
 	if err != nil {
 		markFailed(&rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
@@ -185,12 +199,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if last != nil {
 		seen = last.Version
 	}
-	out, runs, err := r.release(ctx, d, clients, ch, r.stepReporter(ctx, &rel), r.stillHolds(&rel, d.ReleaseName, seen, version, d.Values))
+	out, runs, err := r.release(bound, ctx, d, clients, ch, r.stepReporter(ctx, &rel), r.stillHolds(&rel, d.ReleaseName, seen, version, d.Values))
 	revision := 0
 	if out != nil {
 		revision = out.Version
 	}
-	if ctx.Err() != nil {
+	// What follows the operation is written under the reconcile's bound: the work's has passed
+	// when the operation ran out of time.
+	ctx = bound
+	if stopping(ctx) {
 		// The controller is stopping: the operation stopped at a step its journal records, and
 		// the next reconcile resumes it.
 		return ctrl.Result{}, ctx.Err()
@@ -251,12 +268,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // release installs or upgrades the release: an upgrade with --install, so that a release
 // that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
-// It returns the revision recorded and the plans the operation executed.
-func (r *Reconciler) release(ctx context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
+// It returns the revision recorded and the plans the operation executed. The operation's
+// deadline is d.Timeout; ctx ending stops it as the controller stopping does; what it reads
+// before it starts, it reads under work.
+func (r *Reconciler) release(ctx, work context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
 	precondition func(context.Context, release.Reader) error) (*release.Release, []lifecycle.Run, error) {
 	deps := r.depsFor(d, clients, events)
 	deps.Precondition = func(ctx context.Context) error { return precondition(ctx, deps.Store) }
-	caps, err := lifecycle.Capabilities(ctx, clients)
+	caps, err := lifecycle.Capabilities(work, clients)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,29 +300,31 @@ func revisionOf(res *lifecycle.Result, err error) (*release.Release, []lifecycle
 	return res.Release, res.Runs, err
 }
 
-// finalize uninstalls the release of a deleted Release, then lets the Release go.
-func (r *Reconciler) finalize(ctx context.Context, rel *v1alpha1.Release) (ctrl.Result, error) {
+// finalize uninstalls the release of a deleted Release, then lets the Release go: its work
+// under work, what it writes after under bound (see reconcile).
+func (r *Reconciler) finalize(bound, work context.Context, rel *v1alpha1.Release) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(rel, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	if !rel.Spec.Suspend {
-		if res, waiting, err := r.waitForDependents(ctx, rel); waiting || err != nil {
+		if res, waiting, err := r.waitForDependents(work, rel); waiting || err != nil {
 			return res, err
 		}
-		if res, done, err := r.uninstall(ctx, rel); !done || err != nil {
+		if res, done, err := r.uninstall(bound, work, rel); !done || err != nil {
 			return res, err
 		}
 	}
 	patch := client.MergeFrom(rel.DeepCopy())
 	controllerutil.RemoveFinalizer(rel, Finalizer)
-	if err := r.Client.Patch(ctx, rel, patch); err != nil {
+	if err := r.Client.Patch(bound, rel, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{}, nil
 }
 
-// uninstall uninstalls the release of rel if it has one; done says it is gone.
-func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl.Result, bool, error) {
+// uninstall uninstalls the release of rel if it has one; done says it is gone. What it reads
+// and the uninstall run under work; what it writes after, under bound.
+func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release) (ctrl.Result, bool, error) {
 	orig := rel.DeepCopy()
 	d := &desired{
 		ReleaseName: rel.Status.ReleaseName, TargetNamespace: rel.Status.TargetNamespace,
@@ -315,9 +336,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	}
 	named := d.ServiceAccount != ""
 	d.ServiceAccount = r.accountOf(d.ServiceAccount)
-	if rel.Spec.Timeout != nil && rel.Spec.Timeout.Duration > 0 {
-		d.Timeout = rel.Spec.Timeout.Duration
-	}
+	d.Timeout = timeoutOf(rel.Spec, r.MaxTimeout)
 	u := v1alpha1.UninstallSpec{}
 	if rel.Spec.Uninstall != nil {
 		u = *rel.Spec.Uninstall
@@ -332,6 +351,7 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 	}
 	deps := r.depsFor(d, clients, r.stepReporter(ctx, rel))
 	last, err := lastRecord(ctx, clients, d.ReleaseName)
+	err = unanswered(d, clients, err)
 	if err == nil && last != nil && !last.Exists {
 		return ctrl.Result{}, true, nil // uninstalled, its history kept
 	}
@@ -353,9 +373,11 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 		}
 		orig = rel.DeepCopy()
 		var res *lifecycle.UninstallResult
-		res, err = lifecycle.Uninstall(ctx, deps, lifecycle.UninstallOptions{
+		// The uninstall's deadline is the work's; bound ending stops it as the controller
+		// stopping does.
+		res, err = lifecycle.Uninstall(bound, deps, lifecycle.UninstallOptions{
 			Name:        d.ReleaseName,
-			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: d.Timeout, OrderIfDeclared: !u.DisableWait},
+			WaitOptions: lifecycle.WaitOptions{Wait: !u.DisableWait, Timeout: workLeft(ctx, d.Timeout), OrderIfDeclared: !u.DisableWait},
 			Cascade:     metav1.DeletionPropagation(cascade(u.DeletionPropagation)),
 			KeepHistory: u.KeepHistory, NoHooks: u.DisableHooks,
 			// A controller that waits for hooks it can no longer create would hold the
@@ -369,11 +391,13 @@ func (r *Reconciler) uninstall(ctx context.Context, rel *v1alpha1.Release) (ctrl
 			runs, noJournal = res.Runs, res.NoJournal
 		}
 		if err == nil && res != nil && len(res.SkippedHooks) > 0 {
-			r.reportSkippedHooks(ctx, orig, rel, d, res.SkippedHooks)
+			r.reportSkippedHooks(bound, orig, rel, d, res.SkippedHooks)
 			orig = rel.DeepCopy()
 		}
 	}
-	if ctx.Err() != nil {
+	// What follows is written under the reconcile's bound: the work's may have passed.
+	ctx = bound
+	if stopping(ctx) {
 		return ctrl.Result{}, false, ctx.Err() // stopping: the next reconcile resumes the uninstall
 	}
 	if err != nil && d.Remote == nil && r.accountGone(ctx, rel, err) {
@@ -462,12 +486,15 @@ func cascade(p string) string {
 }
 
 // patchStatus writes rel's status when it differs from orig's: a reconcile that changes
-// nothing writes nothing.
+// nothing writes nothing. The write is made within statusGrace even when ctx has ended: the
+// status says what held the Release, and the Release's timeout is what ends its work.
 func (r *Reconciler) patchStatus(ctx context.Context, orig, rel *v1alpha1.Release) error {
 	redactStatus(rel, r.StatusChartOutput)
 	if equality.Semantic.DeepEqual(orig.Status, rel.Status) {
 		return nil
 	}
+	ctx, cancel := statusContext(ctx)
+	defer cancel()
 	if err := r.Client.Status().Patch(ctx, rel, client.MergeFrom(orig)); err != nil {
 		log.FromContext(ctx).Error(err, "patch status")
 		return client.IgnoreNotFound(err)

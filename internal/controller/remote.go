@@ -317,7 +317,8 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 		return inNamespace(own, d.TargetNamespace), nil
 	}
 	if err := checkRemoteAccount(ctx, own, d); err != nil {
-		return nil, err
+		// A cluster that answers /version and then nothing is named as one that does not answer.
+		return nil, unanswered(d, own, err)
 	}
 	key.Namespace, key.Account = d.Namespace, d.Remote.Account
 	as, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -15,8 +14,9 @@ import (
 // A connection that takes a request and never answers ends there, whatever the caller's context.
 const RequestTimeout = 60 * time.Second
 
-// BoundRequests makes every request of cfg that is not a watch or a stream end within
-// RequestTimeout. Watches and streams (logs followed, exec) are bounded by their contexts.
+// BoundRequests makes every request of cfg that is not a watch or a followed log end within
+// RequestTimeout, whatever its path names. Watches and followed logs are bounded by their
+// contexts.
 func BoundRequests(cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &boundedTransport{next: rt, timeout: RequestTimeout}
@@ -49,23 +49,18 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // WrappedRoundTripper lets client-go see through the wrap.
 func (t *boundedTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
-// longRunning reports whether req is a watch or a stream, which the API server does not bound
-// either.
+// longRunning reports whether req is a watch or a followed log, which the API server does not
+// bound either. Only what the request itself asks for counts (watch=true or 1, follow=true),
+// never a segment of its path: a namespace, an object or a ServiceAccount may be named watch,
+// proxy, exec, attach or portforward, and its requests are bounded like any other. berth makes
+// no exec, attach, port-forward or proxy requests.
 func longRunning(req *http.Request) bool {
 	q := req.URL.Query()
-	if w := q.Get("watch"); w == "true" || w == "1" || q.Get("follow") == "true" {
+	switch q.Get("watch") {
+	case "true", "1":
 		return true
 	}
-	p := req.URL.Path
-	if strings.Contains(p, "/watch/") {
-		return true
-	}
-	for _, sub := range []string{"/exec", "/attach", "/portforward", "/proxy"} {
-		if strings.HasSuffix(p, sub) || strings.Contains(p, sub+"/") {
-			return true
-		}
-	}
-	return false
+	return q.Get("follow") == "true"
 }
 
 // cancelOnClose ends a request's context when its body is closed.
