@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -164,7 +165,13 @@ func (f *Fetcher) downloadIndex(ctx context.Context, indexURL string, a repoAcce
 	if err != nil {
 		return nil, err
 	}
+	select {
+	case f.parsing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	idx, err := parseIndex(data)
+	<-f.parsing
 	if err != nil {
 		return nil, err
 	}
@@ -292,8 +299,25 @@ func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header ht
 	if a.Username != "" && a.Password != "" {
 		req.SetBasicAuth(a.Username, a.Password)
 	}
-	resp, err := (&http.Client{Transport: t}).Do(req)
+	if err := f.checkCredentials(req, req.Header.Get("Authorization") != "", false); err != nil {
+		closeTransport()
+		return nil, nil, err
+	}
+	client := &http.Client{Transport: t, CheckRedirect: func(next *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		// Whether or not Go's client carries the credentials on (it does to the same host), a
+		// request with credentials is never redirected to plain HTTP.
+		return f.checkCredentials(next, via[0].Header.Get("Authorization") != "", true)
+	}}
+	resp, err := client.Do(req)
 	if err != nil {
+		var insecure *InsecureCredentialsError
+		if errors.As(err, &insecure) {
+			closeTransport()
+			return nil, nil, insecure
+		}
 		closeTransport()
 		if te := f.timeoutOf(ctx, err, hostOf(u), u); te != nil {
 			return nil, nil, te
@@ -307,6 +331,16 @@ func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header ht
 		resp.Body.Close()
 		closeTransport()
 	}, nil
+}
+
+// checkCredentials refuses req, with ManyTenants, when it goes over plain HTTP with credentials
+// (withCredentials: it, or the request redirected to it, has an Authorization header); redirect
+// says it is a redirect's.
+func (f *Fetcher) checkCredentials(req *http.Request, withCredentials, redirect bool) error {
+	if !f.opts.ManyTenants || req.URL.Scheme != "http" || !withCredentials {
+		return nil
+	}
+	return &InsecureCredentialsError{Host: req.URL.Host, URL: req.URL.Redacted(), Redirect: redirect}
 }
 
 // statusError is the error of a response to a request for u that is not 200 OK: an AuthError
