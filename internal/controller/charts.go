@@ -37,6 +37,7 @@ const chartCacheBytes = 512 << 20
 func NewCharts(dir string) (*Charts, error) {
 	o := source.DefaultFetchOptions()
 	o.ChartCacheBytes = chartCacheBytes
+	o.MaxIndexBytes, o.IndexCacheBytes = source.ManyTenantsMaxIndexBytes, source.ManyTenantsIndexCacheBytes
 	// A tenant's Release reaches a registry with its own credentials or none, never the
 	// controller's, and gets no chart from the cache that its own credentials did not fetch.
 	o.ManyTenants = true
