@@ -212,16 +212,19 @@ func (f *Fetcher) archive(ctx context.Context, cache *chartCache, key [sha256.Si
 	}
 	flightKey := cache.root + "\x00" + hex.EncodeToString(key[:]) + "\x00" + a.key()
 	path, err := f.chartFlights.do(ctx, flightKey, f.opts.RequestTimeout, func(ctx context.Context) (string, error) {
-		data, err := f.get(ctx, chartURL, a, f.opts.MaxChartBytes, "chart")
+		// Streamed to disk, never held whole: a chart may be MaxChartBytes.
+		tmp, sum, err := f.download(ctx, chartURL, a, f.opts.MaxChartBytes, "chart", cache.root)
 		if err != nil {
 			return "", err
 		}
-		if digest != "" {
-			if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != digest {
-				return "", &DigestError{URL: chartURL, Want: "sha256:" + digest, Got: "sha256:" + hex.EncodeToString(sum[:])}
-			}
+		defer func() {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}()
+		if digest != "" && sum != digest {
+			return "", &DigestError{URL: chartURL, Want: "sha256:" + digest, Got: "sha256:" + sum}
 		}
-		p, err := cache.Put(key, bytes.NewReader(data), downloader.CacheChart)
+		p, err := cache.Put(key, tmp, downloader.CacheChart)
 		if err == nil {
 			f.grant(grant)
 		}
@@ -280,6 +283,47 @@ func (f *Fetcher) get(ctx context.Context, u string, a repoAccess, limit int64, 
 		return nil, err
 	}
 	return f.readBody(ctx, resp, limit, what, u)
+}
+
+// download streams u, up to limit bytes (what names it in errors), into a new file of dir, and
+// returns it, open at its start, with the hex SHA-256 of its content; the caller closes and
+// removes it.
+func (f *Fetcher) download(ctx context.Context, u string, a repoAccess, limit int64, what, dir string) (*os.File, string, error) {
+	resp, done, err := f.request(ctx, u, a, http.Header{"Accept": {"application/gzip,application/octet-stream"}})
+	if err != nil {
+		return nil, "", err
+	}
+	defer done()
+	if err := statusError(resp, u, a); err != nil {
+		return nil, "", err
+	}
+	if resp.ContentLength > limit {
+		return nil, "", &TooLargeError{What: what, URL: u, Limit: limit}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".download-*")
+	if err != nil {
+		return nil, "", err
+	}
+	fail := func(err error) (*os.File, string, error) {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, "", err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil:
+		return fail(f.requestError(ctx, err, hostOf(u), u))
+	case n > limit:
+		return fail(&TooLargeError{What: what, URL: u, Limit: limit})
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fail(err)
+	}
+	return tmp, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // request sends GET u with header under ctx, with a's credentials and TLS settings; done
