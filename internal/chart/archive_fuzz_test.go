@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -50,4 +52,20 @@ func FuzzChartArchive(f *testing.F) {
 			t.Fatal("a chart without metadata loaded")
 		}
 	})
+}
+
+func TestCheckContentSize(t *testing.T) {
+	small := tgz(t, "web/Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n")
+	if err := CheckContentSize("small", bytes.NewReader(small), 1<<20); err != nil {
+		t.Errorf("a small chart: %v", err)
+	}
+	zeros := tgz(t, "web/Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n", "web/big", string(make([]byte, 8<<20)))
+	err := CheckContentSize("zeros", bytes.NewReader(zeros), 4<<20)
+	var tooLarge *ContentSizeError
+	if !errors.As(err, &tooLarge) || tooLarge.Limit != 4<<20 || tooLarge.Name != "zeros" {
+		t.Errorf("an archive of %d bytes holding 8 MiB: got %v, want a ContentSizeError", len(zeros), err)
+	}
+	if err := CheckContentSize("not gzip", strings.NewReader("x"), 1); err != nil {
+		t.Errorf("not gzip: %v, want it left to the loader", err)
+	}
 }

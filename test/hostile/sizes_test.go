@@ -1,6 +1,9 @@
 package hostile_test
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -181,5 +184,57 @@ func TestSizesCredentialsOverPlainHTTP(t *testing.T) {
 	defer mu.Unlock()
 	if requests == 0 || authorized != 0 {
 		t.Errorf("the repository got %d requests, %d of them with credentials; want some, none with credentials", requests, authorized)
+	}
+}
+
+// TestSizesChartContent: a packaged chart of a few kilobytes in a ConfigMap that decompresses to
+// 60 MiB is refused by name before it is loaded, and the controller stays within its memory
+// limit.
+func TestSizesChartContent(t *testing.T) {
+	env := testenv.New(t)
+	c := releasetest.Client(t, env)
+	releasetest.Deployer(t, env, "deployer")
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := tar.NewWriter(zw)
+	for _, f := range []struct {
+		name string
+		size int
+	}{{"web/Chart.yaml", 0}, {"web/templates/big.yaml", 60 << 20}} {
+		data := []byte("apiVersion: v2\nname: web\nversion: 0.3.0\n")
+		if f.size > 0 {
+			data = make([]byte, f.size)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "chart", Namespace: env.Namespace}, BinaryData: map[string][]byte{"web.tgz": buf.Bytes()}}
+	if err := c.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	p := startController(t, env)
+	rel := sizesRelease(t, p, env.Namespace, "bomb", "https://unused.example", "")
+	rel.Spec.Chart = v1alpha1.ChartSource{ConfigMapRef: &v1alpha1.KeyReference{Name: "chart", Key: "web.tgz"}}
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	cond := sizesNotReady(t, c, env.Namespace, "bomb")
+	limit := fmt.Sprint(controller.MaxChartContentBytes)
+	if cond.Reason != controller.ReasonInvalidChart || !strings.Contains(cond.Message, "ConfigMap/"+env.Namespace+"/chart key web.tgz") ||
+		!strings.Contains(cond.Message, limit) {
+		t.Errorf("Release bomb: %s %q, want %s naming the ConfigMap's key and the limit %s", cond.Reason, cond.Message, controller.ReasonInvalidChart, limit)
 	}
 }
