@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -37,6 +38,7 @@ const chartCacheBytes = 512 << 20
 func NewCharts(dir string) (*Charts, error) {
 	o := source.DefaultFetchOptions()
 	o.ChartCacheBytes = chartCacheBytes
+	o.MaxIndexBytes, o.IndexCacheBytes = source.ManyTenantsMaxIndexBytes, source.ManyTenantsIndexCacheBytes
 	// A tenant's Release reaches a registry with its own credentials or none, never the
 	// controller's, and gets no chart from the cache that its own credentials did not fetch.
 	o.ManyTenants = true
@@ -76,9 +78,24 @@ func (c *Charts) locate(ctx context.Context, ref chartRef, a chartAccess) (strin
 	return r.Locate(ctx, ref.Ref)
 }
 
-// load loads the packaged chart at path, with its digest.
-func load(path string) (*fetched, error) {
+// MaxChartContentBytes bounds a chart's content once decompressed, checked as it streams
+// before the chart is loaded: a loaded chart is held whole in memory, and each of the
+// controller's workers may hold one. (Helm's loader allows 100 MiB.)
+const MaxChartContentBytes = 50 << 20
+
+// load loads the packaged chart at path, with its digest, once its content is known to be
+// within MaxChartContentBytes; name names it in errors (path when "").
+func load(path, name string) (*fetched, error) {
 	digest, err := fileDigest(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	err = chart.CheckContentSize(cmp.Or(name, path), f, MaxChartContentBytes)
+	f.Close()
 	if err != nil {
 		return nil, err
 	}

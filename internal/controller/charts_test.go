@@ -36,7 +36,7 @@ func TestFetchesShareConnections(t *testing.T) {
 		if err != nil {
 			t.Fatalf("fetch %d: %v", i+1, err)
 		}
-		f, err := load(path)
+		f, err := load(path, "")
 		if err != nil {
 			t.Fatalf("fetch %d: %v", i+1, err)
 		}

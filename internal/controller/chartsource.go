@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -87,6 +88,9 @@ func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error)
 		return nil, err
 	}
 	name := fmt.Sprintf("%s/%s/%s key %s", o.Kind, r.namespace, o.Name, o.Key)
+	if err := chart.CheckContentSize(name, bytes.NewReader(data), MaxChartContentBytes); err != nil {
+		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
+	}
 	ch, err := chart.LoadArchive(name, data)
 	if err != nil {
 		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
@@ -147,7 +151,11 @@ func (r *Reconciler) fetchChart(ctx context.Context, rel types.NamespacedName, d
 	if err != nil {
 		return nil, took, verificationFailed(authFailed(err, d.Chart, d.Namespace), d.Chart, d.Namespace)
 	}
-	ch, err = load(path)
+	name := d.Chart.Ref
+	if d.Chart.RepoURL != "" {
+		name = fmt.Sprintf("%s of %s", d.Chart.Ref, d.Chart.RepoURL)
+	}
+	ch, err = load(path, name)
 	return ch, took, err
 }
 

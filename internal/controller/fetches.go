@@ -24,6 +24,11 @@ const fetchHold = 2 * time.Second
 // maxFetch bounds a fetch that Releases keep asking for, whatever their timeouts.
 const maxFetch = 10 * time.Minute
 
+// maxFetchesAtOnce bounds the fetches under way at once: each holds up to a chart's or an
+// index's size limit in memory, and an index's parse many times that. A fetch waits for its turn
+// within its own bounds (the deadlines of the Releases that asked for it).
+const maxFetchesAtOnce = 4
+
 // fetches runs chart fetches apart from the controller's workers, so that a repository that
 // takes connections and never answers holds no worker for a Release's whole timeout. Releases
 // that ask for one chart with the same credentials share one fetch. A reconcile waits at most
@@ -39,10 +44,13 @@ type fetches struct {
 	// until the controller starts (its Releases are then reconciled at their deadlines).
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 	hold  time.Duration
+	// slots holds a token for each fetch under way, maxFetchesAtOnce at most.
+	slots chan struct{}
 }
 
 func newFetches() *fetches {
-	return &fetches{flights: map[string]*chartFlight{}, waits: map[types.NamespacedName]*fetchWait{}, hold: fetchHold}
+	return &fetches{flights: map[string]*chartFlight{}, waits: map[types.NamespacedName]*fetchWait{}, hold: fetchHold,
+		slots: make(chan struct{}, maxFetchesAtOnce)}
 }
 
 // chartFlight is one fetch under way.
@@ -165,7 +173,7 @@ func (f *fetches) start(key string, fetch func(context.Context) (string, error))
 	f.sweep()
 	go func() {
 		defer cancel()
-		path, err := fetch(ctx)
+		path, err := f.run(ctx, fetch)
 		f.mu.Lock()
 		fl.path, fl.err = path, err
 		fl.timer.Stop()
@@ -189,6 +197,17 @@ func (f *fetches) start(key string, fetch func(context.Context) (string, error))
 		}
 	}()
 	return fl
+}
+
+// run runs fetch once one of the slots is free, or returns ctx's error when ctx ends first.
+func (f *fetches) run(ctx context.Context, fetch func(context.Context) (string, error)) (string, error) {
+	select {
+	case f.slots <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-f.slots }()
+	return fetch(ctx)
 }
 
 // wait adds rel, whose deadline is until, to those waiting for fl, whose fetch then goes on at

@@ -16,6 +16,7 @@ import (
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/source"
 )
 
 const (
@@ -81,6 +82,14 @@ type SpecError struct {
 func (e *SpecError) Error() string { return fmt.Sprintf("spec.%s: %s", e.Field, e.Msg) }
 
 const ReasonInvalidSpec = "InvalidSpec"
+
+// ReasonInsecureCredentials is a Release that would send its chart credentials over plain HTTP.
+const ReasonInsecureCredentials = "InsecureCredentials"
+
+// insecureCredentials is a SpecError of credentials the controller will not send in clear.
+func insecureCredentials(field, format string, args ...any) *SpecError {
+	return &SpecError{Reason: ReasonInsecureCredentials, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
 
 func invalid(field, format string, args ...any) *SpecError {
 	return &SpecError{Reason: ReasonInvalidSpec, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -178,6 +187,12 @@ func chartRefOf(c v1alpha1.ChartSource) (chartRef, error) {
 		return chartRef{}, invalid("chart.tls.name", "is required: name the Secret, in the Release's namespace, with ca.crt (and tls.crt and tls.key)")
 	case c.Verify != nil && c.Verify.Name == "":
 		return chartRef{}, invalid("chart.verify.name", "is required: name the Secret, in the Release's namespace, with the public keyring")
+	case c.Credentials != nil && oci && c.PlainHTTP:
+		return chartRef{}, insecureCredentials("chart.plainHTTP", "would send the credentials of Secret %s over plain HTTP to %s: serve the registry over HTTPS (with chart.tls for its CA) and remove plainHTTP, or remove chart.credentials",
+			c.Credentials.Name, source.OCIHost(ref.Ref))
+	case c.Credentials != nil && strings.HasPrefix(ref.RepoURL, "http://"):
+		return chartRef{}, insecureCredentials("chart.repository", "%s is plain HTTP and would carry the credentials of Secret %s in clear: serve the repository over HTTPS (https://, with chart.tls for its CA), or remove chart.credentials",
+			ref.RepoURL, c.Credentials.Name)
 	}
 	if c.Verify != nil {
 		ref.Verify, ref.VerifyKey = c.Verify.Name, cmp.Or(c.Verify.Key, keyKeyring)

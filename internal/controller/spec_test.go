@@ -55,10 +55,17 @@ func TestDesiredOf(t *testing.T) {
 		}), want: func(d *desired) any { return d.Chart },
 			wantValue: chartRef{Ref: "web", RepoURL: "https://charts.example.test", Version: "0.3.0", Credentials: "repo-creds", TLS: "repo-tls", PassCredentials: true}},
 		{name: "oci over plain HTTP", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts/web", PlainHTTP: true}
+		}), want: func(d *desired) any { return d.Chart },
+			wantValue: chartRef{Ref: "oci://registry.example.test/charts/web", PlainHTTP: true}},
+		{name: "credentials over plain HTTP to a registry", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.Chart = v1alpha1.ChartSource{Repository: "oci://registry.example.test/charts/web", PlainHTTP: true,
 				Credentials: &v1alpha1.SecretReference{Name: "pull-secret"}}
-		}), want: func(d *desired) any { return d.Chart },
-			wantValue: chartRef{Ref: "oci://registry.example.test/charts/web", Credentials: "pull-secret", PlainHTTP: true}},
+		}), wantField: "chart.plainHTTP", wantReason: ReasonInsecureCredentials},
+		{name: "credentials over plain HTTP to a repository", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Chart = v1alpha1.ChartSource{Repository: "http://charts.example.test", Name: "web",
+				Credentials: &v1alpha1.SecretReference{Name: "repo-creds"}}
+		}), wantField: "chart.repository", wantReason: ReasonInsecureCredentials},
 		{name: "plain HTTP of a Helm repository", rel: base(func(r *v1alpha1.Release) { r.Spec.Chart.PlainHTTP = true }),
 			wantField: "chart.plainHTTP", wantReason: ReasonInvalidSpec},
 		{name: "passCredentials of an OCI registry", rel: base(func(r *v1alpha1.Release) {

@@ -42,6 +42,50 @@ type ValuesError struct {
 	Kind, Namespace, Name, Key string
 	// Problem says what is wrong, without the content: "not a values file: YAML error at line 3".
 	Problem string
+	// Err is the error behind Problem, when it is one of berth's own (a *LimitError).
+	Err error
+}
+
+func (e *ValuesError) Unwrap() error { return e.Err }
+
+// Limits of the values a Release gives. The API server bounds a ConfigMap's or Secret's data
+// (1 MiB) and a Release's spec.values (the size of an object it stores); these hold whatever it
+// is configured with.
+const (
+	// MaxValuesDocumentBytes bounds one valuesFrom key's content, read before it is parsed.
+	MaxValuesDocumentBytes = 1 << 20
+	// MaxValuesBytes bounds the content of all the valuesFrom keys of a Release together.
+	MaxValuesBytes = 4 << 20
+	// MaxTargetPathLength bounds a targetPath's length, in bytes (the CRD says it too).
+	MaxTargetPathLength = 250
+	// MaxPathIndex bounds a list index of a targetPath, as helm's --set bounds it.
+	MaxPathIndex = 65536
+	// MaxPathItems bounds the list items one targetPath may add: its indexes, each plus one,
+	// added up (one index of MaxPathIndex, or many small ones, never several large ones).
+	MaxPathItems = MaxPathIndex + 1
+)
+
+// LimitError says that something a Release gives is larger than a limit of the controller.
+type LimitError struct {
+	// What names it: `targetPath "a[1]"`, "the content", "the values of spec.values and
+	// spec.valuesFrom together".
+	What string
+	// Measure is the unit counted ("bytes"), or "" for a number (an index, a count).
+	Measure string
+	// Size is what was found, or -1 when it is too large to say.
+	Size  int
+	Limit int
+}
+
+func (e *LimitError) Error() string {
+	unit := ""
+	if e.Measure != "" {
+		unit = " " + e.Measure
+	}
+	if e.Size < 0 {
+		return fmt.Sprintf("%s is more than the %d%s allowed", e.What, e.Limit, unit)
+	}
+	return fmt.Sprintf("%s is %d%s, more than the %d allowed", e.What, e.Size, unit, e.Limit)
 }
 
 func (e *ValuesError) Error() string {
@@ -77,24 +121,42 @@ func readValues(ctx context.Context, r keyReader, refs []v1alpha1.ValuesReferenc
 // over them, as Flux's helm-controller does: a key's content is a values file deep-merged into
 // what came before, or, with a targetPath, one string set at that path, as it is. ns is the
 // sources' namespace, for errors.
+//
+// Each key's content is at most MaxValuesDocumentBytes, and all of them MaxValuesBytes together,
+// checked before any is parsed; a targetPath is bounded as parsePath says.
 func mergeValues(ns string, sources []valuesSource, spec map[string]any) (map[string]any, error) {
 	out := map[string]any{}
+	total := 0
 	for _, s := range sources {
 		if s.Missing {
 			continue
 		}
-		fail := func(problem string) error {
-			return &ValuesError{Kind: s.Ref.Kind, Namespace: ns, Name: s.Ref.Name, Key: s.Ref.Key, Problem: problem}
+		fail := func(problem string, err error) error {
+			return &ValuesError{Kind: s.Ref.Kind, Namespace: ns, Name: s.Ref.Name, Key: s.Ref.Key, Problem: problem, Err: err}
+		}
+		total += len(s.Data)
+		if len(s.Data) > MaxValuesDocumentBytes {
+			err := &LimitError{What: "the content", Measure: "bytes", Size: len(s.Data), Limit: MaxValuesDocumentBytes}
+			return nil, fail(err.Error()+": split the values over several keys", err)
+		}
+		if total > MaxValuesBytes {
+			err := &LimitError{What: "the values of spec.valuesFrom up to this key", Measure: "bytes", Size: total, Limit: MaxValuesBytes}
+			return nil, fail(err.Error()+": give the chart fewer values", err)
 		}
 		if s.Ref.TargetPath != "" {
 			if err := setPath(out, s.Ref.TargetPath, string(s.Data)); err != nil {
-				return nil, fail(fmt.Sprintf("targetPath %q: %v", s.Ref.TargetPath, err))
+				var limit *LimitError
+				problem := fmt.Sprintf("targetPath %q: %v", s.Ref.TargetPath, err)
+				if errors.As(err, &limit) {
+					return nil, fail(problem+": write a shorter path, with smaller list indexes", limit)
+				}
+				return nil, fail(problem, nil)
 			}
 			continue
 		}
 		vals, err := common.ReadValues(s.Data)
 		if err != nil {
-			return nil, fail(notValues(err))
+			return nil, fail(notValues(err), nil)
 		}
 		out = loader.MergeMaps(out, vals)
 	}
@@ -133,12 +195,15 @@ type pathStep struct {
 	index int // when key is empty
 }
 
-// maxPathIndex bounds a list index of a targetPath, as helm's --set bounds it.
-const maxPathIndex = 65536
-
-// parsePath splits a targetPath into keys and list indexes.
+// parsePath splits a targetPath into keys and list indexes. A path longer than
+// MaxTargetPathLength, an index above MaxPathIndex, or indexes that would add more than
+// MaxPathItems list items together are a *LimitError, before anything is allocated for them.
 func parsePath(path string) ([]pathStep, error) {
+	if len(path) > MaxTargetPathLength {
+		return nil, &LimitError{What: "the path", Measure: "bytes", Size: len(path), Limit: MaxTargetPathLength}
+	}
 	var steps []pathStep
+	items := 0
 	var key strings.Builder
 	endKey := func() error {
 		if key.Len() == 0 {
@@ -169,9 +234,20 @@ func parsePath(path string) ([]pathStep, error) {
 				if end < 0 {
 					return nil, errors.New("has a [ without ]")
 				}
-				n, err := strconv.Atoi(path[i+1 : i+end])
-				if err != nil || n < 0 || n > maxPathIndex {
-					return nil, fmt.Errorf("has the list index [%s]: write a whole number from 0 to %d", path[i+1:i+end], maxPathIndex)
+				digits := path[i+1 : i+end]
+				n, err := strconv.Atoi(digits)
+				if err != nil && strings.Trim(digits, "0123456789") == "" && digits != "" {
+					// Only digits, too many for an int.
+					return nil, &LimitError{What: "the list index [" + digits + "]", Size: -1, Limit: MaxPathIndex}
+				}
+				if err != nil || n < 0 {
+					return nil, fmt.Errorf("has the list index [%s]: write a whole number from 0 to %d", digits, MaxPathIndex)
+				}
+				if n > MaxPathIndex {
+					return nil, &LimitError{What: "the list index [" + digits + "]", Size: -1, Limit: MaxPathIndex}
+				}
+				if items += n + 1; items > MaxPathItems {
+					return nil, &LimitError{What: "the number of list items its indexes add", Size: items, Limit: MaxPathItems}
 				}
 				steps = append(steps, pathStep{index: n})
 				i += end + 1

@@ -188,6 +188,22 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("%s %s is larger than the %d bytes allowed", e.What, e.URL, e.Limit)
 }
 
+// InsecureCredentialsError is a request that would carry credentials over plain HTTP, which a
+// fetch for many tenants (FetchOptions.ManyTenants) refuses before sending it: an http:// URL,
+// or a redirect from https:// to one.
+type InsecureCredentialsError struct {
+	Host, URL string
+	// Redirect says it was a redirect.
+	Redirect bool
+}
+
+func (e *InsecureCredentialsError) Error() string {
+	if e.Redirect {
+		return fmt.Sprintf("redirect to %s refused: it would carry the credentials over plain HTTP to %s", e.URL, e.Host)
+	}
+	return fmt.Sprintf("request to %s refused: it would carry the credentials over plain HTTP to %s", e.URL, e.Host)
+}
+
 // DigestError is a download whose content is not the digest its index gives.
 type DigestError struct {
 	URL       string
@@ -300,6 +316,8 @@ func fetchKind(err error) (Kind, bool) {
 		return KindNoCredentials, true
 	case errors.As(err, &tlsErr):
 		return KindTLS, true
+	case errors.As(err, new(*InsecureCredentialsError)):
+		return KindPlainHTTP, true
 	case errors.As(err, &timeout), errors.As(err, &getterErr) && getterErr.Timeout > 0:
 		return KindTimeout, true
 	case errors.As(err, new(*NoGetterError)):

@@ -72,6 +72,16 @@ func DefaultFetchOptions() FetchOptions {
 	}
 }
 
+// Bounds of a process that fetches for many tenants (the controller), where a tenant names the
+// repository. Helm's index loader converts an index from YAML to JSON before it decodes it, and
+// allocates some 20 to 40 times the index's size on the way (an index of 8 MiB, some 300 MiB):
+// the largest index such a process takes is smaller than the CLI's, its indexes are parsed one at
+// a time, and those kept in memory are bounded by a smaller size of their files.
+const (
+	ManyTenantsMaxIndexBytes   = 4 << 20
+	ManyTenantsIndexCacheBytes = 32 << 20
+)
+
 // maxProvenanceBytes bounds a provenance file, a signed copy of Chart.yaml and a digest.
 const maxProvenanceBytes = 1 << 20
 
@@ -91,6 +101,8 @@ type Fetcher struct {
 
 	indexes *indexCache
 	tags    *tagCache
+	// parsing lets one index be parsed at a time, as a parse allocates many times its size.
+	parsing chan struct{}
 	// indexFlights and chartFlights let concurrent fetches of one index or chart share one
 	// download.
 	indexFlights flights[*indexEntry]
@@ -154,6 +166,7 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		indexes:   newIndexCache(o.IndexCacheBytes),
 		tags:      newTagCache(),
 		charts:    map[string]*chartCache{},
+		parsing:   make(chan struct{}, 1),
 		auths:     map[string]auth.Cache{},
 		granted:   map[string]struct{}{},
 	}

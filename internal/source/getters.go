@@ -166,6 +166,9 @@ func (t *getterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if err := t.g.f.checkCredentials(req, req.Header.Get("Authorization") != "", req.Response != nil); err != nil {
+		return nil, err
+	}
 	f, fetchCtx := t.g.f, t.g.ctx
 	ctx, cancel := context.WithCancel(req.Context())
 	stop := context.AfterFunc(fetchCtx, cancel)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -164,7 +165,13 @@ func (f *Fetcher) downloadIndex(ctx context.Context, indexURL string, a repoAcce
 	if err != nil {
 		return nil, err
 	}
+	select {
+	case f.parsing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	idx, err := parseIndex(data)
+	<-f.parsing
 	if err != nil {
 		return nil, err
 	}
@@ -205,16 +212,19 @@ func (f *Fetcher) archive(ctx context.Context, cache *chartCache, key [sha256.Si
 	}
 	flightKey := cache.root + "\x00" + hex.EncodeToString(key[:]) + "\x00" + a.key()
 	path, err := f.chartFlights.do(ctx, flightKey, f.opts.RequestTimeout, func(ctx context.Context) (string, error) {
-		data, err := f.get(ctx, chartURL, a, f.opts.MaxChartBytes, "chart")
+		// Streamed to disk, never held whole: a chart may be MaxChartBytes.
+		tmp, sum, err := f.download(ctx, chartURL, a, f.opts.MaxChartBytes, "chart", cache.root)
 		if err != nil {
 			return "", err
 		}
-		if digest != "" {
-			if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != digest {
-				return "", &DigestError{URL: chartURL, Want: "sha256:" + digest, Got: "sha256:" + hex.EncodeToString(sum[:])}
-			}
+		defer func() {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}()
+		if digest != "" && sum != digest {
+			return "", &DigestError{URL: chartURL, Want: "sha256:" + digest, Got: "sha256:" + sum}
 		}
-		p, err := cache.Put(key, bytes.NewReader(data), downloader.CacheChart)
+		p, err := cache.Put(key, tmp, downloader.CacheChart)
 		if err == nil {
 			f.grant(grant)
 		}
@@ -275,6 +285,47 @@ func (f *Fetcher) get(ctx context.Context, u string, a repoAccess, limit int64, 
 	return f.readBody(ctx, resp, limit, what, u)
 }
 
+// download streams u, up to limit bytes (what names it in errors), into a new file of dir, and
+// returns it, open at its start, with the hex SHA-256 of its content; the caller closes and
+// removes it.
+func (f *Fetcher) download(ctx context.Context, u string, a repoAccess, limit int64, what, dir string) (*os.File, string, error) {
+	resp, done, err := f.request(ctx, u, a, http.Header{"Accept": {"application/gzip,application/octet-stream"}})
+	if err != nil {
+		return nil, "", err
+	}
+	defer done()
+	if err := statusError(resp, u, a); err != nil {
+		return nil, "", err
+	}
+	if resp.ContentLength > limit {
+		return nil, "", &TooLargeError{What: what, URL: u, Limit: limit}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".download-*")
+	if err != nil {
+		return nil, "", err
+	}
+	fail := func(err error) (*os.File, string, error) {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, "", err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil:
+		return fail(f.requestError(ctx, err, hostOf(u), u))
+	case n > limit:
+		return fail(&TooLargeError{What: what, URL: u, Limit: limit})
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fail(err)
+	}
+	return tmp, hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // request sends GET u with header under ctx, with a's credentials and TLS settings; done
 // closes the response and what the request opened.
 func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header http.Header) (*http.Response, func(), error) {
@@ -292,8 +343,25 @@ func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header ht
 	if a.Username != "" && a.Password != "" {
 		req.SetBasicAuth(a.Username, a.Password)
 	}
-	resp, err := (&http.Client{Transport: t}).Do(req)
+	if err := f.checkCredentials(req, req.Header.Get("Authorization") != "", false); err != nil {
+		closeTransport()
+		return nil, nil, err
+	}
+	client := &http.Client{Transport: t, CheckRedirect: func(next *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		// Whether or not Go's client carries the credentials on (it does to the same host), a
+		// request with credentials is never redirected to plain HTTP.
+		return f.checkCredentials(next, via[0].Header.Get("Authorization") != "", true)
+	}}
+	resp, err := client.Do(req)
 	if err != nil {
+		var insecure *InsecureCredentialsError
+		if errors.As(err, &insecure) {
+			closeTransport()
+			return nil, nil, insecure
+		}
 		closeTransport()
 		if te := f.timeoutOf(ctx, err, hostOf(u), u); te != nil {
 			return nil, nil, te
@@ -307,6 +375,16 @@ func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header ht
 		resp.Body.Close()
 		closeTransport()
 	}, nil
+}
+
+// checkCredentials refuses req, with ManyTenants, when it goes over plain HTTP with credentials
+// (withCredentials: it, or the request redirected to it, has an Authorization header); redirect
+// says it is a redirect's.
+func (f *Fetcher) checkCredentials(req *http.Request, withCredentials, redirect bool) error {
+	if !f.opts.ManyTenants || req.URL.Scheme != "http" || !withCredentials {
+		return nil
+	}
+	return &InsecureCredentialsError{Host: req.URL.Host, URL: req.URL.Redacted(), Redirect: redirect}
 }
 
 // statusError is the error of a response to a request for u that is not 200 OK: an AuthError

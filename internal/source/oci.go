@@ -131,6 +131,9 @@ type boundTransport struct {
 }
 
 func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := t.f.checkCredentials(req, req.Header.Get("Authorization") != "", req.Response != nil); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(req.Context(), t.f.opts.RequestTimeout)
 	release := cancel
 	if dl, ok := t.ctx.Deadline(); ok {

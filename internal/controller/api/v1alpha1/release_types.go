@@ -268,7 +268,9 @@ type ValuesReference struct {
 	Key string `json:"key,omitempty"`
 	// TargetPath, when set, puts the key's content at this path as one string, exactly as it is
 	// (never parsed as a --set value), instead of reading it as a values file. The path is
-	// helm's --set's: dots separate keys, a\.b is a key with a dot, list[0] an item.
+	// helm's --set's: dots separate keys, a\.b is a key with a dot, list[0] an item (an
+	// index at most 65536; the indexes of one path add at most 65537 list items together).
+	// +kubebuilder:validation:MaxLength=250
 	// +optional
 	TargetPath string `json:"targetPath,omitempty"`
 	// Optional makes a missing object or key count as no values instead of an error.
