@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/berthdev/berth/internal/controller"
@@ -28,6 +29,7 @@ type controllerFlags struct {
 	watchLabelSelector      string
 	kubeConfigReach         controller.KubeConfigReach
 	maxTimeout              time.Duration
+	maxIndexSize            string
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -74,6 +76,10 @@ others.`,
 			if flags.maxTimeout < 0 {
 				return fmt.Errorf("invalid --max-timeout %s: give 0 (no maximum) or a positive duration like 1h", flags.maxTimeout)
 			}
+			maxIndex, err := resource.ParseQuantity(flags.maxIndexSize)
+			if err != nil || maxIndex.Value() <= 0 {
+				return fmt.Errorf("invalid --max-index-size %q: give a positive size like 4Mi or 16Mi", flags.maxIndexSize)
+			}
 			// A selector that does not parse is refused before the cluster is touched.
 			if _, err := controller.ParseShard(flags.watchLabelSelector); err != nil {
 				return fmt.Errorf("invalid --watch-label-selector: %w", err)
@@ -102,6 +108,7 @@ others.`,
 				NoSecretWatch:           !flags.watchSecrets,
 				KubeConfigReach:         flags.kubeConfigReach,
 				MaxTimeout:              flags.maxTimeout,
+				MaxIndexBytes:           maxIndex.Value(),
 			})
 			if err != nil {
 				return err
@@ -123,6 +130,7 @@ others.`,
 	f.BoolVar(&flags.kubeConfigReach.InsecureTLS, strings.TrimPrefix(controller.FlagAllowKubeConfigInsecureTLS, "--"), false, "use a Release's kubeconfig whose cluster sets insecure-skip-tls-verify: true (by default refused: anyone between the controller and the server could answer as the cluster)")
 	f.BoolVar(&flags.kubeConfigReach.Proxy, strings.TrimPrefix(controller.FlagAllowKubeConfigProxy, "--"), false, "use a Release's kubeconfig whose cluster sets proxy-url (by default refused: the controller would connect through whatever proxy a Release's author names)")
 	f.BoolVar(&flags.kubeConfigReach.PlainHTTP, strings.TrimPrefix(controller.FlagAllowKubeConfigHTTP, "--"), false, "use a Release's kubeconfig whose server is http:// (by default refused: its credentials would go in the clear)")
+	f.StringVar(&flags.maxIndexSize, "max-index-size", "4Mi", "largest Helm repository index.yaml a Release may fetch, e.g. 16Mi; a larger one is refused (ChartUnavailable). Parsing an index takes some 35 times its size in memory, so raise the controller's memory limit with it")
 	f.DurationVar(&flags.maxTimeout, "max-timeout", controller.DefaultMaxTimeout, "longest spec.timeout a Release is granted: one that asks for more runs each operation with this and has the condition TimeoutCapped. It bounds how long one Release holds a worker (its reconcile ends at most a minute after it); 0 grants any timeout")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd

@@ -34,11 +34,15 @@ type Charts struct {
 const chartCacheBytes = 512 << 20
 
 // NewCharts returns a chart fetcher whose Helm repository index, chart and registry caches are
-// under dir.
-func NewCharts(dir string) (*Charts, error) {
+// under dir, and which takes repository indexes of maxIndexBytes at most (0:
+// source.ManyTenantsMaxIndexBytes).
+func NewCharts(dir string, maxIndexBytes int64) (*Charts, error) {
 	o := source.DefaultFetchOptions()
 	o.ChartCacheBytes = chartCacheBytes
 	o.MaxIndexBytes, o.IndexCacheBytes = source.ManyTenantsMaxIndexBytes, source.ManyTenantsIndexCacheBytes
+	if maxIndexBytes > 0 {
+		o.MaxIndexBytes = maxIndexBytes
+	}
 	// A tenant's Release reaches a registry with its own credentials or none, never the
 	// controller's, and gets no chart from the cache that its own credentials did not fetch.
 	o.ManyTenants = true

@@ -95,6 +95,9 @@ type Options struct {
 	// MaxTimeout is the longest spec.timeout granted: a Release asking for more runs with it and
 	// says so (ConditionTimeoutCapped); 0 grants any.
 	MaxTimeout time.Duration
+	// MaxIndexBytes is the largest Helm repository index a Release may fetch; 0 means
+	// source.ManyTenantsMaxIndexBytes. Parsing an index allocates some 35 times its size.
+	MaxIndexBytes int64
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -172,7 +175,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		}
 		dir = filepath.Join(base, "berth-controller")
 	}
-	charts, err := NewCharts(dir)
+	charts, err := NewCharts(dir, o.MaxIndexBytes)
 	if err != nil {
 		return nil, err
 	}
