@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/berthdev/berth/internal/controller"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
@@ -26,22 +25,11 @@ const celPassword = "hostile-cel-probe-s3cret"
 
 // celRelease is the Release name of chart web 0.3.0 of repoURL, labelled for p's controller,
 // acting as the deployer account.
-func celRelease(t *testing.T, p *controllerProcess, ns, name, repoURL, timeout string) *v1alpha1.Release {
-	t.Helper()
-	var rel v1alpha1.Release
-	manifest := `
-apiVersion: berth.dev/v1alpha1
-kind: Release
-metadata: {name: ` + name + `, namespace: ` + ns + `, labels: {` + selectorKey + `: ` + p.LabelValue() + `}}
-spec:
+func celRelease(p *controllerProcess, ns, name, repoURL, timeout string) *v1alpha1.Release {
+	return p.release(ns, name, `
   serviceAccountName: deployer
-  timeout: ` + timeout + `
-  chart: {repository: "` + repoURL + `", name: web, version: "0.3.0"}
-`
-	if err := yaml.Unmarshal([]byte(manifest), &rel); err != nil {
-		t.Fatal(err)
-	}
-	return &rel
+  timeout: `+timeout+`
+  chart: {repository: "`+repoURL+`", name: web, version: "0.3.0"}`)
 }
 
 // celFailed is true of a Release whose Ready condition is False for its generation, after an
@@ -70,11 +58,11 @@ func TestCELHealthChecksWithinBudget(t *testing.T) {
 	p := startController(t, env)
 	ns := env.Namespace
 
-	costly := celRelease(t, p, ns, "costly", secretChart, "1m")
+	costly := celRelease(p, ns, "costly", secretChart, "1m")
 	costly.Spec.HealthChecks = []v1alpha1.HealthCheckExpressions{{APIVersion: "v1", Kind: "Secret", Current: celTenReplaces}}
-	probe := celRelease(t, p, ns, "probe", secretChart, "15s")
+	probe := celRelease(p, ns, "probe", secretChart, "15s")
 	probe.Spec.HealthChecks = []v1alpha1.HealthCheckExpressions{{APIVersion: "v1", Kind: "Secret", Current: "self.data[self.data.password] == 'x'"}}
-	annotated := celRelease(t, p, ns, "annotated", annotatedChart, "1m")
+	annotated := celRelease(p, ns, "annotated", annotatedChart, "1m")
 	for _, rel := range []*v1alpha1.Release{costly, probe, annotated} {
 		if err := c.Create(t.Context(), rel); err != nil {
 			t.Fatal(err)

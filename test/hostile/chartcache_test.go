@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/berthdev/berth/internal/controller"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
@@ -52,7 +51,7 @@ func TestChartCacheServesNoOtherTenantsChart(t *testing.T) {
 	}
 
 	chartcacheSecret(t, envA, "registry", map[string][]byte{"username": []byte("tenant-a"), "password": []byte("a-s3cret"), "ca.crt": caA})
-	relA := chartcacheRelease(t, p, envA.Namespace, "web", `{repository: "`+private.Ref("charts")+`", name: web, version: "0.1.0", credentials: {name: registry}, tls: {name: registry}}`)
+	relA := chartcacheRelease(p, envA.Namespace, "web", `{repository: "`+private.Ref("charts")+`", name: web, version: "0.1.0", credentials: {name: registry}, tls: {name: registry}}`)
 	if err := c.Create(t.Context(), relA); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func TestChartCacheServesNoOtherTenantsChart(t *testing.T) {
 			// By a tag, whose HEAD the registry answers with A's digest.
 			spec = `{repository: "` + hostile.Ref("x") + `", name: web, version: "0.1.0", tls: {name: ` + secret + `}}`
 		}
-		if err := c.Create(t.Context(), chartcacheRelease(t, p, envB.Namespace, name, spec)); err != nil {
+		if err := c.Create(t.Context(), chartcacheRelease(p, envB.Namespace, name, spec)); err != nil {
 			t.Fatal(err)
 		}
 		got := releasetest.WaitFor(t, c, envB.Namespace, name, "is not Ready, its registry not serving the chart", func(rel *v1alpha1.Release) bool {
@@ -107,22 +106,11 @@ func TestChartCacheServesNoOtherTenantsChart(t *testing.T) {
 
 // chartcacheRelease is the Release name of ns, of the test's controller p, with the chart
 // source spec (YAML).
-func chartcacheRelease(t *testing.T, p *controllerProcess, ns, name, spec string) *v1alpha1.Release {
-	t.Helper()
-	var rel v1alpha1.Release
-	manifest := `
-apiVersion: berth.dev/v1alpha1
-kind: Release
-metadata: {name: ` + name + `, namespace: ` + ns + `, labels: {` + selectorKey + `: ` + p.LabelValue() + `}}
-spec:
+func chartcacheRelease(p *controllerProcess, ns, name, spec string) *v1alpha1.Release {
+	return p.release(ns, name, `
   serviceAccountName: deployer
   timeout: 1m
-  chart: ` + spec + `
-`
-	if err := yaml.Unmarshal([]byte(manifest), &rel); err != nil {
-		t.Fatal(err)
-	}
-	return &rel
+  chart: `+spec)
 }
 
 // chartcacheSecret creates the Secret name of env's namespace with data.

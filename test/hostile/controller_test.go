@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 	"github.com/berthdev/berth/test/releasetest"
@@ -147,6 +150,19 @@ func (p *controllerProcess) kill() {
 		p.t.Errorf("kill berth controller: %v", err)
 	}
 	<-p.exited
+}
+
+// release is the Release name of namespace ns, labelled for p's controller, whose spec is the
+// YAML spec: lines each indented by two spaces, after a newline.
+func (p *controllerProcess) release(ns, name, spec string) *v1alpha1.Release {
+	p.t.Helper()
+	var rel v1alpha1.Release
+	manifest := fmt.Sprintf("apiVersion: berth.dev/v1alpha1\nkind: Release\nmetadata: {name: %s, namespace: %s, labels: {%s: %s}}\nspec:%s\n",
+		name, ns, selectorKey, p.LabelValue(), spec)
+	if err := yaml.Unmarshal([]byte(manifest), &rel); err != nil {
+		p.t.Fatalf("Release %s/%s: %v", ns, name, err)
+	}
+	return &rel
 }
 
 // Output is what the controller has logged so far.

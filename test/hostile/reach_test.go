@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/berthdev/berth/internal/controller"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
@@ -75,20 +74,11 @@ func reachRelease(t *testing.T, env *testenv.Env, p *controllerProcess, name str
 	if _, err := env.Client.CoreV1().Secrets(env.Namespace).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var rel v1alpha1.Release
-	manifest := fmt.Sprintf(`
-apiVersion: berth.dev/v1alpha1
-kind: Release
-metadata: {name: %s, namespace: %s, labels: {%q: %q}}
-spec:
+	rel := p.release(env.Namespace, name, `
   chart: {repository: "https://charts.example.test", name: web, version: "0.1.0"}
-  kubeConfig: {secretRef: {name: %s}}
-  timeout: 20s
-`, name, env.Namespace, selectorKey, p.LabelValue(), name)
-	if err := yaml.Unmarshal([]byte(manifest), &rel); err != nil {
-		t.Fatal(err)
-	}
-	if err := releasetest.Client(t, env).Create(t.Context(), &rel); err != nil {
+  kubeConfig: {secretRef: {name: `+name+`}}
+  timeout: 20s`)
+	if err := releasetest.Client(t, env).Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/berthdev/berth/internal/controller"
 	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
@@ -28,22 +27,12 @@ import (
 
 // sizesRelease is a Release of the chart web 0.3.0 of repoURL, labelled for p's controller,
 // acting as the ServiceAccount deployer, with the rest of its spec (YAML, indented by two).
-func sizesRelease(t *testing.T, p *controllerProcess, ns, name, repoURL, rest string) *v1alpha1.Release {
-	t.Helper()
-	var rel v1alpha1.Release
-	manifest := `
-apiVersion: berth.dev/v1alpha1
-kind: Release
-metadata: {name: ` + name + `, namespace: ` + ns + `, labels: {` + selectorKey + `: ` + p.LabelValue() + `}}
-spec:
+func sizesRelease(p *controllerProcess, ns, name, repoURL, rest string) *v1alpha1.Release {
+	return p.release(ns, name, `
   serviceAccountName: deployer
   timeout: 1m
-  chart: {repository: "` + repoURL + `", name: web, version: "0.3.0"}
-` + rest
-	if err := yaml.Unmarshal([]byte(manifest), &rel); err != nil {
-		t.Fatal(err)
-	}
-	return &rel
+  chart: {repository: "`+repoURL+`", name: web, version: "0.3.0"}
+`+rest)
 }
 
 // sizesNotReady waits until the Release name is not Ready for its generation, and returns
@@ -85,13 +74,13 @@ func TestSizesTargetPath(t *testing.T) {
 	}
 
 	ninety := "a" + strings.Repeat("[65536]", 90)
-	err := c.Create(t.Context(), sizesRelease(t, p, env.Namespace, "ninety", repoURL, valuesAt(ninety)))
+	err := c.Create(t.Context(), sizesRelease(p, env.Namespace, "ninety", repoURL, valuesAt(ninety)))
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "targetPath") {
 		t.Fatalf("create a Release with a targetPath of %d bytes: got %v, want the API server to refuse it as invalid", len(ninety), err)
 	}
 
 	thirty := "a" + strings.Repeat("[65536]", 30)
-	if err := c.Create(t.Context(), sizesRelease(t, p, env.Namespace, "thirty", repoURL, valuesAt(thirty))); err != nil {
+	if err := c.Create(t.Context(), sizesRelease(p, env.Namespace, "thirty", repoURL, valuesAt(thirty))); err != nil {
 		t.Fatal(err)
 	}
 	cond := sizesNotReady(t, c, env.Namespace, "thirty")
@@ -120,7 +109,7 @@ func TestSizesLargeIndex(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	p := startController(t, env)
-	if err := c.Create(t.Context(), sizesRelease(t, p, env.Namespace, "large", srv.URL, "")); err != nil {
+	if err := c.Create(t.Context(), sizesRelease(p, env.Namespace, "large", srv.URL, "")); err != nil {
 		t.Fatal(err)
 	}
 	cond := sizesNotReady(t, c, env.Namespace, "large")
@@ -161,7 +150,7 @@ func TestSizesCredentialsOverPlainHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startController(t, env)
-	rel := sizesRelease(t, p, env.Namespace, "creds", proxy.URL, "")
+	rel := sizesRelease(p, env.Namespace, "creds", proxy.URL, "")
 	rel.Spec.Chart.Credentials = &v1alpha1.SecretReference{Name: "repo-creds"}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
@@ -173,7 +162,7 @@ func TestSizesCredentialsOverPlainHTTP(t *testing.T) {
 	if strings.Contains(cond.Message, "Sup3r") {
 		t.Errorf("Release creds: the message %q holds the password", cond.Message)
 	}
-	if err := c.Create(t.Context(), sizesRelease(t, p, env.Namespace, "anonymous", proxy.URL, "")); err != nil {
+	if err := c.Create(t.Context(), sizesRelease(p, env.Namespace, "anonymous", proxy.URL, "")); err != nil {
 		t.Fatal(err)
 	}
 	releasetest.WaitFor(t, c, env.Namespace, "anonymous", "is Ready", func(rel *v1alpha1.Release) bool {
@@ -226,7 +215,7 @@ func TestSizesChartContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startController(t, env)
-	rel := sizesRelease(t, p, env.Namespace, "bomb", "https://unused.example", "")
+	rel := sizesRelease(p, env.Namespace, "bomb", "https://unused.example", "")
 	rel.Spec.Chart = v1alpha1.ChartSource{ConfigMapRef: &v1alpha1.KeyReference{Name: "chart", Key: "web.tgz"}}
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)

@@ -240,13 +240,7 @@ func workersDefaultReadsSecrets(t *testing.T, env *testenv.Env) {
 // spec:), labelled for ctl.
 func workersCreate(t *testing.T, c client.Client, ctl *controllerProcess, ns, name, spec string) {
 	t.Helper()
-	var rel v1alpha1.Release
-	manifest := fmt.Sprintf("apiVersion: berth.dev/v1alpha1\nkind: Release\nmetadata: {name: %s, namespace: %s, labels: {%s: %s}}\nspec:%s\n",
-		name, ns, selectorKey, ctl.LabelValue(), spec)
-	if err := yaml.Unmarshal([]byte(manifest), &rel); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(t.Context(), &rel); err != nil {
+	if err := c.Create(t.Context(), ctl.release(ns, name, spec)); err != nil {
 		t.Fatalf("create Release %s/%s: %v", ns, name, err)
 	}
 }
