@@ -66,8 +66,9 @@ func releaseOf(ns, url, chart, name string, deps ...string) *v1alpha1.Release {
 func TestReleaseDependsOnOrdersInstallAndUninstall(t *testing.T) {
 	env := testenv.New(t)
 	installCRD(t, env)
-	// Two at once: app is reconciled while db's operations run.
-	runController(t, env, 2)
+	// Two at once: app is reconciled while db's operations run (of three workers, one namespace
+	// has two).
+	runController(t, env, 3)
 	c := startClient(t, env)
 	deployer(t, env, "deployer")
 	url := releasetest.ServeCharts(t, slowChart(t, "db"), slowChart(t, "app"))
