@@ -52,10 +52,10 @@ fuzz:
 ## test-shared: run the tests that need the real public charts kept beside the repository in
 ## ../shared/charts (podinfo, ingress-nginx): built with the sharedcharts tag, so that make test
 ## passes in a bare clone; .ci/run runs both
-SHARED_TESTS := TestRenderMatchesHelm|TestPodinfoLifecycle|TestIngressNginxLifecycle|TestRenderedManifestEqualsHelmTemplate|TestHelmCompatibility|TestIngressNginxWithHooks
+SHARED_TESTS := TestRenderMatchesHelm|TestTemplateMatchesHelm|TestTemplateShowOnly|TestPodinfoLifecycle|TestIngressNginxLifecycle|TestRenderedManifestEqualsHelmTemplate|TestHelmCompatibility|TestIngressNginxWithHooks
 test-shared: devcluster
 	@test -d ../shared/charts || { echo "test-shared: ../shared/charts not found: the real charts must sit beside the repository"; exit 1; }
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags sharedcharts -run '^($(SHARED_TESTS))$$' ./internal/chart/ ./test/lifecycle/ ./test/e2e/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags sharedcharts -run '^($(SHARED_TESTS))$$' ./internal/chart/ ./internal/cli/ ./test/lifecycle/ ./test/e2e/
 
 ## demo: start a local cluster and show berth against it
 demo: build
