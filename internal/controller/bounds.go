@@ -147,7 +147,7 @@ func workLeft(work context.Context, timeout time.Duration) time.Duration {
 // statusContext is the context of a write of a Release's status: ctx's values, without its end,
 // for statusGrace.
 func statusContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(context.WithoutCancel(ctx), statusGrace, fmt.Errorf("writing the status took over %s", statusGrace))
+	return context.WithTimeout(context.WithoutCancel(ctx), statusGrace)
 }
 
 // unanswered is err, from a request to d's cluster (spec.kubeConfig) made with c, as a
