@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,25 +13,6 @@ import (
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 )
-
-// berthBinary builds berth into a temporary directory once per test binary.
-var berthBinary = sync.OnceValues(func() (string, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "berth-controller-test-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "berth")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/berth")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/berth: %w\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // controllerProcess is berth controller running as a process of its own, for the Releases of the
 // test's namespace. Each start is a new process; its output goes to one log the test shows when
@@ -54,7 +33,7 @@ type controllerProcess struct {
 // when the test ends is killed.
 func newController(t *testing.T, env *testenv.Env) *controllerProcess {
 	t.Helper()
-	bin, err := berthBinary()
+	bin, err := berthtest.BerthBinary()
 	if err != nil {
 		t.Fatalf("build berth: %v", err)
 	}

@@ -6,33 +6,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
-
-// berthBinary builds bin/berth into a temporary directory once per test binary.
-var berthBinary = sync.OnceValues(func() (string, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "berth-crash-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "berth")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/berth")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", errors.New(string(out))
-	}
-	return bin, nil
-})
 
 // run is the outcome of one berth process.
 type run struct {
@@ -53,7 +33,7 @@ type process struct {
 // variables.
 func berthProcess(t testing.TB, env *testenv.Env, vars []string, args ...string) *process {
 	t.Helper()
-	bin, err := berthBinary()
+	bin, err := berthtest.BerthBinary()
 	if err != nil {
 		t.Fatalf("build berth: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
 )
 
 // TestS6RacingProcessesOneProceeds starts two upgrades of one release at once, and a third with --wait-for-lock: exactly
@@ -114,7 +115,7 @@ func TestS6SignalStopsAtSafePoint(t *testing.T) {
 	env := testenv.New(t)
 	ch := crashChart(t)
 	mustBerth(t, env, "install", "sig", ch)
-	bin, err := berthBinary()
+	bin, err := berthtest.BerthBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

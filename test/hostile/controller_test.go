@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -30,25 +28,6 @@ const memoryLimit = 512 << 20
 // of the package run at once, each with a controller of its own.
 const selectorKey = "hostile.berth.dev/test"
 
-// berthBinary builds berth into a temporary directory once per test binary.
-var berthBinary = sync.OnceValues(func() (string, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "berth-hostile-test-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "berth")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/berth")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/berth: %w\n%s", err, out)
-	}
-	return bin, nil
-})
-
 // controllerProcess is berth controller running as a process of its own, with four workers,
 // for the Releases of every namespace that carry the test's label (label).
 type controllerProcess struct {
@@ -66,7 +45,7 @@ type controllerProcess struct {
 func startController(t *testing.T, env *testenv.Env, flags ...string) *controllerProcess {
 	t.Helper()
 	releasetest.Client(t, env) // the Release CRD, served before the controller starts
-	bin, err := berthBinary()
+	bin, err := berthtest.BerthBinary()
 	if err != nil {
 		t.Fatalf("build berth: %v", err)
 	}
