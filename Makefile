@@ -26,12 +26,12 @@ devcluster:
 ## generate: regenerate the controller API's deep-copy functions and CRD from its Go types with
 ## controller-gen (from the tools module, so berth's own go.mod does not require it), and copy
 ## the CRD into the berth-controller chart
-CONTROLLER_API := ./internal/controller/api/...
+CONTROLLER_API := ./api/...
 generate:
 	$(GO) -C tools build -o $(CURDIR)/bin/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 	bin/controller-gen object paths=$(CONTROLLER_API)
-	bin/controller-gen crd paths=$(CONTROLLER_API) output:crd:dir=internal/controller/api/crds
-	cp internal/controller/api/crds/berth.dev_releases.yaml charts/berth-controller/crds/
+	bin/controller-gen crd paths=$(CONTROLLER_API) output:crd:dir=api/crds
+	cp api/crds/berth.dev_releases.yaml charts/berth-controller/crds/
 
 ## test: run every test, unit and integration (integration tests start devclusters), then each
 ## fuzz target for FUZZTIME_SHORT beyond its seed corpus

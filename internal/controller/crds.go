@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/lifecycle"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/readiness"
 )
 

@@ -3,7 +3,7 @@ package controller
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/lifecycle"
 )
 

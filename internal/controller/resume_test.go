@@ -6,7 +6,7 @@ import (
 
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 
-	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/release"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/api/v1alpha1"
 )
 
 // ReasonRetriesExhausted: a failed install or upgrade was tried again as often as the spec

@@ -15,8 +15,8 @@ import (
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
+	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
-	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
 )
 
 // Reasons of values that cannot be read.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthdev/berth/internal/controller/api/v1alpha1"
+	"github.com/berthdev/berth/api/v1alpha1"
 )
 
 func TestTargetPathLimits(t *testing.T) {

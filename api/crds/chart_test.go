@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/berthdev/berth/internal/controller/api/crds"
+	"github.com/berthdev/berth/api/crds"
 	"github.com/berthdev/berth/internal/testenv"
 )
 
@@ -23,6 +23,6 @@ func TestChartCRDIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(crds.Release), string(got)); diff != "" {
-		t.Errorf("charts/berth-controller/crds/berth.dev_releases.yaml differs from internal/controller/api/crds/berth.dev_releases.yaml: run make generate (-generated +chart):\n%s", diff)
+		t.Errorf("charts/berth-controller/crds/berth.dev_releases.yaml differs from api/crds/berth.dev_releases.yaml: run make generate (-generated +chart):\n%s", diff)
 	}
 }

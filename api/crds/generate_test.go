@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/berthdev/berth/internal/controller/api/crds"
+	"github.com/berthdev/berth/api/crds"
 	"github.com/berthdev/berth/internal/testenv"
 )
 
@@ -24,10 +24,10 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 	gen := filepath.Join(t.TempDir(), "controller-gen")
 	run(t, root, "go", "-C", "tools", "build", "-o", gen, "sigs.k8s.io/controller-tools/cmd/controller-gen")
-	const paths = "paths=./internal/controller/api/..."
+	const paths = "paths=./api/..."
 
 	deepcopy := run(t, root, gen, "object", paths, "output:object:stdout")
-	want, err := os.ReadFile(filepath.Join(root, "internal/controller/api/v1alpha1/zz_generated.deepcopy.go"))
+	want, err := os.ReadFile(filepath.Join(root, "api/v1alpha1/zz_generated.deepcopy.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
