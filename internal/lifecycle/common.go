@@ -26,13 +26,14 @@ func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*uns
 	return o
 }
 
-// fail records the operation's revision as failed with the cause and, when asked, undoes the
-// operation within what is left of the operation's deadline (ctx's): the undo gets no time of its
+// fail records the operation's revision as failed with the cause, deletes what it created
+// (cleanup, when not nil: the objects it would create) and undoes it (undo, when not nil), within
+// what is left of the operation's deadline (ctx's): the cleanup and the undo get no time of their
 // own, and none at all when the deadline is what ended the operation. The record is written even
 // then, within writeGrace. An operation that lost the release to another (its lease taken over,
 // its journal changed) writes neither: each write after the failure is made once the lease is
 // confirmed as the operation's (operation.guard), and the undo ends when the lease is lost.
-func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause error, u undo) error {
+func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause error, cleanup []*unstructured.Unstructured, undo func(context.Context) error) error {
 	rel, what := r.rel, r.failure
 	fe := &FailedError{Release: rel.Name, Revision: rel.Version, What: what, Err: cause}
 	if d.stopped() || !recorded(d, r, pl) {
@@ -51,21 +52,21 @@ func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause er
 	if err := d.recordFailure(wctx, d.operation(), rel, fmt.Sprintf("%s: %v", what, cause)); err != nil {
 		fe.RecordErr = err
 	}
-	if u.cleanup != nil {
+	if cleanup != nil {
 		if fe.Lost = d.guard(wctx); fe.Lost != nil {
 			return fe
 		}
 		fe.Cleanup = true
-		fe.CleanupErr = d.withRemaining(ctx, func(ctx context.Context) error { return d.cleanup(ctx, rel, u.cleanup) })
+		fe.CleanupErr = d.withRemaining(ctx, func(ctx context.Context) error { return d.cleanup(ctx, rel, cleanup) })
 	}
-	if u.op == "" {
+	if undo == nil {
 		return fe
 	}
 	if fe.Lost = d.guard(wctx); fe.Lost != nil {
 		return fe
 	}
 	fe.Undo = true
-	fe.UndoErr = d.withRemaining(ctx, func(ctx context.Context) error { return d.undo(ctx, rel, u) })
+	fe.UndoErr = d.withRemaining(ctx, undo)
 	return fe
 }
 
@@ -78,48 +79,6 @@ func (d *operation) withRemaining(ctx context.Context, fn func(context.Context) 
 	}
 	defer cancel()
 	return fn(uctx)
-}
-
-// undo is how a failed operation is undone, with rollback on failure: an install by uninstalling
-// it, an upgrade by rolling back to the revision that was deployed. The zero undo does nothing.
-type undo struct {
-	// op is release.OpUninstall or release.OpRollback; "" for none.
-	op release.Operation
-	// to is the revision a rollback goes back to; 0 when none was deployed.
-	to      int
-	noHooks bool
-	// forceReplace: the rollback replaces objects whose immutable fields change, as the
-	// operation undone did.
-	forceReplace bool
-	// cleanup, when not nil, are the objects the failed operation would create (they did not
-	// exist before it): those of them it created are deleted before the undo (cleanup on fail).
-	cleanup []*unstructured.Unstructured
-}
-
-// undoing is the undo of operation op, with rollback on failure set, of a release whose
-// deployed revision was deployed (0 for none).
-func undoing(op release.Operation, rollbackOnFailure bool, deployed int, noHooks bool) undo {
-	switch {
-	case !rollbackOnFailure:
-		return undo{}
-	case op == release.OpInstall:
-		return undo{op: release.OpUninstall, noHooks: noHooks}
-	}
-	return undo{op: release.OpRollback, to: deployed, noHooks: noHooks}
-}
-
-// undo undoes per u the failed operation that recorded rel, and waits for what it undid.
-func (d *operation) undo(ctx context.Context, rel *release.Release, u undo) error {
-	if u.op == release.OpUninstall {
-		_, err := d.uninstall(ctx, UninstallOptions{Name: rel.Name, NoHooks: u.noHooks, WaitOptions: WaitOptions{Wait: true}})
-		return err
-	}
-	if u.to == 0 {
-		return errors.New("no deployed revision to roll back to")
-	}
-	_, err := d.rollback(ctx, RollbackOptions{Name: rel.Name, Namespace: rel.Namespace, Version: u.to,
-		NoHooks: u.noHooks, WaitOptions: WaitOptions{Wait: true}, ForceReplace: u.forceReplace})
-	return err
 }
 
 // recordFailure records rel as failed, with description, as a plan of its own: one Record step,

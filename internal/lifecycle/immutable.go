@@ -185,9 +185,3 @@ func joinValidation(err, more error) error {
 	}
 	return &ValidationError{Err: errors.Join(err, more)}
 }
-
-// replacing is u with the replacement of immutable objects asked for, as the operation it undoes.
-func (u undo) replacing(forceReplace bool) undo {
-	u.forceReplace = forceReplace
-	return u
-}

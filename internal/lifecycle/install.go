@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
@@ -14,8 +13,6 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
-	"github.com/berthdev/berth/internal/resource"
-	"github.com/berthdev/berth/internal/sequence"
 )
 
 // InstallOptions describe an install.
@@ -86,9 +83,10 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	})
 }
 
-// install is Install within its operation (or its dry run).
+// install is Install within its operation (or its dry run): the revision pipeline, replacing
+// nothing, with the release namespace checked (or created) first.
 func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Release, error) {
-	revision, superseded := 1, 0
+	revision, replaced := 1, 0
 	if o.DryRun != ClientDryRun {
 		last, err := d.Store.Last(ctx, o.Name)
 		switch {
@@ -100,109 +98,55 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 		default:
 			revision = last.Version + 1
 			if last.Info.Status == release.StatusUninstalled {
-				superseded = last.Version
+				replaced = last.Version
 			}
 		}
 	}
 	// As in Helm, an install renders .Release.Revision 1, whatever revision it records.
-	rendered, err := chart.Render(ctx, o.Chart, o.Values, o.Rendering.options(chart.RenderOptions{
+	c, err := d.render(ctx, o.Chart, o.Values, o.Rendering, chart.RenderOptions{
 		ReleaseName: o.Name, Namespace: o.Namespace, Revision: 1, Capabilities: o.Capabilities,
 		Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
-	}))
+	})
 	if err != nil {
 		return nil, err
 	}
-	d.parsed = rendered.Parsed // ordering reads the manifest again
-	// The record keeps each subchart's depends-on, so that a rollback orders them too.
-	if err := sequence.Record(rendered.Chart); err != nil {
-		return nil, err
-	}
-	now := d.now()
 	if err := release.CheckLabels(o.Labels); err != nil {
 		return nil, err
 	}
-	rel := &release.Release{
-		Name: o.Name, Namespace: o.Namespace, Version: revision, Labels: o.Labels,
-		ApplyMethod: release.ApplyMethod,
-		Chart:       rendered.Chart, Config: rendered.Config, Manifest: rendered.Manifest, Hooks: rendered.ReleaseHooks,
-		Info: &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusPendingInstall,
-			Description: "Initial install underway", Notes: rendered.Notes},
-	}
+	rev := d.pendingRevision(release.OpInstall, o.Name, o.Namespace, revision, c, entry{labels: o.Labels})
+	rev.replaced = replaced
+	rel := rev.rel
 	if o.DryRun == ClientDryRun {
 		rel.Info.Description = "Dry run complete"
 		return rel, nil
+	}
+	pol := policy{op: release.OpInstall,
+		settings: settings{wait: o.WaitOptions, dryRun: o.DryRun, noHooks: o.NoHooks, takeOwnership: o.TakeOwnership,
+			crds: o.CRDs, forceReplace: o.ForceReplace, preview: o.preview},
+		said: descriptions{success: cmp.Or(o.Description, "Install complete"), failure: fmt.Sprintf("Release %q failed", o.Name)},
+	}
+	if o.RollbackOnFailure {
+		pol.undo.run = func(ctx context.Context) error {
+			_, err := d.uninstall(ctx, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
+			return err
+		}
 	}
 
 	createdNamespace, err := d.ensureNamespace(ctx, o.Namespace, o.CreateNamespace && o.DryRun == NoDryRun)
 	if err != nil {
 		return nil, err
 	}
-	undo := func() {
+	pr, err := d.planRevision(ctx, rev, pol)
+	if err != nil {
 		if createdNamespace {
 			// Nothing else changed: the namespace goes, within a grace of its own.
 			dctx, cancel := d.writeContext(ctx)
 			defer cancel()
 			d.executeOnce(dctx, release.OpInstall, revision, namespacePlan(plan.DeleteNamespace, o.Namespace), &runner{d: d})
 		}
-	}
-	p, err := prepare(d.Cluster, o.Name, o.Namespace, crdsFor(o.CRDs, release.OpInstall, rendered.CRDs), rendered.Resources)
-	if err != nil {
-		undo()
-		return nil, skippedCRDs(err, o.CRDs, release.OpInstall, rendered.CRDs)
-	}
-	s := surveyCluster(ctx, d.Cluster, p, p.objects, surveyOptions{replaceCRDs: o.CRDs.of(release.OpInstall) == CRDsCreateReplace,
-		forceReplace: o.ForceReplace})
-	before, crds := s.before, s.crds
-	err = s.liveErr
-	if err == nil {
-		err = checkOwnership(o.Name, o.Namespace, p.objects, crds, before, o.TakeOwnership)
-	}
-	var pl *plan.Plan
-	var order []sequence.Batch
-	if err == nil {
-		order, err = d.batches(rel, o.WaitOptions)
-	}
-	if err == nil {
-		pl, err = d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Live: before, Wait: o.Wait, Late: p.lateIdentities(),
-			Batches: order, Replace: s.replaced}, revisionPolicy{
-			op: release.OpInstall, revision: revision, create: true, adopted: identities(adoptedFromHelm(slices.Concat(crds, p.objects), before)),
-			replaced: superseded,
-		}, rel, o.NoHooks)
-	}
-	if err == nil && o.DryRun == NoDryRun {
-		// What would block the plan's requests is named before what the dry run refused: a
-		// webhook that cannot answer is the reason of both.
-		err = d.preflight(ctx, release.OpInstall, rel, pl, p.byID, before, s.applied)
-	}
-	if err == nil {
-		err = errors.Join(s.crdErr, s.validationErr)
-	}
-	if err != nil {
-		undo()
 		return nil, err
 	}
-	if o.DryRun == ServerDryRun {
-		rel.Info.Description = "Dry run complete"
-		d.runs.plan(pl)
-		return rel, o.preview.fill(ctx, d.Deps, previewInput{
-			op: release.OpInstall, rel: rel, plan: pl, p: p, before: before, applied: s.applied,
-			pre: resource.HookPreInstall, post: resource.HookPostInstall, noHooks: o.NoHooks,
-		})
-	}
-
-	r := &runner{d: d, rel: rel, objects: p.byID, success: cmp.Or(o.Description, "Install complete"),
-		failure: fmt.Sprintf("Release %q failed", o.Name)}
-	fwd, cancelFwd := o.forward(ctx, o.RollbackOnFailure)
-	defer cancelFwd()
-	if pl, err = d.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
-		opts := d.engineOptions(p, before, o.WaitOptions)
-		opts.Applied = s.unchanged(p, o.TakeOwnership)
-		_, err = d.execute(fwd, release.OpInstall, r.rel.Version, pl, r, opts)
-	}
-	if err != nil {
-		return rel, d.fail(ctx, r, pl, err, undoing(release.OpInstall, o.RollbackOnFailure, 0, o.NoHooks))
-	}
-	return rel, nil
+	return rel, d.runRevision(ctx, pr)
 }
 
 // NameInUseError says an install found the release's name taken by a release that is not

@@ -96,18 +96,19 @@ type Namespaces interface {
 	Delete(ctx context.Context, name string) error
 }
 
-// start returns operation on release name, made with d; it keeps the release's journal in
-// d.Journals.
-func (d Deps) start(name string) *operation {
-	return &operation{Deps: d, name: name, jstore: d.Journals, runs: &runs{}}
+// start returns the operation on release name, made with d, that a signal asks to stop (stop
+// ending): it stops at its next safe point, and its waits on the cluster are cut short
+// (interruptible). It keeps the release's journal in d.Journals.
+func (d Deps) start(name string, stop context.Context) *operation {
+	o := &operation{Deps: d, name: name, jstore: d.Journals, runs: &runs{}, stop: stop}
+	o.Cluster = interruptible{Cluster: d.Cluster, stop: stop}
+	return o
 }
 
-// dryRun returns the operation of a dry run on release name: it keeps no journal and holds no
-// lease.
+// dryRun returns the operation of a dry run on release name: it keeps no journal, holds no lease
+// and stops only at its deadline.
 func (d Deps) dryRun(name string) *operation {
-	o := d.start(name)
-	o.jstore = nil
-	return o
+	return &operation{Deps: d, name: name, runs: &runs{}}
 }
 
 func (d Deps) now() time.Time {

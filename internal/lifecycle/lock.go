@@ -54,15 +54,15 @@ func (e *InterruptedError) Error() string {
 func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
 func (e *InterruptedError) Unwrap() error        { return e.Err }
 
-// operate runs fn as the operation on its release: it holds the release's lease while fn runs
-// (see hold), and deletes the operation's journal when fn ends, unless a signal (ctx ending)
-// stopped it: the journal is then marked interrupted. fn runs with a context that a signal does
+// operate runs fn as the operation on its release, started with ctx as what stops it (see
+// Deps.start): it holds the release's lease while fn runs (see hold), and deletes the operation's
+// journal when fn ends, unless a signal (ctx ending) stopped it: the journal is then marked
+// interrupted. fn runs with a context that a signal does
 // not cancel: it stops at the next safe point instead (between steps), and waits are cut short.
 // The operation's deadline (w.Timeout) starts here and bounds everything: waiting for the lease,
 // finishing an interrupted operation first, and every step.
 func (d *operation) operate(ctx context.Context, w WaitOptions, fn func(context.Context, *operation) error) error {
 	name := d.name
-	d.stop = ctx
 	// The work goes on past a signal (it stops at a safe point instead), never past the
 	// deadline: hold sets it on this context, whose own bound, a moment later, only backs it up.
 	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.limit()+deadlineBackup)
@@ -73,7 +73,6 @@ func (d *operation) operate(ctx context.Context, w WaitOptions, fn func(context.
 				return err // nothing was done: no journal to end
 			}
 		}
-		d.Cluster = interruptible{Cluster: d.Cluster, stop: ctx}
 		err := fn(work, d)
 		if err != nil && d.stopped() {
 			ie := &InterruptedError{Release: name, Operation: d.operation(), Err: err}

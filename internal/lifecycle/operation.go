@@ -213,7 +213,7 @@ func (u unjournalled) Completed(context.Context, *plan.Plan, int) error { return
 
 // revisionPlan builds the object steps from in and wraps them per pol, with rel's hooks of the
 // operation's events (none with noHooks).
-func (d *operation) revisionPlan(in plan.Input, pol revisionPolicy, rel *release.Release, noHooks bool) (*plan.Plan, error) {
+func (d *operation) revisionPlan(in plan.Input, pol revisionSteps, rel *release.Release, noHooks bool) (*plan.Plan, error) {
 	events := hookEvents(pol.op)
 	pre, post := events[0], events[1]
 	objects, err := plan.Build(in)
@@ -322,7 +322,7 @@ func (d Deps) revisionOperation(ctx context.Context, w Wanted, name string, wait
 			rel, err = do(dctx, o, acts[len(acts)-1])
 		}
 	default:
-		o = d.start(name)
+		o = d.start(name, ctx)
 		err = o.operate(ctx, wait, func(ctx context.Context, d *operation) error {
 			return d.drive(ctx, w, func(ctx context.Context, a Action, s State) error {
 				var err error

@@ -24,8 +24,8 @@ type hookStep struct {
 	hooks []resource.Hook
 }
 
-// revisionPolicy is what an install, upgrade or rollback does besides its object steps.
-type revisionPolicy struct {
+// revisionSteps are what an install, upgrade or rollback does besides its object steps.
+type revisionSteps struct {
 	op       release.Operation
 	revision int
 	// create records the revision as pending first; not when it is recorded already (an
@@ -44,7 +44,7 @@ type revisionPolicy struct {
 // revisionPlan is the plan of an install, upgrade or rollback: record the revision as pending,
 // run the pre hooks, adopt Helm's fields, apply, wait and delete (objects), run the post hooks,
 // mark the replaced revisions superseded and the new one deployed.
-func revisionPlan(objects *plan.Plan, pol revisionPolicy) *plan.Plan {
+func revisionPlan(objects *plan.Plan, pol revisionSteps) *plan.Plan {
 	p := &plan.Plan{Kept: objects.Kept}
 	if pol.create {
 		p.Steps = append(p.Steps, recordStep(pendingStatus(pol.op), pol.revision, "the revision is recorded before anything changes"))

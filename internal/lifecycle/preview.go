@@ -79,7 +79,7 @@ func PreviewUninstall(ctx context.Context, d Deps, o UninstallOptions) (*Preview
 		return nil, err
 	}
 	pv := &Preview{KeepHistory: o.KeepHistory}
-	ferr := pv.fill(ctx, d, previewInput{
+	ferr := pv.fill(ctx, d.Cluster, previewInput{
 		op: release.OpUninstall, rel: res.Release, plan: res.Plan,
 		pre: resource.HookPreDelete, post: resource.HookPostDelete, noHooks: o.NoHooks,
 	})
@@ -109,7 +109,7 @@ type previewInput struct {
 
 // fill completes the preview (when there is one) with what an operation prepared, and reads the
 // live objects whole.
-func (pv *Preview) fill(ctx context.Context, d Deps, in previewInput) error {
+func (pv *Preview) fill(ctx context.Context, c Cluster, in previewInput) error {
 	if pv == nil {
 		return nil
 	}
@@ -139,7 +139,7 @@ func (pv *Preview) fill(ctx context.Context, d Deps, in previewInput) error {
 		for _, event := range []resource.HookEvent{in.pre, in.post} {
 			for _, h := range resource.HooksFor(hooks, event) {
 				// The hook's namespace as the API server will see it.
-				if obj := h.Object.DeepCopy(); d.Cluster.Normalize(obj, in.rel.Namespace) == nil {
+				if obj := h.Object.DeepCopy(); c.Normalize(obj, in.rel.Namespace) == nil {
 					h.Identity = resource.IdentityOf(obj)
 				}
 				pv.Hooks = append(pv.Hooks, PreviewHook{Event: event, Hook: h})
@@ -155,7 +155,7 @@ func (pv *Preview) fill(ctx context.Context, d Deps, in previewInput) error {
 		}
 	}
 	var err error
-	pv.Live, err = getAll(ctx, d.Cluster, ids)
+	pv.Live, err = getAll(ctx, c, ids)
 	return err
 }
 

@@ -255,33 +255,33 @@ func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo rele
 			previous = append(previous, prev)
 		}
 	}
-	r := replacement{
-		rel: rel, op: in.Operation, recorded: true, previous: previous, crds: crds, objects: objs,
-		wait:    WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered},
-		noHooks: jo.NoHooks, takeOwnership: jo.TakeOwnership,
-		failure: fmt.Sprintf("Finishing the interrupted %s of %q failed", in.Operation, rel.Name),
+	rev := revision{rel: rel, recorded: true, previous: previous, crds: crds, objects: objs}
+	pol := policy{op: in.Operation,
+		settings: settings{wait: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered},
+			noHooks: jo.NoHooks, takeOwnership: jo.TakeOwnership},
+		said: descriptions{failure: fmt.Sprintf("Finishing the interrupted %s of %q failed", in.Operation, rel.Name)},
 	}
 	switch in.Operation {
 	case release.OpInstall:
-		r.success = "Install complete"
+		pol.said.success = "Install complete"
 	case release.OpUpgrade:
-		r.success = "Upgrade complete"
+		pol.said.success = "Upgrade complete"
 	default:
-		r.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
+		pol.said.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
 	}
 	if j := in.Journal; j != nil && j.Plan != nil && j.Operation == in.Operation && j.Revision == rel.Version {
-		return d.resumeAsRecorded(ctx, r, j.Plan)
+		return d.resumeAsRecorded(ctx, rev, pol, j.Plan)
 	}
-	return d.replace(ctx, r) // no journal (Helm left the release pending): planned from the record
+	return d.carryOut(ctx, rev, pol) // no journal (Helm left the release pending): planned from the record
 }
 
 // resumeAsRecorded goes on with the journalled plan pl of the interrupted operation r, from its
 // first step not done: nothing is surveyed, validated or planned again, and the deletes go by
 // the UIDs the plan recorded. Only the live objects' metadata is read, to tell what was created
 // from what was configured.
-func (d *operation) resumeAsRecorded(ctx context.Context, r replacement, pl *plan.Plan) error {
-	rel := r.rel
-	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, r.crds, r.objects)
+func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol policy, pl *plan.Plan) error {
+	rel := rev.rel
+	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, rev.crds, rev.objects)
 	if err != nil {
 		return err
 	}
@@ -289,8 +289,8 @@ func (d *operation) resumeAsRecorded(ctx context.Context, r replacement, pl *pla
 	if err != nil {
 		return err
 	}
-	run := &runner{d: d, rel: rel, objects: p.byID, success: r.success, failure: r.failure}
-	if pl, err = d.begin(ctx, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
+	run := &runner{d: d, rel: rel, objects: p.byID, success: pol.said.success, failure: pol.said.failure}
+	if pl, err = d.begin(ctx, pol.op, rel.Version, pl, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err == nil {
 		var left []string
 		for _, step := range pl.Steps {
 			if !d.Done(step.ID) {
@@ -298,11 +298,11 @@ func (d *operation) resumeAsRecorded(ctx context.Context, r replacement, pl *pla
 			}
 		}
 		d.notify(fmt.Sprintf("the %s of revision %d goes on as its journal recorded it: %d of %d steps left: %s",
-			r.op, rel.Version, len(left), len(pl.Steps), strings.Join(left, ", ")))
-		_, err = d.execute(ctx, r.op, rel.Version, pl, run, d.engineOptions(p, before, r.wait))
+			pol.op, rel.Version, len(left), len(pl.Steps), strings.Join(left, ", ")))
+		_, err = d.execute(ctx, pol.op, rel.Version, pl, run, d.engineOptions(p, before, pol.wait))
 	}
 	if err != nil {
-		return d.fail(ctx, run, pl, err, undo{})
+		return d.fail(ctx, run, pl, err, nil, nil)
 	}
 	return nil
 }
@@ -391,7 +391,7 @@ type RecoverResult struct {
 // by its journal, or from the release's record alone when Helm left it pending.
 func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, error) {
 	out := &RecoverResult{Name: o.Name}
-	op := d.start(o.Name)
+	op := d.start(o.Name, ctx)
 	defer func() { out.Runs = op.runs.all() }()
 	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
 		s, err := d.readState(ctx, o.Name)

@@ -41,7 +41,8 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
 	})
 }
 
-// rollback is Rollback within its operation (or its dry run).
+// rollback is Rollback within its operation (or its dry run): the revision pipeline with the
+// contents of an earlier revision, replacing the deployed and the last revision.
 func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.Release, error) {
 	last, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
@@ -60,37 +61,22 @@ func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.R
 	}
 	deployed, _ := deployedOf(ctx, d.Store, last)
 
-	objs, err := d.documents().Manifest(target.Manifest)
+	c, err := d.contentsOf(target)
 	if err != nil {
-		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", o.Name, version, err)
+		return nil, err
 	}
-	first := last.Info.FirstDeployed
 	description := cmp.Or(o.Description, fmt.Sprintf("Rollback to %d", version))
-	rel := &release.Release{
-		Name: o.Name, Namespace: o.Namespace, Version: last.Version + 1, Labels: maps.Clone(target.Labels),
-		ApplyMethod: release.ApplyMethod,
-		Chart:       target.Chart, Config: target.Config, Manifest: target.Manifest, Hooks: copyHooks(target.Hooks),
-		Info: &release.Info{FirstDeployed: first, LastDeployed: d.now(), Status: release.StatusPendingRollback,
-			Description: description, RollbackRevision: version, Notes: target.Info.Notes},
-	}
+	rev := d.pendingRevision(release.OpRollback, o.Name, o.Namespace, last.Version+1, c, entry{labels: maps.Clone(target.Labels),
+		firstDeployed: last.Info.FirstDeployed, description: description, rollbackTo: version})
+	rev.previous = []*release.Release{deployed, last}
 	if o.DryRun == ClientDryRun {
-		return rel, nil
+		return rev.rel, nil
 	}
-	return rel, d.replace(ctx, replacement{
-		rel: rel, op: release.OpRollback, previous: []*release.Release{deployed, last}, objects: objs,
-		wait: o.WaitOptions, takeOwnership: o.TakeOwnership, dryRun: o.DryRun,
-		noHooks: o.NoHooks,
-		success: description, failure: fmt.Sprintf("Rollback %q failed", o.Name), dryRunDescription: o.Description,
-		historyMax: o.HistoryMax, preview: o.preview, forceReplace: o.ForceReplace, cleanupOnFail: o.CleanupOnFail,
+	return rev.rel, d.carryOut(ctx, rev, policy{op: release.OpRollback,
+		settings: settings{wait: o.WaitOptions, dryRun: o.DryRun, noHooks: o.NoHooks, takeOwnership: o.TakeOwnership,
+			forceReplace: o.ForceReplace, historyMax: o.HistoryMax, preview: o.preview},
+		said: descriptions{success: description, failure: fmt.Sprintf("Rollback %q failed", o.Name), dryRun: o.Description},
+		// As Helm's rollback: what it created is deleted only when applying fails.
+		undo: undo{cleanupOnFail: o.CleanupOnFail, onlyApplying: true},
 	})
-}
-
-// copyHooks copies hook records, so that recording a new run leaves the old revision's alone.
-func copyHooks(hooks []*release.Hook) []*release.Hook {
-	out := make([]*release.Hook, len(hooks))
-	for i, h := range hooks {
-		c := *h
-		out[i] = &c
-	}
-	return out
 }

@@ -74,7 +74,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		return d.dryRun(o.Name).uninstall(ctx, o)
 	}
 	var res *UninstallResult
-	op := d.start(o.Name)
+	op := d.start(o.Name, ctx)
 	if o.SkipHooksInTerminatingNamespace {
 		op.terminating = &terminating{}
 	}

@@ -1,0 +1,291 @@
+package lifecycle
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/sequence"
+)
+
+// Install, upgrade and rollback are one pipeline: each makes a pending revision (its record and
+// objects) and carries it out the same way. An install is the replacement of nothing; an upgrade
+// and a rollback replace the objects of the deployed and the last revisions. What differs between
+// them is their policy: what they read first, the revision's number and contents, what it
+// supersedes, what its record says, and how a failure is undone.
+
+// revision is what the pipeline carries out: the new revision's record, the revisions whose
+// objects it replaces, and its objects.
+type revision struct {
+	// rel is the new revision, pending.
+	rel *release.Release
+	// recorded says rel is recorded already: an interrupted operation being finished.
+	recorded bool
+	// previous are the deployed and the last revision (either may be nil), whose objects the new
+	// revision's replace; none for an install.
+	previous []*release.Release
+	// replaced is the uninstalled revision whose name an install takes (replace), marked
+	// superseded once the new one is recorded; 0 for none.
+	replaced int
+	// crds are the objects of the charts' crds/ directories; objects are the release's own.
+	crds, objects []*unstructured.Unstructured
+}
+
+// contents are what a revision records of its chart: rendered now, or those of a recorded
+// revision.
+type contents struct {
+	chart         *chartv2.Chart
+	config        map[string]any
+	manifest      string
+	hooks         []*release.Hook
+	notes         string
+	crds, objects []*unstructured.Unstructured
+}
+
+// entry is what a new revision's record says besides its contents.
+type entry struct {
+	labels map[string]string
+	// firstDeployed is the release's; an install's revision is deployed first now.
+	firstDeployed time.Time
+	// description is the pending record's; empty for the operation's own.
+	description string
+	// rollbackTo is the revision a rollback goes back to.
+	rollbackTo int
+}
+
+// pendingRevision is revision version of release name in namespace, with contents c, as operation
+// op records it before anything changes: the one place a revision's record is made.
+func (d *operation) pendingRevision(op release.Operation, name, namespace string, version int, c contents, e entry) revision {
+	now := d.now()
+	first := e.firstDeployed
+	if op == release.OpInstall {
+		first = now
+	}
+	description := e.description
+	switch {
+	case description != "":
+	case op == release.OpInstall:
+		description = "Initial install underway"
+	case op == release.OpUpgrade:
+		description = "Preparing upgrade"
+	}
+	rel := &release.Release{
+		Name: name, Namespace: namespace, Version: version, Labels: e.labels,
+		ApplyMethod: release.ApplyMethod,
+		Chart:       c.chart, Config: c.config, Manifest: c.manifest, Hooks: c.hooks,
+		Info: &release.Info{FirstDeployed: first, LastDeployed: now, Status: pendingStatus(op),
+			Description: description, RollbackRevision: e.rollbackTo, Notes: c.notes},
+	}
+	return revision{rel: rel, crds: c.crds, objects: c.objects}
+}
+
+// render renders chart ch with vals for a new revision.
+func (d *operation) render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, r Rendering, o chart.RenderOptions) (contents, error) {
+	rendered, err := chart.Render(ctx, ch, vals, r.options(o))
+	if err != nil {
+		return contents{}, err
+	}
+	// Ordering reads the manifest again; the recorded manifest, when it is the same, is not
+	// parsed again.
+	d.parsed = rendered.Parsed
+	// The record keeps each subchart's depends-on, so that a rollback orders them too.
+	if err := sequence.Record(rendered.Chart); err != nil {
+		return contents{}, err
+	}
+	return contents{chart: rendered.Chart, config: rendered.Config, manifest: rendered.Manifest, hooks: rendered.ReleaseHooks,
+		notes: rendered.Notes, crds: rendered.CRDs, objects: rendered.Resources}, nil
+}
+
+// contentsOf are the contents of recorded revision rel, for a new revision that goes back to it:
+// its hooks are copied, so that recording a new run leaves the old revision's alone.
+func (d *operation) contentsOf(rel *release.Release) (contents, error) {
+	objs, err := d.documents().Manifest(rel.Manifest)
+	if err != nil {
+		return contents{}, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
+	}
+	return contents{chart: rel.Chart, config: rel.Config, manifest: rel.Manifest, hooks: copyHooks(rel.Hooks),
+		notes: rel.Info.Notes, objects: objs}, nil
+}
+
+// copyHooks copies hook records.
+func copyHooks(hooks []*release.Hook) []*release.Hook {
+	out := make([]*release.Hook, len(hooks))
+	for i, h := range hooks {
+		c := *h
+		out[i] = &c
+	}
+	return out
+}
+
+// policy is how an operation carries its revision through the pipeline.
+type policy struct {
+	op release.Operation
+	settings
+	said descriptions
+	// undo is what a failure does besides recording it.
+	undo undo
+}
+
+// settings are what the operation's caller asked of how the revision is carried out.
+type settings struct {
+	wait          WaitOptions
+	dryRun        DryRun
+	noHooks       bool
+	takeOwnership bool
+	// crds says what is done with the revision's crds (the default: Helm's for the operation);
+	// forceReplace replaces the objects whose changes the API server refuses as immutable.
+	crds         CRDPolicy
+	forceReplace bool
+	// historyMax bounds the revisions kept once the new one is recorded; 0 keeps all.
+	historyMax int
+	// preview, when set with a server dry run, is filled with what the operation would do.
+	preview *Preview
+}
+
+// descriptions are what the revision's record says at the end: on success, on failure (before
+// the cause), and for a server dry run.
+type descriptions struct {
+	success, failure, dryRun string
+}
+
+// undo is what an operation's failure does besides recording it: delete what it created
+// (cleanup on fail) and undo it (rollback on failure). The zero undo does neither.
+type undo struct {
+	// run undoes the failed operation; nil for none.
+	run func(context.Context) error
+	// cleanupOnFail deletes first the objects the operation created; with onlyApplying, only when
+	// it failed applying them (a rollback's, as Helm's).
+	cleanupOnFail, onlyApplying bool
+}
+
+// planned is a revision made ready to carry out: everything known before the first change.
+type planned struct {
+	revision
+	policy
+	p *prepared
+	s survey
+	// replacedObjects are the objects of the previous revisions.
+	replacedObjects []*unstructured.Unstructured
+	plan            *plan.Plan
+}
+
+// carryOut is the revision pipeline: it plans rev (planRevision) and then executes the plan, or
+// for a server dry run, says what it would do (runRevision).
+func (d *operation) carryOut(ctx context.Context, rev revision, pol policy) error {
+	pr, err := d.planRevision(ctx, rev, pol)
+	if err != nil {
+		return err
+	}
+	return d.runRevision(ctx, pr)
+}
+
+// planRevision prepares the revision's objects, surveys the cluster (the live objects of the
+// revision and of those it replaces, the CRDs to apply, a server-side dry run of what changes),
+// checks ownership, builds the plan and runs the preflight: everything before the first change.
+func (d *operation) planRevision(ctx context.Context, rev revision, pol policy) (*planned, error) {
+	rel := rev.rel
+	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, crdsFor(pol.crds, pol.op, rev.crds), rev.objects)
+	if err != nil {
+		return nil, skippedCRDs(err, pol.crds, pol.op, rev.crds)
+	}
+	var recorded []*unstructured.Unstructured
+	for i, prev := range rev.previous {
+		if slices.ContainsFunc(rev.previous[:i], func(p *release.Release) bool { return p != nil && prev != nil && p.Version == prev.Version }) {
+			continue // the deployed revision is the last one: its manifest is read once
+		}
+		objs, err := d.recordedObjects(prev)
+		if err != nil {
+			return nil, err
+		}
+		recorded = union(recorded, objs)
+	}
+	s := surveyCluster(ctx, d.Cluster, p, union(p.objects, recorded),
+		surveyOptions{replaceCRDs: pol.crds.of(pol.op) == CRDsCreateReplace, forceReplace: pol.forceReplace})
+	if s.liveErr != nil {
+		return nil, s.liveErr
+	}
+	before, crds := s.before, s.crds
+	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, crds, before, pol.takeOwnership); err != nil {
+		return nil, err
+	}
+	steps := revisionSteps{op: pol.op, revision: rel.Version, create: !rev.recorded,
+		adopted: identities(adoptedFromHelm(slices.Concat(crds, p.objects), before)), replaced: rev.replaced}
+	for _, prev := range rev.previous {
+		if prev != nil && prev.Info.Status == release.StatusDeployed && prev.Version != rel.Version && !slices.Contains(steps.superseded, prev.Version) {
+			steps.superseded = append(steps.superseded, prev.Version)
+		}
+	}
+	order, err := d.batches(rel, pol.wait)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := d.revisionPlan(plan.Input{CRDs: crds, Desired: p.objects, Recorded: recorded, Live: before, Wait: pol.wait.Wait,
+		Late: p.lateIdentities(), Batches: order, Replace: s.replaced}, steps, rel, pol.noHooks)
+	if err != nil {
+		return nil, err
+	}
+	if pol.dryRun == NoDryRun {
+		// What would block the plan's requests is named before what the dry run refused: a
+		// webhook that cannot answer is the reason of both.
+		objects := byID(recorded)
+		maps.Copy(objects, p.byID)
+		if err := d.preflight(ctx, pol.op, rel, pl, objects, before, s.applied); err != nil {
+			return nil, err
+		}
+	}
+	if err := errors.Join(s.crdErr, s.validationErr); err != nil {
+		return nil, err
+	}
+	return &planned{revision: rev, policy: pol, p: p, s: s, replacedObjects: recorded, plan: pl}, nil
+}
+
+// runRevision executes the planned revision: it records it pending, runs its plan and records
+// the outcome; a failure is recorded and undone per the policy. A server dry run only says what
+// it would do.
+func (d *operation) runRevision(ctx context.Context, pr *planned) error {
+	rel, pol, p, s, pl := pr.rel, pr.policy, pr.p, pr.s, pr.plan
+	if pol.dryRun == ServerDryRun {
+		rel.Info.Description = cmp.Or(pol.said.dryRun, "Dry run complete")
+		d.runs.plan(pl)
+		events := hookEvents(pol.op)
+		return pol.preview.fill(ctx, d.Cluster, previewInput{
+			op: pol.op, rel: rel, previous: pr.previous, plan: pl, p: p, before: s.before, applied: s.applied,
+			pre: events[0], post: events[1], noHooks: pol.noHooks,
+		})
+	}
+	run := &runner{d: d, rel: rel, objects: p.byID, success: pol.said.success, failure: pol.said.failure}
+	if !pr.recorded {
+		run.historyMax = pol.historyMax
+	}
+	var cleanup []*unstructured.Unstructured
+	if pol.undo.cleanupOnFail {
+		cleanup = toCreate(p.objects, s.before)
+	}
+	// Time is kept for what a failure does: undo it, delete what it created.
+	fwd, cancelFwd := pol.wait.forward(ctx, pol.undo.run != nil || cleanup != nil)
+	defer cancelFwd()
+	var err error
+	if pl, err = d.begin(fwd, pol.op, rel.Version, pl, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err == nil {
+		opts := d.engineOptions(p, s.before, pol.wait)
+		opts.Applied = s.unchanged(p, pol.takeOwnership)
+		_, err = d.execute(fwd, pol.op, rel.Version, pl, run, opts)
+	}
+	if err != nil {
+		if pol.undo.onlyApplying && !failedApplying(err) {
+			cleanup = nil
+		}
+		return d.fail(ctx, run, pl, err, cleanup, pol.undo.run)
+	}
+	return nil
+}
