@@ -275,10 +275,10 @@ func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo rele
 	return d.carryOut(ctx, rev, pol) // no journal (Helm left the release pending): planned from the record
 }
 
-// resumeAsRecorded goes on with the journalled plan pl of the interrupted operation r, from its
+// resumeAsRecorded goes on with the journalled plan pl of the interrupted revision rev, from its
 // first step not done: nothing is surveyed, validated or planned again, and the deletes go by
 // the UIDs the plan recorded. Only the live objects' metadata is read, to tell what was created
-// from what was configured.
+// from what was configured; the rest is the revision pipeline's (runRevision).
 func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol policy, pl *plan.Plan) error {
 	rel := rev.rel
 	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, rev.crds, rev.objects)
@@ -289,22 +289,7 @@ func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol poli
 	if err != nil {
 		return err
 	}
-	run := &runner{d: d, rel: rel, objects: p.byID, success: pol.said.success, failure: pol.said.failure}
-	if pl, err = d.begin(ctx, pol.op, rel.Version, pl, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err == nil {
-		var left []string
-		for _, step := range pl.Steps {
-			if !d.Done(step.ID) {
-				left = append(left, step.ID)
-			}
-		}
-		d.notify(fmt.Sprintf("the %s of revision %d goes on as its journal recorded it: %d of %d steps left: %s",
-			pol.op, rel.Version, len(left), len(pl.Steps), strings.Join(left, ", ")))
-		_, err = d.execute(ctx, pol.op, rel.Version, pl, run, d.engineOptions(p, before, pol.wait))
-	}
-	if err != nil {
-		return d.fail(ctx, run, pl, err, nil, nil)
-	}
-	return nil
+	return d.runRevision(ctx, &planned{revision: rev, policy: pol, p: p, s: survey{before: before}, plan: pl, journalled: true})
 }
 
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
@@ -414,6 +399,19 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 		return err
 	})
 	return out, err
+}
+
+// resuming tells that the journalled plan pl of the interrupted op of revision goes on, and
+// which of its steps are left.
+func (d *operation) resuming(op release.Operation, revision int, pl *plan.Plan) {
+	var left []string
+	for _, step := range pl.Steps {
+		if !d.Done(step.ID) {
+			left = append(left, step.ID)
+		}
+	}
+	d.notify(fmt.Sprintf("the %s of revision %d goes on as its journal recorded it: %d of %d steps left: %s",
+		op, revision, len(left), len(pl.Steps), strings.Join(left, ", ")))
 }
 
 // notify tells of a recovery through the progress events.

@@ -178,6 +178,9 @@ type planned struct {
 	// replacedObjects are the objects of the previous revisions.
 	replacedObjects []*unstructured.Unstructured
 	plan            *plan.Plan
+	// journalled says plan is the journalled plan of the interrupted operation being finished:
+	// it goes on from its first step not done.
+	journalled bool
 }
 
 // carryOut is the revision pipeline: it plans rev (planRevision) and then executes the plan, or
@@ -277,6 +280,9 @@ func (d *operation) runRevision(ctx context.Context, pr *planned) error {
 	defer cancelFwd()
 	var err error
 	if pl, err = d.begin(fwd, pol.op, rel.Version, pl, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err == nil {
+		if pr.journalled {
+			d.resuming(pol.op, rel.Version, pl)
+		}
 		opts := d.engineOptions(p, s.before, pol.wait)
 		opts.Applied = s.unchanged(p, pol.takeOwnership)
 		_, err = d.execute(fwd, pol.op, rel.Version, pl, run, opts)
