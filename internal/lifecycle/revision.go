@@ -175,9 +175,7 @@ type planned struct {
 	policy
 	p *prepared
 	s survey
-	// replacedObjects are the objects of the previous revisions.
-	replacedObjects []*unstructured.Unstructured
-	plan            *plan.Plan
+	plan *plan.Plan
 	// journalled says plan is the journalled plan of the interrupted operation being finished:
 	// it goes on from its first step not done.
 	journalled bool
@@ -250,7 +248,7 @@ func (d *operation) planRevision(ctx context.Context, rev revision, pol policy) 
 	if err := errors.Join(s.crdErr, s.validationErr); err != nil {
 		return nil, err
 	}
-	return &planned{revision: rev, policy: pol, p: p, s: s, replacedObjects: recorded, plan: pl}, nil
+	return &planned{revision: rev, policy: pol, p: p, s: s, plan: pl}, nil
 }
 
 // runRevision executes the planned revision: it records it pending, runs its plan and records
