@@ -241,7 +241,7 @@ func writeType(b *bytes.Buffer, t *typeInfo, types map[string]*typeInfo) {
 		if doc == "" && goName != "" {
 			for _, d := range slices.Backward(earlier) {
 				if strings.Contains(d, goName) {
-					doc = "See above: " + d
+					doc = d
 					break
 				}
 			}
