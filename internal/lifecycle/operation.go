@@ -59,6 +59,8 @@ type operation struct {
 	// preflighted says the operation's preflight ran: it checks the operation's own plan, once,
 	// and never an undo or the finishing of an interrupted operation.
 	preflighted bool
+	// acted are the actions the operation took, in order, as Next decided them.
+	acted []Action
 }
 
 // writeGrace bounds the writes that must be made even though the operation's deadline passed or
@@ -239,6 +241,11 @@ type Result struct {
 	Runs []Run `json:"runs,omitempty"`
 	// Plan, for a server-side dry run, is the plan the operation would execute.
 	Plan *plan.Plan `json:"plan,omitempty"`
+	// Actions are what the operation did, in order, as Next decided them: what an interrupted
+	// operation needed first (finish, undo, remove-hooks), then the operation asked for (an
+	// upgrade with install of a release that has none installs it). A dry run's is the one it
+	// previews.
+	Actions []Action `json:"actions,omitempty"`
 	// Duration is how long the whole operation took.
 	Duration time.Duration `json:"duration"`
 }
@@ -319,6 +326,7 @@ func (d Deps) revisionOperation(ctx context.Context, w Wanted, name string, wait
 			acts, err = Next(s, w)
 		}
 		if err == nil && len(acts) > 0 {
+			o.acted = acts[len(acts)-1:]
 			rel, err = do(dctx, o, acts[len(acts)-1])
 		}
 	default:
@@ -339,5 +347,5 @@ func (d Deps) revisionOperation(ctx context.Context, w Wanted, name string, wait
 	if errors.As(err, &ni) {
 		ni.Release = name
 	}
-	return &Result{Release: rel, Runs: o.runs.all(), Plan: o.runs.planned, Duration: d.now().Sub(start)}, err
+	return &Result{Release: rel, Runs: o.runs.all(), Plan: o.runs.planned, Actions: o.acted, Duration: d.now().Sub(start)}, err
 }
