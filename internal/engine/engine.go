@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/par"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/resource"
@@ -345,25 +345,16 @@ func diagnoseContext(ctx context.Context) (context.Context, context.CancelFunc) 
 
 // each runs fn for every object of the step, concurrently, and joins their errors.
 func (x *execution) each(ctx context.Context, step plan.Step, fn func(context.Context, plan.Step, resource.Identity) error) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(x.opts.Concurrency)
-	var mu sync.Mutex
-	var errs []error
-	for _, id := range step.Objects {
-		g.Go(func() error {
-			if err := fn(gctx, step, id); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	g.Wait()
+	errs := par.Each(ctx, step.Objects, x.opts.Concurrency, func(ctx context.Context, id resource.Identity) error {
+		return fn(ctx, step, id)
+	})
 	// Blockers of several objects make one BlockedError.
 	var blocked *BlockedError
 	var rest []error
 	for _, err := range errs {
+		if err == nil {
+			continue
+		}
 		var be *BlockedError
 		if errors.As(err, &be) {
 			if blocked == nil {
