@@ -63,42 +63,62 @@ type operation struct {
 	acted []Action
 }
 
-// writeGrace bounds the writes that must be made even though the operation's deadline passed or
-// a signal stopped it: the failure record, the journal's last state, giving the lease back.
-const writeGrace = 10 * time.Second
+// Grace is how long an operation goes on past its deadline to say what came of it: the report
+// of a hook that did not finish, the diagnosis of the objects a step left pending, the failure
+// record, the journal's last state, giving the lease back. It is one grace, which all of these
+// share: they end by the time it does, Grace after the deadline, or as soon as the lease is lost
+// (an operation that lost its release to another says nothing more). Each of them on its own
+// takes Grace at most, however early it starts.
+const Grace = 10 * time.Second
+
+// errGraceOver is the cause of the end of an operation's grace.
+var errGraceOver = fmt.Errorf("the operation's grace of %s after its deadline ended", Grace)
 
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
-// signal): ctx's values, a grace of writeGrace, and an end when the lease is lost.
+// signal): see graceContext.
 func (d *operation) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	fenced, cancelFenced := d.fenced(ctx, writeGrace)
-	wctx, cancel := context.WithTimeoutCause(fenced, writeGrace, fmt.Errorf("a write that had to be made took over %s", writeGrace))
-	return wctx, func() { cancel(); cancelFenced() }
+	return d.graceContext(ctx)
 }
 
-// fenced is the parent of work done after a failure (an undo, a write), for limit at most: without
-// ctx's cancellation (the deadline, a signal), and ended when the lease is lost. The caller sets
-// its own deadline (with its cause) within it; fenced's bound, a moment later, backs it up.
-func (d *operation) fenced(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
-	if d == nil || d.fence == nil {
-		return context.WithTimeout(context.WithoutCancel(ctx), limit+deadlineBackup)
+// graceContext is the context of what must be said even when ctx ended (the deadline, a signal):
+// a write, the report of a hook, the diagnosis of what blocked a step. It has ctx's values, Grace
+// at most, and ends with the operation's grace or when the lease is lost (see fenced).
+func (d *operation) graceContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	fenced, cancelFenced := d.fenced(ctx)
+	gctx, cancel := context.WithTimeoutCause(fenced, Grace, fmt.Errorf("what had to be said after the operation's end took over %s", Grace))
+	return gctx, func() { cancel(); cancelFenced() }
+}
+
+// fenced is the parent of work done after a failure or the deadline (an undo, a write, a
+// report): without ctx's cancellation (the deadline, a signal), ended when the lease is lost, and
+// at the end of the operation's grace, Grace after its deadline (the fence, see hold). An
+// operation that holds no lease (a dry run) has the grace after ctx's deadline; a context
+// without a deadline has Grace from now.
+func (d *operation) fenced(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d != nil && d.fence != nil {
+		return context.WithCancel(d.fence)
 	}
-	return context.WithTimeout(d.fence, limit+deadlineBackup)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now()
+	}
+	return context.WithDeadlineCause(context.WithoutCancel(ctx), dl.Add(Grace), errGraceOver)
 }
 
 // remaining is the context of an undo after a failure: without ctx's cancellation by a signal or
 // by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
-// undo has what is left of it (a context without a deadline gives it an operation's time). When nothing is left, it returns a *NoTimeLeftError.
+// undo has what is left of it. When nothing is left, it returns a *NoTimeLeftError; ctx must
+// have the operation's deadline (every operation sets it before its first call).
 func (d *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
-		// Not an operation's context: the undo has the time of an operation.
-		dl = time.Now().Add(WaitOptions{}.limit())
+		return nil, nil, errors.New("not started: the operation has no deadline to take what is left of")
 	}
 	left := time.Until(dl)
 	if left <= 0 {
 		return nil, nil, &NoTimeLeftError{Cause: context.Cause(ctx)}
 	}
-	fenced, cancelFenced := d.fenced(ctx, left)
+	fenced, cancelFenced := d.fenced(ctx)
 	uctx, cancel := context.WithDeadlineCause(fenced, dl,
 		fmt.Errorf("timed out at the operation's deadline, %s after the undo started with what was left of it", left.Round(time.Millisecond)))
 	return uctx, func() { cancel(); cancelFenced() }, nil
@@ -182,6 +202,8 @@ func (d *operation) execute(ctx context.Context, op release.Operation, revision 
 	if opts.Journal == nil {
 		opts.Journal = d
 	}
+	// What blocked a step is diagnosed within the operation's grace.
+	opts.Afterwards = d.graceContext
 	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
 	if res != nil {
 		run := Run{Operation: op, Revision: revision, Plan: pl, Steps: res.Steps}
