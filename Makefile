@@ -5,9 +5,13 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all build berth devcluster generate test test-shared fuzz demo bench bench-fleet clean
+.PHONY: all help build berth devcluster generate docs test test-shared fuzz demo bench bench-fleet clean
 
 all: build
+
+## help: list the targets and what they do
+help:
+	@sed -n 's/^## //p' Makefile
 
 ## build: build bin/berth and bin/berth-devcluster
 build: berth devcluster
@@ -32,6 +36,11 @@ generate:
 	bin/controller-gen object paths=$(CONTROLLER_API)
 	bin/controller-gen crd paths=$(CONTROLLER_API) output:crd:dir=api/crds
 	cp api/crds/berth.dev_releases.yaml charts/berth-controller/crds/
+
+## docs: write docs/api.md, the Release API reference, from the Go types in api/v1alpha1
+## (internal/apidocs); a test of make test fails when it is stale
+docs:
+	$(GO) run ./internal/apidocs/cmd/apidocs -o docs/api.md
 
 ## test: run every test, unit and integration (integration tests start devclusters), then each
 ## fuzz target for FUZZTIME_SHORT beyond its seed corpus

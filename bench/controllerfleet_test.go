@@ -36,7 +36,7 @@ func TestParseFleetFlags(t *testing.T) {
 	}
 }
 
-func TestShards(t *testing.T) {
+func TestFleetShardNamesAndCounts(t *testing.T) {
 	var names []string
 	for i := range 5 {
 		names = append(names, shardName(i, 2))

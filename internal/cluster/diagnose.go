@@ -64,10 +64,18 @@ type WebhookReport struct {
 	Detail    string `json:"detail"`
 }
 
-// FinalizerReport names a finalizer and who usually removes it.
+// FinalizerReport names a finalizer, who removes it, and what that one waits for.
 type FinalizerReport struct {
-	Name  string `json:"name"`
-	Owner string `json:"owner"`
+	Name   string          `json:"name"`
+	Holder FinalizerHolder `json:"holder"`
+	// Domain names the controller of a finalizer HeldByController.
+	Domain string `json:"domain,omitempty"`
+	// Conditions are the object's own conditions by which a built-in holder says why it waits:
+	// a CRD's Terminating condition, a Namespace's deletion conditions.
+	Conditions []Condition `json:"conditions,omitempty"`
+	// WaitsFor are the objects the holder waits for: a CRD's instances still there, the Pods
+	// that use a claim, the claim bound to a volume.
+	WaitsFor []DependentReport `json:"waitsFor,omitempty"`
 }
 
 // DependentReport is an object that still exists and holds up its owner's deletion.
@@ -84,7 +92,13 @@ func (b Blocker) String() string {
 			w.Name, w.ConfigKind, w.Configuration, w.Operation, w.FailurePolicy, w.TimeoutSeconds, w.Backend, w.Detail)
 	}
 	for _, f := range b.Finalizers {
-		fmt.Fprintf(&s, "\n    finalizer %s (%s)", f.Name, f.Owner)
+		fmt.Fprintf(&s, "\n    finalizer %s, removed by %s", f.Name, HolderName(f.Holder, f.Domain))
+		for _, c := range f.Conditions {
+			fmt.Fprintf(&s, "\n      %s", c)
+		}
+		for _, w := range f.WaitsFor {
+			fmt.Fprintf(&s, "\n      waits for %s: %s", w.Object, w.State)
+		}
 	}
 	for _, d := range b.Dependents {
 		fmt.Fprintf(&s, "\n    dependent %s: %s", d.Object, d.State)
@@ -133,8 +147,9 @@ func (c *Client) Diagnose(ctx context.Context, id resource.Identity, operation s
 		return b
 	}
 	deps := c.dependents(ctx, live)
-	for _, f := range live.GetFinalizers() {
-		b.Finalizers = append(b.Finalizers, FinalizerReport{Name: f, Owner: FinalizerOwner(f)})
+	b.Finalizers = Finalizers(live)
+	for i := range b.Finalizers {
+		b.Finalizers[i].WaitsFor = WaitedFor(ctx, c.dynamic, live, b.Finalizers[i])
 	}
 	switch {
 	case len(deps) > 0:
@@ -149,7 +164,7 @@ func (c *Client) Diagnose(ctx context.Context, id resource.Identity, operation s
 			names[i] = f.Name
 		}
 		b.Message = "being deleted, waiting for finalizer(s) " + strings.Join(names, ", ")
-		b.Next = "make sure the controller that owns each finalizer runs (or remove the finalizer if that controller is gone for good), then run the command again"
+		b.Next = finalizerNext(b.Finalizers)
 	default:
 		b.Message = "being deleted"
 		b.Next = "run the command again"
@@ -157,26 +172,67 @@ func (c *Client) Diagnose(ctx context.Context, id resource.Identity, operation s
 	return b
 }
 
-// FinalizerOwner says who usually removes a finalizer.
-func FinalizerOwner(f string) string {
-	switch f {
-	case metav1.FinalizerDeleteDependents:
-		return "the garbage collector, once every dependent is gone"
-	case metav1.FinalizerOrphanDependents:
-		return "the garbage collector, once dependents are orphaned"
-	case "kubernetes.io/pvc-protection":
-		return "the PVC protection controller, once no Pod uses the claim"
-	case "kubernetes.io/pv-protection":
-		return "the PV protection controller, once no claim is bound"
-	case "batch.kubernetes.io/job-tracking":
-		return "the Job controller"
-	case "kubernetes":
+// HolderName says who holder is, in words; domain names a controller outside Kubernetes.
+func HolderName(holder FinalizerHolder, domain string) string {
+	switch holder {
+	case HeldByCRDCleanup:
+		return "the API server's CRD cleanup, once every instance of the CRD is gone"
+	case HeldByNamespaceController:
 		return "the namespace controller, once the namespace is empty"
+	case HeldByGarbageCollector:
+		return "the garbage collector, once the dependents are gone (foregroundDeletion) or orphaned (orphan)"
+	case HeldByPVProtection:
+		return "the PV protection controller, once no claim is bound to the volume"
+	case HeldByPVCProtection:
+		return "the PVC protection controller, once no Pod uses the claim"
+	case HeldByJobController:
+		return "the Job controller, once it has counted the Pod"
+	case HeldByController:
+		return "a controller of " + domain + "; nothing in the cluster removes it if that controller is gone"
 	}
-	if domain, _, ok := strings.Cut(f, "/"); ok {
-		return "a controller of " + domain + "; nothing in the cluster may remove it if that controller is gone"
+	return "an unknown controller; nothing in the cluster removes it if that controller is gone"
+}
+
+// finalizerNext says what to do about an object held by finalizers: Kubernetes' own go once
+// what they wait for is gone; others need their controller.
+func finalizerNext(fs []FinalizerReport) string {
+	var next []string
+	add := func(s string) {
+		if !slices.Contains(next, s) {
+			next = append(next, s)
+		}
 	}
-	return "an unknown controller"
+	for _, f := range fs {
+		switch f.Holder {
+		case HeldByCRDCleanup:
+			add("the API server deletes the CRD's instances and retries until none is left: remove what holds the instances (their own finalizers), or wait")
+		case HeldByNamespaceController:
+			add("the namespace controller empties the namespace first: see its conditions for what is left")
+		case HeldByGarbageCollector:
+			add("the garbage collector removes it once the dependents are gone: find out why they do not go away")
+		case HeldByPVCProtection:
+			add("delete the Pods that use the claim, or wait until they finish")
+		case HeldByPVProtection:
+			add("delete the claim bound to the volume")
+		case HeldByJobController:
+			add("make sure the Job controller runs")
+		default:
+			add("make sure the controller that owns each finalizer runs (or remove the finalizer if that controller is gone for good)")
+		}
+	}
+	return strings.Join(next, "; ") + "; then run the command again"
+}
+
+// String is the condition as the object states it: type=status (reason): message.
+func (c Condition) String() string {
+	s := "condition " + c.Type + "=" + c.Status
+	if c.Reason != "" {
+		s += " (" + c.Reason + ")"
+	}
+	if c.Message != "" {
+		s += ": " + c.Message
+	}
+	return s
 }
 
 // dependentKinds are the kinds whose objects commonly hold up an owner's foreground deletion.

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,6 +42,10 @@ type HookOptions struct {
 	// Resume follows the hook object that exists (a run an interrupted operation began), by its
 	// UID, instead of creating another; it creates one when none exists.
 	Resume bool
+	// Afterwards gives the context the report is read in once the hook's outcome is known or
+	// ctx ended: it may outlive ctx (a hook that did not finish by the deadline is reported
+	// after it), within its caller's grace. Nil reads the report in ctx.
+	Afterwards func(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // PodFailure is a Pod of a Job hook that failed, and whether the Job controller retries it.
@@ -70,9 +73,6 @@ type HookRun struct {
 	// or when logs were asked for.
 	Report *HookReport
 }
-
-// reportTimeout bounds the reading of a report, which may happen after the operation's deadline.
-const reportTimeout = 15 * time.Second
 
 // RunHook creates the hook object obj (already normalized) and follows it, by UID, to its outcome:
 // a Job completed or failed, a Pod succeeded or failed; any other kind has its outcome once
@@ -131,7 +131,10 @@ func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, op
 		f.logs.stop()
 	}
 	if run.Result.State != readiness.Ready || opts.Logs {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+		rctx, rcancel := ctx, context.CancelFunc(func() {})
+		if opts.Afterwards != nil {
+			rctx, rcancel = opts.Afterwards(ctx)
+		}
 		defer rcancel()
 		run.Report = f.report(rctx)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 
+	"github.com/berthdev/berth/internal/par"
 	"github.com/berthdev/berth/internal/resource"
 )
 
@@ -147,7 +148,9 @@ func (c *Client) live(ctx context.Context, targets []liveTarget, whole bool) (ma
 			})
 		}
 	}
-	errs = append(errs, runAll(ctx, reads, liveConcurrency)...)
+	errs = append(errs, par.Each(ctx, reads, liveConcurrency, func(ctx context.Context, read func(context.Context) error) error {
+		return read(ctx)
+	})...)
 	return out, errors.Join(errs...)
 }
 
@@ -236,26 +239,4 @@ func fromMetadata(item *metav1.PartialObjectMetadata, gvk schema.GroupVersionKin
 	obj := &unstructured.Unstructured{Object: content}
 	obj.SetGroupVersionKind(gvk)
 	return obj, nil
-}
-
-// runAll runs every function, at most limit at once, and returns their errors in order.
-func runAll(ctx context.Context, fns []func(context.Context) error, limit int) []error {
-	errs := make([]error, len(fns))
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			errs[i] = fn(ctx)
-		})
-	}
-	wg.Wait()
-	var out []error
-	for _, err := range errs {
-		if err != nil {
-			out = append(out, err)
-		}
-	}
-	return out
 }

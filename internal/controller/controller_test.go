@@ -8,6 +8,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -438,6 +440,33 @@ spec:
 		return strings.Contains(rel.Status.CurrentStep, "pre-install")
 	})
 	stop()
+
+	// The install was interrupted, not finished: its journal, marked interrupted, and its
+	// revision, left pending, name an install left unfinished, and the Release still says the
+	// attempt is under way.
+	records := release.NewSecretStore(env.Client.CoreV1(), env.Namespace)
+	seen, err := lifecycle.Inspect(t.Context(), records, release.NewJournals(env.Client.CoreV1(), env.Namespace), nil, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := seen.Interrupted
+	if in == nil || in.Journal == nil {
+		t.Fatalf("no interrupted operation with a journal after the controller stopped during the pre-install hook: %+v", seen)
+	}
+	if in.Journal.State != release.JournalInterrupted {
+		t.Errorf("journal state %q, want %q", in.Journal.State, release.JournalInterrupted)
+	}
+	if status := (lifecycle.State{Last: in.Last, Interrupted: in}).Status(); status != lifecycle.StatusInterruptedInstall {
+		t.Errorf("release status %s after the controller stopped, want %s", status, lifecycle.StatusInterruptedInstall)
+	}
+	var stopped v1alpha1.Release
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: env.Namespace, Name: "web"}, &stopped); err != nil {
+		t.Fatal(err)
+	}
+	if !meta.IsStatusConditionTrue(stopped.Status.Conditions, controller.ConditionReconciling) {
+		t.Errorf("the stopped Release is not Reconciling: %+v", stopped.Status.Conditions)
+	}
+
 	runController(t, env)
 	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
 	if record := berthtest.LastRecord(t, env, "web"); record.Version != 1 || record.Info.Status != release.StatusDeployed {

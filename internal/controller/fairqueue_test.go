@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -62,21 +63,55 @@ func TestFairQueueServesALoneNamespace(t *testing.T) {
 	}
 }
 
-// TestFairQueueDelays: what is added after a delay still comes out, through the namespace turns.
+// TestFairQueueDelays: what is added after a delay comes out through the namespace turns, in the
+// order it becomes due and never before its delay: a Release added at once first, then one rate
+// limited (its first backoff is milliseconds), then one added after a delay.
 func TestFairQueueDelays(t *testing.T) {
+	// The test's own bound: a queue that never hands a Release out fails it, not the suite.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	q := newFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	q.AddAfter(req("a", "later"), time.Millisecond)
+	defer q.ShutDown() // ends a Get still waiting when the test gives up
+	const delay = 300 * time.Millisecond
+	// Added in the order they become due, so that a test slowed down still sees that order.
+	q.Add(req("c", "now"))
 	q.AddRateLimited(req("b", "limited"))
-	seen := map[string]bool{}
-	for len(seen) < 2 {
-		r, shutdown := q.Get()
-		if shutdown {
-			t.Fatal("queue shut down")
+	added := time.Now()
+	q.AddAfter(req("a", "later"), delay)
+	type handedOut struct {
+		name  string
+		after time.Duration
+	}
+	out := make(chan handedOut)
+	go func() {
+		for {
+			r, shutdown := q.Get()
+			if shutdown {
+				return
+			}
+			q.Forget(r)
+			q.Done(r)
+			select {
+			case out <- handedOut{r.Name, time.Since(added)}:
+			case <-ctx.Done():
+				return
+			}
 		}
-		seen[r.Name] = true
-		q.Forget(r)
-		q.Done(r)
+	}()
+	var got []string
+	for range 3 {
+		select {
+		case h := <-out:
+			got = append(got, h.name)
+			if h.name == "later" && h.after < delay {
+				t.Errorf("the Release added after %s was handed out after %s", delay, h.after)
+			}
+		case <-ctx.Done():
+			t.Fatalf("handed out %v before the test's deadline, want all three", got)
+		}
+	}
+	if want := "[now limited later]"; fmt.Sprint(got) != want {
+		t.Errorf("handed out %v, want %s", got, want)
 	}
 }
 

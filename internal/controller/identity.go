@@ -110,28 +110,22 @@ func (r *Reconciler) impersonated(d *desired) (*kube.Clients, error) {
 	return kube.NewClients(impersonate(r.Config, d.Namespace, d.ServiceAccount), d.TargetNamespace)
 }
 
-// lastRecord reads the release's last Helm record; nil when it has none.
-func lastRecord(ctx context.Context, clients *kube.Clients, name string) (*recorded, error) {
+// lastRecord reads the state the release's newest Helm record says (lifecycle.StateOf): its
+// status, with no journal or lease read.
+func lastRecord(ctx context.Context, clients *kube.Clients, name string) (lifecycle.State, error) {
 	last, err := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Last(ctx, name)
 	if errors.Is(err, release.ErrNotFound) {
-		return nil, nil
+		return lifecycle.State{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the records of release %s in namespace %s: %w", name, clients.Namespace, err)
+		return lifecycle.State{}, fmt.Errorf("read the records of release %s in namespace %s: %w", name, clients.Namespace, err)
 	}
-	return &recorded{
-		Record:   last,
-		Exists:   last.Info.Status != release.StatusUninstalled,
-		Version:  last.Version,
-		Deployed: last.Info.Status == release.StatusDeployed,
-
-		PendingInstall: last.Info.Status == release.StatusPendingInstall,
-	}, nil
+	return lifecycle.StateOf(last), nil
 }
 
-// reasonFor is the Ready reason of a deployed record.
-func reasonFor(last *recorded) string {
-	if last.Version == 1 {
+// reasonFor is the Ready reason of deployed revision version.
+func reasonFor(version int) string {
+	if version == 1 {
 		return ReasonInstallSucceeded
 	}
 	return ReasonUpgradeSucceeded

@@ -70,8 +70,8 @@ type Reconciler struct {
 	remotes remoteCache
 }
 
-// Reconcile reads the Release, decides the one next action from its spec and status, performs
-// it through the lifecycle package and records the outcome in its status. Every reconcile ends:
+// Reconcile reads the Release and what it asks for, classifies the release with lifecycle.Next
+// (decide), acts on the decision and records the outcome in its status. Every reconcile ends:
 // its work (ctx: reading what the Release needs, and its operation) at the Release's timeout, at
 // most MaxTimeout, and the reconcile as a whole (bound: what the operation writes after its
 // deadline, and the status) reconcileGrace later (reconcileBounds).
@@ -88,147 +88,197 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rel.Spec.Suspend {
 		return ctrl.Result{}, nil
 	}
+	in, res, err := r.read(ctx, req, &rel)
+	if in == nil {
+		return res, err
+	}
+	acts, wait, err := decide(in.rel, in.state, in.d, in.version(), time.Now())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch a := acts[0]; a {
+	case lifecycle.ActWait:
+		return ctrl.Result{RequeueAfter: cmp.Or(wait, in.d.Interval)}, nil
+	case lifecycle.ActNone, lifecycle.ActReport, lifecycle.ActReportReleased:
+		return r.report(ctx, in, a)
+	}
+	return r.act(bound, ctx, in, acts)
+}
+
+// reconciliation is what a reconcile read of a Release, its release and what it asks for.
+type reconciliation struct {
+	rel *v1alpha1.Release
+	// orig is rel as its status was last written.
+	orig    *v1alpha1.Release
+	d       *desired
+	clients *kube.Clients
+	ch      *fetched
+	// state is what the release's newest record says.
+	state lifecycle.State
+}
+
+// version is the chart version the spec resolves to.
+func (in *reconciliation) version() string { return in.ch.chart.Metadata.Version }
+
+// read reads what rel asks for (its spec, the chart and values), the clients it acts with and
+// the state of its release. A Release that cannot be acted on now has its status say why: read
+// then returns no reconciliation, and what the reconcile returns.
+func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.Release) (*reconciliation, ctrl.Result, error) {
 	orig := rel.DeepCopy()
-	d, err := desiredOf(&rel)
+	d, err := desiredOf(rel)
 	if err != nil {
 		// Nothing happens until the spec changes: no requeue.
-		markFailed(&rel, reasonOf(err, ReasonInvalidSpec), err, true)
-		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
+		markFailed(rel, reasonOf(err, ReasonInvalidSpec), err, true)
+		return nil, ctrl.Result{}, r.patchStatus(ctx, orig, rel)
 	}
-	if err := r.checkCycle(ctx, &rel, d.DependsOn); err != nil {
+	if err := r.checkCycle(ctx, rel, d.DependsOn); err != nil {
 		var cycle *DependencyError
 		if !errors.As(err, &cycle) {
-			return ctrl.Result{}, err
+			return nil, ctrl.Result{}, err
 		}
 		// As a spec error: nothing happens until a dependsOn of the cycle changes.
-		markFailed(&rel, cycle.Reason, err, true)
-		return ctrl.Result{}, r.patchStatus(ctx, orig, &rel)
+		markFailed(rel, cycle.Reason, err, true)
+		return nil, ctrl.Result{}, r.patchStatus(ctx, orig, rel)
 	}
-	if !controllerutil.ContainsFinalizer(&rel, Finalizer) {
+	if !controllerutil.ContainsFinalizer(rel, Finalizer) {
 		patch := client.MergeFrom(rel.DeepCopy())
-		controllerutil.AddFinalizer(&rel, Finalizer)
-		if err := r.Client.Patch(ctx, &rel, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		controllerutil.AddFinalizer(rel, Finalizer)
+		if err := r.Client.Patch(ctx, rel, patch); err != nil {
+			return nil, ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		orig = rel.DeepCopy()
 	}
 	// After the finalizer's patch, whose answer replaced the status read.
-	r.limitEvents(&rel, withLimits(&rel, d, r.MaxTimeout))
+	r.limitEvents(rel, withLimits(rel, d, r.MaxTimeout))
 
 	named := d.ServiceAccount != ""
 	d.ServiceAccount = r.accountOf(d.ServiceAccount)
 	clients, local, err := r.clientsFor(ctx, d, named)
 	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
 		// Stalled until the account is created: looked at again soon, with no call made as it.
-		markFailed(&rel, ReasonServiceAccountNotFound, err, true)
-		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+		markFailed(rel, ReasonServiceAccountNotFound, err, true)
+		return nil, ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
 	}
-	if res, failed := clusterFailed(&rel, d, err); failed {
-		return res, r.patchStatus(ctx, orig, &rel)
+	if res, failed := clusterFailed(rel, d, err); failed {
+		return nil, res, r.patchStatus(ctx, orig, rel)
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	ch, took, err := r.inputs(ctx, req.NamespacedName, d, local)
 	if pending := new(FetchPendingError); errors.As(err, &pending) {
 		// The fetch goes on off the workers; it reconciles the Release when it ends.
-		return ctrl.Result{RequeueAfter: time.Until(pending.Deadline)}, nil
+		return nil, ctrl.Result{RequeueAfter: time.Until(pending.Deadline)}, nil
 	}
 	if err != nil {
-		r.warnAuthFailed(&rel, err)
-		return inputFailed(&rel, d, err), r.patchStatus(ctx, orig, &rel)
+		r.warnAuthFailed(rel, err)
+		return nil, inputFailed(rel, d, err), r.patchStatus(ctx, orig, rel)
 	}
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
-	version := ch.chart.Metadata.Version
-	last, err := lastRecord(ctx, clients, d.ReleaseName)
+	state, err := lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
-	if res, failed := clusterFailed(&rel, d, err); failed {
-		return res, r.patchStatus(ctx, orig, &rel)
+	if res, failed := clusterFailed(rel, d, err); failed {
+		return nil, res, r.patchStatus(ctx, orig, rel)
 	}
 	if err != nil {
-		markFailed(&rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+		markFailed(rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
+		return nil, ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
 	}
+	return &reconciliation{rel: rel, orig: orig, d: d, clients: clients, ch: ch, state: state}, ctrl.Result{}, nil
+}
 
-	if releasedUnsaid(&rel, last, version, d) {
+// report says in the status that the release is what the spec asks (lifecycle.ActReport), of
+// the revision the controller's interrupted attempt released (lifecycle.ActReportReleased), and
+// looks for drift.
+func (r *Reconciler) report(ctx context.Context, in *reconciliation, a lifecycle.Action) (ctrl.Result, error) {
+	rel, d, last := in.rel, in.d, in.state.Last
+	if a == lifecycle.ActReportReleased {
 		// The controller released this very spec and stopped before its status said so.
 		rel.Status.Revision = last.Version
-		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
+		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = in.ch.chart.Name(), in.version(), in.ch.digest
 		rel.Status.ValuesDigest = d.ValuesDigest
 	}
-	switch act := nextAction(&rel, last, version, d.ValuesDigest); act {
-	case actWaitForChange:
-		if wait, retry := retryWait(&rel, d, time.Now()); !retry || wait > 0 {
-			return ctrl.Result{RequeueAfter: cmp.Or(wait, d.Interval)}, nil
-		}
-	case actNone, actStatus:
-		if act == actStatus && !keepTestFailure(&rel, d) {
-			markReady(&rel, reasonFor(last), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
-		}
-		r.checkDrift(ctx, &rel, d, clients)
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+	if a != lifecycle.ActNone && !keepTestFailure(rel, d) {
+		markReady(rel, reasonFor(last.Version), fmt.Sprintf("release %s revision %d is deployed in namespace %s", d.ReleaseName, last.Version, d.TargetNamespace))
 	}
+	r.checkDrift(ctx, rel, d, in.clients)
+	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)
+}
 
-	if err := r.checkReady(ctx, &rel, d.DependsOn); err != nil {
+// act installs or upgrades the release (acts, as lifecycle.Next decided them: an interrupted
+// operation is finished first) once the Releases it depends on are ready, and records the
+// outcome. Its work runs under ctx; what it writes after, under bound (see Reconcile).
+func (r *Reconciler) act(bound, ctx context.Context, in *reconciliation, acts []lifecycle.Action) (ctrl.Result, error) {
+	rel, d, version := in.rel, in.d, in.version()
+	if err := r.checkReady(ctx, rel, d.DependsOn); err != nil {
 		var waiting *DependencyError
 		if !errors.As(err, &waiting) {
 			return ctrl.Result{}, err
 		}
 		// The Releases depended on wake this one when they become Ready; the requeue is a
 		// fallback.
-		markWaiting(&rel, waiting.Reason, err.Error())
-		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+		markWaiting(rel, waiting.Reason, err.Error())
+		return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, in.orig, rel)
 	}
 
 	op := "upgrade"
-	if last == nil || !last.Exists || last.PendingInstall {
+	if in.state.Installs(acts) {
 		op = "install"
 	}
-	markReconciling(&rel, fmt.Sprintf("%s of chart %s %s", op, ch.chart.Name(), version))
+	markReconciling(rel, fmt.Sprintf("%s of chart %s %s", op, in.ch.chart.Name(), version))
 	rel.Status.CurrentStep = op
 	rel.Status.ReleaseName, rel.Status.TargetNamespace = d.ReleaseName, d.TargetNamespace
-	startAttempt(&rel, version, d.ValuesDigest)
-	if err := r.patchStatus(ctx, orig, &rel); err != nil {
+	startAttempt(rel, version, d.ValuesDigest)
+	if err := r.patchStatus(ctx, in.orig, rel); err != nil {
 		return ctrl.Result{}, err
 	}
-	orig = rel.DeepCopy()
+	in.orig = rel.DeepCopy()
 
 	start := time.Now()
 	seen := 0
-	if last != nil {
-		seen = last.Version
+	if in.state.Last != nil {
+		seen = in.state.Last.Version
 	}
-	out, runs, err := r.release(bound, ctx, d, clients, ch, r.stepReporter(ctx, &rel), r.stillHolds(&rel, d.ReleaseName, seen, version, d.Values))
-	revision := 0
-	if out != nil {
-		revision = out.Version
-	}
+	out, runs, err := r.release(bound, ctx, d, in.clients, in.ch, r.stepReporter(ctx, rel), r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
 	// What follows the operation is written under the reconcile's bound: the work's has passed
 	// when the operation ran out of time.
-	ctx = bound
-	if stopping(ctx) {
+	if stopping(bound) {
 		// The controller is stopping: the operation stopped at a step its journal records, and
 		// the next reconcile resumes it.
-		return ctrl.Result{}, ctx.Err()
+		return ctrl.Result{}, bound.Err()
 	}
+	return r.outcome(bound, in, op, start, out, runs, err)
+}
+
+// outcome records in the status what the install or upgrade op that began at start did: the
+// revision out it recorded, the plans it ran, or its error.
+func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string, start time.Time, out *release.Release, runs []lifecycle.Run, err error) (ctrl.Result, error) {
+	rel, d, version, chartName := in.rel, in.d, in.version(), in.ch.chart.Name()
 	if stale := new(StaleError); errors.As(err, &stale) {
 		// Another writer acted first; nothing was written. What it did is read again, soon.
 		log.FromContext(ctx).V(1).Info("decision outdated under the lease", "reason", stale.Error())
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	released := func(revision int, reason string) string {
+		msg := fmt.Sprintf("release %s revision %d of chart %s %s is deployed in namespace %s", d.ReleaseName, revision, chartName, version, d.TargetNamespace)
+		rel.Status.Revision = revision
+		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = chartName, version, in.ch.digest
+		rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
+		setCondition(rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
+		markReady(rel, reason, msg)
+		return msg
+	}
 	if done := new(ReleasedError); errors.As(err, &done) {
 		// Another writer released what the spec asks for: say so, and release nothing again.
-		msg := fmt.Sprintf("release %s revision %d of chart %s %s is deployed in namespace %s", d.ReleaseName, done.Revision, ch.chart.Name(), version, d.TargetNamespace)
-		rel.Status.Revision = done.Revision
-		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
-		rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
-		reason := reasonFor(&recorded{Version: done.Revision})
-		setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
-		markReady(&rel, reason, msg)
-		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+		released(done.Revision, reasonFor(done.Revision))
+		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)
 	}
-	addHistory(&rel, operationRecord(op, start, time.Now(), revision, version, err))
+	revision := 0
+	if out != nil {
+		revision = out.Version
+	}
+	addHistory(rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if held := new(release.HeldError); !errors.As(err, &held) {
 		// What the operation did; an operation refused for another's lease did nothing.
 		rel.Status.LastChanges = changeCounts(runs)
@@ -238,32 +288,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if errors.As(err, &held) {
 			// Someone else (berth's CLI, say) is changing the release: not an attempt.
 			rel.Status.LastAttemptedGeneration = 0
-			markFailed(&rel, ReasonLocked, err, false)
-			return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, &rel)
+			markFailed(rel, ReasonLocked, err, false)
+			return ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, in.orig, rel)
 		}
 		failed := ReasonInstallFailed
 		if op == "upgrade" {
 			failed = ReasonUpgradeFailed
 		}
 		reason := reasonOf(err, failed)
-		requeue := attemptFailed(&rel, d, reason, err)
-		setCondition(&rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
-		r.Recorder.Eventf(&rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
-		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, orig, &rel)
+		requeue := attemptFailed(rel, d, reason, err)
+		setCondition(rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
+		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
+		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, in.orig, rel)
 	}
 	reason := ReasonInstallSucceeded
 	if op == "upgrade" {
 		reason = ReasonUpgradeSucceeded
 	}
-	msg := fmt.Sprintf("release %s revision %d of chart %s %s is deployed in namespace %s", d.ReleaseName, out.Version, ch.chart.Name(), version, d.TargetNamespace)
-	rel.Status.Revision = out.Version
-	rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = ch.chart.Name(), version, ch.digest
-	rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
-	setCondition(&rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
-	markReady(&rel, reason, msg)
-	r.Recorder.Eventf(&rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
-	r.runTests(ctx, &rel, d, clients, r.stepReporter(ctx, &rel), start)
-	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, &rel)
+	msg := released(out.Version, reason)
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
+	r.runTests(ctx, rel, d, in.clients, r.stepReporter(ctx, rel), start)
+	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)
 }
 
 // release installs or upgrades the release: an upgrade with --install, so that a release
@@ -350,12 +395,13 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 		return r.uninstallBlocked(ctx, orig, rel, d, err)
 	}
 	deps := r.depsFor(d, clients, r.stepReporter(ctx, rel))
-	last, err := lastRecord(ctx, clients, d.ReleaseName)
+	state, err := lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
-	if err == nil && last != nil && !last.Exists {
+	status := state.Status()
+	if err == nil && status == lifecycle.StatusUninstalled {
 		return ctrl.Result{}, true, nil // uninstalled, its history kept
 	}
-	if err == nil && last == nil {
+	if err == nil && status == lifecycle.StatusMissing {
 		// Nothing to uninstall, unless a controller killed at the end of an uninstall left its
 		// lease or journal: the uninstall below finishes it and removes them.
 		if left, lerr := lifecycle.LeftBehind(ctx, deps, d.ReleaseName); lerr == nil && !left {
@@ -384,7 +430,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 			// namespace's deletion forever.
 			SkipHooksInTerminatingNamespace: true,
 		})
-		if last == nil && errors.Is(err, release.ErrNotFound) {
+		if status == lifecycle.StatusMissing && errors.Is(err, release.ErrNotFound) {
 			err = nil // what was left behind is gone, and there was no record to uninstall
 		}
 		if res != nil {

@@ -10,12 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/readiness"
-	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -259,54 +256,4 @@ func (d *desired) wait(op v1alpha1.OperationSpec) lifecycle.WaitOptions {
 	// A chart that declares an order (HIP-0025's resource groups and subchart dependencies) is
 	// applied in it, batch by batch, unless waiting is disabled.
 	return lifecycle.WaitOptions{Wait: !op.DisableWait, WaitForJobs: op.WaitForJobs, Timeout: d.Timeout, OrderIfDeclared: !op.DisableWait}
-}
-
-// action is what a reconcile does next.
-type action int
-
-const (
-	// actNone: the release is as the spec asks and the status says so.
-	actNone action = iota
-	// actStatus: the release is as the spec asks; only the status is behind.
-	actStatus
-	// actRelease: install or upgrade.
-	actRelease
-	// actWaitForChange: the last attempt at this very spec and chart failed; it is not tried
-	// again until something changes, unless its retries allow it (retryWait).
-	actWaitForChange
-)
-
-// recorded is what the release's Helm record says of its last revision.
-type recorded struct {
-	// Exists is false when the release has no record, or only records kept by an uninstall.
-	Exists   bool
-	Version  int
-	Deployed bool
-	// PendingInstall: an install was interrupted; installing again finishes it.
-	PendingInstall bool
-	// Record is the last revision's record.
-	Record *release.Release
-}
-
-// nextAction decides what to do from the Release, its last Helm record (nil when none), and
-// the chart version and values digest the spec resolves to now.
-func nextAction(rel *v1alpha1.Release, last *recorded, chartVersion, valuesDigest string) action {
-	st := rel.Status
-	inStatus := last != nil && last.Exists && last.Deployed && last.Version == st.Revision &&
-		st.ChartVersion == chartVersion && st.ValuesDigest == valuesDigest
-	if inStatus {
-		ready := meta.IsStatusConditionTrue(st.Conditions, ConditionReady)
-		if ready && st.ObservedGeneration == rel.Generation && len(st.Blockers) == 0 {
-			return actNone
-		}
-		return actStatus
-	}
-	// An attempt that ended in failure is not repeated; one that was interrupted (the
-	// controller stopped while Reconciling) is resumed.
-	if st.LastAttemptedGeneration == rel.Generation && st.LastAttemptedChartVersion == chartVersion &&
-		st.LastAttemptedValuesDigest == valuesDigest && meta.IsStatusConditionFalse(st.Conditions, ConditionReady) &&
-		meta.FindStatusCondition(st.Conditions, ConditionReconciling) == nil {
-		return actWaitForChange
-	}
-	return actRelease
 }

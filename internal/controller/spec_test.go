@@ -202,50 +202,6 @@ func TestValuesDigestIgnoresKeyOrder(t *testing.T) {
 	}
 }
 
-func TestNextAction(t *testing.T) {
-	ready := []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue}}
-	failed := []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse}}
-	deployed := &recorded{Exists: true, Version: 2, Deployed: true}
-	status := v1alpha1.ReleaseStatus{ObservedGeneration: 3, Conditions: ready, Revision: 2, ChartVersion: "1.0.0", ValuesDigest: "v"}
-	tests := []struct {
-		name          string
-		status        func(*v1alpha1.ReleaseStatus)
-		last          *recorded
-		version, vals string
-		want          action
-	}{
-		{name: "nothing changed", last: deployed, version: "1.0.0", vals: "v", want: actNone},
-		{name: "no record", version: "1.0.0", vals: "v", want: actRelease},
-		{name: "uninstalled with history kept", last: &recorded{Version: 2}, version: "1.0.0", vals: "v", want: actRelease},
-		{name: "new chart version", last: deployed, version: "1.1.0", vals: "v", want: actRelease},
-		{name: "new values", last: deployed, version: "1.0.0", vals: "w", want: actRelease},
-		{name: "upgraded by someone else", last: &recorded{Exists: true, Version: 3, Deployed: true}, version: "1.0.0", vals: "v", want: actRelease},
-		{name: "a spec change that leaves chart and values", status: func(s *v1alpha1.ReleaseStatus) { s.ObservedGeneration = 2 },
-			last: deployed, version: "1.0.0", vals: "v", want: actStatus},
-		{name: "failed attempt at the same spec and chart", status: func(s *v1alpha1.ReleaseStatus) {
-			s.Conditions, s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = failed, 3, "1.1.0", "v"
-		}, last: &recorded{Exists: true, Version: 3}, version: "1.1.0", vals: "v", want: actWaitForChange},
-		{name: "interrupted attempt at the same spec and chart", status: func(s *v1alpha1.ReleaseStatus) {
-			s.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionUnknown}, {Type: ConditionReconciling, Status: metav1.ConditionTrue}}
-			s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = 3, "1.1.0", "v"
-		}, last: &recorded{Exists: true, Version: 3}, version: "1.1.0", vals: "v", want: actRelease},
-		{name: "failed attempt, then a new chart version", status: func(s *v1alpha1.ReleaseStatus) {
-			s.Conditions, s.LastAttemptedGeneration, s.LastAttemptedChartVersion, s.LastAttemptedValuesDigest = failed, 3, "1.1.0", "v"
-		}, last: &recorded{Exists: true, Version: 3}, version: "1.2.0", vals: "v", want: actRelease},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Status: *status.DeepCopy()}
-			if tt.status != nil {
-				tt.status(&rel.Status)
-			}
-			if got := nextAction(rel, tt.last, tt.version, tt.vals); got != tt.want {
-				t.Errorf("nextAction = %d, want %d", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestEventNoteFitsAnEvent(t *testing.T) {
 	for _, n := range []int{10, maxEventNote, maxEventNote + 1, 5000} {
 		msg := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)

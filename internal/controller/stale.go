@@ -50,9 +50,9 @@ func (r *Reconciler) uncached() client.Reader {
 // stillHolds returns the precondition of the operation that rel's reconcile decided on, having
 // seen revision seen (0: none) as release name's last record and rel at its generation, to
 // release chartVersion with values: once the lease is held, both are read again, past the cache,
-// and a change is a *StaleError; a last record deployed with that chart version and values is a
-// *ReleasedError. Without it two controllers (or a controller and the
-// CLI) that decided from the same state would each record a revision of the same change, or one
+// and a change is a *StaleError; a release that already is what is asked (lifecycle's
+// State.Holds) is a *ReleasedError. Without it two controllers (or a controller and the CLI)
+// that decided from the same state would each record a revision of the same change, or one
 // would undo the other's newer one.
 func (r *Reconciler) stillHolds(rel *v1alpha1.Release, name string, seen int, chartVersion string, values map[string]any) func(context.Context, release.Reader) error {
 	key := client.ObjectKeyFromObject(rel)
@@ -62,6 +62,7 @@ func (r *Reconciler) stillHolds(rel *v1alpha1.Release, name string, seen int, ch
 		now := 0
 		switch {
 		case errors.Is(err, release.ErrNotFound):
+			last = nil
 		case err != nil:
 			return err
 		default:
@@ -80,7 +81,7 @@ func (r *Reconciler) stillHolds(rel *v1alpha1.Release, name string, seen int, ch
 		case cur.Generation != generation || !cur.DeletionTimestamp.IsZero():
 			return &StaleError{Release: key.String(), What: fmt.Sprintf("its spec changed (generation %d to %d)", generation, cur.Generation)}
 		}
-		if last != nil && last.Info.Status == release.StatusDeployed && lifecycle.Releases(last, chartVersion, values) {
+		if lifecycle.StateOf(last).Holds(lifecycle.Wanted{ChartVersion: chartVersion, Values: values}) {
 			return &ReleasedError{Release: name, Revision: last.Version}
 		}
 		return nil

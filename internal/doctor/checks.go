@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -246,15 +247,20 @@ func (r *run) namespaces(ctx context.Context) {
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &ns) != nil || ns.Status.Phase != corev1.NamespaceTerminating {
 			continue
 		}
-		var why []string
-		for _, c := range ns.Status.Conditions {
-			if c.Status == corev1.ConditionTrue && c.Message != "" {
-				why = append(why, c.Message)
-			}
-		}
 		problem := "Terminating"
 		if t := ns.DeletionTimestamp; t != nil {
 			problem += " for " + r.age(t.Time)
+		}
+		var why []string
+		for _, f := range cluster.Finalizers(&item) {
+			if f.Holder == cluster.HeldByNamespaceController {
+				why = append(why, fmt.Sprintf("finalizer %s is removed by %s", f.Name, cluster.HolderName(f.Holder, f.Domain)))
+			}
+		}
+		for _, c := range ns.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && c.Message != "" {
+				why = append(why, fmt.Sprintf("condition %s (%s): %s", c.Type, c.Reason, c.Message))
+			}
 		}
 		if len(why) > 0 {
 			problem += ": " + strings.Join(why, "; ")

@@ -24,6 +24,7 @@ const stuckAfter = time.Minute
 // waiting is an object being deleted that waits on a finalizer.
 type waiting struct {
 	id    resource.Identity
+	gvr   schema.GroupVersionResource
 	since time.Time
 }
 
@@ -50,7 +51,7 @@ func (r *run) stuckObjects(ctx context.Context) {
 					continue
 				}
 				for _, f := range m.Finalizers {
-					byFinalizer[f] = append(byFinalizer[f], waiting{id: id, since: m.DeletionTimestamp.Time})
+					byFinalizer[f] = append(byFinalizer[f], waiting{id: id, gvr: gvr.gvr, since: m.DeletionTimestamp.Time})
 				}
 				continue
 			}
@@ -71,13 +72,75 @@ func (r *run) stuckObjects(ctx context.Context) {
 		for i, o := range objs {
 			names[i] = o.id.String()
 		}
+		report := r.finalizerOf(ctx, oldest, f)
+		problem := fmt.Sprintf("%d object(s) being deleted wait on finalizer %s, the oldest for %s: %s", len(objs), f, r.age(oldest.since), list(names, 5))
+		if why := waitsWhy(report); why != "" {
+			problem += "; " + oldest.id.String() + " " + why
+		}
 		r.add(Finding{
 			Severity: severity, Check: "finalizer", Object: oldest.id,
-			Problem: fmt.Sprintf("%d object(s) being deleted wait on finalizer %s, the oldest for %s: %s", len(objs), f, r.age(oldest.since), list(names, 5)),
-			Breaks:  "uninstalls wait for these objects to go, and so does the deletion of their namespace",
-			Fix:     fmt.Sprintf("it is removed by %s: make sure that runs, or remove the finalizer from each object if it is gone for good", cluster.FinalizerOwner(f)),
+			Problem:   problem,
+			Breaks:    "uninstalls wait for these objects to go, and so does the deletion of their namespace",
+			Fix:       finalizerFix(report),
+			Finalizer: &report,
 		})
 	}
+}
+
+// finalizerOf reports the finalizer f of the object o: its holder, and for a built-in one, the
+// object's conditions that say why the holder waits and the objects it waits for.
+func (r *run) finalizerOf(ctx context.Context, o waiting, f string) cluster.FinalizerReport {
+	holder, domain := cluster.HolderOf(f)
+	report := cluster.FinalizerReport{Name: f, Holder: holder, Domain: domain}
+	if holder == cluster.HeldByController || holder == cluster.HeldByUnknown {
+		return report
+	}
+	obj, err := r.Dynamic.Resource(o.gvr).Namespace(o.id.Namespace).Get(ctx, o.id.Name, metav1.GetOptions{})
+	if err != nil {
+		return report
+	}
+	for _, got := range cluster.Finalizers(obj) {
+		if got.Name == f {
+			report = got
+		}
+	}
+	report.WaitsFor = cluster.WaitedFor(ctx, r.Dynamic, obj, report)
+	return report
+}
+
+// waitsWhy says, from a built-in finalizer's report, why its holder waits: the conditions the
+// object states and the objects the holder waits for.
+func waitsWhy(f cluster.FinalizerReport) string {
+	var why []string
+	for _, c := range f.Conditions {
+		why = append(why, "states "+c.String())
+	}
+	if n := len(f.WaitsFor); n > 0 {
+		objs := make([]string, n)
+		for i, w := range f.WaitsFor {
+			objs[i] = w.Object.String() + " (" + w.State + ")"
+		}
+		why = append(why, fmt.Sprintf("waits for %s", list(objs, 5)))
+	}
+	return strings.Join(why, "; ")
+}
+
+// finalizerFix says what to do about objects held by the finalizer f.
+func finalizerFix(f cluster.FinalizerReport) string {
+	holder := cluster.HolderName(f.Holder, f.Domain)
+	switch f.Holder {
+	case cluster.HeldByCRDCleanup:
+		return "it is removed by " + holder + ": the API server deletes the instances and retries; remove what holds them (their own finalizers), or wait"
+	case cluster.HeldByNamespaceController:
+		return "it is removed by " + holder + ": see the namespace finding for what is left in it"
+	case cluster.HeldByGarbageCollector:
+		return "it is removed by " + holder + ": find out why the dependents do not go away"
+	case cluster.HeldByPVCProtection:
+		return "it is removed by " + holder + ": delete the Pods that use the claim, or wait until they finish"
+	case cluster.HeldByPVProtection:
+		return "it is removed by " + holder + ": delete the claim bound to the volume"
+	}
+	return fmt.Sprintf("it is removed by %s: make sure that runs, or remove the finalizer from each object if it is gone for good", holder)
 }
 
 // inGracePeriod reports whether an object being deleted gracefully (a Pod) is still in its grace

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/resource"
 )
 
@@ -37,6 +38,9 @@ type Finding struct {
 	Breaks string `json:"breaks"`
 	// Fix is what to do about it.
 	Fix string `json:"fix"`
+	// Finalizer is, for a finalizer finding, the finalizer, who removes it, and for a built-in one
+	// why its holder waits on the oldest object.
+	Finalizer *cluster.FinalizerReport `json:"finalizer,omitempty"`
 }
 
 // Report is what a run of the checks found.

@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/par"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/resource"
@@ -92,6 +92,11 @@ type Options struct {
 	// Journal records each completed step and skips those an earlier execution completed; nil
 	// records nothing.
 	Journal Journal
+	// Afterwards gives the context of what is said of a step that may outlive the step's
+	// context: the diagnosis of the objects a wait left pending (its context ended: the deadline
+	// came first) or of a deletion refused, within the caller's grace. Nil diagnoses within the
+	// step's context.
+	Afterwards func(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // DefaultConcurrency is how many objects of one step are handled at once by default. Helm sends
@@ -317,53 +322,52 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 	}
 }
 
-// blocked diagnoses each object a wait left pending.
+// blocked diagnoses the objects a wait left pending, all at once, within the grace of what is
+// said after the step's context ended (Options.Afterwards).
 func (x *execution) blocked(ctx context.Context, step plan.Step, pending map[resource.Identity]string, cause error) error {
 	ids := make([]resource.Identity, 0, len(pending))
 	for id := range pending {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, resource.Compare)
-	be := &BlockedError{Step: step.ID, Cause: cause}
-	for _, id := range ids {
-		dctx, cancel := diagnoseContext(ctx)
-		be.Blockers = append(be.Blockers, x.c.Diagnose(dctx, id, "DELETE", nil))
-		cancel()
+	dctx, cancel := x.afterwards(ctx)
+	defer cancel()
+	blockers := make([]cluster.Blocker, len(ids))
+	errs := par.Each(dctx, ids, x.opts.Concurrency, func(ctx context.Context, id resource.Identity) error {
+		b := x.c.Diagnose(ctx, id, "DELETE", nil)
+		blockers[slices.Index(ids, id)] = b
+		return nil
+	})
+	for i, err := range errs {
+		if err != nil {
+			// Not diagnosed: the grace ended first.
+			blockers[i] = cluster.Blocker{Object: ids[i], Kind: cluster.BlockedByOther, Message: "state unknown: " + err.Error(), Next: "run the command again"}
+		}
 	}
-	return be
+	return &BlockedError{Step: step.ID, Blockers: blockers, Cause: cause}
 }
 
-// diagnoseGrace is how long the diagnosis of what blocked a step may take once the step's
-// context ended (often what ended it is the deadline): a named, bounded grace.
-const diagnoseGrace = 10 * time.Second
-
-// diagnoseContext is the context of a diagnosis after ctx: its values, not its end, and
-// diagnoseGrace at most.
-func diagnoseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), diagnoseGrace)
+// afterwards is the context of what is said of a step once ctx may have ended: see
+// Options.Afterwards.
+func (x *execution) afterwards(ctx context.Context) (context.Context, context.CancelFunc) {
+	if x.opts.Afterwards == nil {
+		return ctx, func() {}
+	}
+	return x.opts.Afterwards(ctx)
 }
 
 // each runs fn for every object of the step, concurrently, and joins their errors.
 func (x *execution) each(ctx context.Context, step plan.Step, fn func(context.Context, plan.Step, resource.Identity) error) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(x.opts.Concurrency)
-	var mu sync.Mutex
-	var errs []error
-	for _, id := range step.Objects {
-		g.Go(func() error {
-			if err := fn(gctx, step, id); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	g.Wait()
+	errs := par.Each(ctx, step.Objects, x.opts.Concurrency, func(ctx context.Context, id resource.Identity) error {
+		return fn(ctx, step, id)
+	})
 	// Blockers of several objects make one BlockedError.
 	var blocked *BlockedError
 	var rest []error
 	for _, err := range errs {
+		if err == nil {
+			continue
+		}
 		var be *BlockedError
 		if errors.As(err, &be) {
 			if blocked == nil {
@@ -437,7 +441,7 @@ func (x *execution) delete(ctx context.Context, step plan.Step, id resource.Iden
 	took := time.Since(start)
 	if err != nil {
 		// Say why with the request's own context: it may be what ran out.
-		dctx, cancel := diagnoseContext(ctx)
+		dctx, cancel := x.afterwards(ctx)
 		b := x.c.Diagnose(dctx, id, "DELETE", err)
 		cancel()
 		return &BlockedError{Step: step.ID, Blockers: []cluster.Blocker{b}, Cause: err}

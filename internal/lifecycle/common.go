@@ -30,7 +30,7 @@ func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*uns
 // (cleanup, when not nil: the objects it would create) and undoes it (undo, when not nil), within
 // what is left of the operation's deadline (ctx's): the cleanup and the undo get no time of their
 // own, and none at all when the deadline is what ended the operation. The record is written even
-// then, within writeGrace. An operation that lost the release to another (its lease taken over,
+// then, within the operation's Grace. An operation that lost the release to another (its lease taken over,
 // its journal changed) writes neither: each write after the failure is made once the lease is
 // confirmed as the operation's (operation.guard), and the undo ends when the lease is lost.
 func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause error, cleanup []*unstructured.Unstructured, undo func(context.Context) error) error {

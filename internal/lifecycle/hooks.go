@@ -186,6 +186,8 @@ func (d *operation) runHook(ctx context.Context, namespace string, h recordedHoo
 		},
 		Logs:   logs || slices.Contains(h.OutputLogPolicies, resource.OutputOnSucceeded),
 		Resume: resume && !h.HasDeletePolicy(resource.BeforeHookCreation),
+		// A hook that did not finish by the deadline is reported within the operation's grace.
+		Afterwards: d.graceContext,
 	})
 	h.record.LastRun.CompletedAt = d.now()
 	took := h.record.LastRun.CompletedAt.Sub(start)

@@ -112,17 +112,19 @@ func Hold(ctx context.Context, d Deps, name string, w WaitOptions, fn func(conte
 // starts here; that context also ends when the lease is lost, as does the fence, the context of
 // the operation's writes after a failure (which check the lease first: see operation.guard).
 func (d *operation) hold(ctx, run context.Context, w WaitOptions, fn func(context.Context, *operation) error) error {
-	// The fence outlives the deadline for the writes a failure makes after it (within
-	// writeGrace), each with a bound of its own (see operation.fenced); it ends with the lease.
-	afterFailure, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), w.limit()+writeGrace+deadlineBackup)
-	defer cancelAfter()
-	fence, lose := context.WithCancelCause(afterFailure)
-	defer lose(nil)
 	work, cancelWork := context.WithCancelCause(run)
 	defer cancelWork(nil)
-	defer context.AfterFunc(fence, func() { cancelWork(context.Cause(fence)) })()
 	work, cancelDeadline := w.deadline(work)
 	defer cancelDeadline()
+	// The fence outlives the deadline by the operation's grace, for what is said after it (see
+	// Grace), each part with a bound of its own (see operation.graceContext); it ends with the
+	// lease.
+	dl, _ := work.Deadline()
+	afterDeadline, cancelAfter := context.WithDeadlineCause(context.WithoutCancel(ctx), dl.Add(Grace), errGraceOver)
+	defer cancelAfter()
+	fence, lose := context.WithCancelCause(afterDeadline)
+	defer lose(nil)
+	defer context.AfterFunc(fence, func() { cancelWork(context.Cause(fence)) })()
 	lockCtx, lockCancel := w.deadline(ctx) // a signal stops waiting for the lease
 	lease, err := d.lock(lockCtx, w.WaitForLock)
 	lockCancel()
@@ -134,7 +136,7 @@ func (d *operation) hold(ctx, run context.Context, w WaitOptions, fn func(contex
 		stopRenewing := lease.Keep(func(err error) { lose(err) })
 		defer func() {
 			stopRenewing()
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeGrace)
+			rctx, cancel := context.WithTimeout(afterDeadline, Grace)
 			lease.Release(rctx)
 			cancel()
 		}()

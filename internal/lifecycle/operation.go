@@ -59,44 +59,66 @@ type operation struct {
 	// preflighted says the operation's preflight ran: it checks the operation's own plan, once,
 	// and never an undo or the finishing of an interrupted operation.
 	preflighted bool
+	// acted are the actions the operation took, in order, as Next decided them.
+	acted []Action
 }
 
-// writeGrace bounds the writes that must be made even though the operation's deadline passed or
-// a signal stopped it: the failure record, the journal's last state, giving the lease back.
-const writeGrace = 10 * time.Second
+// Grace is how long an operation goes on past its deadline to say what came of it: the report
+// of a hook that did not finish, the diagnosis of the objects a step left pending, the failure
+// record, the journal's last state, giving the lease back. It is one grace, which all of these
+// share: they end by the time it does, Grace after the deadline, or as soon as the lease is lost
+// (an operation that lost its release to another says nothing more). Each of them on its own
+// takes Grace at most, however early it starts.
+const Grace = 10 * time.Second
+
+// errGraceOver is the cause of the end of an operation's grace.
+var errGraceOver = fmt.Errorf("the operation's grace of %s after its deadline ended", Grace)
 
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
-// signal): ctx's values, a grace of writeGrace, and an end when the lease is lost.
+// signal): see graceContext.
 func (d *operation) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	fenced, cancelFenced := d.fenced(ctx, writeGrace)
-	wctx, cancel := context.WithTimeoutCause(fenced, writeGrace, fmt.Errorf("a write that had to be made took over %s", writeGrace))
-	return wctx, func() { cancel(); cancelFenced() }
+	return d.graceContext(ctx)
 }
 
-// fenced is the parent of work done after a failure (an undo, a write), for limit at most: without
-// ctx's cancellation (the deadline, a signal), and ended when the lease is lost. The caller sets
-// its own deadline (with its cause) within it; fenced's bound, a moment later, backs it up.
-func (d *operation) fenced(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
-	if d == nil || d.fence == nil {
-		return context.WithTimeout(context.WithoutCancel(ctx), limit+deadlineBackup)
+// graceContext is the context of what must be said even when ctx ended (the deadline, a signal):
+// a write, the report of a hook, the diagnosis of what blocked a step. It has ctx's values, Grace
+// at most, and ends with the operation's grace or when the lease is lost (see fenced).
+func (d *operation) graceContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	fenced, cancelFenced := d.fenced(ctx)
+	gctx, cancel := context.WithTimeoutCause(fenced, Grace, fmt.Errorf("what had to be said after the operation's end took over %s", Grace))
+	return gctx, func() { cancel(); cancelFenced() }
+}
+
+// fenced is the parent of work done after a failure or the deadline (an undo, a write, a
+// report): without ctx's cancellation (the deadline, a signal), ended when the lease is lost, and
+// at the end of the operation's grace, Grace after its deadline (the fence, see hold). An
+// operation that holds no lease (a dry run) has the grace after ctx's deadline; a context
+// without a deadline has Grace from now.
+func (d *operation) fenced(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d != nil && d.fence != nil {
+		return context.WithCancel(d.fence)
 	}
-	return context.WithTimeout(d.fence, limit+deadlineBackup)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now()
+	}
+	return context.WithDeadlineCause(context.WithoutCancel(ctx), dl.Add(Grace), errGraceOver)
 }
 
 // remaining is the context of an undo after a failure: without ctx's cancellation by a signal or
 // by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
-// undo has what is left of it (a context without a deadline gives it an operation's time). When nothing is left, it returns a *NoTimeLeftError.
+// undo has what is left of it. When nothing is left, it returns a *NoTimeLeftError; ctx must
+// have the operation's deadline (every operation sets it before its first call).
 func (d *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
-		// Not an operation's context: the undo has the time of an operation.
-		dl = time.Now().Add(WaitOptions{}.limit())
+		return nil, nil, errors.New("not started: the operation has no deadline to take what is left of")
 	}
 	left := time.Until(dl)
 	if left <= 0 {
 		return nil, nil, &NoTimeLeftError{Cause: context.Cause(ctx)}
 	}
-	fenced, cancelFenced := d.fenced(ctx, left)
+	fenced, cancelFenced := d.fenced(ctx)
 	uctx, cancel := context.WithDeadlineCause(fenced, dl,
 		fmt.Errorf("timed out at the operation's deadline, %s after the undo started with what was left of it", left.Round(time.Millisecond)))
 	return uctx, func() { cancel(); cancelFenced() }, nil
@@ -180,6 +202,8 @@ func (d *operation) execute(ctx context.Context, op release.Operation, revision 
 	if opts.Journal == nil {
 		opts.Journal = d
 	}
+	// What blocked a step is diagnosed within the operation's grace.
+	opts.Afterwards = d.graceContext
 	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
 	if res != nil {
 		run := Run{Operation: op, Revision: revision, Plan: pl, Steps: res.Steps}
@@ -239,6 +263,11 @@ type Result struct {
 	Runs []Run `json:"runs,omitempty"`
 	// Plan, for a server-side dry run, is the plan the operation would execute.
 	Plan *plan.Plan `json:"plan,omitempty"`
+	// Actions are what the operation did, in order, as Next decided them: what an interrupted
+	// operation needed first (finish, undo, remove-hooks), then the operation asked for (an
+	// upgrade with install of a release that has none installs it). A dry run's is the one it
+	// previews.
+	Actions []Action `json:"actions,omitempty"`
 	// Duration is how long the whole operation took.
 	Duration time.Duration `json:"duration"`
 }
@@ -319,6 +348,7 @@ func (d Deps) revisionOperation(ctx context.Context, w Wanted, name string, wait
 			acts, err = Next(s, w)
 		}
 		if err == nil && len(acts) > 0 {
+			o.acted = acts[len(acts)-1:]
 			rel, err = do(dctx, o, acts[len(acts)-1])
 		}
 	default:
@@ -339,5 +369,5 @@ func (d Deps) revisionOperation(ctx context.Context, w Wanted, name string, wait
 	if errors.As(err, &ni) {
 		ni.Release = name
 	}
-	return &Result{Release: rel, Runs: o.runs.all(), Plan: o.runs.planned, Duration: d.now().Sub(start)}, err
+	return &Result{Release: rel, Runs: o.runs.all(), Plan: o.runs.planned, Actions: o.acted, Duration: d.now().Sub(start)}, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/par"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -163,29 +164,19 @@ func (pv *Preview) fill(ctx context.Context, c Cluster, in previewInput) error {
 // not exist, or whose kind is not served, are left out.
 func getAll(ctx context.Context, c Cluster, ids []resource.Identity) (map[resource.Identity]*unstructured.Unstructured, error) {
 	out := map[resource.Identity]*unstructured.Unstructured{}
-	errs := make([]error, len(ids))
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, engine.DefaultOptions().Concurrency)
-	for i, id := range ids {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			obj, err := c.Get(ctx, id)
-			if cluster.IsUnknownKind(err) {
-				return
-			}
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if obj != nil {
-				mu.Lock()
-				out[id] = obj
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	errs := par.Each(ctx, ids, engine.DefaultConcurrency, func(ctx context.Context, id resource.Identity) error {
+		obj, err := c.Get(ctx, id)
+		if cluster.IsUnknownKind(err) {
+			return nil
+		}
+		if err != nil || obj == nil {
+			return err
+		}
+		mu.Lock()
+		out[id] = obj
+		mu.Unlock()
+		return nil
+	})
 	return out, errors.Join(errs...)
 }

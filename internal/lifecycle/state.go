@@ -18,6 +18,102 @@ type State struct {
 	Interrupted *Interrupted
 }
 
+// StateOf is the state that newest revision last (nil: none) says alone, no journal read: a
+// revision left pending is its operation interrupted, as Helm leaves one.
+func StateOf(last *release.Release) State {
+	s := State{Last: last}
+	if last != nil && last.Info != nil && pending(last.Info.Status) {
+		s.Interrupted = &Interrupted{Release: last.Name, Operation: operationOf(last.Info.Status), Last: last}
+	}
+	return s
+}
+
+// Status names the state of a release. State.Status is the one place it is decided from what
+// is read; Next decides from it.
+type Status string
+
+const (
+	// StatusMissing: no revision is recorded.
+	StatusMissing Status = "missing"
+	// StatusUninstalled: only the revisions an uninstall kept are recorded.
+	StatusUninstalled Status = "uninstalled"
+	// StatusDeployed: the newest revision is deployed.
+	StatusDeployed Status = "deployed"
+	// StatusFailed: the newest revision's operation failed.
+	StatusFailed Status = "failed"
+	// StatusSuperseded: the newest revision is recorded superseded, with none newer (a record
+	// deleted by hand).
+	StatusSuperseded Status = "superseded"
+	// StatusUnknown: the newest revision's status is none berth knows.
+	StatusUnknown Status = "unknown"
+	// StatusInterruptedInstall, StatusInterruptedUpgrade and StatusInterruptedRollback: the
+	// operation was left unfinished (its journal says so, or its revision is left pending).
+	StatusInterruptedInstall  Status = "interrupted-install"
+	StatusInterruptedUpgrade  Status = "interrupted-upgrade"
+	StatusInterruptedRollback Status = "interrupted-rollback"
+	// StatusInterruptedUninstall: an uninstall was left unfinished before it deleted anything
+	// (its pre-delete hooks ran, or began): the newest revision is not yet marked uninstalling.
+	StatusInterruptedUninstall Status = "interrupted-uninstall"
+	// StatusUninstalling: an uninstall was left unfinished once it began deleting: the newest
+	// revision is marked uninstalling. It can only be finished.
+	StatusUninstalling Status = "uninstalling"
+	// StatusJournalLeft: a journal outlived its operation, which recorded its outcome: recovering
+	// only deletes it.
+	StatusJournalLeft Status = "journal-left"
+)
+
+// Status classifies s.
+func (s State) Status() Status {
+	if in := s.Interrupted; in != nil {
+		if in.Stale {
+			return StatusJournalLeft
+		}
+		switch in.Operation {
+		case release.OpInstall:
+			return StatusInterruptedInstall
+		case release.OpUpgrade:
+			return StatusInterruptedUpgrade
+		case release.OpRollback:
+			return StatusInterruptedRollback
+		}
+		if in.Last != nil && in.Last.Info != nil && in.Last.Info.Status == release.StatusUninstalling {
+			return StatusUninstalling
+		}
+		return StatusInterruptedUninstall
+	}
+	if s.Last == nil {
+		return StatusMissing
+	}
+	if s.Last.Info == nil {
+		return StatusUnknown
+	}
+	switch s.Last.Info.Status {
+	case release.StatusDeployed:
+		return StatusDeployed
+	case release.StatusUninstalled:
+		return StatusUninstalled
+	case release.StatusFailed:
+		return StatusFailed
+	case release.StatusSuperseded:
+		return StatusSuperseded
+	case release.StatusUninstalling:
+		return StatusUninstalling // read without its journal (a dry run)
+	case release.StatusPendingInstall:
+		return StatusInterruptedInstall
+	case release.StatusPendingUpgrade:
+		return StatusInterruptedUpgrade
+	case release.StatusPendingRollback:
+		return StatusInterruptedRollback
+	}
+	return StatusUnknown
+}
+
+// Holds says whether the release already is what w asks: its newest revision deployed, of the
+// chart version and values asked for.
+func (s State) Holds(w Wanted) bool {
+	return s.Status() == StatusDeployed && Releases(s.Last, w.ChartVersion, w.Values)
+}
+
 // Wanted is what a command, or a Release of the controller, asks of a release.
 type Wanted struct {
 	// Operation is install, upgrade, rollback, uninstall or test; "" asks only to recover.
@@ -32,6 +128,31 @@ type Wanted struct {
 	// is what was asked.
 	ChartVersion string
 	Values       map[string]any
+	// Account, when the asker keeps one (a Release's status), is what it last said of the
+	// release and of its own attempts: with it, Next also decides whether an install or upgrade
+	// is needed at all, or only the account is behind.
+	Account *Account
+}
+
+// Account is what an asker that keeps its own account of a release (the controller, in a
+// Release's status) last said: Next weighs it against the state read.
+type Account struct {
+	// Revision is the revision the account says is released; 0 when none.
+	Revision int
+	// AsAsked says the revision said released is of the chart version and values asked now.
+	AsAsked bool
+	// Current says the account says all of it: ready, for what is asked now, nothing blocking.
+	Current bool
+	// Attempted says the asker's last attempt was at what is asked now.
+	Attempted bool
+	// Underway says that attempt began and was not said to have ended: the asker stopped
+	// during it.
+	Underway bool
+	// Failed says the attempt ended in a failure, said so.
+	Failed bool
+	// Retry says a failed attempt may be made again now (its retries and their backoff allow
+	// it).
+	Retry bool
 }
 
 // Action is one thing Next decides to do.
@@ -52,21 +173,44 @@ const (
 	ActRollback  Action = "rollback"
 	ActUninstall Action = "uninstall"
 	ActTest      Action = "test"
+
+	// What Next decides with an Account.
+
+	// ActNone: the release is what is asked and the account says so.
+	ActNone Action = "none"
+	// ActReport: the release is what is asked; only the account is behind.
+	ActReport Action = "report"
+	// ActReportReleased: the asker's own attempt, which it stopped during, released what is
+	// asked: the account takes that revision, and says so.
+	ActReportReleased Action = "report-released"
+	// ActWait: the asker's last attempt at what is asked failed; it is not made again until
+	// something changes, or its retries allow it.
+	ActWait Action = "wait"
 )
 
-// Next decides what is done, in order, on a release in state s to do what w asks: an
-// operation left interrupted is finished (or removed, or undone) first, unless finishing it is
-// what was asked; then the operation asked for. An empty list does nothing.
+// Next decides what is done, in order, on a release in state s to do what w asks. With an
+// account (w.Account), a release already what is asked, or an attempt at it that failed, comes
+// first (settled). Otherwise an operation left interrupted is finished (or removed, or undone)
+// first, unless finishing it is what was asked; then the operation asked for. An empty list
+// does nothing.
 func Next(s State, w Wanted) ([]Action, error) {
+	status := s.Status()
+	if a := settled(s, status, w); a != "" {
+		return []Action{a}, nil
+	}
 	var first []Action
 	if in := s.Interrupted; in != nil {
 		switch {
-		case w.Operation == "" && w.Rollback && !in.Stale:
+		case status == StatusJournalLeft && w.Operation == release.OpUninstall && in.Operation == release.OpUninstall:
+			return []Action{ActFinish}, nil // the uninstall asked for deletes it
+		case status == StatusJournalLeft:
+			first = []Action{ActFinish} // it deletes the journal
+		case w.Operation == "" && w.Rollback:
 			return []Action{ActUndo}, nil
-		case w.Operation == release.OpUninstall && in.Operation == release.OpUninstall:
-			return []Action{ActFinish}, nil // the uninstall asked for is the one under way
-		case w.Operation == "" || in.Stale:
+		case w.Operation == "":
 			first = []Action{ActFinish}
+		case w.Operation == release.OpUninstall && (status == StatusInterruptedUninstall || status == StatusUninstalling):
+			return []Action{ActFinish}, nil // the uninstall asked for is the one under way
 		case w.Operation == release.OpUninstall:
 			first = []Action{ActRemoveHooks}
 		case Releases(in.Last, w.ChartVersion, w.Values) && finishes(in.Operation, w):
@@ -86,7 +230,7 @@ func Next(s State, w Wanted) ([]Action, error) {
 		return nil, nil
 	}
 	absent := s.Last == nil || s.Last.Info.Status == release.StatusUninstalled
-	if s.Interrupted != nil && !s.Interrupted.Stale && s.Interrupted.Operation == release.OpInstall {
+	if status == StatusInterruptedInstall {
 		absent = false // the install is finished first
 	}
 	switch {
@@ -96,6 +240,40 @@ func Next(s State, w Wanted) ([]Action, error) {
 		return nil, &NotInstalledError{}
 	}
 	return append(first, Action(w.Operation)), nil
+}
+
+// settled is what an install or upgrade asked with an account (w.Account) decides before any
+// operation: nothing, a report, or a wait; "" when an operation is needed.
+func settled(s State, status Status, w Wanted) Action {
+	a := w.Account
+	if a == nil || (w.Operation != release.OpInstall && w.Operation != release.OpUpgrade) {
+		return ""
+	}
+	deployed := status == StatusDeployed
+	switch {
+	case deployed && s.Last.Version == a.Revision && a.AsAsked && a.Current:
+		return ActNone
+	case deployed && s.Last.Version == a.Revision && a.AsAsked:
+		return ActReport
+	case deployed && s.Last.Version != a.Revision && a.Underway && a.Attempted && Releases(s.Last, w.ChartVersion, w.Values):
+		// The asker released this very thing and stopped before its account said so:
+		// releasing again would record a second revision of one change.
+		return ActReportReleased
+	case a.Attempted && a.Failed && !a.Retry:
+		return ActWait
+	}
+	return ""
+}
+
+// Installs says whether actions acts, decided by Next for a release in state s, amount to an
+// install: they install it, or finish its interrupted install.
+func (s State) Installs(acts []Action) bool {
+	for _, a := range acts {
+		if a == ActInstall || (a == ActFinish && s.Status() == StatusInterruptedInstall) {
+			return true
+		}
+	}
+	return false
 }
 
 // finishes says whether finishing interrupted operation op is what w asks: an install or an
@@ -177,6 +355,7 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 		}
 		a, last := acts[0], len(acts) == 1
 		in := s.Interrupted
+		d.acted = append(d.acted, a)
 		switch a {
 		case ActFinish, ActUndo, ActRemoveHooks:
 			d.notify(fmt.Sprintf("release %s: %s: %s", d.name, in.Describe(), in.Next(a == ActUndo)))
@@ -207,6 +386,7 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 				err = d.end(ctx, true)
 			}
 			if err == nil && !last {
+				d.acted = append(d.acted, acts[1])
 				return do(ctx, acts[1], s)
 			}
 		default:

@@ -26,15 +26,15 @@ import (
 	"github.com/berthdev/berth/test/releasetest"
 )
 
-// TestShards runs two shard controllers of one namespace, with leader election, as the chart
-// runs its shards. Each reconciles only the Releases of its shard and caches no other, and
+// TestShardControllersServeOnlyTheirShard runs two shard controllers of one namespace, with
+// leader election, as the chart runs its shards. Each reconciles only the Releases of its shard and caches no other, and
 // watches the ConfigMaps its Releases take values from; a Release
 // of shard one that depends on one of shard two waits for it and goes on once it is Ready, and
 // shard two's Release, deleted, waits for its dependent of shard one. A Release of a shard no
 // controller runs for, and one of no shard, are left alone, and berth doctor names them; before
 // any controller runs, it says that instead. Each shard has a leader election Lease of its own,
 // which says what it serves.
-func TestShards(t *testing.T) {
+func TestShardControllersServeOnlyTheirShard(t *testing.T) {
 	env := testenv.New(t)
 	ctx, ns := t.Context(), env.Namespace
 	c := releasetest.Client(t, env)
