@@ -173,8 +173,8 @@ type undo struct {
 type planned struct {
 	revision
 	policy
-	p *prepared
-	s survey
+	p    *prepared
+	s    survey
 	plan *plan.Plan
 	// journalled says plan is the journalled plan of the interrupted operation being finished:
 	// it goes on from its first step not done.
