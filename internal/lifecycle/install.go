@@ -196,7 +196,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 	defer cancelFwd()
 	if pl, err = d.begin(fwd, release.OpInstall, revision, pl, journalOptions(o.WaitOptions, o.NoHooks, o.TakeOwnership)); err == nil {
 		opts := d.engineOptions(p, before, o.WaitOptions)
-		opts.Applied = s.unchanged(p, o.TakeOwnership)
+		opts.Unchanged = s.unchanged(p, o.TakeOwnership)
 		_, err = d.execute(fwd, release.OpInstall, r.rel.Version, pl, r, opts)
 	}
 	if err != nil {

@@ -283,7 +283,7 @@ func (d *operation) replace(ctx context.Context, r replacement) error {
 	defer cancelFwd()
 	if pl, err = d.begin(fwd, r.op, rel.Version, pl, journalOptions(r.wait, r.noHooks, r.takeOwnership)); err == nil {
 		opts := d.engineOptions(p, before, r.wait)
-		opts.Applied = s.unchanged(p, r.takeOwnership)
+		opts.Unchanged = s.unchanged(p, r.takeOwnership)
 		_, err = d.execute(fwd, r.op, rel.Version, pl, run, opts)
 	}
 	if err != nil {
