@@ -62,6 +62,8 @@ type controllerConfig struct {
 	shards, remote int
 	// name is the results' file name without extension; label a line that heads them.
 	name, label string
+	// reportOnly leaves the exit code 0 when a goal is missed.
+	reportOnly bool
 }
 
 // controllerRun is what one run of the controller case measured.
@@ -193,7 +195,10 @@ func runControllerBench(args []string) error {
 		}
 	}
 	res.Finished = time.Now()
-	return res.write(cfg)
+	if err := res.write(cfg); err != nil {
+		return err
+	}
+	return judge(missedControllerGoals(controllerGoals(res.Runs)), cfg.reportOnly)
 }
 
 // parseControllerFlags reads the controller case's flags; it checks their values, not the files
@@ -221,6 +226,7 @@ func parseControllerFlags(args []string) (controllerConfig, error) {
 	fs.IntVar(&cfg.remote, "remote", 0, "also run this many Releases released by one controller into a second devcluster through a kubeconfig Secret each (default: none)")
 	fs.StringVar(&cfg.name, "name", "controller", "the results' file name in --out, without .json and .md")
 	fs.StringVar(&cfg.label, "label", "", "a line that heads the results, saying what the run is for")
+	fs.BoolVar(&cfg.reportOnly, "report-only", false, reportOnlyUsage)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

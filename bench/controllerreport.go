@@ -195,6 +195,17 @@ type controllerGoal struct {
 	Goal, Measured, Met string
 }
 
+// missedControllerGoals are the goals that were not met; one not judged ("–") is not missed.
+func missedControllerGoals(goals []controllerGoal) []string {
+	var out []string
+	for _, g := range goals {
+		if g.Met == "no" {
+			out = append(out, fmt.Sprintf("%s: %s", g.Goal, g.Measured))
+		}
+	}
+	return out
+}
+
 func controllerGoals(runs []controllerRun) []controllerGoal {
 	var out []controllerGoal
 	for _, run := range runs {

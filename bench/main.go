@@ -30,13 +30,53 @@ Usage:
   berth-bench controller [flags]  start a devcluster and measure berth controller reconciling
                                many Releases at once (see controller -h)
   berth-bench floor [flags]    one operation of the client-go floor (run by "run")
+
+"run" and "controller" write their results, then exit 2 when a goal of the results' goal table
+was missed; with -report-only they only report the goals and exit 0. Any other failure exits 1.
 `
+
+// exitGoalsMissed is the exit code of a benchmark that ran and missed a goal.
+const exitGoalsMissed = 2
+
+// reportOnlyUsage is the help of -report-only, a flag of "run" and "controller".
+const reportOnlyUsage = "only report the goals: exit 0 when one is missed (default: exit 2)"
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "berth-bench: %v\n", err)
+		var missed goalsMissed
+		if errors.As(err, &missed) {
+			os.Exit(exitGoalsMissed)
+		}
 		os.Exit(1)
 	}
+}
+
+// goalsMissed names the goals a benchmark missed once its results are written.
+type goalsMissed []string
+
+func (g goalsMissed) Error() string {
+	return fmt.Sprintf("%d goal(s) missed (-report-only only reports them):\n  %s", len(g), strings.Join(g, "\n  "))
+}
+
+// judge is the outcome of a benchmark whose results are written, given the goals it missed: an
+// error naming them, unless reportOnly.
+func judge(missed []string, reportOnly bool) error {
+	if len(missed) == 0 || reportOnly {
+		return nil
+	}
+	return goalsMissed(missed)
+}
+
+// missedGoals are the goals of "run" that were not met.
+func missedGoals(goals []goal) []string {
+	var out []string
+	for _, g := range goals {
+		if !g.Met {
+			out = append(out, fmt.Sprintf("%s: %s", g.Goal, g.Measured))
+		}
+	}
+	return out
 }
 
 func run(args []string) error {
@@ -88,6 +128,8 @@ type config struct {
 	controllerQPS int
 	hooksJobBatch time.Duration
 	profile       string
+	// reportOnly leaves the exit code 0 when a goal is missed.
+	reportOnly bool
 }
 
 var allCases = []string{"small", "large", "large-flat", "hooks", "hooks-base", "ordered"}
@@ -164,6 +206,7 @@ func runBench(args []string) error {
 	fs.IntVar(&cfg.controllerQPS, "controller-qps", 20,
 		"the devcluster controllers' requests per second (burst 1.5 times it), on every cluster; upstream's 20 makes the garbage collector's foreground deletions set the pace of an uninstall")
 	fs.StringVar(&cfg.profile, "profile", "", "directory for berth's CPU and allocation profiles of each operation of the warm-up round, DIR/CASE-OP/ (BERTH_PROFILE_DIR; default: none)")
+	fs.BoolVar(&cfg.reportOnly, "report-only", false, reportOnlyUsage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -238,7 +281,10 @@ func runBench(args []string) error {
 	res := results{Machine: describeMachine(cfg), Clusters: clusters, Started: started, Finished: time.Now(), Pairs: cfg.pairs,
 		Cases: cfg.cases, Tools: cfg.tools, ToolLabels: toolLabels(cfg.tools), Order: roundOrders(cfg.tools, cfg.pairs),
 		Summary: sum, Samples: samples}
-	return res.write(cfg)
+	if err := res.write(cfg); err != nil {
+		return err
+	}
+	return judge(missedGoals(sum.Goals), cfg.reportOnly)
 }
 
 // runOnCluster starts a devcluster in dir with the settings cs, runs its cases there and stops it.

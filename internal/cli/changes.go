@@ -7,7 +7,6 @@ import (
 
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/lifecycle"
-	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -15,8 +14,8 @@ import (
 // operationReport is what berth adds to the -o json|yaml of an install, upgrade, rollback or
 // uninstall, under the key "berth" (helm's output has no key of that name).
 type operationReport struct {
-	// Changes say what happened to each object the operation applied or deleted, in the order
-	// of its plans' steps.
+	// Changes say what happened to each object the operation applied, left alone or deleted, in
+	// the order of its plans' steps.
 	Changes []objectChange `json:"changes"`
 }
 
@@ -31,33 +30,12 @@ type objectChange struct {
 }
 
 // changes lists what the runs of an operation did to the objects, one run after another, each
-// run's objects in the order its plan's apply and delete steps name them (the objects of one
-// step are applied or deleted together, in the step's order here). An object the plan does not
-// name comes last, in the run's own order.
+// run's change set as it is (in the order of its plan's steps).
 func changes(runs []lifecycle.Run) []objectChange {
 	out := []objectChange{}
 	for _, run := range runs {
-		byID := make(map[resource.Identity]engine.Change, len(run.Objects))
-		for _, o := range run.Objects {
-			byID[o.Object] = o.Change
-		}
-		add := func(id resource.Identity) {
-			if c, ok := byID[id]; ok {
-				out = append(out, objectChange{Object: id, Change: c, Operation: run.Operation, Revision: run.Revision})
-				delete(byID, id)
-			}
-		}
-		if run.Plan != nil {
-			for _, step := range run.Plan.Steps {
-				if step.Action == plan.Apply || step.Action == plan.Delete {
-					for _, id := range step.Objects {
-						add(id)
-					}
-				}
-			}
-		}
-		for _, o := range run.Objects {
-			add(o.Object)
+		for _, e := range run.Changes.Entries {
+			out = append(out, objectChange{Object: e.Object, Change: e.Change, Operation: run.Operation, Revision: run.Revision})
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -9,7 +10,6 @@ import (
 
 	"github.com/berthdev/berth/internal/diff"
 	"github.com/berthdev/berth/internal/lifecycle"
-	"github.com/berthdev/berth/internal/release"
 )
 
 // ExitChanges is berth diff's exit code with --detailed-exitcode when the operation would change
@@ -64,108 +64,68 @@ changed or deleted, 2 when something would, and 1 on error.`,
 
 func newDiffInstallCommand(streams Streams, df *diffFlags) *cobra.Command {
 	var flags installFlags
-	cmd := &cobra.Command{
+	return newDiffSubcommand(streams, df, &cobra.Command{
 		Use:   "install NAME CHART",
 		Short: "show what berth install would do",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := df.check(); err != nil {
-				return err
-			}
-			s, c, err := newChartSession(cmd, streams, args[1], &flags)
-			if err != nil {
-				return err
-			}
-			pv, err := lifecycle.PreviewInstall(cmd.Context(), s.deps, flags.options(args[0], s, c))
-			return df.print(cmd, streams, pv, err)
-		},
-	}
-	flags.addFlags(cmd)
-	return cmd
+	}, flags.addFlags, flags.setup, lifecycle.PreviewInstall)
 }
 
 func newDiffUpgradeCommand(streams Streams, df *diffFlags) *cobra.Command {
 	var flags upgradeFlags
-	cmd := &cobra.Command{
+	return newDiffSubcommand(streams, df, &cobra.Command{
 		Use:               "upgrade RELEASE CHART",
 		Short:             "show what berth upgrade would do",
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeReleaseThenChart,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := df.check(); err != nil {
-				return err
-			}
-			strategy, err := flags.valuesStrategy()
-			if err != nil {
-				return err
-			}
-			flags.defaults(cmd)
-			s, c, err := newChartSession(cmd, streams, args[1], &flags.installFlags)
-			if err != nil {
-				return err
-			}
-			pv, err := lifecycle.PreviewUpgrade(cmd.Context(), s.deps, flags.options(args[0], s, c, strategy))
-			return df.print(cmd, streams, pv, err)
-		},
-	}
-	flags.addFlags(cmd)
-	return cmd
+	}, flags.addFlags, flags.setup, lifecycle.PreviewUpgrade)
 }
 
 func newDiffRollbackCommand(streams Streams, df *diffFlags) *cobra.Command {
 	var flags rollbackFlags
-	cmd := &cobra.Command{
+	return newDiffSubcommand(streams, df, &cobra.Command{
 		Use:               "rollback RELEASE [REVISION]",
 		Short:             "show what berth rollback would do",
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeReleaseThenRevision,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := df.check(); err != nil {
-				return err
-			}
-			name, version, err := rollbackArgs(args)
-			if err != nil {
-				return err
-			}
-			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
-			if err != nil {
-				return err
-			}
-			pv, err := lifecycle.PreviewRollback(cmd.Context(), s.deps, flags.options(name, version, s))
-			return df.print(cmd, streams, pv, err)
-		},
-	}
-	flags.addFlags(cmd)
-	return cmd
+	}, flags.addFlags, flags.setup, lifecycle.PreviewRollback)
 }
 
 func newDiffUninstallCommand(streams Streams, df *diffFlags) *cobra.Command {
 	var flags uninstallFlags
-	cmd := &cobra.Command{
+	preview := func(ctx context.Context, d lifecycle.Deps, o lifecycle.UninstallOptions) (*lifecycle.Preview, error) {
+		pv, err := lifecycle.PreviewUninstall(ctx, d, o)
+		if flags.notFound(err) {
+			return nil, nil
+		}
+		return pv, err
+	}
+	return newDiffSubcommand(streams, df, &cobra.Command{
 		Use:               "uninstall RELEASE_NAME",
 		Short:             "show what berth uninstall would do",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeReleaseNames,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := df.check(); err != nil {
-				return err
-			}
-			prop, err := cascade(flags.cascade)
-			if err != nil {
-				return err
-			}
-			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
-			if err != nil {
-				return err
-			}
-			pv, err := lifecycle.PreviewUninstall(cmd.Context(), s.deps, flags.options(args[0], prop))
-			if flags.ignoreNotFound && errors.Is(err, release.ErrNotFound) {
-				return nil
-			}
-			return df.print(cmd, streams, pv, err)
-		},
+	}, flags.addFlags, flags.setup, preview)
+}
+
+// newDiffSubcommand completes cmd as the berth diff subcommand of an operation: it takes the
+// operation's own flags (addFlags, all but --dry-run and --output) and runs the operation's own
+// setup, then shows the operation's preview instead of running it.
+func newDiffSubcommand[O any](streams Streams, df *diffFlags, cmd *cobra.Command, addFlags func(*cobra.Command),
+	setup func(*cobra.Command, Streams, []string) (*session, O, error),
+	preview func(context.Context, lifecycle.Deps, O) (*lifecycle.Preview, error)) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := df.check(); err != nil {
+			return err
+		}
+		s, o, err := setup(cmd, streams, args)
+		if err != nil {
+			return err
+		}
+		pv, err := preview(cmd.Context(), s.deps, o)
+		return df.print(cmd, streams, pv, err)
 	}
-	flags.addFlags(cmd)
+	addFlags(cmd)
 	return cmd
 }
 

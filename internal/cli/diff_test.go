@@ -2,11 +2,15 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -349,6 +353,12 @@ func TestDiffBadFlags(t *testing.T) {
 		{args: []string{"diff", "upgrade", "web", "./chart", "-o", "yaml"}, want: "--output"},
 		{args: []string{"diff", "rollback", "web", "--context", "-1"}, want: "--context"},
 		{args: []string{"diff", "uninstall", "web", "--dry-run"}, want: "--dry-run"},
+		// The operations' own setup refuses these before the cluster is contacted.
+		{args: []string{"diff", "install", "web", "./chart", "--crds", "create", "--skip-crds"}, want: "contradict each other"},
+		{args: []string{"diff", "upgrade", "web", "./chart", "--reuse-values", "--reset-values"}, want: "exclude each other"},
+		{args: []string{"diff", "rollback", "web", "x"}, want: "invalid revision"},
+		{args: []string{"diff", "rollback", "web", "--description", strings.Repeat("d", 600)}, want: "description must be"},
+		{args: []string{"diff", "uninstall", "web", "--cascade", "sideways"}, want: "--cascade"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -415,4 +425,37 @@ func TestDiffUninstallBlocked(t *testing.T) {
 	if r == nil || r.Summary.Deleted != 3 {
 		t.Fatalf("berth diff uninstall printed %+v, want the 3 deletions", r)
 	}
+}
+
+// TestDiffTakesTheOperationsFlags: each berth diff subcommand has the flags of the operation it
+// previews, with the same defaults and help, but those of what the operation prints.
+func TestDiffTakesTheOperationsFlags(t *testing.T) {
+	t.Parallel()
+	root := newRootCommand(Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, newSettings(func(string) string { return "" }))
+	printing := []string{"dry-run", "output", "hide-secret", "hide-notes", "generate-name", "name-template"}
+	for _, op := range []string{"install", "upgrade", "rollback", "uninstall"} {
+		opCmd, _, err := root.Find([]string{op})
+		if err != nil {
+			t.Fatalf("berth %s: %v", op, err)
+		}
+		diffCmd, _, err := root.Find([]string{"diff", op})
+		if err != nil {
+			t.Fatalf("berth diff %s: %v", op, err)
+		}
+		want, got := flagsOf(opCmd, printing), flagsOf(diffCmd, nil)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("berth diff %s's flags differ from berth %s's (-%s +diff):\n%s", op, op, op, d)
+		}
+	}
+}
+
+// flagsOf describes cmd's own flags (name, shorthand, default and usage) but those left out.
+func flagsOf(cmd *cobra.Command, leftOut []string) []string {
+	var out []string
+	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if !slices.Contains(leftOut, f.Name) {
+			out = append(out, fmt.Sprintf("--%s -%s [%s] %s (%s)", f.Name, f.Shorthand, f.DefValue, f.Usage, f.Deprecated))
+		}
+	})
+	return out
 }

@@ -70,18 +70,11 @@ Without NAME, --generate-name names the release after the chart and the time, an
 --name-template renders a name from a template (Sprig functions, no values).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, ref, err := installNameAndChart(args, flags.generateName, flags.nameTemplate)
+			s, o, err := flags.setup(cmd, streams, args)
 			if err != nil {
 				return err
 			}
-			if err := flags.check(cmd); err != nil {
-				return err
-			}
-			s, c, err := newChartSession(cmd, streams, ref, &flags)
-			if err != nil {
-				return err
-			}
-			res, err := lifecycle.Install(cmd.Context(), s.deps, flags.options(name, s, c))
+			res, err := lifecycle.Install(cmd.Context(), s.deps, o)
 			return printResult(streams, flags.output, flags.hideNotes, res, err)
 		},
 	}
@@ -117,6 +110,25 @@ func (flags *installFlags) check(cmd *cobra.Command) error {
 	}
 	_, err := crdPolicy(flags.crds, cmd.Flags().Changed("crds"), flags.skipCRDs)
 	return err
+}
+
+// setup turns install's flags and arguments (NAME CHART, or CHART alone with --generate-name or
+// --name-template) into the install's options, for berth install and berth diff install alike:
+// flags that contradict each other are refused first, then the chart is loaded and the cluster
+// contacted (newChartSession).
+func (flags *installFlags) setup(cmd *cobra.Command, streams Streams, args []string) (*session, lifecycle.InstallOptions, error) {
+	name, ref, err := installNameAndChart(args, flags.generateName, flags.nameTemplate)
+	if err != nil {
+		return nil, lifecycle.InstallOptions{}, err
+	}
+	if err := flags.check(cmd); err != nil {
+		return nil, lifecycle.InstallOptions{}, err
+	}
+	s, c, err := newChartSession(cmd, streams, ref, flags)
+	if err != nil {
+		return nil, lifecycle.InstallOptions{}, err
+	}
+	return s, flags.options(name, s, c), nil
 }
 
 // options are the install's options for release name.
@@ -241,7 +253,7 @@ func summarize(res *lifecycle.Result) string {
 		counts[c.Change]++
 	}
 	var parts []string
-	for _, c := range []engine.Change{engine.Created, engine.Configured, engine.Unchanged, engine.Deleted, engine.Gone} {
+	for _, c := range []engine.Change{engine.Created, engine.Configured, engine.Unchanged, engine.Skipped, engine.Deleted, engine.Gone} {
 		if counts[c] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[c], c))
 		}

@@ -37,21 +37,11 @@ it, and what the rollback did to each object under the key "berth".`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeReleaseThenRevision,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, version, err := rollbackArgs(args)
+			s, o, err := flags.setup(cmd, streams, args)
 			if err != nil {
 				return err
 			}
-			if err := checkDescription(flags.description); err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("history-max") {
-				flags.historyMax = helmSettings(cmd).MaxHistory // HELM_MAX_HISTORY, as upgrade
-			}
-			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
-			if err != nil {
-				return err
-			}
-			res, err := lifecycle.Rollback(cmd.Context(), s.deps, flags.options(name, version, s))
+			res, err := lifecycle.Rollback(cmd.Context(), s.deps, o)
 			if summary := summarize(res); summary != "" {
 				fmt.Fprintln(streams.ErrOut, summary)
 			}
@@ -93,6 +83,27 @@ func checkDescription(d string) error {
 		return fmt.Errorf("description must be %d characters or less, got %d", action.MaxDescriptionLength, n)
 	}
 	return nil
+}
+
+// setup turns rollback's flags and arguments (RELEASE [REVISION]) into the rollback's options, for
+// berth rollback and berth diff rollback alike: bad input is refused before the cluster is
+// contacted.
+func (flags *rollbackFlags) setup(cmd *cobra.Command, streams Streams, args []string) (*session, lifecycle.RollbackOptions, error) {
+	name, version, err := rollbackArgs(args)
+	if err != nil {
+		return nil, lifecycle.RollbackOptions{}, err
+	}
+	if err := checkDescription(flags.description); err != nil {
+		return nil, lifecycle.RollbackOptions{}, err
+	}
+	if !cmd.Flags().Changed("history-max") {
+		flags.historyMax = helmSettings(cmd).MaxHistory // HELM_MAX_HISTORY, as upgrade
+	}
+	s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+	if err != nil {
+		return nil, lifecycle.RollbackOptions{}, err
+	}
+	return s, flags.options(name, version, s), nil
 }
 
 // options are the rollback's options for release name.

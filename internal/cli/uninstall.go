@@ -46,18 +46,15 @@ print a list.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			prop, err := cascade(flags.cascade)
-			if err != nil {
-				return err
-			}
-			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+			s, o, err := flags.setup(cmd, streams, args)
 			if err != nil {
 				return err
 			}
 			var results []*lifecycle.UninstallResult
 			var errs []error
 			for _, name := range args {
-				res, err := flags.uninstall(cmd, s, name, prop)
+				o.Name = name
+				res, err := flags.uninstall(cmd, s, o)
 				if res != nil && flags.output == output.Table {
 					if werr := (uninstallWriter{res}).WriteTable(streams.Out); werr != nil {
 						return werr
@@ -101,6 +98,21 @@ func (flags *uninstallFlags) addFlags(cmd *cobra.Command) {
 	f.StringVar(&flags.description, "description", "", "add a custom description")
 }
 
+// setup turns uninstall's flags and arguments into the options of the uninstall of the first
+// release named (each other is the same with its own name), for berth uninstall and berth diff
+// uninstall alike: bad input is refused before the cluster is contacted.
+func (flags *uninstallFlags) setup(cmd *cobra.Command, streams Streams, args []string) (*session, lifecycle.UninstallOptions, error) {
+	prop, err := cascade(flags.cascade)
+	if err != nil {
+		return nil, lifecycle.UninstallOptions{}, err
+	}
+	s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
+	if err != nil {
+		return nil, lifecycle.UninstallOptions{}, err
+	}
+	return s, flags.options(args[0], prop), nil
+}
+
 // options are the uninstall's options for release name.
 func (flags uninstallFlags) options(name string, prop metav1.DeletionPropagation) lifecycle.UninstallOptions {
 	return lifecycle.UninstallOptions{
@@ -111,12 +123,17 @@ func (flags uninstallFlags) options(name string, prop metav1.DeletionPropagation
 
 // uninstall uninstalls one release; a release that is not there is uninstalled already with
 // --ignore-not-found.
-func (flags uninstallFlags) uninstall(cmd *cobra.Command, s *session, name string, prop metav1.DeletionPropagation) (*lifecycle.UninstallResult, error) {
-	res, err := lifecycle.Uninstall(cmd.Context(), s.deps, flags.options(name, prop))
-	if flags.ignoreNotFound && errors.Is(err, release.ErrNotFound) {
-		return &lifecycle.UninstallResult{Name: name}, nil
+func (flags uninstallFlags) uninstall(cmd *cobra.Command, s *session, o lifecycle.UninstallOptions) (*lifecycle.UninstallResult, error) {
+	res, err := lifecycle.Uninstall(cmd.Context(), s.deps, o)
+	if flags.notFound(err) {
+		return &lifecycle.UninstallResult{Name: o.Name}, nil
 	}
 	return res, err
+}
+
+// notFound says err is a release not found that --ignore-not-found makes a success.
+func (flags uninstallFlags) notFound(err error) bool {
+	return flags.ignoreNotFound && errors.Is(err, release.ErrNotFound)
 }
 
 // uninstallErrors are the failures of an uninstall of several releases. It counts as blocked

@@ -34,25 +34,36 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeReleaseThenChart,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			strategy, err := flags.valuesStrategy()
+			s, o, err := flags.setup(cmd, streams, args)
 			if err != nil {
 				return err
 			}
-			if err := flags.check(cmd); err != nil {
-				return err
-			}
-			flags.defaults(cmd)
-			s, c, err := newChartSession(cmd, streams, args[1], &flags.installFlags)
-			if err != nil {
-				return err
-			}
-			res, err := lifecycle.Upgrade(cmd.Context(), s.deps, flags.options(args[0], s, c, strategy))
+			res, err := lifecycle.Upgrade(cmd.Context(), s.deps, o)
 			return printResult(streams, flags.output, flags.hideNotes, res, err)
 		},
 	}
 	flags.addFlags(cmd)
 	flags.addOutputFlags(cmd, "upgrade")
 	return cmd
+}
+
+// setup turns upgrade's flags and arguments (RELEASE CHART) into the upgrade's options, for berth
+// upgrade and berth diff upgrade alike: flags that contradict each other are refused first, then
+// the chart is loaded and the cluster contacted (newChartSession).
+func (flags *upgradeFlags) setup(cmd *cobra.Command, streams Streams, args []string) (*session, lifecycle.UpgradeOptions, error) {
+	strategy, err := flags.valuesStrategy()
+	if err != nil {
+		return nil, lifecycle.UpgradeOptions{}, err
+	}
+	if err := flags.check(cmd); err != nil {
+		return nil, lifecycle.UpgradeOptions{}, err
+	}
+	flags.defaults(cmd)
+	s, c, err := newChartSession(cmd, streams, args[1], &flags.installFlags)
+	if err != nil {
+		return nil, lifecycle.UpgradeOptions{}, err
+	}
+	return s, flags.options(args[0], s, c, strategy), nil
 }
 
 // options are the upgrade's options for release name.

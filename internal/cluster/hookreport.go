@@ -44,6 +44,16 @@ type PodReport struct {
 	Gone bool
 }
 
+// State says the Pod's phase ("phase unknown" when it has none), then its reason and message if
+// it has them: "Failed, Evicted: The node was low on resource: memory."
+func (p PodReport) State() string {
+	phase := p.Phase
+	if phase == "" {
+		phase = "phase unknown"
+	}
+	return joinNonEmpty(", ", phase, joinNonEmpty(": ", p.Reason, p.Message))
+}
+
 // Log limits: a report shows the end of each container's log.
 const (
 	logTailLines = 50

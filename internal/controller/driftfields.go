@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/berthdev/berth/internal/resource"
 )
 
 // The functions below work on objects as JSON values: maps, lists, strings, numbers (int64 from
@@ -192,8 +194,8 @@ func diffPaths(a, b any, path []string, out []string) []string {
 
 // scalarEqual compares two JSON scalars, numbers by value whatever their Go type.
 func scalarEqual(a, b any) bool {
-	if x, ok := number(a); ok {
-		y, ok := number(b)
+	if x, ok := resource.Number(a); ok {
+		y, ok := resource.Number(b)
 		return ok && x == y
 	}
 	switch b.(type) {
@@ -201,20 +203,4 @@ func scalarEqual(a, b any) bool {
 		return false
 	}
 	return a == b
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	}
-	return 0, false
 }

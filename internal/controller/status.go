@@ -115,8 +115,8 @@ func addHistory(rel *v1alpha1.Release, r v1alpha1.OperationRecord) {
 func changeCounts(runs []lifecycle.Run) *v1alpha1.ChangeCounts {
 	var c v1alpha1.ChangeCounts
 	for _, run := range runs {
-		for _, o := range run.Objects {
-			switch o.Change {
+		for _, e := range run.Changes.Entries {
+			switch e.Change {
 			case engine.Created:
 				c.Created++
 			case engine.Configured:

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -71,14 +70,12 @@ type Options struct {
 	Objects map[resource.Identity]*unstructured.Unstructured
 	// Before holds the live objects before the operation, to tell created from configured.
 	Before map[resource.Identity]*unstructured.Unstructured
-	// Applied holds objects as a server-side dry run of their apply returned them, when Before
-	// holds them whole, read along with the dry run. An object whose dry run returned its live
-	// object exactly (same resourceVersion, same managed fields, same content) would not be
-	// changed by its apply: the apply is not made, and the object is unchanged. Objects whose
-	// apply may do more than its dry run showed must not be here. Once a step that runs hooks or
-	// adopts objects has run (either may change objects after their dry run), every object is
-	// applied.
-	Applied map[resource.Identity]*unstructured.Unstructured
+	// Unchanged are the objects of Before that their apply would leave as they are, as the
+	// operation found before its first write (from the live objects, or their dry run): no
+	// apply is sent for them, and they are unchanged. Objects whose apply may do more than that
+	// showed must not be here. Once a step that runs hooks or adopts objects has run (either may
+	// change objects after they were read), every object is applied.
+	Unchanged map[resource.Identity]bool
 	// Readiness are the rules of wait-ready steps.
 	Readiness readiness.Options
 	// Delete are the options of every deletion (propagation: foreground when empty).
@@ -113,9 +110,8 @@ func DefaultOptions() Options {
 
 // Result is what an execution did: to each object, and step by step.
 type Result struct {
-	Changes map[resource.Identity]Change
-	// Took is how long each object's apply or delete took.
-	Took map[resource.Identity]time.Duration
+	// Changes say what the execution did to each object it applied, left alone or deleted.
+	Changes ChangeSet
 	// Steps are the steps run, in order, with how long each took; steps an earlier execution
 	// completed are not among them.
 	Steps []StepRun
@@ -135,9 +131,51 @@ const (
 	Created    Change = "created"
 	Configured Change = "configured"
 	Unchanged  Change = "unchanged"
-	Deleted    Change = "deleted"
-	Gone       Change = "already gone"
+	// Skipped objects leave the release but stay in the cluster (helm.sh/resource-policy: keep):
+	// nothing is done to them.
+	Skipped Change = "skipped"
+	Deleted Change = "deleted"
+	Gone    Change = "already gone"
 )
+
+// ChangeSet is what an execution did to objects: an entry for each object, in the order of the
+// plan's steps and of each step's objects (those of one step are handled together, and listed
+// in the step's order), whatever order they completed in. An object a step handles again (one
+// replaced: deleted, then created) has one entry, the last step's, in that step's place. The
+// objects the plan keeps come last, skipped, when every step ran.
+type ChangeSet struct {
+	Entries []ChangeSetEntry `json:"entries"`
+}
+
+// ChangeSetEntry is what an execution did to one object.
+type ChangeSetEntry struct {
+	Object resource.Identity `json:"object"`
+	Change Change            `json:"change"`
+	// Step is the step that did it; empty for a skipped object.
+	Step string `json:"step,omitempty"`
+	// Took is how long the object's apply or delete took; zero when none was sent.
+	Took time.Duration `json:"took"`
+}
+
+// Of returns the entry of id and whether there is one.
+func (c ChangeSet) Of(id resource.Identity) (ChangeSetEntry, bool) {
+	i := slices.IndexFunc(c.Entries, func(e ChangeSetEntry) bool { return e.Object == id })
+	if i < 0 {
+		return ChangeSetEntry{}, false
+	}
+	return c.Entries[i], true
+}
+
+// add appends the entries of a step, taking the place of earlier entries of the same objects.
+func (c *ChangeSet) add(entries []ChangeSetEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	c.Entries = slices.DeleteFunc(c.Entries, func(e ChangeSetEntry) bool {
+		return slices.ContainsFunc(entries, func(n ChangeSetEntry) bool { return n.Object == e.Object })
+	})
+	c.Entries = append(c.Entries, entries...)
+}
 
 // Execute runs the plan's steps in order, skipping those the journal records as completed and
 // recording each one that completes. It returns what it did up to the first failure, and that
@@ -149,7 +187,7 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 	if opts.Events == nil {
 		opts.Events = func(Event) {}
 	}
-	x := &execution{c: c, opts: opts, res: &Result{Changes: map[resource.Identity]Change{}, Took: map[resource.Identity]time.Duration{}}}
+	x := &execution{c: c, opts: opts, res: &Result{Changes: ChangeSet{Entries: []ChangeSetEntry{}}}, entries: map[string]*stepEntries{}}
 	bctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		// A step running beside is not left running past the execution.
@@ -180,13 +218,31 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 			return x.res, err
 		}
 	}
-	return x.res, x.join(ctx, p, func(plan.Step) bool { return true })
+	if err := x.join(ctx, p, func(plan.Step) bool { return true }); err != nil {
+		return x.res, err
+	}
+	for _, id := range p.Kept {
+		x.res.Changes.add([]ChangeSetEntry{{Object: id, Change: Skipped}})
+	}
+	return x.res, nil
 }
 
 // finish ends step i of p, which started at start and ended with err: it says so, records it
 // and returns err as a *StepError.
 func (x *execution) finish(ctx context.Context, p *plan.Plan, i int, step plan.Step, start time.Time, err error) error {
 	took := time.Since(start)
+	x.mu.Lock()
+	if se := x.entries[step.ID]; se != nil {
+		var entries []ChangeSetEntry
+		for _, e := range se.list {
+			if e != nil {
+				entries = append(entries, *e)
+			}
+		}
+		x.res.Changes.add(entries)
+		delete(x.entries, step.ID)
+	}
+	x.mu.Unlock()
 	if err != nil {
 		x.opts.Events(Event{Type: StepFailed, Step: step.ID, Message: err.Error(), Duration: took})
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
@@ -276,19 +332,42 @@ type execution struct {
 	res  *Result
 	// beside are the steps running beside the current one, in plan order.
 	beside []*besideStep
-	// stale says a step ran that may have changed objects since their dry run (guarded by mu).
+	// stale says a step ran that may have changed objects since they were read (guarded by mu).
 	stale bool
+	// entries are what the running apply and delete steps did to their objects, by step ID
+	// (guarded by mu); finish adds them to the change set.
+	entries map[string]*stepEntries
+}
+
+// stepEntries are what one step did to its objects, in the order of the step's objects: nil for
+// those it did nothing to (yet).
+type stepEntries struct {
+	at   map[resource.Identity]int
+	list []*ChangeSetEntry
+}
+
+// track starts keeping what step does to its objects.
+func (x *execution) track(step plan.Step) {
+	se := &stepEntries{at: make(map[resource.Identity]int, len(step.Objects)), list: make([]*ChangeSetEntry, len(step.Objects))}
+	for i, id := range step.Objects {
+		se.at[id] = i
+	}
+	x.mu.Lock()
+	x.entries[step.ID] = se
+	x.mu.Unlock()
 }
 
 func (x *execution) run(ctx context.Context, step plan.Step) error {
 	switch step.Action {
 	case plan.Apply:
+		x.track(step)
 		err := x.each(ctx, step, x.apply)
 		if err == nil && resource.OnlyCRDs(step.Objects) {
 			x.c.ResetMapper()
 		}
 		return err
 	case plan.Delete:
+		x.track(step)
 		return x.each(ctx, step, x.delete)
 	case plan.WaitReady:
 		err := x.c.WaitReady(ctx, step.Objects, x.opts.Readiness, x.progress(step.ID))
@@ -394,43 +473,39 @@ func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Ident
 		x.record(step.ID, id, Unchanged, 0)
 		return nil
 	}
-	start := time.Now()
-	live, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{})
-	if err != nil {
-		return err
-	}
-	took := time.Since(start)
+	// What the apply does is decided before it is sent: it creates the object when there was
+	// none, or an earlier step deleted it (a replacement), and configures it otherwise.
 	x.mu.Lock()
-	replaced := x.res.Changes[id] == Deleted || x.res.Changes[id] == Gone // by an earlier step
+	earlier, _ := x.res.Changes.Of(id)
 	x.mu.Unlock()
 	change := Created
-	if before := x.opts.Before[id]; before != nil && !replaced {
+	if x.opts.Before[id] != nil && earlier.Change != Deleted && earlier.Change != Gone {
 		change = Configured
-		if before.GetResourceVersion() == live.GetResourceVersion() {
-			change = Unchanged
-		}
 	}
-	x.record(step.ID, id, change, took)
+	start := time.Now()
+	if _, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{}); err != nil {
+		return err
+	}
+	x.record(step.ID, id, change, time.Since(start))
 	return nil
 }
 
-// unchanged reports whether applying the object of id would change nothing: the dry run of its
-// apply returned the live object as it was, resourceVersion and managed fields included, and
-// nothing ran since that may have changed it.
+// unchanged reports whether the object of id is among those whose apply would change nothing
+// (Options.Unchanged), and nothing ran since that may have changed it.
 func (x *execution) unchanged(id resource.Identity) bool {
 	x.mu.Lock()
-	stale := x.stale
-	x.mu.Unlock()
-	applied, before := x.opts.Applied[id], x.opts.Before[id]
-	return !stale && applied != nil && before != nil && before.GetResourceVersion() != "" &&
-		equality.Semantic.DeepEqual(applied.Object, before.Object)
+	defer x.mu.Unlock()
+	return !x.stale && x.opts.Unchanged[id] && x.opts.Before[id] != nil
 }
 
 // record says what happened to the object of id, and how long it took.
 func (x *execution) record(stepID string, id resource.Identity, change Change, took time.Duration) {
 	x.mu.Lock()
-	x.res.Changes[id] = change
-	x.res.Took[id] = took
+	if se := x.entries[stepID]; se != nil {
+		if i, ok := se.at[id]; ok {
+			se.list[i] = &ChangeSetEntry{Object: id, Change: change, Step: stepID, Took: took}
+		}
+	}
 	x.mu.Unlock()
 	x.opts.Events(Event{Type: ObjectChanged, Step: stepID, Object: id, Message: string(change)})
 }

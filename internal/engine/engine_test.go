@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -125,10 +126,12 @@ func TestExecute(t *testing.T) {
 	if f.resets != 2 {
 		t.Errorf("mapper reset %d times, want after applying and after establishing CRDs", f.resets)
 	}
-	wantChanges := map[resource.Identity]Change{
-		resource.IdentityOf(crd): Created, resource.IdentityOf(a): Configured, resource.IdentityOf(gone): Deleted,
+	wantChanges := []ChangeSetEntry{
+		{Object: resource.IdentityOf(crd), Change: Created, Step: "apply/crds"},
+		{Object: resource.IdentityOf(a), Change: Configured, Step: "apply/ConfigMap"},
+		{Object: resource.IdentityOf(gone), Change: Deleted, Step: "delete/ConfigMap"},
 	}
-	if diff := cmp.Diff(wantChanges, res.Changes); diff != "" {
+	if diff := cmp.Diff(wantChanges, res.Changes.Entries, cmpopts.IgnoreFields(ChangeSetEntry{}, "Took")); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	if events[0] != StepStarted || events[len(events)-1] != StepDone {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/resource"
@@ -21,48 +22,35 @@ func (r hookRunner) RunStep(_ context.Context, step plan.Step) error {
 	return nil
 }
 
-// TestExecuteLeavesUnchangedObjectsAlone applies a ConfigMap whose dry run returned the live
-// object exactly, and others whose dry run did not, or was not made, or which did not exist: only
-// the first is not applied, and it is unchanged; after a step that runs hooks or adopts objects,
-// which may change objects after their dry run, every object is applied.
+// TestExecuteLeavesUnchangedObjectsAlone applies ConfigMaps of which one was found unchanged
+// before the operation: only that one is not applied, and it is unchanged; the others are
+// configured or created, as decided before their apply. After a step that runs hooks or adopts
+// objects, which may change objects after they were read, every object is applied. The change
+// set lists them in the step's order, whatever order they completed in.
 func TestExecuteLeavesUnchangedObjectsAlone(t *testing.T) {
-	withData := func(obj *unstructured.Unstructured, v string) *unstructured.Unstructured {
-		obj.Object["data"] = map[string]any{"k": v}
-		return obj
-	}
 	id := func(name string) resource.Identity { return resource.IdentityOf(cm(name, "")) }
 	desired := map[resource.Identity]*unstructured.Unstructured{}
-	for _, name := range []string{"same", "changed", "moved", "undry", "metadata", "new"} {
-		desired[id(name)] = withData(cm(name, ""), "v")
+	for _, name := range []string{"same", "changed", "new", "gone"} {
+		desired[id(name)] = cm(name, "")
 	}
 	before := map[resource.Identity]*unstructured.Unstructured{
-		id("same"):    withData(cm("same", "7"), "v"),
-		id("changed"): withData(cm("changed", "7"), "old"),
-		id("moved"):   withData(cm("moved", "7"), "v"),
-		id("undry"):   withData(cm("undry", "7"), "v"),
-		// Metadata alone, and no resourceVersion: not a live object read whole.
-		id("metadata"): withData(cm("metadata", ""), "v"),
+		id("same"): cm("same", "7"), id("changed"): cm("changed", "7"),
+		// Not there before, and yet "unchanged": never left alone.
 	}
-	applied := map[resource.Identity]*unstructured.Unstructured{
-		id("same"):     withData(cm("same", "7"), "v"),
-		id("changed"):  withData(cm("changed", "7"), "v"),
-		id("moved"):    withData(cm("moved", "8"), "v"), // the same content, written since
-		id("metadata"): withData(cm("metadata", ""), "v"),
-		id("new"):      withData(cm("new", "1"), "v"),
-	}
-	all := []resource.Identity{id("same"), id("changed"), id("moved"), id("undry"), id("metadata"), id("new")}
+	unchanged := map[resource.Identity]bool{id("same"): true, id("new"): true}
+	all := []resource.Identity{id("changed"), id("same"), id("new")}
 	for _, tc := range []struct {
 		name        string
 		first       *plan.Step
 		wantApplied []string
 		wantSame    Change
 	}{
-		{name: "dry run equals live", wantSame: Unchanged, wantApplied: []string{
-			"apply ConfigMap/ns/changed", "apply ConfigMap/ns/metadata", "apply ConfigMap/ns/moved", "apply ConfigMap/ns/new", "apply ConfigMap/ns/undry"}},
+		{name: "found unchanged", wantSame: Unchanged, wantApplied: []string{
+			"apply ConfigMap/ns/changed", "apply ConfigMap/ns/new"}},
 		{name: "after hooks", first: &plan.Step{ID: "hooks/pre-upgrade", Action: plan.RunHooks}, wantSame: Configured, wantApplied: []string{
-			"apply ConfigMap/ns/changed", "apply ConfigMap/ns/metadata", "apply ConfigMap/ns/moved", "apply ConfigMap/ns/new", "apply ConfigMap/ns/same", "apply ConfigMap/ns/undry"}},
+			"apply ConfigMap/ns/changed", "apply ConfigMap/ns/new", "apply ConfigMap/ns/same"}},
 		{name: "after adopt", first: &plan.Step{ID: "adopt", Action: plan.Adopt}, wantSame: Configured, wantApplied: []string{
-			"apply ConfigMap/ns/changed", "apply ConfigMap/ns/metadata", "apply ConfigMap/ns/moved", "apply ConfigMap/ns/new", "apply ConfigMap/ns/same", "apply ConfigMap/ns/undry"}},
+			"apply ConfigMap/ns/changed", "apply ConfigMap/ns/new", "apply ConfigMap/ns/same"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &plan.Plan{Steps: []plan.Step{{ID: "apply/ConfigMap", Action: plan.Apply, Objects: all}}}
@@ -71,8 +59,7 @@ func TestExecuteLeavesUnchangedObjectsAlone(t *testing.T) {
 			}
 			f := &fakeCluster{}
 			opts := DefaultOptions()
-			opts.Concurrency = 1
-			opts.Objects, opts.Before, opts.Applied = desired, before, applied
+			opts.Objects, opts.Before, opts.Unchanged = desired, before, unchanged
 			opts.Steps = hookRunner{f: f}
 			var changed []string
 			opts.Events = func(e Event) {
@@ -93,16 +80,45 @@ func TestExecuteLeavesUnchangedObjectsAlone(t *testing.T) {
 			if diff := cmp.Diff(tc.wantApplied, applies, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 				t.Errorf("applies (-want +got):\n%s", diff)
 			}
-			want := map[resource.Identity]Change{
-				id("same"): tc.wantSame, id("changed"): Configured, id("moved"): Configured,
-				id("undry"): Configured, id("metadata"): Configured, id("new"): Created,
+			want := []ChangeSetEntry{
+				{Object: id("changed"), Change: Configured, Step: "apply/ConfigMap"},
+				{Object: id("same"), Change: tc.wantSame, Step: "apply/ConfigMap"},
+				{Object: id("new"), Change: Created, Step: "apply/ConfigMap"},
 			}
-			if diff := cmp.Diff(want, res.Changes); diff != "" {
+			if diff := cmp.Diff(want, res.Changes.Entries, cmpopts.IgnoreFields(ChangeSetEntry{}, "Took")); diff != "" {
 				t.Errorf("changes (-want +got):\n%s", diff)
 			}
 			if len(changed) != len(all) {
 				t.Errorf("object events %v, want one for each object", changed)
 			}
 		})
+	}
+}
+
+// TestChangeSetOfAReplacement deletes an object and applies it again, as a replacement does, and
+// keeps another: the change set has one entry for the replaced object, created, in the apply's
+// place, and the kept one last, skipped.
+func TestChangeSetOfAReplacement(t *testing.T) {
+	a, b, kept := cm("a", ""), cm("b", ""), resource.IdentityOf(cm("kept", ""))
+	ida, idb := resource.IdentityOf(a), resource.IdentityOf(b)
+	p := &plan.Plan{Steps: []plan.Step{
+		{ID: "delete/ConfigMap", Action: plan.Delete, Objects: []resource.Identity{ida}, UIDs: []types.UID{"u"}},
+		{ID: "apply/ConfigMap/b", Action: plan.Apply, Objects: []resource.Identity{idb}},
+		{ID: "apply/ConfigMap/a", Action: plan.Apply, Objects: []resource.Identity{ida}},
+	}, Kept: []resource.Identity{kept}}
+	opts := DefaultOptions()
+	opts.Objects = map[resource.Identity]*unstructured.Unstructured{ida: a, idb: b}
+	opts.Before = map[resource.Identity]*unstructured.Unstructured{ida: cm("a", "3"), idb: cm("b", "3")}
+	res, err := Execute(context.Background(), &fakeCluster{}, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ChangeSetEntry{
+		{Object: idb, Change: Configured, Step: "apply/ConfigMap/b"},
+		{Object: ida, Change: Created, Step: "apply/ConfigMap/a"},
+		{Object: kept, Change: Skipped},
+	}
+	if diff := cmp.Diff(want, res.Changes.Entries, cmpopts.IgnoreFields(ChangeSetEntry{}, "Took")); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }

@@ -32,7 +32,7 @@ func (e *HookError) Error() string {
 		fmt.Fprintf(&b, "\n  %s condition %s", e.Hook.Kind, c)
 	}
 	for _, p := range e.Pods {
-		state := joinNonEmpty(", ", phaseOrUnknown(p.Phase), joinNonEmpty(": ", p.Reason, p.Message))
+		state := p.State()
 		if p.Gone {
 			state += " (last seen; the Pod is gone)"
 		}
@@ -85,21 +85,4 @@ func renderLogs(logs map[string]string, indent string) string {
 		}
 	}
 	return b.String()
-}
-
-func phaseOrUnknown(p string) string {
-	if p == "" {
-		return "phase unknown"
-	}
-	return p
-}
-
-func joinNonEmpty(sep string, parts ...string) string {
-	var kept []string
-	for _, p := range parts {
-		if p != "" {
-			kept = append(kept, p)
-		}
-	}
-	return strings.Join(kept, sep)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -289,7 +290,12 @@ func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstruct
 	wg.Wait()
 	if s.crdErr == nil {
 		// Objects berth's apply would leave as they are need no dry run: nothing is sent for them.
-		s.applied, refused, s.validationErr = preflight(ctx, c, p, s.crds, p.appliedAsIs(s.before))
+		live := maps.Clone(s.before)
+		if live == nil {
+			live = map[resource.Identity]*unstructured.Unstructured{}
+		}
+		maps.Copy(live, liveCRDs)
+		s.applied, refused, s.validationErr = preflight(ctx, c, p, s.crds, p.appliedAsIs(s.crds, live))
 	}
 	if s.liveErr == nil {
 		if s.before == nil {
@@ -301,25 +307,30 @@ func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstruct
 	return s
 }
 
-// unchanged returns the dry-run results of the objects the engine may leave alone when their
-// dry run returned the live object as it is (engine.Options.Applied), leaving out every object
-// whose apply may do more than its dry run showed: all with --take-ownership, objects whose
-// Helm fields are adopted first, CRDs (applying one makes its kinds known) and objects of kinds
-// not served yet (never dry run).
-func (s survey) unchanged(p *prepared, takeOwnership bool) map[resource.Identity]*unstructured.Unstructured {
+// unchanged returns the objects the engine leaves alone (engine.Options.Unchanged): those that
+// exist and that berth's apply would leave exactly as they are, as found before the first write,
+// either from the live object itself (cluster.AppliedAsIs: no dry run was sent) or because their
+// dry run returned the live object as it is, resourceVersion and managed fields included. CRDs
+// are among them: one left as it is defines its kinds as before. It leaves out every object
+// whose apply may do more than that showed: all with --take-ownership, objects whose Helm fields
+// are adopted first, objects replaced, and objects of kinds not served yet (never dry run).
+func (s survey) unchanged(p *prepared, takeOwnership bool) map[resource.Identity]bool {
 	if takeOwnership {
 		return nil
 	}
+	objs := slices.Concat(s.crds, p.objects)
 	adopted := map[resource.Identity]bool{}
-	for _, obj := range adoptedFromHelm(p.objects, s.before) {
+	for _, obj := range adoptedFromHelm(objs, s.before) {
 		adopted[resource.IdentityOf(obj)] = true
 	}
-	out := map[resource.Identity]*unstructured.Unstructured{}
-	for _, obj := range p.objects {
+	out := map[resource.Identity]bool{}
+	for _, obj := range objs {
 		id := resource.IdentityOf(obj)
-		if applied := s.applied[id]; applied != nil && s.before[id] != nil && !adopted[id] && !id.IsCRD() &&
-			!p.pendingKinds[obj.GroupVersionKind().GroupKind()] && !slices.Contains(s.replaced, id) {
-			out[id] = applied
+		applied, before := s.applied[id], s.before[id]
+		if applied != nil && before != nil && before.GetResourceVersion() != "" && !adopted[id] &&
+			!p.pendingKinds[obj.GroupVersionKind().GroupKind()] && !slices.Contains(s.replaced, id) &&
+			equality.Semantic.DeepEqual(applied.Object, before.Object) {
+			out[id] = true
 		}
 	}
 	return out
@@ -421,11 +432,12 @@ func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured
 	return applied, refused, nil
 }
 
-// appliedAsIs returns, of the prepared objects, the live ones berth's apply would leave exactly
-// as they are (cluster.AppliedAsIs): their dry run would return them unchanged, so none is made.
-func (p *prepared) appliedAsIs(live map[resource.Identity]*unstructured.Unstructured) map[resource.Identity]*unstructured.Unstructured {
+// appliedAsIs returns, of the CRDs of crds/ the operation applies (crds) and the prepared
+// objects, the live ones berth's apply would leave exactly as they are (cluster.AppliedAsIs):
+// their dry run would return them unchanged, so none is made.
+func (p *prepared) appliedAsIs(crds []*unstructured.Unstructured, live map[resource.Identity]*unstructured.Unstructured) map[resource.Identity]*unstructured.Unstructured {
 	out := map[resource.Identity]*unstructured.Unstructured{}
-	for _, obj := range p.objects {
+	for _, obj := range slices.Concat(crds, p.objects) {
 		id := resource.IdentityOf(obj)
 		if l := live[id]; l != nil && !p.pendingKinds[obj.GroupVersionKind().GroupKind()] && cluster.AppliedAsIs(obj, l) {
 			out[id] = l

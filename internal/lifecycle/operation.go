@@ -206,12 +206,7 @@ func (d *operation) execute(ctx context.Context, op release.Operation, revision 
 	opts.Afterwards = d.graceContext
 	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
 	if res != nil {
-		run := Run{Operation: op, Revision: revision, Plan: pl, Steps: res.Steps}
-		for id, c := range res.Changes {
-			run.Objects = append(run.Objects, ObjectRun{Object: id, Change: c, Took: res.Took[id]})
-		}
-		slices.SortFunc(run.Objects, func(a, b ObjectRun) int { return resource.Compare(a.Object, b.Object) })
-		d.runs.add(run)
+		d.runs.add(Run{Operation: op, Revision: revision, Plan: pl, Changes: res.Changes, Steps: res.Steps})
 	}
 	return res, err
 }
@@ -277,18 +272,12 @@ type Run struct {
 	Operation release.Operation `json:"operation"`
 	Revision  int               `json:"revision"`
 	Plan      *plan.Plan        `json:"plan"`
-	// Objects say what happened to each object applied or deleted, and how long it took.
-	Objects []ObjectRun `json:"objects,omitempty"`
+	// Changes say what happened to each object applied, left alone or deleted, in the order of
+	// the plan's steps, and how long it took.
+	Changes engine.ChangeSet `json:"changes"`
 	// Steps are the steps that ran to success, with their durations (a step that failed ends
 	// the list; steps an interrupted run completed are not in it).
 	Steps []engine.StepRun `json:"steps,omitempty"`
-}
-
-// ObjectRun is what a run did to one object.
-type ObjectRun struct {
-	Object resource.Identity `json:"object"`
-	Change engine.Change     `json:"change"`
-	Took   time.Duration     `json:"took"`
 }
 
 // runs collects the runs of one operation, and the plan of a dry run.

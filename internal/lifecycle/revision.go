@@ -282,7 +282,7 @@ func (d *operation) runRevision(ctx context.Context, pr *planned) error {
 			d.resuming(pol.op, rel.Version, pl)
 		}
 		opts := d.engineOptions(p, s.before, pol.wait)
-		opts.Applied = s.unchanged(p, pol.takeOwnership)
+		opts.Unchanged = s.unchanged(p, pol.takeOwnership)
 		_, err = d.execute(fwd, pol.op, rel.Version, pl, run, opts)
 	}
 	if err != nil {

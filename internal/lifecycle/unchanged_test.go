@@ -11,10 +11,10 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// TestUnchangedLeavesOutWhatItMustApply gives the engine the dry runs of the objects that exist,
-// were dry run and whose apply does nothing more: not those Helm set fields on (adopted first),
-// not CRDs, not objects of kinds not served yet, not objects that do not exist, and none with
-// --take-ownership.
+// TestUnchangedLeavesOutWhatItMustApply tells the engine to leave alone the objects that exist,
+// whose dry run returned them as they are and whose apply does nothing more, CRDs included: not
+// those Helm set fields on (adopted first), not objects of kinds not served yet, not objects that
+// do not exist or whose dry run shows a change, and none with --take-ownership.
 func TestUnchangedLeavesOutWhatItMustApply(t *testing.T) {
 	obj := func(apiVersion, kind, name string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -32,8 +32,9 @@ func TestUnchangedLeavesOutWhatItMustApply(t *testing.T) {
 	gadget := obj("example.com/v1", "Gadget", "g")
 	missing := obj("v1", "ConfigMap", "missing")
 	undry := obj("v1", "ConfigMap", "undry")
+	changed := obj("v1", "ConfigMap", "changed")
 
-	p := &prepared{objects: []*unstructured.Unstructured{plain, helms, crd, gadget, missing, undry},
+	p := &prepared{objects: []*unstructured.Unstructured{plain, helms, crd, gadget, missing, undry, changed},
 		pendingKinds: map[schema.GroupKind]bool{{Group: "example.com", Kind: "Gadget"}: true}}
 	live := func(u *unstructured.Unstructured) *unstructured.Unstructured {
 		l := u.DeepCopy()
@@ -41,20 +42,22 @@ func TestUnchangedLeavesOutWhatItMustApply(t *testing.T) {
 		return l
 	}
 	s := survey{before: map[resource.Identity]*unstructured.Unstructured{}, applied: map[resource.Identity]*unstructured.Unstructured{}}
-	for _, u := range []*unstructured.Unstructured{plain, helms, crd, gadget, undry} {
+	for _, u := range []*unstructured.Unstructured{plain, helms, crd, gadget, undry, changed} {
 		s.before[resource.IdentityOf(u)] = live(u)
 	}
 	s.before[resource.IdentityOf(helms)].SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate}})
-	for _, u := range []*unstructured.Unstructured{plain, helms, crd, gadget, missing} {
+	for _, u := range []*unstructured.Unstructured{plain, helms, crd, gadget, missing, changed} {
 		s.applied[resource.IdentityOf(u)] = live(u)
 	}
+	s.applied[resource.IdentityOf(changed)].SetResourceVersion("8")
 
 	var got []string
 	for id := range s.unchanged(p, false) {
 		got = append(got, id.Name)
 	}
-	if !slices.Equal(got, []string{"plain"}) {
-		t.Errorf("objects the engine may leave alone: %v, want plain alone", got)
+	slices.Sort(got)
+	if want := []string{"gadgets.example.com", "plain"}; !slices.Equal(got, want) {
+		t.Errorf("objects the engine may leave alone: %v, want %v", got, want)
 	}
 	if got := s.unchanged(p, true); len(got) != 0 {
 		t.Errorf("with --take-ownership, objects the engine may leave alone: %v, want none", got)

@@ -156,9 +156,9 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
 	res, err := d.execute(ctx, release.OpUninstall, last.Version, pl, &runner{d: d, rel: last, success: o.Description}, eo)
 	if res != nil {
-		for id, c := range res.Changes {
-			if c == engine.Deleted || c == engine.Gone {
-				out.Deleted = append(out.Deleted, id)
+		for _, e := range res.Changes.Entries {
+			if e.Change == engine.Deleted || e.Change == engine.Gone {
+				out.Deleted = append(out.Deleted, e.Object)
 			}
 		}
 		slices.SortFunc(out.Deleted, resource.Compare)

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/berthdev/berth/internal/resource"
 )
 
 // The annotations of HIP-0025's custom readiness: each holds a JSON array of expressions
@@ -378,21 +380,13 @@ func ordered(c int, op string) bool {
 	return false
 }
 
+// number reads a value found as a number: a number of any Go type, or a string that reads as one.
 func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case float64:
-		return n, true
-	case string:
-		f, err := strconv.ParseFloat(n, 64)
+	if s, ok := v.(string); ok {
+		f, err := strconv.ParseFloat(s, 64)
 		return f, err == nil
 	}
-	return 0, false
+	return resource.Number(v)
 }
 
 func text(v any) (string, bool) {

@@ -71,7 +71,10 @@ var followUps = []string{"recover", "rerun", "recover --rollback"}
 
 // tally counts trials across the suite's parallel tests.
 type tally struct {
-	mu                               sync.Mutex
+	mu sync.Mutex
+	// trials counts every trial, mid those killed mid-operation; converged counts the trials
+	// killed mid-operation whose release converged (a kill after the operation ended proves
+	// nothing); failures counts every trial whose release did not converge.
 	trials, mid, converged, failures int
 }
 
@@ -82,12 +85,20 @@ func (s *tally) add(mid, ok bool) {
 	s.trials++
 	if mid {
 		s.mid++
+		if ok {
+			s.converged++
+		}
 	}
-	if ok {
-		s.converged++
-	} else {
+	if !ok {
 		s.failures++
 	}
+}
+
+// String is the suite's summary line.
+func (s *tally) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("crash suite: %d trials, %d killed mid-operation, %d of those converged, %d failures", s.trials, s.mid, s.converged, s.failures)
 }
 
 // randomTrials is the number of random moments per operation: BERTH_CRASH_TRIALS, default 5.
@@ -116,7 +127,7 @@ func minRandomMid(n int) int { return n - n/5 }
 func TestS6KilledAnywhereConverges(t *testing.T) {
 	var sum tally
 	t.Cleanup(func() {
-		line := fmt.Sprintf("crash suite: %d trials, %d killed mid-operation, %d converged, %d failures", sum.trials, sum.mid, sum.converged, sum.failures)
+		line := sum.String()
 		t.Log(line)
 		fmt.Println(line)
 		// go test hides a passing package's output; the Makefile prints this file after the run.
@@ -262,4 +273,18 @@ func contains(list []content, c content) bool {
 		}
 	}
 	return false
+}
+
+// TestTallyCountsConvergedMidOperationOnly: a trial whose kill came after its operation ended
+// counts as a trial, and as a failure when its release did not converge, never as converged.
+func TestTallyCountsConvergedMidOperationOnly(t *testing.T) {
+	t.Parallel()
+	var s tally
+	s.add(true, true)
+	s.add(true, false)
+	s.add(false, true)
+	s.add(false, false)
+	if want := "crash suite: 4 trials, 2 killed mid-operation, 1 of those converged, 2 failures"; s.String() != want {
+		t.Errorf("tally %q, want %q", s.String(), want)
+	}
 }
