@@ -56,15 +56,6 @@ type InstallOptions struct {
 	preview *Preview
 }
 
-// DryRun says whether and how an operation only pretends.
-type DryRun string
-
-const (
-	NoDryRun     DryRun = ""
-	ClientDryRun DryRun = "client"
-	ServerDryRun DryRun = "server"
-)
-
 // Install installs a chart as a new release, or as the next revision of a release whose history
 // was kept when it was uninstalled.
 func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {

@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
-	"github.com/berthdev/berth/internal/engine"
-	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -105,37 +101,6 @@ func (d *operation) fenced(ctx context.Context) (context.Context, context.Cancel
 	return context.WithDeadlineCause(context.WithoutCancel(ctx), dl.Add(Grace), errGraceOver)
 }
 
-// remaining is the context of an undo after a failure: without ctx's cancellation by a signal or
-// by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
-// undo has what is left of it. When nothing is left, it returns a *NoTimeLeftError; ctx must
-// have the operation's deadline (every operation sets it before its first call).
-func (d *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return nil, nil, errors.New("not started: the operation has no deadline to take what is left of")
-	}
-	left := time.Until(dl)
-	if left <= 0 {
-		return nil, nil, &NoTimeLeftError{Cause: context.Cause(ctx)}
-	}
-	fenced, cancelFenced := d.fenced(ctx)
-	uctx, cancel := context.WithDeadlineCause(fenced, dl,
-		fmt.Errorf("timed out at the operation's deadline, %s after the undo started with what was left of it", left.Round(time.Millisecond)))
-	return uctx, func() { cancel(); cancelFenced() }, nil
-}
-
-// NoTimeLeftError says an undo did not start: the operation's deadline had passed. Cause is
-// what ended the operation's context.
-type NoTimeLeftError struct {
-	Cause error
-}
-
-func (e *NoTimeLeftError) Error() string {
-	return "not started: no time was left before the operation's deadline"
-}
-
-func (e *NoTimeLeftError) Unwrap() error { return e.Cause }
-
 // failing notes that the operation failed: from now on, each of its writes checks the lease first.
 func (d *operation) failing() {
 	if d != nil {
@@ -193,122 +158,6 @@ func (d *operation) operation() release.Operation {
 		return "operation"
 	}
 	return d.j.Operation
-}
-
-// execute runs the operation's plan for revision through the engine, journaled, with steps
-// running the lifecycle's own steps, and adds what it did to the operation's runs.
-func (d *operation) execute(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner, opts engine.Options) (*engine.Result, error) {
-	opts.Steps = steps
-	if opts.Journal == nil {
-		opts.Journal = d
-	}
-	// What blocked a step is diagnosed within the operation's grace.
-	opts.Afterwards = d.graceContext
-	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
-	if res != nil {
-		d.runs.add(Run{Operation: op, Revision: revision, Plan: pl, Changes: res.Changes, Steps: res.Steps})
-	}
-	return res, err
-}
-
-// executeOnce runs pl, whose steps can all be run again, through the engine without writing a
-// journal: a plan of steps before the release's journal can be kept (its namespace is created),
-// or of deletions an interrupted run of them finishes anyway. A signal still stops it between
-// steps.
-func (d *operation) executeOnce(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner) error {
-	opts := engine.DefaultOptions()
-	opts.Events = d.Events
-	opts.Journal = unjournalled{d}
-	_, err := d.execute(ctx, op, revision, pl, steps, opts)
-	return err
-}
-
-// unjournalled is the engine.Journal of a plan that keeps none: it only stops at a signal.
-type unjournalled struct{ d *operation }
-
-func (u unjournalled) Done(string) bool                                 { return false }
-func (u unjournalled) Checkpoint() error                                { return u.d.checkpoint() }
-func (u unjournalled) Completed(context.Context, *plan.Plan, int) error { return nil }
-
-// revisionPlan builds the object steps from in and wraps them per pol, with rel's hooks of the
-// operation's events (none with noHooks).
-func (d *operation) revisionPlan(in plan.Input, pol revisionSteps, rel *release.Release, noHooks bool) (*plan.Plan, error) {
-	events := hookEvents(pol.op)
-	pre, post := events[0], events[1]
-	objects, err := plan.Build(in)
-	if err != nil {
-		return nil, err
-	}
-	if pol.pre, err = eventHooks(d.Cluster, rel, pre, noHooks); err != nil {
-		return nil, err
-	}
-	if pol.post, err = eventHooks(d.Cluster, rel, post, noHooks); err != nil {
-		return nil, err
-	}
-	return revisionPlan(objects, pol), nil
-}
-
-// Result is what an install, upgrade or rollback did.
-type Result struct {
-	// Release is the newest revision afterwards: the one the operation recorded, or for a dry
-	// run the one it would record.
-	Release *release.Release `json:"-"`
-	// Runs are the plans the operation executed, in order: an interrupted operation it finished
-	// first, its own, and the undo of a failure (rollback on failure).
-	Runs []Run `json:"runs,omitempty"`
-	// Plan, for a server-side dry run, is the plan the operation would execute.
-	Plan *plan.Plan `json:"plan,omitempty"`
-	// Actions are what the operation did, in order, as Next decided them: what an interrupted
-	// operation needed first (finish, undo, remove-hooks), then the operation asked for (an
-	// upgrade with install of a release that has none installs it). A dry run's is the one it
-	// previews.
-	Actions []Action `json:"actions,omitempty"`
-	// Duration is how long the whole operation took.
-	Duration time.Duration `json:"duration"`
-}
-
-// Run is one plan an operation executed, and what it did.
-type Run struct {
-	Operation release.Operation `json:"operation"`
-	Revision  int               `json:"revision"`
-	Plan      *plan.Plan        `json:"plan"`
-	// Changes say what happened to each object applied, left alone or deleted, in the order of
-	// the plan's steps, and how long it took.
-	Changes engine.ChangeSet `json:"changes"`
-	// Steps are the steps that ran to success, with their durations (a step that failed ends
-	// the list; steps an interrupted run completed are not in it).
-	Steps []engine.StepRun `json:"steps,omitempty"`
-}
-
-// runs collects the runs of one operation, and the plan of a dry run.
-type runs struct {
-	mu      sync.Mutex
-	list    []Run
-	planned *plan.Plan
-}
-
-func (r *runs) plan(p *plan.Plan) {
-	if r != nil {
-		r.planned = p
-	}
-}
-
-func (r *runs) add(run Run) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, run)
-}
-
-func (r *runs) all() []Run {
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.list)
 }
 
 // revisionOperation does what w asks of release name, an install, upgrade, rollback or test:

@@ -4,19 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
-	"time"
-
-	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
-	"github.com/berthdev/berth/internal/sequence"
 )
 
 // Install, upgrade and rollback are one pipeline: each makes a pending revision (its record and
@@ -40,92 +34,6 @@ type revision struct {
 	replaced int
 	// crds are the objects of the charts' crds/ directories; objects are the release's own.
 	crds, objects []*unstructured.Unstructured
-}
-
-// contents are what a revision records of its chart: rendered now, or those of a recorded
-// revision.
-type contents struct {
-	chart         *chartv2.Chart
-	config        map[string]any
-	manifest      string
-	hooks         []*release.Hook
-	notes         string
-	crds, objects []*unstructured.Unstructured
-}
-
-// entry is what a new revision's record says besides its contents.
-type entry struct {
-	labels map[string]string
-	// firstDeployed is the release's; an install's revision is deployed first now.
-	firstDeployed time.Time
-	// description is the pending record's; empty for the operation's own.
-	description string
-	// rollbackTo is the revision a rollback goes back to.
-	rollbackTo int
-}
-
-// pendingRevision is revision version of release name in namespace, with contents c, as operation
-// op records it before anything changes: the one place a revision's record is made.
-func (d *operation) pendingRevision(op release.Operation, name, namespace string, version int, c contents, e entry) revision {
-	now := d.now()
-	first := e.firstDeployed
-	if op == release.OpInstall {
-		first = now
-	}
-	description := e.description
-	switch {
-	case description != "":
-	case op == release.OpInstall:
-		description = "Initial install underway"
-	case op == release.OpUpgrade:
-		description = "Preparing upgrade"
-	}
-	rel := &release.Release{
-		Name: name, Namespace: namespace, Version: version, Labels: e.labels,
-		ApplyMethod: release.ApplyMethod,
-		Chart:       c.chart, Config: c.config, Manifest: c.manifest, Hooks: c.hooks,
-		Info: &release.Info{FirstDeployed: first, LastDeployed: now, Status: pendingStatus(op),
-			Description: description, RollbackRevision: e.rollbackTo, Notes: c.notes},
-	}
-	return revision{rel: rel, crds: c.crds, objects: c.objects}
-}
-
-// render renders chart ch with vals for a new revision.
-func (d *operation) render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, r Rendering, o chart.RenderOptions) (contents, error) {
-	rendered, err := chart.Render(ctx, ch, vals, r.options(o))
-	if err != nil {
-		return contents{}, err
-	}
-	// Ordering reads the manifest again; the recorded manifest, when it is the same, is not
-	// parsed again.
-	d.parsed = rendered.Parsed
-	// The record keeps each subchart's depends-on, so that a rollback orders them too.
-	if err := sequence.Record(rendered.Chart); err != nil {
-		return contents{}, err
-	}
-	return contents{chart: rendered.Chart, config: rendered.Config, manifest: rendered.Manifest, hooks: rendered.ReleaseHooks,
-		notes: rendered.Notes, crds: rendered.CRDs, objects: rendered.Resources}, nil
-}
-
-// contentsOf are the contents of recorded revision rel, for a new revision that goes back to it:
-// its hooks are copied, so that recording a new run leaves the old revision's alone.
-func (d *operation) contentsOf(rel *release.Release) (contents, error) {
-	objs, err := d.documents().Manifest(rel.Manifest)
-	if err != nil {
-		return contents{}, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
-	}
-	return contents{chart: rel.Chart, config: rel.Config, manifest: rel.Manifest, hooks: copyHooks(rel.Hooks),
-		notes: rel.Info.Notes, objects: objs}, nil
-}
-
-// copyHooks copies hook records.
-func copyHooks(hooks []*release.Hook) []*release.Hook {
-	out := make([]*release.Hook, len(hooks))
-	for i, h := range hooks {
-		c := *h
-		out[i] = &c
-	}
-	return out
 }
 
 // policy is how an operation carries its revision through the pipeline.
@@ -157,16 +65,6 @@ type settings struct {
 // the cause), and for a server dry run.
 type descriptions struct {
 	success, failure, dryRun string
-}
-
-// undo is what an operation's failure does besides recording it: delete what it created
-// (cleanup on fail) and undo it (rollback on failure). The zero undo does neither.
-type undo struct {
-	// run undoes the failed operation; nil for none.
-	run func(context.Context) error
-	// cleanupOnFail deletes first the objects the operation created; with onlyApplying, only when
-	// it failed applying them (a rollback's, as Helm's).
-	cleanupOnFail, onlyApplying bool
 }
 
 // planned is a revision made ready to carry out: everything known before the first change.

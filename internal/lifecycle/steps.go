@@ -236,3 +236,21 @@ func namespacePlan(action plan.Action, ns string) *plan.Plan {
 	return &plan.Plan{Steps: []plan.Step{{ID: string(action) + "/" + ns, Action: action,
 		Objects: []resource.Identity{{Kind: "Namespace", Name: ns}}, Reason: why}}}
 }
+
+// revisionPlan builds the object steps from in and wraps them per pol, with rel's hooks of the
+// operation's events (none with noHooks).
+func (d *operation) revisionPlan(in plan.Input, pol revisionSteps, rel *release.Release, noHooks bool) (*plan.Plan, error) {
+	events := hookEvents(pol.op)
+	pre, post := events[0], events[1]
+	objects, err := plan.Build(in)
+	if err != nil {
+		return nil, err
+	}
+	if pol.pre, err = eventHooks(d.Cluster, rel, pre, noHooks); err != nil {
+		return nil, err
+	}
+	if pol.post, err = eventHooks(d.Cluster, rel, post, noHooks); err != nil {
+		return nil, err
+	}
+	return revisionPlan(objects, pol), nil
+}

@@ -12,175 +12,18 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 
 	"github.com/berthdev/berth/internal/cluster"
-	"github.com/berthdev/berth/internal/doctor"
-	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/readiness"
-	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/sequence"
 )
-
-// Cluster is what operations need of the cluster.
-type Cluster interface {
-	engine.Cluster // apply, delete, wait and diagnose
-	Normalize(obj *unstructured.Unstructured, defaultNamespace string) error
-	Get(ctx context.Context, id resource.Identity) (*unstructured.Unstructured, error)
-	// Live returns the metadata of the objects of ids that exist.
-	Live(ctx context.Context, ids []resource.Identity) (map[resource.Identity]*unstructured.Unstructured, error)
-	// LiveObjects returns the objects of objs that exist, whole, with as many requests as Live.
-	LiveObjects(ctx context.Context, objs []*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error)
-	// AdoptFields makes berth the owner of the fields Helm set on an object.
-	AdoptFields(ctx context.Context, id resource.Identity) error
-	// Dependents lists the objects that name id as their owner.
-	Dependents(ctx context.Context, id resource.Identity) []cluster.DependentReport
-	// RunHook creates a hook and follows it to its outcome.
-	RunHook(ctx context.Context, obj *unstructured.Unstructured, opts cluster.HookOptions) (cluster.HookRun, error)
-}
-
-// Deps are an operation's collaborators. An operation starts with a copy of them and changes
-// nothing of its caller's; what it owns as it goes lives in its own value (operation).
-type Deps struct {
-	Cluster Cluster
-	Store   release.Store
-	// Namespaces creates and removes the release namespace (--create-namespace).
-	Namespaces Namespaces
-	// Events is told of the engine's progress; may be nil.
-	Events func(engine.Event)
-	// FollowHookLogs tells Events each line a hook's containers write while the hook runs
-	// (HookLogLine), for a view that shows them as they come. It costs a watch of each Job
-	// hook's Pods and a log stream for each container.
-	FollowHookLogs bool
-	// Preflight checks the cluster for what would block operation op on a release, given the
-	// requests its plan will make, before the operation changes anything (berth doctor's
-	// checks); an error stops the operation. May be nil.
-	Preflight func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error
-	// Precondition, when set, is checked once an operation holds the release's lease, before it
-	// does or writes anything: an error stops the operation as it is. A caller that decided what
-	// to do from what it read before the lease (a controller) checks here that it still holds.
-	Precondition func(ctx context.Context) error
-	// Lookup is the cluster that templates read with lookup while an install or upgrade renders
-	// (not with a client dry run, as in Helm); nil renders offline.
-	Lookup *rest.Config
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// HealthChecks judge the readiness of the objects of their kinds that their readiness
-	// annotations do not (a Release's spec.healthChecks), in every wait of every operation; nil:
-	// the built-in rules.
-	HealthChecks *readiness.Checks
-
-	// Leases guard each release against concurrent operations; nil runs without.
-	Leases Leases
-	// Journals record each operation's progress so that an interrupted one can be resumed; nil
-	// runs without.
-	Journals JournalStore
-	// Holder says who runs the operations, for the lease and the journal.
-	Holder release.Holder
-	// JournalWritten is told the count of journal writes after each one; may be nil. Fault
-	// injection tests use it to stop the process at a chosen point.
-	JournalWritten func(n int)
-}
-
-// Namespaces manages namespaces.
-type Namespaces interface {
-	Exists(ctx context.Context, name string) (bool, error)
-	Create(ctx context.Context, name string) error
-	Delete(ctx context.Context, name string) error
-}
-
-// start returns the operation on release name, made with d, that a signal asks to stop (stop
-// ending): it stops at its next safe point, and its waits on the cluster are cut short
-// (interruptible). It keeps the release's journal in d.Journals.
-func (d Deps) start(name string, stop context.Context) *operation {
-	o := &operation{Deps: d, name: name, jstore: d.Journals, runs: &runs{}, stop: stop}
-	o.Cluster = interruptible{Cluster: d.Cluster, stop: stop}
-	return o
-}
-
-// dryRun returns the operation of a dry run on release name: it keeps no journal, holds no lease
-// and stops only at its deadline.
-func (d Deps) dryRun(name string) *operation {
-	return &operation{Deps: d, name: name, runs: &runs{}}
-}
-
-func (d Deps) now() time.Time {
-	if d.Now == nil {
-		return time.Now()
-	}
-	return d.Now()
-}
-
-// WaitOptions are the --wait family of flags.
-type WaitOptions struct {
-	Wait        bool
-	WaitForJobs bool
-	// Timeout bounds the whole operation; 0 means Helm's default of five minutes.
-	Timeout time.Duration
-	// WaitForLock waits (within Timeout) for the release's lease when another operation holds
-	// it, instead of failing at once.
-	WaitForLock bool
-	// Began is when the operation's time started counting, when its caller prepared it under the
-	// same deadline (fetched the chart, read the cluster's capabilities: see Bound); zero means it
-	// starts with the lifecycle call.
-	Began time.Time
-	// Ordered applies the release in the batches its chart declares (HIP-0025's --wait=ordered),
-	// each waited for before the next; an uninstall deletes them in reverse. OrderIfDeclared does
-	// so only when the chart declares an order (the controller).
-	Ordered, OrderIfDeclared bool
-}
-
-func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, w.limit(), fmt.Errorf("timed out after %s, the operation's deadline", w.total()))
-}
-
-// Bound returns ctx ending at the operation's deadline, for what its caller does before the
-// lifecycle call under that deadline: set Began first.
-func (w WaitOptions) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return w.deadline(ctx)
-}
-
-// undoShare is the share of an operation's time kept for undoing it when it fails, with
-// rollback on failure: its own steps end before, so that rolling back always has time.
-const undoShare = 3
-
-// forward is the context of an operation's own steps: ctx, whose deadline is the operation's,
-// or with rollback on failure, ctx ending a third of the operation's time earlier, kept for the
-// undo.
-func (w WaitOptions) forward(ctx context.Context, rollbackOnFailure bool) (context.Context, context.CancelFunc) {
-	dl, ok := ctx.Deadline()
-	if !rollbackOnFailure || !ok {
-		return ctx, func() {}
-	}
-	t := w.total()
-	kept := t / undoShare
-	return context.WithDeadlineCause(ctx, dl.Add(-kept),
-		fmt.Errorf("timed out after %s: the operation's deadline is %s, of which the last %s is kept for rolling back on failure", t-kept, t, kept))
-}
-
-// total is the operation's time: Timeout, or Helm's default of five minutes.
-func (w WaitOptions) total() time.Duration {
-	if w.Timeout <= 0 {
-		return 5 * time.Minute
-	}
-	return w.Timeout
-}
-
-// limit is what is left of the operation's time: all of it, or what is left since it Began.
-func (w WaitOptions) limit() time.Duration {
-	if w.Began.IsZero() {
-		return w.total()
-	}
-	return max(w.total()-time.Since(w.Began), 0)
-}
 
 // prepared are the objects of a manifest made ready to apply: normalized, owned by the release,
 // with the CRDs the release itself defines.
@@ -474,53 +317,16 @@ func (p *prepared) missingCRDs(ctx context.Context, c Cluster) ([]*unstructured.
 	return out, nil
 }
 
-// recordedObjects parses a recorded manifest and normalizes its objects. Objects whose kind is
-// no longer served are skipped: there is nothing left of them to act on.
-func (d *operation) recordedObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
-	if rel == nil {
-		return nil, nil
-	}
-	c := d.Cluster
-	objs, err := d.documents().Manifest(rel.Manifest)
-	if err != nil {
-		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
-	}
-	out := objs[:0]
-	for _, obj := range objs {
-		err := c.Normalize(obj, rel.Namespace)
-		if cluster.IsUnknownKind(err) {
-			continue
+// union returns the objects of a and b, each identity once (a's copy first).
+func union(a, b []*unstructured.Unstructured) []*unstructured.Unstructured {
+	seen := map[resource.Identity]bool{}
+	var out []*unstructured.Unstructured
+	for _, obj := range append(append([]*unstructured.Unstructured{}, a...), b...) {
+		id := resource.IdentityOf(obj)
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, obj)
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, obj)
 	}
-	return out, nil
-}
-
-// documents is what the operation parsed of manifests, and parses what it has not yet.
-func (d *operation) documents() *resource.Parsed {
-	if d.parsed == nil {
-		d.parsed = &resource.Parsed{}
-	}
-	return d.parsed
-}
-
-// deployedOf returns the newest deployed revision of release last.Name: last itself when it is
-// deployed, which spares reading and decoding its record again.
-func deployedOf(ctx context.Context, store release.Reader, last *release.Release) (*release.Release, error) {
-	if last.Info.Status == release.StatusDeployed {
-		return last, nil
-	}
-	return store.Deployed(ctx, last.Name)
-}
-
-// lookup is the cluster rendering reads with lookup in mode dryRun: none for a client dry run,
-// which talks to no cluster.
-func (d Deps) lookup(dryRun DryRun) *rest.Config {
-	if dryRun == ClientDryRun {
-		return nil
-	}
-	return d.Lookup
+	return out
 }

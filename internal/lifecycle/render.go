@@ -1,9 +1,15 @@
 package lifecycle
 
 import (
+	"context"
 	"errors"
 
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"k8s.io/client-go/rest"
+
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/sequence"
 )
 
 // Rendering are the choices of how an install or upgrade renders its chart, as Helm's flags of
@@ -38,4 +44,30 @@ func (r Rendering) options(o chart.RenderOptions) chart.RenderOptions {
 	o.EnableDNS = r.EnableDNS
 	o.HideSecret = r.HideSecret
 	return o
+}
+
+// render renders chart ch with vals for a new revision.
+func (d *operation) render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, r Rendering, o chart.RenderOptions) (contents, error) {
+	rendered, err := chart.Render(ctx, ch, vals, r.options(o))
+	if err != nil {
+		return contents{}, err
+	}
+	// Ordering reads the manifest again; the recorded manifest, when it is the same, is not
+	// parsed again.
+	d.parsed = rendered.Parsed
+	// The record keeps each subchart's depends-on, so that a rollback orders them too.
+	if err := sequence.Record(rendered.Chart); err != nil {
+		return contents{}, err
+	}
+	return contents{chart: rendered.Chart, config: rendered.Config, manifest: rendered.Manifest, hooks: rendered.ReleaseHooks,
+		notes: rendered.Notes, crds: rendered.CRDs, objects: rendered.Resources}, nil
+}
+
+// lookup is the cluster rendering reads with lookup in mode dryRun: none for a client dry run,
+// which talks to no cluster.
+func (d Deps) lookup(dryRun DryRun) *rest.Config {
+	if dryRun == ClientDryRun {
+		return nil
+	}
+	return d.Lookup
 }

@@ -5,25 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
-	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
 
-func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*unstructured.Unstructured, w WaitOptions) engine.Options {
-	o := engine.DefaultOptions()
-	if p != nil {
-		o.Objects = p.byID
-	}
-	o.Before = before
-	o.Readiness = readiness.Options{WaitForJobs: w.WaitForJobs, Checks: d.HealthChecks}
-	o.Events = d.Events
-	return o
+// undo is what an operation's failure does besides recording it: delete what it created
+// (cleanup on fail) and undo it (rollback on failure). The zero undo does neither.
+type undo struct {
+	// run undoes the failed operation; nil for none.
+	run func(context.Context) error
+	// cleanupOnFail deletes first the objects the operation created; with onlyApplying, only when
+	// it failed applying them (a rollback's, as Helm's).
+	cleanupOnFail, onlyApplying bool
 }
 
 // fail records the operation's revision as failed with the cause, deletes what it created
@@ -169,16 +168,82 @@ func (e *FailedError) Unwrap() []error {
 	return out
 }
 
-// union returns the objects of a and b, each identity once (a's copy first).
-func union(a, b []*unstructured.Unstructured) []*unstructured.Unstructured {
-	seen := map[resource.Identity]bool{}
-	var out []*unstructured.Unstructured
-	for _, obj := range append(append([]*unstructured.Unstructured{}, a...), b...) {
-		id := resource.IdentityOf(obj)
-		if !seen[id] {
-			seen[id] = true
+// toCreate returns the desired objects that do not exist before the operation (before): those it
+// creates, which a cleanup on failure deletes. Never nil, so that a cleanup with nothing to
+// delete still says it was done.
+func toCreate(desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := []*unstructured.Unstructured{}
+	for _, obj := range desired {
+		if before[resource.IdentityOf(obj)] == nil {
 			out = append(out, obj)
 		}
 	}
 	return out
 }
+
+// cleanup deletes, as a plan of its own (plan.Cleanup), the objects of created that the failed
+// operation that recorded rel did create: those that exist now and are the release's own by
+// Helm's metadata. Each is deleted by the UID it has now and waited for until gone.
+func (d *operation) cleanup(ctx context.Context, rel *release.Release, created []*unstructured.Unstructured) error {
+	now, err := live(ctx, d.Cluster, created)
+	if err != nil {
+		return err
+	}
+	var own []*unstructured.Unstructured
+	for _, obj := range created {
+		l := now[resource.IdentityOf(obj)]
+		if l == nil {
+			continue
+		}
+		if name, ns, ok := resource.OwnedBy(l); ok && name == rel.Name && ns == rel.Namespace {
+			own = append(own, obj)
+		}
+	}
+	pl := plan.Cleanup(own, now)
+	if len(pl.Steps) == 0 {
+		return nil
+	}
+	op := d.operation()
+	if pl, err = d.begin(ctx, op, rel.Version, pl, d.options()); err != nil {
+		return err
+	}
+	_, err = d.execute(ctx, op, rel.Version, pl, &runner{d: d, rel: rel}, d.engineOptions(nil, nil, WaitOptions{}))
+	return err
+}
+
+// failedApplying says whether err is the failure of a step that applies objects.
+func failedApplying(err error) bool {
+	var se *engine.StepError
+	return errors.As(err, &se) && se.Action == plan.Apply
+}
+
+// remaining is the context of an undo after a failure: without ctx's cancellation by a signal or
+// by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
+// undo has what is left of it. When nothing is left, it returns a *NoTimeLeftError; ctx must
+// have the operation's deadline (every operation sets it before its first call).
+func (d *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return nil, nil, errors.New("not started: the operation has no deadline to take what is left of")
+	}
+	left := time.Until(dl)
+	if left <= 0 {
+		return nil, nil, &NoTimeLeftError{Cause: context.Cause(ctx)}
+	}
+	fenced, cancelFenced := d.fenced(ctx)
+	uctx, cancel := context.WithDeadlineCause(fenced, dl,
+		fmt.Errorf("timed out at the operation's deadline, %s after the undo started with what was left of it", left.Round(time.Millisecond)))
+	return uctx, func() { cancel(); cancelFenced() }, nil
+}
+
+// NoTimeLeftError says an undo did not start: the operation's deadline had passed. Cause is
+// what ended the operation's context.
+type NoTimeLeftError struct {
+	Cause error
+}
+
+func (e *NoTimeLeftError) Error() string {
+	return "not started: no time was left before the operation's deadline"
+}
+
+func (e *NoTimeLeftError) Unwrap() error { return e.Cause }

@@ -1,0 +1,79 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// WaitOptions are the --wait family of flags.
+type WaitOptions struct {
+	Wait        bool
+	WaitForJobs bool
+	// Timeout bounds the whole operation; 0 means Helm's default of five minutes.
+	Timeout time.Duration
+	// WaitForLock waits (within Timeout) for the release's lease when another operation holds
+	// it, instead of failing at once.
+	WaitForLock bool
+	// Began is when the operation's time started counting, when its caller prepared it under the
+	// same deadline (fetched the chart, read the cluster's capabilities: see Bound); zero means it
+	// starts with the lifecycle call.
+	Began time.Time
+	// Ordered applies the release in the batches its chart declares (HIP-0025's --wait=ordered),
+	// each waited for before the next; an uninstall deletes them in reverse. OrderIfDeclared does
+	// so only when the chart declares an order (the controller).
+	Ordered, OrderIfDeclared bool
+}
+
+func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, w.limit(), fmt.Errorf("timed out after %s, the operation's deadline", w.total()))
+}
+
+// Bound returns ctx ending at the operation's deadline, for what its caller does before the
+// lifecycle call under that deadline: set Began first.
+func (w WaitOptions) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return w.deadline(ctx)
+}
+
+// undoShare is the share of an operation's time kept for undoing it when it fails, with
+// rollback on failure: its own steps end before, so that rolling back always has time.
+const undoShare = 3
+
+// forward is the context of an operation's own steps: ctx, whose deadline is the operation's,
+// or with rollback on failure, ctx ending a third of the operation's time earlier, kept for the
+// undo.
+func (w WaitOptions) forward(ctx context.Context, rollbackOnFailure bool) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !rollbackOnFailure || !ok {
+		return ctx, func() {}
+	}
+	t := w.total()
+	kept := t / undoShare
+	return context.WithDeadlineCause(ctx, dl.Add(-kept),
+		fmt.Errorf("timed out after %s: the operation's deadline is %s, of which the last %s is kept for rolling back on failure", t-kept, t, kept))
+}
+
+// total is the operation's time: Timeout, or Helm's default of five minutes.
+func (w WaitOptions) total() time.Duration {
+	if w.Timeout <= 0 {
+		return 5 * time.Minute
+	}
+	return w.Timeout
+}
+
+// limit is what is left of the operation's time: all of it, or what is left since it Began.
+func (w WaitOptions) limit() time.Duration {
+	if w.Began.IsZero() {
+		return w.total()
+	}
+	return max(w.total()-time.Since(w.Began), 0)
+}
+
+// DryRun says whether and how an operation only pretends.
+type DryRun string
+
+const (
+	NoDryRun     DryRun = ""
+	ClientDryRun DryRun = "client"
+	ServerDryRun DryRun = "server"
+)

@@ -1,0 +1,126 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/resource"
+)
+
+// contents are what a revision records of its chart: rendered now, or those of a recorded
+// revision.
+type contents struct {
+	chart         *chartv2.Chart
+	config        map[string]any
+	manifest      string
+	hooks         []*release.Hook
+	notes         string
+	crds, objects []*unstructured.Unstructured
+}
+
+// entry is what a new revision's record says besides its contents.
+type entry struct {
+	labels map[string]string
+	// firstDeployed is the release's; an install's revision is deployed first now.
+	firstDeployed time.Time
+	// description is the pending record's; empty for the operation's own.
+	description string
+	// rollbackTo is the revision a rollback goes back to.
+	rollbackTo int
+}
+
+// pendingRevision is revision version of release name in namespace, with contents c, as operation
+// op records it before anything changes: the one place a revision's record is made.
+func (d *operation) pendingRevision(op release.Operation, name, namespace string, version int, c contents, e entry) revision {
+	now := d.now()
+	first := e.firstDeployed
+	if op == release.OpInstall {
+		first = now
+	}
+	description := e.description
+	switch {
+	case description != "":
+	case op == release.OpInstall:
+		description = "Initial install underway"
+	case op == release.OpUpgrade:
+		description = "Preparing upgrade"
+	}
+	rel := &release.Release{
+		Name: name, Namespace: namespace, Version: version, Labels: e.labels,
+		ApplyMethod: release.ApplyMethod,
+		Chart:       c.chart, Config: c.config, Manifest: c.manifest, Hooks: c.hooks,
+		Info: &release.Info{FirstDeployed: first, LastDeployed: now, Status: pendingStatus(op),
+			Description: description, RollbackRevision: e.rollbackTo, Notes: c.notes},
+	}
+	return revision{rel: rel, crds: c.crds, objects: c.objects}
+}
+
+// contentsOf are the contents of recorded revision rel, for a new revision that goes back to it:
+// its hooks are copied, so that recording a new run leaves the old revision's alone.
+func (d *operation) contentsOf(rel *release.Release) (contents, error) {
+	objs, err := d.documents().Manifest(rel.Manifest)
+	if err != nil {
+		return contents{}, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
+	}
+	return contents{chart: rel.Chart, config: rel.Config, manifest: rel.Manifest, hooks: copyHooks(rel.Hooks),
+		notes: rel.Info.Notes, objects: objs}, nil
+}
+
+// copyHooks copies hook records.
+func copyHooks(hooks []*release.Hook) []*release.Hook {
+	out := make([]*release.Hook, len(hooks))
+	for i, h := range hooks {
+		c := *h
+		out[i] = &c
+	}
+	return out
+}
+
+// recordedObjects parses a recorded manifest and normalizes its objects. Objects whose kind is
+// no longer served are skipped: there is nothing left of them to act on.
+func (d *operation) recordedObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
+	if rel == nil {
+		return nil, nil
+	}
+	c := d.Cluster
+	objs, err := d.documents().Manifest(rel.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
+	}
+	out := objs[:0]
+	for _, obj := range objs {
+		err := c.Normalize(obj, rel.Namespace)
+		if cluster.IsUnknownKind(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// documents is what the operation parsed of manifests, and parses what it has not yet.
+func (d *operation) documents() *resource.Parsed {
+	if d.parsed == nil {
+		d.parsed = &resource.Parsed{}
+	}
+	return d.parsed
+}
+
+// deployedOf returns the newest deployed revision of release last.Name: last itself when it is
+// deployed, which spares reading and decoding its record again.
+func deployedOf(ctx context.Context, store release.Reader, last *release.Release) (*release.Release, error) {
+	if last.Info.Status == release.StatusDeployed {
+		return last, nil
+	}
+	return store.Deployed(ctx, last.Name)
+}
