@@ -14,10 +14,11 @@ import (
 )
 
 // Install, upgrade and rollback are one pipeline: each makes a pending revision (its record and
-// objects) and carries it out the same way. An install is the replacement of nothing; an upgrade
-// and a rollback replace the objects of the deployed and the last revisions. What differs between
-// them is their policy: what they read first, the revision's number and contents, what it
-// supersedes, what its record says, and how a failure is undone.
+// objects) and carries it out the same way, planRevision and then runRevision. An install is the
+// replacement of nothing; an upgrade and a rollback replace the objects of the deployed and the
+// last revisions. What differs between them is their policy: what they read first, the
+// revision's number and contents, what it supersedes, what its record says, and how a failure is
+// undone.
 
 // revision is what the pipeline carries out: the new revision's record, the revisions whose
 // objects it replaces, and its objects.

@@ -13,9 +13,9 @@ import (
 )
 
 // An operation is one plan: what it records, the hooks it runs, what it adopts and validates, and
-// the object steps plan.Build orders. This file holds the policy: which steps an install,
+// the object steps plan.Build orders. This file holds the plan's shape: which steps an install,
 // upgrade, rollback or uninstall has, and in what order, from what is known before anything
-// changes. runner.go runs the lifecycle's own steps; operation.go executes plans through the
+// changes. runner.go runs the lifecycle's own steps; execute.go executes plans through the
 // engine, which journals every step alike (journal.go).
 
 // hookStep is one event's hooks, in the order they run.

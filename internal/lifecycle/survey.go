@@ -1,8 +1,3 @@
-// Package lifecycle carries out a release's operations — install, upgrade, rollback and
-// uninstall — by joining the other packages: rendered charts, the release store, the plan and the
-// engine. Each operation validates everything it can (ownership, a server-side dry run of every
-// object) before its first change to the cluster, records the revision in Helm's format, executes
-// its plan and records the outcome.
 package lifecycle
 
 import (
