@@ -239,7 +239,7 @@ func printResult(streams Streams, format output.Format, hideNotes bool, res *lif
 		r.Info = &info
 		rel = &r
 	}
-	return format.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: rel}, report: reportOf(res.Runs)})
+	return format.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: rel}, report: resultReport(res)})
 }
 
 // summarize says in one line what an operation's own run changed, and how long it took; nothing
@@ -261,7 +261,16 @@ func summarize(res *lifecycle.Result) string {
 	if len(parts) == 0 {
 		parts = append(parts, "no object changed")
 	}
-	return fmt.Sprintf("done: %s in %s", strings.Join(parts, ", "), res.Duration.Round(time.Millisecond))
+	line := fmt.Sprintf("done: %s in %s", strings.Join(parts, ", "), res.Duration.Round(time.Millisecond))
+	if len(res.Actions) > 1 {
+		// More than what was asked: an interrupted operation was finished or undone first.
+		acts := make([]string, len(res.Actions))
+		for i, a := range res.Actions {
+			acts[i] = string(a)
+		}
+		line += " (" + strings.Join(acts, ", then ") + ")"
+	}
+	return line
 }
 
 // addAtomicFlag adds --atomic, Helm's deprecated spelling of --rollback-on-failure, with Helm's
