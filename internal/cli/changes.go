@@ -17,6 +17,9 @@ type operationReport struct {
 	// Changes say what happened to each object the operation applied, left alone or deleted, in
 	// the order of its plans' steps.
 	Changes []objectChange `json:"changes"`
+	// Actions are what the operation did, in order, when it did more than what was asked (an
+	// interrupted operation finished or undone first).
+	Actions []lifecycle.Action `json:"actions,omitempty"`
 }
 
 // objectChange is what one plan an operation executed did to one object.
@@ -48,6 +51,16 @@ func reportOf(runs []lifecycle.Run) *operationReport {
 		return nil
 	}
 	return &operationReport{Changes: changes(runs)}
+}
+
+// resultReport is berth's report of an install, upgrade or rollback: reportOf its runs, with its
+// actions when they were more than the one asked.
+func resultReport(res *lifecycle.Result) *operationReport {
+	r := reportOf(res.Runs)
+	if r != nil && len(res.Actions) > 1 {
+		r.Actions = res.Actions
+	}
+	return r
 }
 
 // releaseReport is a release as helm prints it, with berth's report of the operation that

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -64,5 +66,25 @@ func TestChangesAreTheRunsChangeSets(t *testing.T) {
 				t.Errorf("changes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestSummaryNamesActionsBeyondTheOneAsked(t *testing.T) {
+	run := lifecycle.Run{Operation: release.OpUpgrade, Revision: 2, Changes: engine.ChangeSet{Entries: []engine.ChangeSetEntry{
+		{Object: resource.Identity{Kind: "ConfigMap", Namespace: "ns", Name: "a"}, Change: engine.Configured},
+	}}}
+	res := &lifecycle.Result{Runs: []lifecycle.Run{run}, Actions: []lifecycle.Action{lifecycle.ActUpgrade}, Duration: time.Second}
+	if got, want := summarize(res), "done: 1 configured in 1s"; got != want {
+		t.Errorf("summarize = %q, want %q", got, want)
+	}
+	if r := resultReport(res); r.Actions != nil {
+		t.Errorf("report actions = %v, want none for the operation asked alone", r.Actions)
+	}
+	res.Actions = []lifecycle.Action{lifecycle.ActFinish, lifecycle.ActUpgrade}
+	if got, want := summarize(res), "done: 1 configured in 1s (finish, then upgrade)"; got != want {
+		t.Errorf("summarize = %q, want %q", got, want)
+	}
+	if r := resultReport(res); !slices.Equal(r.Actions, res.Actions) {
+		t.Errorf("report actions = %v, want %v", r.Actions, res.Actions)
 	}
 }

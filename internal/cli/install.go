@@ -153,24 +153,30 @@ func (flags installFlags) crdPolicy() lifecycle.CRDPolicy {
 // addFlags adds install's flags but --dry-run and --output, which berth diff install has its
 // own way.
 func (flags *installFlags) addFlags(cmd *cobra.Command) {
+	flags.addChartFlags(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
+	addCRDsFlag(f, &flags.crds, lifecycle.CRDsCreate, "")
+	f.BoolVar(&flags.skipCRDs, "skip-crds", false, "if set, no CRDs will be installed. By default, CRDs are installed if not already present (the same as --crds skip)")
+	f.BoolVar(&flags.replace, "replace", false, "reuse the given name, only if that name is a deleted release which remains in the history. This is unsafe in production")
+	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "installation")
+	addServerSideFlags(cmd, true)
+	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
+	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be divided by comma.")
+}
+
+// addChartFlags adds the flags that install and upgrade share and say alike.
+func (flags *installFlags) addChartFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addSkipPreflightFlag(f)
 	addValueFlags(cmd, &flags.values)
 	addChartSourceFlags(f, &flags.source)
 	addDependencyUpdateFlag(f, &flags.source)
 	addWaitFlags(f, &flags.wait, false)
-	f.BoolVar(&flags.createNamespace, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
-	addCRDsFlag(f, &flags.crds, lifecycle.CRDsCreate, "")
-	f.BoolVar(&flags.skipCRDs, "skip-crds", false, "if set, no CRDs will be installed. By default, CRDs are installed if not already present (the same as --crds skip)")
-	f.BoolVar(&flags.replace, "replace", false, "reuse the given name, only if that name is a deleted release which remains in the history. This is unsafe in production")
-	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "installation")
 	addForceReplaceFlag(f, &flags.forceReplace)
-	addServerSideFlags(cmd, true)
-	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
 	addAtomicFlag(f, &flags.rollbackOnFailure)
 	addPostRenderFlags(f, &flags.postRender)
-	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be divided by comma.")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
 	f.StringVar(&flags.description, "description", "", "add a custom description")
 }
@@ -239,7 +245,7 @@ func printResult(streams Streams, format output.Format, hideNotes bool, res *lif
 		r.Info = &info
 		rel = &r
 	}
-	return format.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: rel}, report: reportOf(res.Runs)})
+	return format.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: rel}, report: resultReport(res)})
 }
 
 // summarize says in one line what an operation's own run changed, and how long it took; nothing
@@ -261,7 +267,16 @@ func summarize(res *lifecycle.Result) string {
 	if len(parts) == 0 {
 		parts = append(parts, "no object changed")
 	}
-	return fmt.Sprintf("done: %s in %s", strings.Join(parts, ", "), res.Duration.Round(time.Millisecond))
+	line := fmt.Sprintf("done: %s in %s", strings.Join(parts, ", "), res.Duration.Round(time.Millisecond))
+	if len(res.Actions) > 1 {
+		// More than what was asked: an interrupted operation was finished or undone first.
+		acts := make([]string, len(res.Actions))
+		for i, a := range res.Actions {
+			acts[i] = string(a)
+		}
+		line += " (" + strings.Join(acts, ", then ") + ")"
+	}
+	return line
 }
 
 // addAtomicFlag adds --atomic, Helm's deprecated spelling of --rollback-on-failure, with Helm's

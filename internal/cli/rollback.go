@@ -52,7 +52,7 @@ it, and what the rollback did to each object under the key "berth".`,
 				fmt.Fprintf(streams.ErrOut, "Plan (server-side dry run, nothing was changed):\n%s", res.Plan)
 			}
 			if flags.output != output.Table {
-				return flags.output.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: res.Release}, report: reportOf(res.Runs)})
+				return flags.output.Write(streams.Out, resultWriter{statusWriter: statusWriter{rel: res.Release}, report: resultReport(res)})
 			}
 			_, err = fmt.Fprintln(streams.Out, "Rollback was a success! Happy Helming!")
 			return err

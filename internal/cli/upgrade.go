@@ -88,31 +88,21 @@ func (flags *upgradeFlags) defaults(cmd *cobra.Command) {
 // addFlags adds upgrade's flags but --dry-run and --output, which berth diff upgrade has its
 // own way.
 func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
+	flags.addChartFlags(cmd)
 	f := cmd.Flags()
-	addSkipPreflightFlag(f)
-	addValueFlags(cmd, &flags.values)
-	addChartSourceFlags(f, &flags.source)
-	addDependencyUpdateFlag(f, &flags.source)
-	addWaitFlags(f, &flags.wait, false)
 	f.BoolVarP(&flags.install, "install", "i", false, "if the release does not exist, install it")
 	f.BoolVar(&flags.createNamespace, "create-namespace", false, "with --install, create the release namespace if not present")
-	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	addCRDsFlag(f, &flags.crds, lifecycle.CRDsSkip, `; with --install, an install creates the missing ones unless --crds says otherwise`)
 	f.BoolVar(&flags.skipCRDs, "skip-crds", false, "if set, no CRDs will be installed when an upgrade is performed with install flag enabled. By default, CRDs are installed if not already present, when an upgrade is performed with install flag enabled (the same as --crds skip)")
 	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "upgrade")
-	addForceReplaceFlag(f, &flags.forceReplace)
 	addServerSideFlags(cmd, false)
 	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails: the objects that did not exist before it are deleted, and waited for until gone, once the failure is recorded (the last third of --timeout is kept for it, as for --rollback-on-failure)")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
-	addAtomicFlag(f, &flags.rollbackOnFailure)
-	addPostRenderFlags(f, &flags.postRender)
 	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be separated by comma. Original release labels will be merged with upgrade labels. You can unset label using null.")
-	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the chart's hooks")
 	f.BoolVar(&flags.reuseValues, "reuse-values", false, "merge the new values over the last release's, rendering with its chart defaults")
 	f.BoolVar(&flags.resetValues, "reset-values", false, "forget the last release's values; use the chart's defaults and the new values")
 	f.BoolVar(&flags.resetThenReuseValues, "reset-then-reuse-values", false, "merge the new values over the last release's, rendering with the new chart's defaults")
 	f.IntVar(&flags.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release (HELM_MAX_HISTORY sets the default). Use 0 for no limit")
-	f.StringVar(&flags.description, "description", "", "add a custom description")
 }
 
 func (f upgradeFlags) valuesStrategy() (chart.ValuesStrategy, error) {

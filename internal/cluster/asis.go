@@ -2,8 +2,9 @@ package cluster
 
 import (
 	"bytes"
-	"reflect"
+	"encoding/json"
 	"slices"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,7 +25,7 @@ import (
 // It says false whenever it cannot tell, and the API server's dry run decides: a null, an empty
 // map or list whose live value differs, a list with elements that the record does not key (or
 // keyed by a field desired leaves to a default), values written differently than they are
-// stored (stringData, quantities, a number of another type), an atomic field other managers own
+// stored (stringData, quantities), an atomic field other managers own
 // parts of, fields still to adopt (SetByHelm).
 func AppliedAsIs(desired, live *unstructured.Unstructured) bool {
 	if live == nil || desired.GetAPIVersion() != live.GetAPIVersion() || SetByHelm(live) {
@@ -142,7 +143,7 @@ func sameField(want, have any, pe fieldpath.PathElement, owned, others *fieldpat
 		}
 		return leaf && !deeper && sameWhole(w, have, otherSub)
 	case string, bool, int64, float64:
-		return leaf && !deeper && want == have
+		return leaf && !deeper && sameValue(want, have)
 	}
 	return false // a null, or a value unstructured objects do not hold
 }
@@ -151,7 +152,66 @@ func sameField(want, have any, pe fieldpath.PathElement, owned, others *fieldpat
 // is have exactly, and no other manager owns a part of it (then it may be a list or map merged
 // by element, whose elements the apply would take over).
 func sameWhole(want, have any, others *fieldpath.Set) bool {
-	return others.Empty() && reflect.DeepEqual(want, have)
+	return others.Empty() && sameValue(want, have)
+}
+
+// sameValue reports whether want and have, values of unstructured objects, are written the same
+// in JSON, as the apply sends want and the API server stores it: a number is the same whether it
+// was read as an integer or a float (0 and 0.0), maps and lists are the same element by element.
+func sameValue(want, have any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for k, v := range w {
+			hv, found := h[k]
+			if !found || !sameValue(v, hv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !sameValue(w[i], h[i]) {
+				return false
+			}
+		}
+		return true
+	case int64:
+		switch h := have.(type) {
+		case int64:
+			return w == h
+		case float64:
+			return numberJSON(h) == strconv.FormatInt(w, 10)
+		}
+		return false
+	case float64:
+		switch h := have.(type) {
+		case float64:
+			return w == h
+		case int64:
+			return numberJSON(w) == strconv.FormatInt(h, 10)
+		}
+		return false
+	case string, bool, nil:
+		return want == have
+	}
+	return false
+}
+
+// numberJSON is f as JSON writes it.
+func numberJSON(f float64) string {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return "" // NaN or an infinity: never the same as an integer
+	}
+	return string(b)
 }
 
 // sameList reports whether the apply of want, a list the field manager owns by element (owned),
@@ -218,7 +278,7 @@ func sameList(want []any, have any, owned, others *fieldpath.Set) bool {
 			}
 			v := value.NewValueInterface(w)
 			pe := fieldpath.PathElement{Value: &v}
-			if seen.Has(pe) || !elements.Has(pe) || w != h[i] {
+			if seen.Has(pe) || !elements.Has(pe) || !sameValue(w, h[i]) {
 				return false
 			}
 			seen.Insert(pe)

@@ -199,7 +199,7 @@ spec:
 		{name: "a finalizer another manager added", desired: deploy, owned: deployOwned, want: false,
 			live: strings.Replace(deployLive, "finalizers: [example.com/a]", "finalizers: [example.com/a, example.com/b]", 1)},
 		{name: "a null", desired: strings.Replace(deploy, "replicas: 2", "replicas: null", 1), live: deployLive, owned: deployOwned, want: false},
-		{name: "a number of another type live", desired: deploy, owned: deployOwned, want: false,
+		{name: "a number of another value live", desired: deploy, owned: deployOwned, want: false,
 			live: strings.Replace(deployLive, "replicas: 2", "replicas: 2.5", 1)},
 		{name: "two containers of one name", desired: strings.Replace(deploy, "name: sidecar", "name: web", 1), live: deployLive, owned: deployOwned, want: false},
 		{name: "a list owned by index", desired: deploy, live: deployLive, want: false,
@@ -210,5 +210,30 @@ spec:
 				t.Errorf("AppliedAsIs = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSameValueIsTheSameJSON compares values as the apply writes them in JSON: a number read as
+// a float (a CRD's minimum, decoded into its Go type) is the integer it is written as.
+func TestSameValueIsTheSameJSON(t *testing.T) {
+	for _, tt := range []struct {
+		want, have any
+		same       bool
+	}{
+		{float64(0), int64(0), true},
+		{int64(3), float64(3), true},
+		{float64(2.5), int64(2), false},
+		{float64(1e21), int64(1e18), false},
+		{"1", int64(1), false},
+		{map[string]any{"minimum": float64(1), "type": "integer"}, map[string]any{"minimum": int64(1), "type": "integer"}, true},
+		{map[string]any{"minimum": float64(1)}, map[string]any{"minimum": int64(1), "type": "integer"}, false},
+		{[]any{"a", int64(1)}, []any{"a", float64(1)}, true},
+		{[]any{"a", "b"}, []any{"b", "a"}, false},
+		{nil, nil, true},
+		{nil, map[string]any{}, false},
+	} {
+		if got := sameValue(tt.want, tt.have); got != tt.same {
+			t.Errorf("sameValue(%#v, %#v) = %v, want %v", tt.want, tt.have, got, tt.same)
+		}
 	}
 }

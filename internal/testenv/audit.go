@@ -90,6 +90,19 @@ func (e *Env) AuditMark(t testing.TB) AuditMark {
 // request of its own (not returned) and reads the log until that request shows.
 func (e *Env) AuditEvents(t testing.TB, since AuditMark) []AuditEvent {
 	t.Helper()
+	return e.auditEvents(t, since, func(ev AuditEvent) bool { return ev.Namespace == e.Namespace })
+}
+
+// ClusterAuditEvents is AuditEvents with the requests on cluster-scoped objects (CRDs, say) too,
+// whoever made them: other tests share those kinds.
+func (e *Env) ClusterAuditEvents(t testing.TB, since AuditMark) []AuditEvent {
+	t.Helper()
+	return e.auditEvents(t, since, func(ev AuditEvent) bool { return ev.Namespace == e.Namespace || ev.Namespace == "" })
+}
+
+// auditEvents returns the requests logged since mark for which keep is true.
+func (e *Env) auditEvents(t testing.TB, since AuditMark, keep func(AuditEvent) bool) []AuditEvent {
+	t.Helper()
 	probe := "testenv-audit-probe-" + randomSuffix()
 	_, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(t.Context(), probe, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -109,7 +122,7 @@ func (e *Env) AuditEvents(t testing.TB, since AuditMark) []AuditEvent {
 			if isProbe(ev) {
 				return true, nil
 			}
-			if ev.Namespace == e.Namespace {
+			if keep(ev) {
 				out = append(out, ev)
 			}
 		}

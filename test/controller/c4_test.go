@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,8 +99,8 @@ const (
 	c4MinMid = 15
 )
 
-// c4Action is what a user does to the Releases right after a kill, while no controller runs, or
-// while the next one does.
+// c4Action is what a user does to the Releases once they converged after a kill, while the
+// restarted controller runs: the operations it starts are what the next kill lands in.
 type c4Action struct {
 	// kill is the kill after which the action is taken.
 	kill int
@@ -160,6 +161,12 @@ func TestC4ControllerKilledMidOperationConverges(t *testing.T) {
 			mid++
 		}
 		t.Logf("kill %d: %s; operations under way: %v", kill, at, under)
+		// After each restart, every Release converges before anything else changes.
+		ctl.start()
+		c4Converge(t, env, c, names, version, removed, kill)
+		if kill == c4Kills {
+			break
+		}
 		acted := false
 		for _, a := range c4Actions {
 			if a.kill != kill {
@@ -180,30 +187,40 @@ func TestC4ControllerKilledMidOperationConverges(t *testing.T) {
 				}
 			}
 		}
-		if !acted && kill < c4Kills {
-			// So that the next controller has an operation to be killed in: a change of a
-			// value the chart does not use, to alpha or bravo (never deleted).
+		if !acted {
+			// So that the next kill has an operation to land in: a change of a value the chart
+			// does not use, to alpha or bravo (never deleted).
 			name := []string{"alpha", "bravo"}[kill%2]
 			patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"values":{"change":%d}}}`, kill))
 			if err := c.Patch(t.Context(), &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name}}, patch); err != nil {
 				t.Fatalf("change %s: %v", name, err)
 			}
 		}
-		ctl.start()
 	}
 	t.Logf("%d of %d kills landed mid-operation", mid, c4Kills)
 	if mid < c4MinMid {
 		t.Errorf("%d of %d kills landed mid-operation, want at least %d", mid, c4Kills, c4MinMid)
 	}
+	ctl.running()
+	t.Logf("%d hook runs observed", obs.count())
+	for _, p := range obs.hookProblems() {
+		t.Error(p)
+	}
+}
 
-	// After the last restart: every Release converges.
+// c4Converge waits until, after kill, every Release converged: a deleted one is gone, every other
+// is Ready at its latest generation, its last Helm record deployed with the values' version; and
+// until nothing is left that c4Problems names (a pending record, a journal, a lease, a hook Job,
+// an object of a deleted Release). It fails the test when they do not within the wait's timeout.
+func c4Converge(t *testing.T, env *testenv.Env, c client.Client, names []string, version map[string]int, removed map[string]bool, kill int) {
+	t.Helper()
 	for _, name := range names {
 		if removed[name] {
 			releasetest.WaitGone(t, c, env.Namespace, name)
 			continue
 		}
 		want := strconv.Itoa(version[name])
-		releasetest.WaitFor(t, c, env.Namespace, name, "is Ready at its latest generation and values", func(rel *v1alpha1.Release) bool {
+		releasetest.WaitFor(t, c, env.Namespace, name, fmt.Sprintf("is Ready at its latest generation and values after kill %d", kill), func(rel *v1alpha1.Release) bool {
 			if !isReady(rel) {
 				return false
 			}
@@ -215,13 +232,13 @@ func TestC4ControllerKilledMidOperationConverges(t *testing.T) {
 			return err == nil && cm.Data["version"] == want
 		})
 	}
-	ctl.running()
-	t.Logf("%d hook runs observed", obs.count())
-	for _, p := range c4Problems(t.Context(), env, names, removed) {
-		t.Error(p)
-	}
-	for _, p := range obs.hookProblems() {
-		t.Error(p)
+	var problems []string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, releasetest.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		problems = c4Problems(ctx, env, names, removed)
+		return len(problems) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("after kill %d, the Releases are Ready but not converged: %v\n  %s", kill, err, strings.Join(problems, "\n  "))
 	}
 }
 

@@ -271,3 +271,59 @@ func TestNoOpUpgradeSendsNothingForUnchangedObjects(t *testing.T) {
 		t.Errorf("ConfigMap after the upgrade: %v (%v), want the chart's greeting back", cm.Data, err)
 	}
 }
+
+// TestNoOpUpgradeOfCRDsSendsNothing installs a chart of ten CRDs as templates (as
+// prometheus-operator-crds ships them: lists of versions, printer columns, short names, schemas
+// with required fields and enums) and upgrades it with no change: no request goes to any of the
+// CRDs beyond reading them, neither a dry run nor an apply, and all ten are unchanged. An upgrade
+// that changes one of them dry-runs and applies that one.
+func TestNoOpUpgradeOfCRDsSendsNothing(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	group := "tencrds-" + berthtest.Suffix(env) + ".example.com"
+	chart := "testdata/tencrds"
+	var names []string
+	for _, kind := range []string{"Alertmanager", "PodMonitor", "Probe", "Prometheus", "PrometheusRule", "ScrapeConfig",
+		"ServiceMonitor", "ThanosRuler", "AlertmanagerConfig", "PrometheusAgent"} {
+		names = append(names, strings.ToLower(kind)+"s."+group) // the chart's plurals
+	}
+	t.Cleanup(func() { deleteCRDs(t, env, names...) })
+	berthtest.MustBerth(t, env, "install", "crds", chart, "--set", "group="+group, "--wait")
+
+	// upgrade runs berth upgrade with args and returns berth's requests to the CRDs other than
+	// reads, and its summary line.
+	upgrade := func(args ...string) (requests []string, summary string) {
+		t.Helper()
+		mark := env.AuditMark(t)
+		_, stderr := berthtest.MustBerth(t, env, append([]string{"upgrade", "crds", chart, "--set", "group=" + group, "--wait"}, args...)...)
+		for line := range strings.SplitSeq(stderr, "\n") {
+			if strings.HasPrefix(line, "done: ") {
+				summary = line
+			}
+		}
+		for _, ev := range env.ClusterAuditEvents(t, mark) {
+			if ev.UserAgent == berthAgent && ev.Resource == "customresourcedefinitions" && slices.Contains(names, ev.Name) &&
+				ev.Verb != "get" && ev.Verb != "list" && ev.Verb != "watch" {
+				requests = append(requests, ev.String())
+			}
+		}
+		return requests, summary
+	}
+
+	requests, summary := upgrade()
+	if len(requests) != 0 {
+		t.Errorf("a no-op upgrade sent for the unchanged CRDs: %v, want nothing", requests)
+	}
+	if want := "done: 10 unchanged in"; !strings.Contains(summary, want) {
+		t.Errorf("summary %q, want %q", summary, want)
+	}
+
+	requests, summary = upgrade("--set", "changed=Probe")
+	probes := "customresourcedefinitions/probes." + group
+	if want := []string{"patch " + probes + " (dry run)", "patch " + probes}; !slices.Equal(requests, want) {
+		t.Errorf("an upgrade that changes one CRD sent: %v, want %v", requests, want)
+	}
+	if want := "done: 1 configured, 9 unchanged in"; !strings.Contains(summary, want) {
+		t.Errorf("summary %q, want %q", summary, want)
+	}
+}
