@@ -123,3 +123,8 @@ func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*uns
 	o.Events = d.Events
 	return o
 }
+
+// notify tells of a recovery through the progress events.
+func (d *operation) notify(msg string) {
+	d.emitter()(engine.Event{Type: engine.StepStarted, Step: "recover", Message: msg})
+}

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -191,4 +193,17 @@ func (d *operation) runRevision(ctx context.Context, pr *planned) error {
 		return d.fail(ctx, run, pl, err, cleanup, pol.undo.run)
 	}
 	return nil
+}
+
+// resuming tells that the journalled plan pl of the interrupted op of revision goes on, and
+// which of its steps are left.
+func (d *operation) resuming(op release.Operation, revision int, pl *plan.Plan) {
+	var left []string
+	for _, step := range pl.Steps {
+		if !d.Done(step.ID) {
+			left = append(left, step.ID)
+		}
+	}
+	d.notify(fmt.Sprintf("the %s of revision %d goes on as its journal recorded it: %d of %d steps left: %s",
+		op, revision, len(left), len(pl.Steps), strings.Join(left, ", ")))
 }
