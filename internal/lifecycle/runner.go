@@ -198,3 +198,10 @@ func (e *ValidationError) Error() string {
 }
 
 func (e *ValidationError) Unwrap() error { return e.Err }
+
+// purge deletes every recorded revision of a release. A record already gone (deleted with its
+// namespace, say) is as good as deleted.
+func (d *operation) purge(ctx context.Context, name string) error {
+	_, err := d.Store.Purge(ctx, name)
+	return err
+}

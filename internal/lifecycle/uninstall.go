@@ -307,10 +307,3 @@ func (d *operation) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map
 	out.Blockers = blockers
 	return &engine.BlockedError{Step: "dry-run", Blockers: blockers}
 }
-
-// purge deletes every recorded revision of a release. A record already gone (deleted with its
-// namespace, say) is as good as deleted.
-func (d *operation) purge(ctx context.Context, name string) error {
-	_, err := d.Store.Purge(ctx, name)
-	return err
-}
