@@ -7,8 +7,8 @@
 // Install, upgrade and rollback are one revision pipeline (revision.go); an install is the
 // replacement of nothing. Its steps, and the file that holds each:
 //
-//  1. Decide: the release's State, read from its records and journal, and Next, the Action that
-//     what is wanted of it calls for, an interrupted operation's first (state.go).
+//  1. Decide: the release's State, read from its records and journal (an interrupted operation:
+//     interrupted.go), and Next, the Action that what is wanted of it calls for (state.go).
 //  2. Hold: the operation takes the release's lease and journals every step, so that another
 //     cannot run beside it and an interrupted one can be finished (operation.go, lock.go,
 //     journal.go).
