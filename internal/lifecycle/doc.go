@@ -16,7 +16,8 @@
 //     revision's number, what it supersedes, what its record says and how a failure is undone
 //     (install.go, upgrade.go, rollback.go).
 //  4. Render the chart, or take the contents of a recorded revision (render.go).
-//  5. Record: the new revision's pending record, made in one place (record.go).
+//  5. Record: the new revision's pending record, made in one place (record.go) and written by
+//     the plan's first step.
 //  6. Survey the cluster before any change: the objects prepared, the live ones, the CRDs to
 //     apply (crds.go), a server-side dry run of what changes, the immutable changes
 //     (immutable.go) and ownership (survey.go).
