@@ -194,7 +194,20 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 func (r *Reconciler) report(ctx context.Context, in *reconciliation, a lifecycle.Action) (ctrl.Result, error) {
 	rel, d, last := in.rel, in.d, in.state.Last
 	if a == lifecycle.ActReportReleased {
-		// The controller released this very spec and stopped before its status said so.
+		// The controller released this very spec and stopped before its status said so, perhaps
+		// before its operation removed its journal and gave up its lease: recovering removes what
+		// is left (and finds nothing else to do, the revision being recorded).
+		_, err := lifecycle.Recover(ctx, r.depsFor(d, in.clients, nil), lifecycle.RecoverOptions{
+			Name: d.ReleaseName, WaitOptions: lifecycle.WaitOptions{Timeout: d.Timeout},
+		})
+		if held := new(release.HeldError); errors.As(err, &held) {
+			// The stopped operation's lease has not expired yet: the status stays as it is
+			// (Reconciling) until it has.
+			return ctrl.Result{RequeueAfter: retryAfter}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		rel.Status.Revision = last.Version
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = in.ch.chart.Name(), in.version(), in.ch.digest
 		rel.Status.ValuesDigest = d.ValuesDigest

@@ -412,15 +412,19 @@ func (x *execution) blocked(ctx context.Context, step plan.Step, pending map[res
 	dctx, cancel := x.afterwards(ctx)
 	defer cancel()
 	blockers := make([]cluster.Blocker, len(ids))
-	errs := par.Each(dctx, ids, x.opts.Concurrency, func(ctx context.Context, id resource.Identity) error {
-		b := x.c.Diagnose(ctx, id, "DELETE", nil)
-		blockers[slices.Index(ids, id)] = b
+	each := make([]*cluster.Blocker, len(ids))
+	for i, id := range ids {
+		blockers[i] = cluster.Blocker{Object: id, Kind: cluster.BlockedByOther, Next: "run the command again"}
+		each[i] = &blockers[i]
+	}
+	errs := par.Each(dctx, each, x.opts.Concurrency, func(ctx context.Context, b *cluster.Blocker) error {
+		*b = x.c.Diagnose(ctx, b.Object, "DELETE", nil)
 		return nil
 	})
 	for i, err := range errs {
 		if err != nil {
 			// Not diagnosed: the grace ended first.
-			blockers[i] = cluster.Blocker{Object: ids[i], Kind: cluster.BlockedByOther, Message: "state unknown: " + err.Error(), Next: "run the command again"}
+			blockers[i].Message = "state unknown: " + err.Error()
 		}
 	}
 	return &BlockedError{Step: step.ID, Blockers: blockers, Cause: cause}

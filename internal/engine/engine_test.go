@@ -246,3 +246,77 @@ func TestExecuteRunsStepBeside(t *testing.T) {
 		})
 	}
 }
+
+// blockingCluster leaves every object of a wait-absent step pending; its diagnoses wait for each
+// other (or for their context to end), so they end at once only when all of them run at once, and
+// note the context they were given.
+type blockingCluster struct {
+	fakeCluster
+	mu       sync.Mutex
+	waiting  int
+	together chan struct{}
+	apart    bool
+	context  []any
+}
+
+func (f *blockingCluster) WaitAbsent(_ context.Context, targets map[resource.Identity]types.UID, _ cluster.Progress) error {
+	pending := map[resource.Identity]string{}
+	for id := range targets {
+		pending[id] = "still there"
+	}
+	return &cluster.WaitError{Want: "gone", Pending: pending, Cause: context.DeadlineExceeded}
+}
+
+func (f *blockingCluster) Diagnose(ctx context.Context, id resource.Identity, op string, err error) cluster.Blocker {
+	f.mu.Lock()
+	if f.waiting--; f.waiting == 0 {
+		close(f.together)
+	}
+	f.mu.Unlock()
+	select {
+	case <-f.together:
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	f.apart = f.apart || ctx.Err() != nil
+	f.context = append(f.context, ctx.Value(graceKey{}))
+	f.mu.Unlock()
+	return cluster.Blocker{Object: id, Kind: cluster.BlockedByOther, Message: "held"}
+}
+
+type graceKey struct{}
+
+// TestBlockedObjectsAreDiagnosedAtOnceWithinTheGrace: the objects a wait left pending are
+// diagnosed all at once, in the context Options.Afterwards gives, and reported in order.
+func TestBlockedObjectsAreDiagnosedAtOnceWithinTheGrace(t *testing.T) {
+	var objs []resource.Identity
+	for _, n := range []string{"e", "d", "c", "b", "a"} {
+		objs = append(objs, resource.IdentityOf(cm(n, "")))
+	}
+	f := &blockingCluster{waiting: len(objs), together: make(chan struct{})}
+	opts := DefaultOptions()
+	opts.Afterwards = func(ctx context.Context) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), graceKey{}, "grace"), 10*time.Second)
+	}
+	p := &plan.Plan{Steps: []plan.Step{{ID: "wait-absent", Action: plan.WaitAbsent, Objects: objs}}}
+	_, err := Execute(context.Background(), f, p, opts)
+	var be *BlockedError
+	if !errors.As(err, &be) {
+		t.Fatalf("Execute = %v, want a *BlockedError", err)
+	}
+	var got []string
+	for _, b := range be.Blockers {
+		got = append(got, b.Object.Name)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c", "d", "e"}, got); diff != "" {
+		t.Errorf("blockers (-want +got):\n%s", diff)
+	}
+	if f.apart {
+		t.Error("the diagnoses did not all run at once: the grace ended first")
+	}
+	for _, v := range f.context {
+		if v != "grace" {
+			t.Errorf("a diagnosis ran in a context other than Afterwards's: %v", v)
+		}
+	}
+}

@@ -50,6 +50,26 @@ func (u unjournalled) Done(string) bool                                 { return
 func (u unjournalled) Checkpoint() error                                { return u.d.checkpoint() }
 func (u unjournalled) Completed(context.Context, *plan.Plan, int) error { return nil }
 
+// recordAfter runs step, the record of an operation that failed or stopped, as a plan of its own
+// with the runner steps, once the operation's own plan ended (ctx is then a graceContext). It
+// journals nothing, and runs even after a signal, whose record must be written all the same: the
+// operation's journal stays as its own plan left it, and a crash before the record is written is
+// finished from there.
+func (d *operation) recordAfter(ctx context.Context, op release.Operation, revision int, step plan.Step, steps engine.StepRunner) error {
+	opts := engine.DefaultOptions()
+	opts.Events = d.Events
+	opts.Journal = unstoppable{}
+	_, err := d.execute(ctx, op, revision, &plan.Plan{Steps: []plan.Step{step}}, steps, opts)
+	return err
+}
+
+// unstoppable is the engine.Journal of a plan that keeps none and that a signal does not stop.
+type unstoppable struct{}
+
+func (unstoppable) Done(string) bool                                 { return false }
+func (unstoppable) Checkpoint() error                                { return nil }
+func (unstoppable) Completed(context.Context, *plan.Plan, int) error { return nil }
+
 // Result is what an install, upgrade or rollback did.
 type Result struct {
 	// Release is the newest revision afterwards: the one the operation recorded, or for a dry

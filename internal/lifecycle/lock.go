@@ -109,8 +109,9 @@ func Hold(ctx context.Context, d Deps, name string, w WaitOptions, fn func(conte
 // hold runs fn as the operation on its release, holding the release's lease: it takes it
 // (waiting until ctx or the deadline ends), renews it while fn runs and gives it back at the end.
 // fn runs with the operation and a context made from run with the deadline w.Timeout, which
-// starts here; that context also ends when the lease is lost, as does the fence, the context of
-// the operation's writes after a failure (which check the lease first: see operation.guard).
+// starts here; that context also ends when the lease is lost, as does the fence, the parent of
+// what the operation says after a failure or its deadline (its writes check the lease first: see
+// operation.guard), which ends Grace after the deadline. The lease is given back within it.
 func (d *operation) hold(ctx, run context.Context, w WaitOptions, fn func(context.Context, *operation) error) error {
 	work, cancelWork := context.WithCancelCause(run)
 	defer cancelWork(nil)

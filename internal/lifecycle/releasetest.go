@@ -94,8 +94,8 @@ type testRun struct {
 }
 
 // run runs the tests of the release's last revision as a plan, journaled, and returns that
-// revision. The record is written even when a test failed, the deadline passed or a signal
-// stopped the run, unless the release is another operation's now.
+// revision. The record is written by a plan step even when a test failed, the deadline passed or
+// a signal stopped the run (see recordAfter), unless the release is another operation's now.
 func (t *testRun) run(ctx context.Context) (*release.Release, error) {
 	d := t.d
 	rel, err := d.Store.Last(ctx, t.o.Name)
@@ -113,9 +113,10 @@ func (t *testRun) run(ctx context.Context) (*release.Release, error) {
 		_, err = d.execute(ctx, release.OpTest, rel.Version, pl, t, opts)
 	}
 	if err != nil && !t.recorded {
+		// The plan stopped before its record: the record runs as a plan of its own.
 		wctx, cancel := d.writeContext(ctx)
 		defer cancel()
-		err = errors.Join(err, t.record(wctx))
+		err = errors.Join(err, d.recordAfter(wctx, release.OpTest, rel.Version, t.recordStep(), t))
 	}
 	return rel, err
 }
@@ -129,11 +130,16 @@ func (t *testRun) plan() (*plan.Plan, error) {
 	}
 	tests.hooks = slices.DeleteFunc(tests.hooks, func(h resource.Hook) bool { return !t.selected(h) })
 	p := &plan.Plan{Steps: appendHooks(nil, tests)}
-	v := t.rel.Version
-	p.Steps = append(p.Steps, plan.Step{ID: fmt.Sprintf("record/%s/%d", statusTested, v), Action: plan.Record,
-		Status: statusTested, Revision: v,
-		Reason: fmt.Sprintf("record the last run of each test in revision %d, which stays %s", v, t.rel.Info.Status)})
+	p.Steps = append(p.Steps, t.recordStep())
 	return p, nil
+}
+
+// recordStep is the Record step of the run: the last run of each test, in the revision.
+func (t *testRun) recordStep() plan.Step {
+	v := t.rel.Version
+	return plan.Step{ID: fmt.Sprintf("record/%s/%d", statusTested, v), Action: plan.Record,
+		Status: statusTested, Revision: v,
+		Reason: fmt.Sprintf("record the last run of each test in revision %d, which stays %s", v, t.rel.Info.Status)}
 }
 
 // selected reports whether the run's filters select test h.

@@ -164,6 +164,11 @@ func (r *runner) record(ctx context.Context, step plan.Step) error {
 		return nil
 	case statusPurged:
 		return d.purge(ctx, rel.Name)
+	case statusStopped:
+		if err := d.Store.Update(ctx, rel); err != nil {
+			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: rel.Info.Status, Err: err}
+		}
+		return nil
 	}
 	return fmt.Errorf("record: unknown status %q", step.Status)
 }

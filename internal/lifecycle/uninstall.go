@@ -184,10 +184,22 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 	if ue.Lost = d.guard(wctx); ue.Lost != nil {
 		return out, ue
 	}
-	if werr := d.Store.Update(wctx, last); werr != nil {
-		ue.RecordErr = &RecordError{Release: last.Name, Revision: last.Version, Status: last.Info.Status, Err: werr}
+	if werr := d.recordAfter(wctx, release.OpUninstall, last.Version, stoppedStep(last), &runner{d: d, rel: last}); werr != nil {
+		ue.RecordErr = werr
 	}
 	return out, ue
+}
+
+// statusStopped is the Status of the Record step that records how far an uninstall that stopped
+// got: the revision as it stands, with the last run of each hook it ran; its status stays what it
+// is (uninstalling once the deletion started).
+const statusStopped = "stopped"
+
+// stoppedStep is the Record step of an uninstall of rel that stopped.
+func stoppedStep(rel *release.Release) plan.Step {
+	return plan.Step{ID: fmt.Sprintf("record/%s/%d", statusStopped, rel.Version), Action: plan.Record,
+		Status: statusStopped, Revision: rel.Version,
+		Reason: fmt.Sprintf("record how far the uninstall got in revision %d, which stays %s", rel.Version, rel.Info.Status)}
 }
 
 // planUninstall is the plan of uninstalling revision last, whose recorded objects are recorded

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 )
@@ -133,18 +135,25 @@ func TestS3UninstallWaitsForPreDeleteHook(t *testing.T) {
 }
 
 // S3: a pre-delete hook that fails stops the uninstall before any deletion; the release stays
-// installed and usable.
+// installed and usable, and a step of a plan of its own records the hook's failed run.
 func TestS3FailingPreDeleteHookDeletesNothing(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	chart := drainChart(t, "fail")
 	berthtest.MustBerth(t, env, "install", "web", chart, "--wait")
-	_, _, err := berthtest.Berth(t, env, "uninstall", "web")
+	_, stderr, err := berthtest.Berth(t, env, "uninstall", "web")
 	if err == nil || !strings.Contains(err.Error(), "pre-delete") || !strings.Contains(err.Error(), "nothing was deleted") {
 		t.Fatalf("uninstall with a failing pre-delete hook: %v; want it to stop naming the hook", err)
 	}
-	if rel := berthtest.LastRecord(t, env, "web"); rel.Info.Status != "deployed" {
+	if !strings.Contains(stderr, "record/stopped/1") {
+		t.Errorf("no step records how far the uninstall got:\n%s", stderr)
+	}
+	rel := berthtest.LastRecord(t, env, "web")
+	if rel.Info.Status != "deployed" {
 		t.Errorf("release is %s, want still deployed", rel.Info.Status)
+	}
+	if got := berthtest.RecordedHook(t, rel, "drain").LastRun.Phase; got != releasev1.HookPhaseFailed {
+		t.Errorf("the pre-delete hook's last run is recorded as %q, want %q", got, releasev1.HookPhaseFailed)
 	}
 	assertNotDeleting(t, env, "web")
 	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "settings", metav1.GetOptions{})

@@ -171,7 +171,7 @@ func TestTestHoldsTheLease(t *testing.T) {
 
 // TestTestIsJournaled: a test run journals its plan (the tests, then their record) while it
 // runs. Stopped by a signal in a test that never ends, it says so, records the tests' last runs
-// and leaves its journal marked interrupted; the next test run deletes that journal, runs, and
+// by a step of a plan of their own and leaves its journal marked interrupted; the next test run deletes that journal, runs, and
 // leaves none.
 func TestTestIsJournaled(t *testing.T) {
 	t.Parallel()
@@ -200,6 +200,9 @@ func TestTestIsJournaled(t *testing.T) {
 	stop()
 	if err := <-tested; !errors.Is(err, berthlifecycle.ErrInterrupted) {
 		t.Fatalf("berth test stopped by a signal = %v, want it interrupted\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr.String(), "record/tested/1") {
+		t.Errorf("no step records the tests' last runs after the signal:\n%s", stderr)
 	}
 	rel := berthtest.LastRecord(t, env, "tested")
 	for name, want := range map[string]releasev1.HookPhase{"quick-test": releasev1.HookPhaseSucceeded, "slow-test": releasev1.HookPhaseUnknown} {
