@@ -254,3 +254,15 @@ func (d *operation) revisionPlan(in plan.Input, pol revisionSteps, rel *release.
 	}
 	return revisionPlan(objects, pol), nil
 }
+
+// statusStopped is the Status of the Record step that records how far an uninstall that stopped
+// got: the revision as it stands, with the last run of each hook it ran; its status stays what it
+// is (uninstalling once the deletion started).
+const statusStopped = "stopped"
+
+// stoppedStep is the Record step of an uninstall of rel that stopped.
+func stoppedStep(rel *release.Release) plan.Step {
+	return plan.Step{ID: fmt.Sprintf("record/%s/%d", statusStopped, rel.Version), Action: plan.Record,
+		Status: statusStopped, Revision: rel.Version,
+		Reason: fmt.Sprintf("record how far the uninstall got in revision %d, which stays %s", rel.Version, rel.Info.Status)}
+}

@@ -190,18 +190,6 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 	return out, ue
 }
 
-// statusStopped is the Status of the Record step that records how far an uninstall that stopped
-// got: the revision as it stands, with the last run of each hook it ran; its status stays what it
-// is (uninstalling once the deletion started).
-const statusStopped = "stopped"
-
-// stoppedStep is the Record step of an uninstall of rel that stopped.
-func stoppedStep(rel *release.Release) plan.Step {
-	return plan.Step{ID: fmt.Sprintf("record/%s/%d", statusStopped, rel.Version), Action: plan.Record,
-		Status: statusStopped, Revision: rel.Version,
-		Reason: fmt.Sprintf("record how far the uninstall got in revision %d, which stays %s", rel.Version, rel.Info.Status)}
-}
-
 // planUninstall is the plan of uninstalling revision last, whose recorded objects are recorded
 // and those of them that exist before: the journalled one of the interrupted uninstall being
 // finished, as it was recorded, or a new one.
