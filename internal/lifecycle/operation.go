@@ -98,7 +98,7 @@ func (d *operation) fenced(ctx context.Context) (context.Context, context.Cancel
 	if !ok {
 		dl = time.Now()
 	}
-	return context.WithDeadlineCause(context.WithoutCancel(ctx), dl.Add(Grace), errGraceOver)
+	return context.WithTimeoutCause(context.WithoutCancel(ctx), time.Until(dl)+Grace, errGraceOver)
 }
 
 // failing notes that the operation failed: from now on, each of its writes checks the lease first.
