@@ -121,7 +121,7 @@ func (d *operation) hold(ctx, run context.Context, w WaitOptions, fn func(contex
 	// Grace), each part with a bound of its own (see operation.graceContext); it ends with the
 	// lease.
 	dl, _ := work.Deadline()
-	afterDeadline, cancelAfter := context.WithTimeoutCause(context.WithoutCancel(ctx), time.Until(dl)+Grace, errGraceOver)
+	afterDeadline, cancelAfter := context.WithDeadline(context.WithoutCancel(ctx), dl.Add(Grace))
 	defer cancelAfter()
 	fence, lose := context.WithCancelCause(afterDeadline)
 	defer lose(nil)

@@ -67,9 +67,6 @@ type operation struct {
 // takes Grace at most, however early it starts.
 const Grace = 10 * time.Second
 
-// errGraceOver is the cause of the end of an operation's grace.
-var errGraceOver = fmt.Errorf("the operation's grace of %s after its deadline ended", Grace)
-
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
 // signal): see graceContext.
 func (d *operation) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -98,7 +95,7 @@ func (d *operation) fenced(ctx context.Context) (context.Context, context.Cancel
 	if !ok {
 		dl = time.Now()
 	}
-	return context.WithTimeoutCause(context.WithoutCancel(ctx), time.Until(dl)+Grace, errGraceOver)
+	return context.WithDeadline(context.WithoutCancel(ctx), dl.Add(Grace))
 }
 
 // failing notes that the operation failed: from now on, each of its writes checks the lease first.
