@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -56,6 +57,11 @@ func Main(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	if fuzzingOnly() {
+		// A fuzz target is pure: its workers (each a process of this binary) and a run of
+		// fuzz targets alone need no cluster, and starting one each would eat the fuzzing's time.
+		return m.Run()
+	}
 	bin, err := EnsureDevcluster()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
@@ -223,4 +229,19 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// fuzzingOnly says whether this test binary runs fuzz targets alone: as a fuzz worker, or as a
+// fuzz run that runs no test (-run '^$' -fuzz F, as scripts/fuzz.sh does).
+func fuzzingOnly() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return value("test.fuzzworker") == "true" || (value("test.fuzz") != "" && value("test.run") == "^$")
 }
