@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	berthlifecycle "github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -52,18 +53,8 @@ func TestDeadlineBoundsRollbackOnFailure(t *testing.T) {
 	chart := berthtest.WriteChart(t, "hanging", hangingHooksChart)
 	berthtest.MustBerth(t, env, "install", "hanging", chart)
 
-	const timeout, grace = 20 * time.Second, 10 * time.Second
-	start := time.Now()
-	_, stderr, err := berthtest.Berth(t, env, "upgrade", "hanging", chart, "--set", "hangUpgrade=true",
-		"--rollback-on-failure", "--timeout", timeout.String())
-	took := time.Since(start)
-	if err == nil {
-		t.Fatal("an upgrade whose pre-upgrade hook never ends succeeded")
-	}
-	t.Logf("upgrade ended after %s:\n%s", took.Round(time.Millisecond), stderr)
-	if took > timeout+grace {
-		t.Errorf("the upgrade and its rollback took %s, more than --timeout %s and the grace of the last writes (%s)", took.Round(time.Second), timeout, grace)
-	}
+	stderr, statuses := failedUpgradeWithinGrace(t, env, "hanging", chart, "an upgrade whose pre-upgrade hook never ends",
+		"--set", "hangUpgrade=true")
 	// The failures are recorded by steps of their own plans: the upgrade's revision 2, then the
 	// rollback's revision 3.
 	for _, want := range []string{"before-upgrade", "before-rollback", "timed out", "rolling back on failure failed",
@@ -72,8 +63,29 @@ func TestDeadlineBoundsRollbackOnFailure(t *testing.T) {
 			t.Errorf("the error does not say %q:\n%s", want, stderr)
 		}
 	}
+	if statuses[1] != release.StatusDeployed || statuses[2] != release.StatusFailed {
+		t.Errorf("revisions %v, want 1 still deployed and 2 failed", statuses)
+	}
+}
 
-	history, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).History(t.Context(), "hanging")
+// failedUpgradeWithinGrace runs berth upgrade NAME CHART ARGS... with --rollback-on-failure and a
+// --timeout of 20 s, which must fail (what is said of the upgrade if it does not) within its
+// --timeout and the operation's grace (berthlifecycle.Grace), leave no revision pending and give
+// the release's lease back. It returns the command's stderr and the status of each revision.
+func failedUpgradeWithinGrace(t *testing.T, env *testenv.Env, name, chart, what string, args ...string) (string, map[int]release.Status) {
+	t.Helper()
+	const timeout = 20 * time.Second
+	start := time.Now()
+	_, stderr, err := berthtest.Berth(t, env, append([]string{"upgrade", name, chart, "--rollback-on-failure", "--timeout", timeout.String()}, args...)...)
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("%s succeeded", what)
+	}
+	t.Logf("upgrade ended after %s:\n%s", took.Round(time.Millisecond), stderr)
+	if took > timeout+berthlifecycle.Grace {
+		t.Errorf("the upgrade and its rollback took %s, more than --timeout %s and the grace of %s", took.Round(time.Second), timeout, berthlifecycle.Grace)
+	}
+	history, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).History(t.Context(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +96,9 @@ func TestDeadlineBoundsRollbackOnFailure(t *testing.T) {
 			t.Errorf("revision %d is left %s", rel.Version, rel.Info.Status)
 		}
 	}
-	if statuses[1] != release.StatusDeployed || statuses[2] != release.StatusFailed {
-		t.Errorf("revisions %v, want 1 still deployed and 2 failed", statuses)
-	}
-	holder, _, err := release.NewLeases(env.Client.CoordinationV1(), env.Namespace).Holder(t.Context(), "hanging")
+	holder, _, err := release.NewLeases(env.Client.CoordinationV1(), env.Namespace).Holder(t.Context(), name)
 	if err != nil || holder != nil {
 		t.Errorf("the release's lease is still held by %v (%v)", holder, err)
 	}
+	return stderr, statuses
 }
