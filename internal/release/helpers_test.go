@@ -7,6 +7,7 @@ import (
 	"time"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+	helmrelease "helm.sh/helm/v4/pkg/release"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 )
 
@@ -57,4 +58,15 @@ func versions(rels []*Release) []int {
 		out = append(out, r.Version)
 	}
 	return out
+}
+
+// toV1 is a release Helm's driver read, as the store's type.
+func toV1(r helmrelease.Releaser) (*Release, error) {
+	switch rel := r.(type) {
+	case *Release:
+		return rel, nil
+	case Release:
+		return &rel, nil
+	}
+	return nil, fmt.Errorf("unsupported release type %T", r)
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"helm.sh/helm/v4/pkg/storage/driver"
 )
@@ -22,7 +21,7 @@ func (s *HelmStore) Prune(ctx context.Context, name string, keep int) ([]int, er
 		return nil, nil
 	}
 	objs := s.records(s.namespace)
-	records, err := s.recordsOf(ctx, name)
+	records, err := s.reader(name).records(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -40,8 +39,8 @@ func (s *HelmStore) Prune(ctx context.Context, name string, keep int) ([]int, er
 			deployed = max(deployed, r.version)
 		}
 	}
-	slices.SortFunc(records, func(a, b recordObject) int { return a.version - b.version })
-	var doomed []recordObject
+	slices.Reverse(records) // oldest first
+	var doomed []item
 	for _, r := range records {
 		if len(records)-len(doomed) == keep {
 			break
@@ -52,10 +51,8 @@ func (s *HelmStore) Prune(ctx context.Context, name string, keep int) ([]int, er
 	}
 	var deleted []int
 	var errs []error
-	for _, r := range doomed {
-		uid := r.uid // deleted only if it is still the object listed
-		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-		if err := objs.delete(ctx, r.name, opts); err != nil && !apierrors.IsNotFound(err) {
+	for i, r := range doomed {
+		if err := s.deleteRecord(ctx, objs, &doomed[i]); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete revision %d: %w", r.version, err))
 			continue
 		}

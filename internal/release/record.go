@@ -1,57 +1,20 @@
 package release
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
-	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"strconv"
+	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"helm.sh/helm/v4/pkg/storage/driver"
 )
-
-// maxRecordData is the most a Secret's (or a ConfigMap's) data may hold: the API server refuses
-// a larger object.
-const maxRecordData = 1 << 20
-
-// encodeRecord encodes rel as Helm's drivers keep a record: its JSON, gzipped, in base64. Helm
-// gzips at best compression, which costs three times the default level's time for about 1%
-// less; records are written at the default level, and at best compression only when that is
-// what keeps a record within limit bytes. Helm reads either.
-func encodeRecord(rel *Release, limit int) (string, error) {
-	b, err := json.Marshal(rel)
-	if err != nil {
-		return "", err
-	}
-	s, err := gzipBase64(b, gzip.DefaultCompression)
-	if err != nil || len(s) <= limit {
-		return s, err
-	}
-	return gzipBase64(b, gzip.BestCompression)
-}
-
-func gzipBase64(b []byte, level int) (string, error) {
-	var buf bytes.Buffer
-	w, err := gzip.NewWriterLevel(&buf, level)
-	if err != nil {
-		return "", err
-	}
-	if _, err := w.Write(b); err != nil {
-		return "", err
-	}
-	if err := w.Close(); err != nil {
-		return "", err
-	}
-	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
-}
 
 // recordLabels are the labels of the object that holds rel, as Helm's drivers write them: the
 // release's own labels, the time of the write (createdAt on create, modifiedAt on update), and
@@ -79,45 +42,164 @@ func withHelmLabels(l map[string]string, name string, version int, status Status
 	return l
 }
 
-// recordWriter creates or replaces the object that holds one record.
-type recordWriter func(ctx context.Context, rel *Release, update bool) error
-
-func secretWriter(c typedcorev1.SecretInterface) recordWriter {
-	return func(ctx context.Context, rel *Release, update bool) error {
-		data, err := encodeRecord(rel, maxRecordData)
-		if err != nil {
-			return err
-		}
-		obj := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: Key(rel.Name, rel.Version), Labels: recordLabels(rel, update)},
-			Type:       "helm.sh/release.v1",
-			Data:       map[string][]byte{"release": []byte(data)},
-		}
-		if update {
-			_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
-		} else {
-			_, err = c.Create(ctx, obj, metav1.CreateOptions{})
-		}
-		return created(err)
-	}
+// partLabels are the labels of the parts of revision version of release name whose sha256 is
+// sum: not Helm's owner, so that Helm's driver never lists them as records.
+func partLabels(name string, version int, sum string) map[string]string {
+	return map[string]string{"owner": "berth", "name": name, "version": strconv.Itoa(version), PartSetLabel: sum[:16]}
 }
 
-func configMapWriter(c typedcorev1.ConfigMapInterface) recordWriter {
-	return func(ctx context.Context, rel *Release, update bool) error {
-		data, err := encodeRecord(rel, maxRecordData)
+// partsSelector selects the parts of every record of release name.
+func partsSelector(name string) string {
+	return "owner=berth,name=" + name + "," + PartSetLabel
+}
+
+// written is what the store last wrote or read of a record object that has parts: its UID and
+// its PartsAnnotation.
+type written struct {
+	uid   types.UID
+	parts string
+}
+
+// partsSeen remembers, for each record object with parts that the store wrote or read, the
+// parts it has, so that rewriting the record (a new status) writes its parts again only when
+// they change.
+type partsSeen struct {
+	mu sync.Mutex
+	m  map[string]written // by namespace/name
+}
+
+func (p *partsSeen) get(key string) (written, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.m[key]
+	return w, ok
+}
+
+func (p *partsSeen) set(key string, w written) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.parts == "" {
+		delete(p.m, key)
+		return
+	}
+	if p.m == nil {
+		p.m = map[string]written{}
+	}
+	p.m[key] = w
+}
+
+// write creates (update false) or replaces the record of rel, and its parts when it has some.
+// A new record's object is written first and its parts after, owned by it: until the last is
+// written the record is incomplete, and no read takes it for a release. A replaced record's new
+// parts are written before it, and the old ones deleted after it.
+func (s *HelmStore) write(ctx context.Context, rel *Release, update bool) error {
+	e, err := encode(rel)
+	if err != nil {
+		return err
+	}
+	objs := s.records(s.namespace)
+	key := Key(rel.Name, rel.Version)
+	o := newItem{name: key, labels: recordLabels(rel, update), data: []byte(e.data)}
+	if a := e.partsAnnotation(); a != "" {
+		o.annotations = map[string]string{PartsAnnotation: a}
+	}
+	memo := s.namespace + "/" + key
+	if !update {
+		out, err := objs.put(ctx, o, false)
+		if apierrors.IsAlreadyExists(err) {
+			out, err = s.replaceIncomplete(ctx, objs, o)
+		}
+		if err != nil {
+			return created(err)
+		}
+		if err := s.writeParts(ctx, objs, rel, e, out.uid); err != nil {
+			return err
+		}
+		s.seen.set(memo, written{uid: out.uid, parts: e.partsAnnotation()})
+		return nil
+	}
+	before, known := s.seen.get(memo)
+	if !known && len(e.parts) > 0 {
+		cur, err := objs.get(ctx, key)
 		if err != nil {
 			return err
 		}
-		obj := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: Key(rel.Name, rel.Version), Labels: recordLabels(rel, update)},
-			Data:       map[string]string{"release": data},
+		before = written{uid: cur.uid, parts: cur.annotations[PartsAnnotation]}
+	}
+	if len(e.parts) > 0 && before.parts != e.partsAnnotation() {
+		if err := s.writeParts(ctx, objs, rel, e, before.uid); err != nil {
+			return err
 		}
-		if update {
-			_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
-		} else {
-			_, err = c.Create(ctx, obj, metav1.CreateOptions{})
+	}
+	out, err := objs.put(ctx, o, true)
+	if err != nil {
+		return err
+	}
+	s.seen.set(memo, written{uid: out.uid, parts: e.partsAnnotation()})
+	if before.parts != "" && before.parts != e.partsAnnotation() {
+		s.deleteParts(ctx, objs, key, before.parts)
+	}
+	return nil
+}
+
+// writeParts creates the parts of e, the record of rel, owned by the record object with uid. A
+// part that exists already is kept if it is that object's (the same name holds the same
+// contents), and replaced if it is left from another object of the same name.
+func (s *HelmStore) writeParts(ctx context.Context, objs recordObjects, rel *Release, e *encoding, owner types.UID) error {
+	key := Key(rel.Name, rel.Version)
+	for i, p := range e.parts {
+		o := newItem{name: partName(key, e.sum, i), labels: partLabels(rel.Name, rel.Version, e.sum), data: p,
+			owner: owner, ownerName: key}
+		_, err := objs.put(ctx, o, false)
+		if apierrors.IsAlreadyExists(err) {
+			var cur *item
+			if cur, err = objs.get(ctx, o.name); err == nil && !cur.ownedBy(owner) {
+				uid := cur.uid
+				err = objs.delete(ctx, o.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+				if err == nil {
+					_, err = objs.put(ctx, o, false)
+				}
+			}
 		}
-		return created(err)
+		if err != nil {
+			return fmt.Errorf("%s/%s/%s: write part %d of %d of the record: %w", objs.kind, s.namespace, o.name, i+1, len(e.parts), err)
+		}
+	}
+	return nil
+}
+
+// replaceIncomplete creates the record object o in place of an object of the same name whose
+// parts are missing: the record of an operation that stopped while writing them, which no read
+// took for a release. Any other record that exists is Helm's ErrReleaseExists.
+func (s *HelmStore) replaceIncomplete(ctx context.Context, objs recordObjects, o newItem) (*item, error) {
+	cur, err := objs.get(ctx, o.name)
+	if err != nil {
+		return nil, err
+	}
+	ann := cur.annotations[PartsAnnotation]
+	if ann == "" {
+		return nil, driver.ErrReleaseExists
+	}
+	if _, err := s.parts(ctx, objs, cur); !errors.Is(err, errPartsMissing) {
+		return nil, driver.ErrReleaseExists
+	}
+	uid := cur.uid
+	if err := objs.delete(ctx, o.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	s.deleteParts(ctx, objs, o.name, ann)
+	return objs.put(ctx, o, false)
+}
+
+// deleteParts deletes the parts that annotation ann names of the record object key. A part it
+// cannot delete is owned by the record object, and goes with it.
+func (s *HelmStore) deleteParts(ctx context.Context, objs recordObjects, key, ann string) {
+	count, sum, err := partsOf(ann)
+	if err != nil {
+		return
+	}
+	for i := range count {
+		_ = objs.delete(ctx, partName(key, sum, i), metav1.DeleteOptions{})
 	}
 }
 

@@ -113,15 +113,16 @@ func TestRecordAtBestCompressionWhenItMustFit(t *testing.T) {
 		b.WriteString(words[rnd.IntN(len(words))] + " ")
 	}
 	r.Manifest = b.String()
-	quick, err := encodeRecord(r, maxRecordData)
+	e, err := encode(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	best, err := encodeRecord(r, len(quick)-1)
-	if err != nil {
+	quick := e.data
+	if e, err = encodeWithin(r, len(quick)-1); err != nil {
 		t.Fatal(err)
 	}
-	if len(best) >= len(quick) {
+	best := e.data
+	if len(e.parts) > 0 || len(best) >= len(quick) {
 		t.Fatalf("over the limit, the record is %d bytes, at the default level %d", len(best), len(quick))
 	}
 	c := fake.NewClientset().CoreV1()

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	helmrelease "helm.sh/helm/v4/pkg/release"
 	relutil "helm.sh/helm/v4/pkg/release/v1/util"
-	"helm.sh/helm/v4/pkg/storage"
-	"helm.sh/helm/v4/pkg/storage/driver"
 )
 
 // Reader reads the revisions of releases.
@@ -54,18 +52,16 @@ type Store interface {
 }
 
 // HelmStore keeps revisions in Helm's format: in Secrets (Helm's default), in ConfigMaps, or in
-// memory, as HELM_DRIVER chooses for helm. It reads them through Helm's own storage drivers and
-// writes them as those drivers do (encodeRecord).
+// memory, as HELM_DRIVER chooses for helm. It reads and writes them as Helm's drivers do, and
+// keeps a record larger than one object can hold in parts beside it (see parts.go).
 type HelmStore struct {
-	// driver returns Helm's driver over the records of namespace ("" for all namespaces),
-	// making its API calls with ctx.
-	driver func(ctx context.Context, namespace string) driver.Driver
-	// records reaches the objects that hold the records of namespace without Helm's driver: to
-	// write them, and to list and delete them without decoding each.
+	// records reaches the objects that hold the records of namespace ("" for all namespaces).
 	records   func(namespace string) recordObjects
 	namespace string
-	// kind is the kind of the objects that hold the records: Secret or ConfigMap; "" in memory.
+	// kind is the kind of the objects that hold the records: Secret or ConfigMap.
 	kind string
+	// seen are the parts of the records this store wrote or read.
+	seen *partsSeen
 }
 
 var _ Store = (*HelmStore)(nil)
@@ -73,17 +69,15 @@ var _ Store = (*HelmStore)(nil)
 // NewSecretStore returns the store of the releases of namespace, kept as Secrets through secrets
 // (a clientset's CoreV1()).
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
-	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
-		return driver.NewSecrets(ctxSecrets{SecretInterface: secrets.Secrets(ns), ctx: ctx})
-	}, records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }, kind: "Secret"}
+	return &HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{},
+		records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}
 }
 
 // NewConfigMapStore returns the store of the releases of namespace, kept as ConfigMaps through
 // configMaps (a clientset's CoreV1()), as Helm's configmap driver keeps them.
 func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
-	return &HelmStore{namespace: namespace, driver: func(ctx context.Context, ns string) driver.Driver {
-		return driver.NewConfigMaps(ctxConfigMaps{ConfigMapInterface: configMaps.ConfigMaps(ns), ctx: ctx})
-	}, records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }, kind: "ConfigMap"}
+	return &HelmStore{namespace: namespace, kind: "ConfigMap", seen: &partsSeen{},
+		records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }}
 }
 
 // Drivers are the names HELM_DRIVER takes, as helm takes them.
@@ -118,7 +112,7 @@ func NewStore(name string, core typedcorev1.CoreV1Interface, namespace string) (
 
 // In returns the store of another namespace on the same backend.
 func (s *HelmStore) In(namespace string) *HelmStore {
-	return &HelmStore{driver: s.driver, records: s.records, namespace: namespace, kind: s.kind}
+	return &HelmStore{records: s.records, namespace: namespace, kind: s.kind, seen: s.seen}
 }
 
 // RecordObject is the object that holds revision version of release name with status, as Helm's
@@ -143,132 +137,126 @@ func (s *HelmStore) RecordObject(name string, version int, status Status) *unstr
 // Namespace returns the namespace whose releases the store holds.
 func (s *HelmStore) Namespace() string { return s.namespace }
 
-// storage returns Helm's storage over the records of namespace ("" for all namespaces), making
-// its API calls with ctx and logging nothing.
-func (s *HelmStore) storage(ctx context.Context, namespace string) *storage.Storage {
-	d := s.driver(ctx, namespace)
-	if l, ok := d.(interface{ SetLogger(slog.Handler) }); ok {
-		l.SetLogger(slog.DiscardHandler)
-	}
-	return storage.Init(d)
-}
-
 func (s *HelmStore) notFound(name string, version int, err error) error {
 	return &NotFoundError{Name: name, Namespace: s.namespace, Version: version, Err: err}
 }
 
-// Get returns one revision of a release.
+// Get returns one revision of a release: a *NotFoundError when it is not recorded, an
+// *IncompleteRecordError when its record was not written to its end.
 func (s *HelmStore) Get(ctx context.Context, name string, version int) (*Release, error) {
-	r, err := s.storage(ctx, s.namespace).Get(name, version)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
+	r := s.reader(name)
+	it, err := r.objs.get(ctx, Key(name, version))
+	if apierrors.IsNotFound(err) {
 		return nil, s.notFound(name, version, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("release %s/%s: get revision %d: %w", s.namespace, name, version, err)
 	}
-	return toV1(r)
+	rel, err := r.load(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	rel.Labels = withoutSystemLabels(it.labels)
+	return rel, nil
 }
 
 // Last returns the newest revision of a release, whatever its status. It decodes that record
 // alone, found by the version label Helm's driver writes on each: a release's records are mostly
-// its chart and manifest, gzipped, and an operation reads the newest one at every decision.
+// its chart and manifest, gzipped, and an operation reads the newest one at every decision. A
+// record whose parts are missing is not a revision.
 func (s *HelmStore) Last(ctx context.Context, name string) (*Release, error) {
-	records, err := s.recordsOf(ctx, name)
+	r := s.reader(name)
+	list, err := r.records(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	var newest *recordObject
-	for i, r := range records {
-		if r.version <= 0 {
-			return s.lastOfHistory(ctx, name) // a record without Helm's version label
-		}
-		if newest == nil || r.version > newest.version {
-			newest = &records[i]
-		}
+	rel, err := r.newest(ctx, list)
+	if err == nil && rel == nil {
+		err = s.notFound(name, 0, ErrNotFound)
 	}
-	if newest == nil {
-		return nil, s.notFound(name, 0, ErrNotFound)
-	}
-	rel, err := s.Get(ctx, name, newest.version)
-	if errors.Is(err, ErrNotFound) {
-		return s.lastOfHistory(ctx, name) // deleted since the list: read what is there now
-	}
-	if err != nil {
-		return nil, err
-	}
-	// As Helm's driver lists records: with every label of the object that holds it, Helm's own
-	// (owner, status, version, ...) included, which helm get metadata prints.
-	rel.Labels = newest.labels
-	return rel, nil
+	return rel, err
 }
 
-// recordsOf lists the objects that hold the records of release name, as Helm's driver labels
-// them (owner=helm, name=NAME), without decoding any.
-func (s *HelmStore) recordsOf(ctx context.Context, name string) ([]recordObject, error) {
-	sel := labels.SelectorFromSet(labels.Set{"owner": "helm", "name": name}).String()
-	records, err := s.records(s.namespace).list(ctx, sel)
-	if err != nil {
-		return nil, fmt.Errorf("release %s/%s: list records: %w", s.namespace, name, err)
-	}
-	return records, nil
-}
-
-// lastOfHistory is the newest of every revision of a release, each decoded.
-func (s *HelmStore) lastOfHistory(ctx context.Context, name string) (*Release, error) {
-	h, err := s.History(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return h[len(h)-1], nil
-}
-
-// History returns every recorded revision of a release, oldest first.
+// History returns every recorded revision of a release, oldest first: as Helm's driver reads
+// them, without a record it cannot decode, and without one whose parts are missing.
 func (s *HelmStore) History(ctx context.Context, name string) ([]*Release, error) {
-	rs, err := s.storage(ctx, s.namespace).History(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
+	r := s.reader(name)
+	list, err := r.records(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	all := r.all(ctx, list)
+	if len(all) == 0 {
 		return nil, s.notFound(name, 0, ErrNotFound)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("release %s/%s: history: %w", s.namespace, name, err)
+	out := make([]*Release, len(all))
+	for i, l := range all {
+		out[i] = l.rel
 	}
-	list, err := toV1List(rs)
-	if err != nil {
-		return nil, fmt.Errorf("release %s/%s: history: %w", s.namespace, name, err)
-	}
-	if len(list) == 0 {
-		return nil, s.notFound(name, 0, ErrNotFound)
-	}
-	relutil.SortByRevision(list)
-	return list, nil
+	relutil.SortByRevision(out)
+	return out, nil
 }
 
 // Deployed returns the newest deployed revision of a release.
 func (s *HelmStore) Deployed(ctx context.Context, name string) (*Release, error) {
-	r, err := s.storage(ctx, s.namespace).Deployed(name)
-	if errors.Is(err, driver.ErrNoDeployedReleases) {
-		return nil, s.notFound(name, 0, ErrNoDeployed)
-	}
+	r := s.reader(name)
+	list, err := r.records(ctx, ",status="+string(StatusDeployed))
 	if err != nil {
-		return nil, fmt.Errorf("release %s/%s: deployed revision: %w", s.namespace, name, err)
+		return nil, err
 	}
-	return toV1(r)
+	rel, err := r.newest(ctx, list)
+	if err == nil && rel == nil {
+		err = s.notFound(name, 0, ErrNoDeployed)
+	}
+	return rel, err
 }
 
-// List returns the newest revision of each release that matches opts.
+// List returns the newest revision of each release that matches opts, as Helm's list reads
+// them: from the record objects alone, without what a large record keeps in its parts (its
+// chart's templates and files, sometimes its manifest). It decodes only the records it may
+// return.
 func (s *HelmStore) List(ctx context.Context, opts ListOptions) ([]*Release, error) {
 	namespace := s.namespace
 	if opts.AllNamespaces {
 		namespace = ""
 	}
-	rs, err := s.storage(ctx, namespace).ListReleases()
+	list, err := s.records(namespace).list(ctx, "owner=helm")
 	if err != nil {
 		return nil, fmt.Errorf("list releases in namespace %q: %w", namespace, err)
 	}
-	list, err := toV1List(rs)
-	if err != nil {
-		return nil, fmt.Errorf("list releases in namespace %q: %w", namespace, err)
+	if !(len(opts.Statuses) == 1 && opts.Statuses[0] == StatusSuperseded) {
+		list = newestItems(list)
 	}
-	return Select(list, opts)
+	rels := make([]*Release, 0, len(list))
+	for i := range list {
+		rel, err := decode(list[i].data)
+		if err != nil {
+			continue // as Helm's driver lists
+		}
+		rel.Labels = list[i].labels
+		rels = append(rels, rel)
+	}
+	return Select(rels, opts)
+}
+
+// newestItems keeps, of the record objects in list, the newest of each release by the labels
+// Helm's driver writes (namespace, name, version); all of a release's when any has no version
+// label.
+func newestItems(list []item) []item {
+	type key struct{ namespace, name string }
+	newest := map[key]int{}
+	unlabelled := map[key]bool{}
+	for _, it := range list {
+		k := key{it.namespace, it.labels["name"]}
+		if it.version <= 0 {
+			unlabelled[k] = true
+		}
+		newest[k] = max(newest[k], it.version)
+	}
+	return slices.DeleteFunc(list, func(it item) bool {
+		k := key{it.namespace, it.labels["name"]}
+		return !unlabelled[k] && it.version != newest[k]
+	})
 }
 
 // Create records a new revision; it fails with ErrExists if the revision is recorded.
@@ -276,8 +264,7 @@ func (s *HelmStore) Create(ctx context.Context, rel *Release) error {
 	if err := s.check(rel); err != nil {
 		return err
 	}
-	err := s.records(s.namespace).write(ctx, rel, false)
-	if err != nil {
+	if err := s.write(ctx, rel, false); err != nil {
 		return fmt.Errorf("release %s/%s: create revision %d: %w", s.namespace, rel.Name, rel.Version, err)
 	}
 	return nil
@@ -288,7 +275,7 @@ func (s *HelmStore) Update(ctx context.Context, rel *Release) error {
 	if err := s.check(rel); err != nil {
 		return err
 	}
-	err := s.records(s.namespace).write(ctx, rel, true)
+	err := s.write(ctx, rel, true)
 	if isNotFound(err) {
 		return s.notFound(rel.Name, rel.Version, ErrNotFound)
 	}
@@ -298,16 +285,43 @@ func (s *HelmStore) Update(ctx context.Context, rel *Release) error {
 	return nil
 }
 
-// Delete removes one revision and returns what it held.
+// Delete removes one revision, its parts with it, and returns what it held.
 func (s *HelmStore) Delete(ctx context.Context, name string, version int) (*Release, error) {
-	r, err := s.storage(ctx, s.namespace).Delete(name, version)
+	rel, err := s.Get(ctx, name, version)
+	var incomplete *IncompleteRecordError
+	if err != nil && !errors.As(err, &incomplete) {
+		return nil, err
+	}
+	objs := s.records(s.namespace)
+	key := Key(name, version)
+	it, err := objs.get(ctx, key)
+	if err == nil {
+		err = s.deleteRecord(ctx, objs, it)
+	}
 	if isNotFound(err) {
 		return nil, s.notFound(name, version, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("release %s/%s: delete revision %d: %w", s.namespace, name, version, err)
 	}
-	return toV1(r)
+	if rel == nil {
+		return nil, incomplete
+	}
+	return rel, nil
+}
+
+// deleteRecord deletes the record object it, only if it is still that object, and then its parts.
+func (s *HelmStore) deleteRecord(ctx context.Context, objs recordObjects, it *item) error {
+	uid := it.uid
+	err := objs.delete(ctx, it.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil {
+		return err
+	}
+	if ann := it.annotations[PartsAnnotation]; ann != "" {
+		s.deleteParts(ctx, objs, it.name, ann)
+		s.seen.set(s.namespace+"/"+it.name, written{})
+	}
+	return nil
 }
 
 // check refuses a revision that cannot be recorded in this store.
@@ -324,27 +338,4 @@ func (s *HelmStore) check(rel *Release) error {
 			s.namespace, rel.Name, rel.Version, rel.Namespace)
 	}
 	return nil
-}
-
-func toV1(r helmrelease.Releaser) (*Release, error) {
-	switch rel := r.(type) {
-	case *Release:
-		return rel, nil
-	case Release:
-		return &rel, nil
-	default:
-		return nil, fmt.Errorf("unsupported release type %T", r)
-	}
-}
-
-func toV1List(rs []helmrelease.Releaser) ([]*Release, error) {
-	list := make([]*Release, 0, len(rs))
-	for _, r := range rs {
-		rel, err := toV1(r)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, rel)
-	}
-	return list, nil
 }

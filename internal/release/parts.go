@@ -1,0 +1,325 @@
+package release
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+)
+
+// A record larger than an object can hold is kept in two places. The record object (the Secret
+// or ConfigMap Helm's driver reads) keeps everything helm reads of a release: its info, labels,
+// values, chart metadata, hooks and, unless it must move too, its manifest. What does not fit
+// moves to the record's parts: the chart's templates and files first, then the manifest. The
+// parts are objects of the same kind, named after the record, owned by it (so that deleting the
+// record, as helm uninstall and helm's history pruning do, deletes them too) and labelled so
+// that helm's driver never reads them as records.
+//
+// What moved is one JSON document (a remainder), gzipped and cut into parts of at most
+// MaxObjectData bytes. The record object's annotation PartsAnnotation says how many parts there
+// are and the sha256 of the whole, so a record whose parts are missing or changed is never read
+// as a release.
+
+// MaxObjectData is the most a Secret's (or a ConfigMap's) data may hold: the API server refuses
+// a larger object.
+const MaxObjectData = 1 << 20
+
+// MaxRecordSize is the most one revision's record may take in all, its object and its parts
+// together, compressed: 16 MiB, sixteen objects' worth. A release whose record is larger is
+// refused before anything changes.
+const MaxRecordSize = 16 << 20
+
+// PartsAnnotation, on a record object whose record has parts, is "COUNT/SHA256": how many parts
+// hold the rest of the record, and the sha256 of their contents joined, in hex.
+const PartsAnnotation = "berth.dev/record-parts"
+
+// PartSetLabel, on each part, is the first 16 hex digits of the sha256 of its record's parts.
+const PartSetLabel = "berth.dev/part-set"
+
+// PartSecretType is the type of the Secrets that hold parts of records: not Helm's, so that
+// nothing that reads Helm's records reads them.
+const PartSecretType = "berth.dev/release-part.v1"
+
+// partDataKey is the key of a part's data.
+const partDataKey = "part"
+
+// movedManifest replaces, in a record object, a manifest that moved to the record's parts.
+const movedManifest = "# The manifest of this revision is larger than one object can hold: it is kept in the\n" +
+	"# record's parts (" + PartSecretType + "). Read it with berth get manifest.\n"
+
+// remainder is what moved out of a record object: the chart's templates and files, and the
+// manifest when it moved too.
+type remainder struct {
+	Templates []*common.File `json:"templates"`
+	Files     []*common.File `json:"files"`
+	Manifest  *string        `json:"manifest,omitempty"`
+}
+
+// encoding is a record as it is written: the record object's data and, when the record does not
+// fit in one object, the parts.
+type encoding struct {
+	// data is the record object's, as Helm's drivers keep it: JSON, gzipped, in base64.
+	data string
+	// parts hold the gzipped remainder, each at most MaxObjectData bytes; none when the whole
+	// record is in data.
+	parts [][]byte
+	// sum is the sha256 of the parts joined, in hex.
+	sum string
+	// moved names what moved to the parts: "templates and files", then "manifest".
+	moved []string
+}
+
+// partsAnnotation is the value of PartsAnnotation for e; "" when e has no parts.
+func (e *encoding) partsAnnotation() string {
+	if len(e.parts) == 0 {
+		return ""
+	}
+	return strconv.Itoa(len(e.parts)) + "/" + e.sum
+}
+
+// size is how many bytes the record takes in all.
+func (e *encoding) size() int {
+	n := len(e.data)
+	for _, p := range e.parts {
+		n += len(p)
+	}
+	return n
+}
+
+// TooLargeError is a release whose record cannot be stored, even with its chart and manifest in
+// parts.
+type TooLargeError struct {
+	Name    string
+	Version int
+	// Size is what the record would take, compressed; Limit is what it may take.
+	Size, Limit int
+	// What says which limit: "record" (MaxRecordSize in all) or "record object" (what stays in
+	// the record object after everything that can move has moved, MaxObjectData).
+	What string
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("release %s revision %d: the %s would take %s, more than the %s it may take",
+		e.Name, e.Version, e.What, Bytes(e.Size), Bytes(e.Limit))
+}
+
+// Bytes says a number of bytes for people: 1.4 MiB, 820 KiB, 12 B.
+func Bytes(n int) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 0, 64) + " KiB"
+	}
+	return strconv.Itoa(n) + " B"
+}
+
+// encode encodes rel as Helm's drivers keep a record: its JSON, gzipped, in base64. Helm gzips at
+// best compression, which costs three times the default level's time for about 1% less; records
+// are written at the default level, at best compression when that is what keeps a record within
+// one object, and only when even that does not, split: the chart's templates and files move to
+// parts, and then the manifest. Helm reads each of these record objects; a release helm can
+// store is never split.
+func encode(rel *Release) (*encoding, error) { return encodeWithin(rel, MaxObjectData) }
+
+// encodeWithin is encode with objects that hold at most limit bytes.
+func encodeWithin(rel *Release, limit int) (*encoding, error) {
+	b, err := json.Marshal(rel)
+	if err != nil {
+		return nil, err
+	}
+	data, size, err := fitting(b, limit)
+	if err != nil || data != "" {
+		return &encoding{data: data}, err
+	}
+	var rest remainder
+	stripped := *rel
+	if rel.Chart != nil {
+		ch := *rel.Chart
+		rest.Templates, rest.Files = ch.Templates, ch.Files
+		ch.Templates, ch.Files = nil, nil
+		stripped.Chart = &ch
+	}
+	moved := []string{"templates and files"}
+	data, size, err = fittingRelease(&stripped, limit)
+	if err == nil && data == "" {
+		manifest := rel.Manifest
+		rest.Manifest, stripped.Manifest = &manifest, movedManifest
+		moved = append(moved, "manifest")
+		data, size, err = fittingRelease(&stripped, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if data == "" {
+		return nil, &TooLargeError{Name: rel.Name, Version: rel.Version, Size: size, Limit: limit, What: "record object"}
+	}
+	rb, err := json.Marshal(rest)
+	if err != nil {
+		return nil, err
+	}
+	z, err := gzipBytes(rb, gzip.DefaultCompression)
+	if err != nil {
+		return nil, err
+	}
+	e := &encoding{data: data, moved: moved}
+	sum := sha256.Sum256(z)
+	e.sum = hex.EncodeToString(sum[:])
+	for len(z) > 0 {
+		n := min(len(z), limit)
+		e.parts = append(e.parts, z[:n])
+		z = z[n:]
+	}
+	if e.size() > MaxRecordSize {
+		return nil, &TooLargeError{Name: rel.Name, Version: rel.Version, Size: e.size(), Limit: MaxRecordSize, What: "record"}
+	}
+	return e, nil
+}
+
+// fitting is the record object's data for a release whose JSON is b: at the default level, or at
+// the best if that is what fits in limit bytes; "" when neither fits, with the size at the best.
+func fitting(b []byte, limit int) (data string, size int, err error) {
+	for _, level := range []int{gzip.DefaultCompression, gzip.BestCompression} {
+		s, err := gzipBase64(b, level)
+		if err != nil || len(s) <= limit {
+			return s, len(s), err
+		}
+		size = len(s)
+	}
+	return "", size, nil
+}
+
+func fittingRelease(rel *Release, limit int) (string, int, error) {
+	b, err := json.Marshal(rel)
+	if err != nil {
+		return "", 0, err
+	}
+	return fitting(b, limit)
+}
+
+func gzipBytes(b []byte, level int) ([]byte, error) {
+	var buf bytes.Buffer
+	w, err := gzip.NewWriterLevel(&buf, level)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(b); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func gzipBase64(b []byte, level int) (string, error) {
+	z, err := gzipBytes(b, level)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(z), nil
+}
+
+// magicGzip starts every gzip stream.
+var magicGzip = []byte{0x1f, 0x8b, 0x08}
+
+// decode decodes a record object's data as Helm's drivers do: base64, then gunzip when it is
+// gzipped (Helm's oldest records are not), then JSON. It reads at most MaxRecordSize*64 bytes of
+// JSON.
+func decode(data []byte) (*Release, error) {
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
+	n, err := base64.StdEncoding.Decode(b, data)
+	if err != nil {
+		return nil, err
+	}
+	b = b[:n]
+	if bytes.HasPrefix(b, magicGzip) {
+		if b, err = gunzip(b); err != nil {
+			return nil, err
+		}
+	}
+	var rel Release
+	if err := json.Unmarshal(b, &rel); err != nil {
+		return nil, err
+	}
+	return &rel, nil
+}
+
+// maxJSON is the most JSON a record (or a remainder) may expand to: a guard against a record
+// made to expand without end.
+const maxJSON = 64 * MaxRecordSize
+
+func gunzip(b []byte) ([]byte, error) {
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out, err := io.ReadAll(io.LimitReader(r, maxJSON+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxJSON {
+		return nil, fmt.Errorf("the record expands to more than %s", Bytes(maxJSON))
+	}
+	return out, nil
+}
+
+// partsOf parses the PartsAnnotation value s: the number of parts and their sha256.
+func partsOf(s string) (count int, sum string, err error) {
+	c, sum, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, "", fmt.Errorf("%s %q: want COUNT/SHA256", PartsAnnotation, s)
+	}
+	count, err = strconv.Atoi(c)
+	if err != nil || count < 1 || count > MaxRecordSize/MaxObjectData+1 {
+		return 0, "", fmt.Errorf("%s %q: the count must be 1 to %d", PartsAnnotation, s, MaxRecordSize/MaxObjectData+1)
+	}
+	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
+		return 0, "", fmt.Errorf("%s %q: the sum must be a sha256 in hex", PartsAnnotation, s)
+	}
+	return count, sum, nil
+}
+
+// join puts back into rel, read from a record object, what moved to its parts: parts are the
+// parts' contents in order, which must join to sum.
+func join(rel *Release, parts [][]byte, sum string) error {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sum {
+		return fmt.Errorf("the parts' sha256 is %s, the record says %s", got, sum)
+	}
+	b, err := gunzip(bytes.Join(parts, nil))
+	if err != nil {
+		return err
+	}
+	var rest remainder
+	if err := json.Unmarshal(b, &rest); err != nil {
+		return err
+	}
+	if rel.Chart == nil {
+		rel.Chart = &chartv2.Chart{}
+	}
+	rel.Chart.Templates, rel.Chart.Files = rest.Templates, rest.Files
+	if rest.Manifest != nil {
+		rel.Manifest = *rest.Manifest
+	}
+	return nil
+}
+
+// partName is the name of part i (from 0) of the parts with sha256 sum of the record object
+// named key.
+func partName(key, sum string, i int) string {
+	return fmt.Sprintf("%s.%s.%d", key, sum[:10], i)
+}

@@ -1,0 +1,125 @@
+package release
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	helmrelease "helm.sh/helm/v4/pkg/release"
+	"helm.sh/helm/v4/pkg/storage/driver"
+)
+
+// large is revision version of release name with a chart of files that compress to about size
+// bytes in all, and a manifest of manifestSize.
+func large(ns, name string, version, size, manifestSize int) *Release {
+	r := rev(ns, name, version, StatusDeployed)
+	rnd := rand.New(rand.NewPCG(uint64(version), uint64(size)))
+	noise := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rnd.UintN(256))
+		}
+		return b
+	}
+	for i := range 4 {
+		r.Chart.Templates = append(r.Chart.Templates, &common.File{Name: "templates/t" + string(rune('a'+i)) + ".yaml", Data: noise(size / 8)})
+		r.Chart.Files = append(r.Chart.Files, &common.File{Name: "files/f" + string(rune('a'+i)) + ".json", Data: noise(size / 8)})
+	}
+	var m strings.Builder
+	for m.Len() < manifestSize {
+		m.WriteString("---\n# Source: demo/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  k: " + hex.EncodeToString(noise(256)) + "\n")
+	}
+	r.Manifest = m.String()
+	return r
+}
+
+func jsonOf(t *testing.T, r *Release) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSplitRecordRoundTrips checks that a record over one object's limit moves the chart's
+// templates and files to parts, then the manifest when it must, that Helm's driver reads the
+// record object alone, and that the store reads back the whole release byte for byte.
+func TestSplitRecordRoundTrips(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		chart, mfst    int
+		parts          int
+		manifestMoved  bool
+		storeConfigMap bool
+	}{
+		{name: "chart", chart: 3 << 20, mfst: 1 << 10, parts: 4},
+		{name: "configmap", chart: 3 << 20, mfst: 1 << 10, parts: 4, storeConfigMap: true},
+		{name: "manifest", chart: 1 << 20, mfst: 4 << 20, parts: 3, manifestMoved: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := fake.NewClientset().CoreV1()
+			s := NewSecretStore(c, "ns")
+			if tc.storeConfigMap {
+				s = NewConfigMapStore(c, "ns")
+			}
+			r := large("ns", "big", 1, tc.chart, tc.mfst)
+			want := jsonOf(t, r)
+			if err := s.Create(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			if jsonOf(t, r) != want {
+				t.Fatal("Create changed the release it recorded")
+			}
+			back, err := s.Get(ctx, "big", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back.Labels = r.Labels
+			if got := jsonOf(t, back); got != want {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Errorf("the release read back is not the one written: from byte %d, %.200q, want %.200q", i, got[i:], want[i:])
+			}
+			it, err := s.records("ns").get(ctx, Key("big", 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(it.data) > MaxObjectData {
+				t.Errorf("the record object holds %d bytes", len(it.data))
+			}
+			count, _, err := partsOf(it.annotations[PartsAnnotation])
+			if err != nil || count != tc.parts {
+				t.Errorf("%s = %q (%v), want %d parts", PartsAnnotation, it.annotations[PartsAnnotation], err, tc.parts)
+			}
+			var helm driver.Driver = driver.NewSecrets(c.Secrets("ns"))
+			if tc.storeConfigMap {
+				helm = driver.NewConfigMaps(c.ConfigMaps("ns"))
+			}
+			hr, err := helm.Get(Key("big", 1))
+			if err != nil {
+				t.Fatalf("Helm's driver cannot read the record: %v", err)
+			}
+			h, _ := toV1(hr)
+			if h.Info.Status != StatusDeployed || h.Chart.Metadata.Name != "demo" || h.Chart.Templates != nil {
+				t.Errorf("Helm reads status %s, chart %v, %d templates", h.Info.Status, h.Chart.Metadata, len(h.Chart.Templates))
+			}
+			if got := h.Manifest == r.Manifest; got == tc.manifestMoved {
+				t.Errorf("Helm reads the manifest: %v, want %v", got, !tc.manifestMoved)
+			}
+			listed, err := helm.List(func(helmrelease.Releaser) bool { return true })
+			if err != nil || len(listed) != 1 {
+				t.Errorf("Helm's driver lists %d releases (%v), want the record alone, not its parts", len(listed), err)
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package release
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"helm.sh/helm/v4/pkg/storage/driver"
+)
+
+// errPartsMissing is the cause of an IncompleteRecordError whose parts are not all there.
+var errPartsMissing = errors.New("parts missing")
+
+// IncompleteRecordError is a record whose parts are missing, or not those it names: the record of
+// an operation that stopped while writing them, or parts deleted by hand. It is never read as a
+// release.
+type IncompleteRecordError struct {
+	Namespace, Name string
+	Version         int
+	Err             error
+}
+
+func (e *IncompleteRecordError) Error() string {
+	return fmt.Sprintf("release %s/%s revision %d: the record is incomplete (%v): it was not written to its end, or its parts (%s) were deleted",
+		e.Namespace, e.Name, e.Version, e.Err, PartSecretType)
+}
+
+func (e *IncompleteRecordError) Unwrap() error { return e.Err }
+
+// loaded is a record object decoded, with what moved to its parts put back.
+type loaded struct {
+	rel *Release
+	it  *item
+}
+
+// reader reads the records of one release, fetching the parts of its records at most once.
+type reader struct {
+	s     *HelmStore
+	objs  recordObjects
+	name  string
+	parts map[string]item // by name; nil until read
+}
+
+func (s *HelmStore) reader(name string) *reader {
+	return &reader{s: s, objs: s.records(s.namespace), name: name}
+}
+
+// load decodes the record object it, with its parts put back.
+func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
+	rel, err := decode(it.data)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s/%s: decode record: %w", r.objs.kind, r.s.namespace, it.name, err)
+	}
+	ann := it.annotations[PartsAnnotation]
+	if ann == "" {
+		return rel, nil
+	}
+	count, sum, err := partsOf(ann)
+	if err == nil {
+		var parts [][]byte
+		if parts, err = r.partsOf(ctx, it.name, count, sum); err == nil {
+			err = join(rel, parts, sum)
+		}
+	}
+	if err != nil {
+		return nil, &IncompleteRecordError{Namespace: r.s.namespace, Name: r.name, Version: it.version, Err: err}
+	}
+	r.s.seen.set(r.s.namespace+"/"+it.name, written{uid: it.uid, parts: ann})
+	return rel, nil
+}
+
+// partsOf are the count parts with sha256 sum of the record object key, in order.
+func (r *reader) partsOf(ctx context.Context, key string, count int, sum string) ([][]byte, error) {
+	if r.parts == nil {
+		list, err := r.objs.list(ctx, partsSelector(r.name))
+		if err != nil {
+			return nil, fmt.Errorf("list parts: %w", err)
+		}
+		r.parts = map[string]item{}
+		for _, p := range list {
+			r.parts[p.name] = p
+		}
+	}
+	out := make([][]byte, count)
+	for i := range count {
+		p, ok := r.parts[partName(key, sum, i)]
+		if !ok {
+			return nil, fmt.Errorf("%w: part %d of %d", errPartsMissing, i+1, count)
+		}
+		out[i] = p.data
+	}
+	return out, nil
+}
+
+// parts are the parts of the record object it, in order.
+func (s *HelmStore) parts(ctx context.Context, objs recordObjects, it *item) ([][]byte, error) {
+	count, sum, err := partsOf(it.annotations[PartsAnnotation])
+	if err != nil {
+		return nil, err
+	}
+	name := it.labels["name"]
+	r := &reader{s: s, objs: objs, name: name}
+	return r.partsOf(ctx, it.name, count, sum)
+}
+
+// records lists the objects that hold the records of the release, as Helm's driver labels them
+// (owner=helm, name=NAME), and more labels, newest first; those with no version label (not
+// written by a Helm driver) last.
+func (r *reader) records(ctx context.Context, more string) ([]item, error) {
+	sel := "owner=helm,name=" + r.name + more
+	list, err := r.objs.list(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: list records: %w", r.s.namespace, r.name, err)
+	}
+	slices.SortFunc(list, func(a, b item) int { return cmp.Compare(b.version, a.version) })
+	return list, nil
+}
+
+// all decodes every record in list that is complete, as Helm's driver reads a release's records:
+// one that cannot be decoded is left out, as is one whose parts are missing.
+func (r *reader) all(ctx context.Context, list []item) []loaded {
+	var out []loaded
+	for i := range list {
+		rel, err := r.load(ctx, &list[i])
+		if err != nil {
+			continue
+		}
+		rel.Labels = list[i].labels
+		out = append(out, loaded{rel: rel, it: &list[i]})
+	}
+	return out
+}
+
+// newest is the newest complete record in list; nil when none is.
+func (r *reader) newest(ctx context.Context, list []item) (*Release, error) {
+	if len(list) > 0 && list[len(list)-1].version <= 0 {
+		// A record without Helm's version label: its revision is known once decoded.
+		all := r.all(ctx, list)
+		if len(all) == 0 {
+			return nil, nil
+		}
+		return slices.MaxFunc(all, func(a, b loaded) int { return cmp.Compare(a.rel.Version, b.rel.Version) }).rel, nil
+	}
+	for i := range list {
+		rel, err := r.load(ctx, &list[i])
+		var incomplete *IncompleteRecordError
+		if errors.As(err, &incomplete) {
+			continue // never read as a release
+		}
+		if err != nil {
+			return nil, err
+		}
+		// As Helm's driver lists records: with every label of the object that holds it,
+		// Helm's own (owner, status, version, ...) included, which helm get metadata prints.
+		rel.Labels = list[i].labels
+		return rel, nil
+	}
+	return nil, nil
+}
+
+// systemLabels are the labels Helm's driver keeps for itself, which its Get leaves out of a
+// release's labels.
+var systemLabels = driver.GetSystemLabels()
+
+func withoutSystemLabels(l map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range l {
+		if !slices.Contains(systemLabels, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
