@@ -52,6 +52,14 @@ func explainOperationError(err error) error {
 	if errors.As(err, &ee) {
 		hints = append(hints, readinessHint(err))
 	}
+	var large *release.TooLargeError
+	if errors.As(err, &large) {
+		hints = append(hints, "nothing was changed: make the chart's files and templates smaller (files/, crds/ and large embedded data are kept whole in every revision's record)")
+	}
+	var incomplete *release.IncompleteRecordError
+	if errors.As(err, &incomplete) {
+		hints = append(hints, fmt.Sprintf("berth recover %s removes a record left incomplete by an operation that stopped; the next operation replaces it", incomplete.Name))
+	}
 	var ue *lifecycle.UninstallError
 	if errors.As(err, &ue) && !ue.NothingDeleted {
 		hints = append(hints, fmt.Sprintf("once the cause is fixed, berth uninstall %s goes on from here", ue.Release))

@@ -97,6 +97,13 @@ func (d *operation) carryOut(ctx context.Context, rev revision, pol policy) erro
 // checks ownership, builds the plan and runs the preflight: everything before the first change.
 func (d *operation) planRevision(ctx context.Context, rev revision, pol policy) (*planned, error) {
 	rel := rev.rel
+	if !rev.recorded {
+		// A record that cannot be stored is refused before anything changes, not when the
+		// API server refuses it once the operation is under way.
+		if err := release.Fits(rel); err != nil {
+			return nil, err
+		}
+	}
 	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, crdsFor(pol.crds, pol.op, rev.crds), rev.objects)
 	if err != nil {
 		return nil, skippedCRDs(err, pol.crds, pol.op, rev.crds)

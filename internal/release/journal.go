@@ -1,6 +1,7 @@
 package release
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,8 +42,14 @@ const (
 // JournalSecretType is the type of the Secrets that hold journals: not Helm's, so Helm ignores them.
 const JournalSecretType = "berth.dev/journal.v1"
 
-// journalDataKey is the key of a journal Secret's data that holds the journal, as JSON.
-const journalDataKey = "journal"
+// journalDataKey is the key of a journal Secret's data that holds the journal, as JSON;
+// journalGzipKey holds it gzipped instead, when the JSON is over journalGzipOver bytes (the plan
+// of a release of thousands of objects), so that it fits in one Secret as the record does.
+const (
+	journalDataKey  = "journal"
+	journalGzipKey  = "journal.gz"
+	journalGzipOver = 256 << 10
+)
 
 // JournalKey is the name of the Secret that holds a release's journal: berth.journal.NAME.
 func JournalKey(name string) string { return "berth.journal." + name }
@@ -125,8 +132,14 @@ func (s *Journals) Read(ctx context.Context, name string) (*Journal, string, err
 	if err != nil {
 		return nil, "", fmt.Errorf("Secret/%s/%s: get journal: %w", s.namespace, JournalKey(name), err)
 	}
+	data := sec.Data[journalDataKey]
+	if z, ok := sec.Data[journalGzipKey]; ok {
+		if data, err = gunzip(z); err != nil {
+			return nil, "", fmt.Errorf("Secret/%s/%s: decode journal: %w", s.namespace, JournalKey(name), err)
+		}
+	}
 	var j Journal
-	if err := json.Unmarshal(sec.Data[journalDataKey], &j); err != nil {
+	if err := json.Unmarshal(data, &j); err != nil {
 		return nil, "", fmt.Errorf("Secret/%s/%s: decode journal: %w", s.namespace, JournalKey(name), err)
 	}
 	return &j, sec.ResourceVersion, nil
@@ -179,6 +192,13 @@ func (s *Journals) Put(ctx context.Context, j *Journal, version string) (string,
 	}
 	sec := s.secret(j.Release)
 	sec.Data = map[string][]byte{journalDataKey: data}
+	if len(data) > journalGzipOver {
+		z, err := gzipBytes(data, gzip.DefaultCompression)
+		if err != nil {
+			return version, fmt.Errorf("journal of release %s: encode: %w", j.Release, err)
+		}
+		sec.Data = map[string][]byte{journalGzipKey: z}
+	}
 	client := s.secrets.Secrets(s.namespace)
 	var out *corev1.Secret
 	if version == "" {

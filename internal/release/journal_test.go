@@ -1,10 +1,13 @@
 package release
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/testenv"
 )
 
@@ -82,5 +85,30 @@ func TestJournalWritesAreConditional(t *testing.T) {
 	}
 	if err := js.Delete(ctx, "web", newVersion); err != nil {
 		t.Fatalf("the new holder's delete: %v", err)
+	}
+}
+
+// TestJournalOfThousandsOfObjects checks that the journal of a plan too large for one Secret as
+// JSON is kept gzipped, and reads back whole.
+func TestJournalOfThousandsOfObjects(t *testing.T) {
+	env := testenv.New(t)
+	js := NewJournals(env.Client.CoreV1(), env.Namespace)
+	j := &Journal{Release: "many", Operation: OpInstall, Revision: 1, State: JournalRunning, Plan: &plan.Plan{}}
+	for i := range 12000 {
+		id := resource.Identity{Group: "apps", Kind: "Deployment", Namespace: env.Namespace,
+			Name: fmt.Sprintf("a-deployment-with-a-long-name-%05d", i)}
+		j.Plan.Steps = append(j.Plan.Steps, plan.Step{ID: "apply/" + id.Name, Action: plan.Apply,
+			Objects: []resource.Identity{id}, Reason: "the chart has it"})
+	}
+	if b, _ := json.Marshal(j); len(b) <= MaxObjectData {
+		t.Fatalf("the journal's JSON is %d bytes: the test needs more than one Secret holds", len(b))
+	}
+	version, err := js.Put(t.Context(), j, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, read, err := js.Read(t.Context(), "many")
+	if err != nil || read != version || len(got.Plan.Steps) != len(j.Plan.Steps) || got.Plan.Steps[11999].Objects[0] != j.Plan.Steps[11999].Objects[0] {
+		t.Fatalf("read back %v at %q (%v)", got != nil, read, err)
 	}
 }

@@ -31,7 +31,8 @@ type newItem struct {
 	labels      map[string]string
 	annotations map[string]string
 	data        []byte
-	// owner is the UID of the record object that owns a part; "" for a record object.
+	// part says the object is a part of a record, owned by the record object with UID owner.
+	part  bool
 	owner types.UID
 	// ownerName is the name of that record object.
 	ownerName string
@@ -50,7 +51,7 @@ type recordObjects struct {
 
 func (o newItem) meta(kind string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: o.name, Labels: o.labels, Annotations: o.annotations}
-	if o.owner != "" {
+	if o.part {
 		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: kind, Name: o.ownerName, UID: o.owner}}
 	}
 	return m
@@ -86,7 +87,7 @@ func secretRecords(c typedcorev1.SecretInterface) recordObjects {
 		put: func(ctx context.Context, o newItem, update bool) (*item, error) {
 			obj := &corev1.Secret{ObjectMeta: o.meta("Secret"), Type: "helm.sh/release.v1",
 				Data: map[string][]byte{"release": o.data}}
-			if o.owner != "" {
+			if o.part {
 				obj.Type, obj.Data = PartSecretType, map[string][]byte{partDataKey: o.data}
 			}
 			var err error
@@ -130,7 +131,7 @@ func configMapRecords(c typedcorev1.ConfigMapInterface) recordObjects {
 		},
 		put: func(ctx context.Context, o newItem, update bool) (*item, error) {
 			obj := &corev1.ConfigMap{ObjectMeta: o.meta("ConfigMap")}
-			if o.owner != "" {
+			if o.part {
 				obj.BinaryData = map[string][]byte{partDataKey: o.data}
 			} else {
 				obj.Data = map[string]string{"release": string(o.data)}

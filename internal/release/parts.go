@@ -323,3 +323,19 @@ func join(rel *Release, parts [][]byte, sum string) error {
 func partName(key, sum string, i int) string {
 	return fmt.Sprintf("%s.%s.%d", key, sum[:10], i)
 }
+
+// Fits returns a *TooLargeError when the record of rel cannot be stored, even with its chart and
+// manifest in parts, and nil when it can: what an operation checks before anything changes. A
+// record whose JSON fits in an object uncompressed is not encoded to know it.
+func Fits(rel *Release) error {
+	b, err := json.Marshal(rel)
+	if err != nil {
+		return err
+	}
+	// gzip adds at most 5 bytes in every 64 KiB and a header; base64 makes 4 bytes of 3.
+	if (len(b)+len(b)/1024+64)/3*4+4 <= MaxObjectData {
+		return nil
+	}
+	_, err = encode(rel)
+	return err
+}

@@ -1,14 +1,19 @@
 package release
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	helmrelease "helm.sh/helm/v4/pkg/release"
@@ -122,4 +127,173 @@ func TestSplitRecordRoundTrips(t *testing.T) {
 			}
 		})
 	}
+}
+
+// partObjects counts the part Secrets in ns.
+func partObjects(t *testing.T, c *fake.Clientset) int {
+	t.Helper()
+	l, err := c.CoreV1().Secrets("ns").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range l.Items {
+		if s.Type == PartSecretType {
+			n++
+		}
+	}
+	return n
+}
+
+// writes counts the creates, updates and deletes of parts a clientset was asked for.
+func writes(c *fake.Clientset) (creates, deletes int) {
+	for _, a := range c.Actions() {
+		switch a := a.(type) {
+		case k8stesting.CreateAction:
+			if s, ok := a.GetObject().(*corev1.Secret); ok && s.Type == PartSecretType {
+				creates++
+			}
+		case k8stesting.DeleteAction:
+			if strings.Count(a.GetName(), ".") > 5 {
+				deletes++
+			}
+		}
+	}
+	return creates, deletes
+}
+
+// TestSplitRecordUpdates checks that a new status rewrites a split record's object alone, and
+// that deleting, pruning and purging revisions delete their parts.
+func TestSplitRecordUpdates(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	s := NewSecretStore(c.CoreV1(), "ns")
+	r := large("ns", "big", 1, 2<<20, 1<<10)
+	r.Info.Status = StatusPendingInstall
+	if err := s.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	n := partObjects(t, c)
+	if n < 2 {
+		t.Fatalf("%d parts", n)
+	}
+	c.ClearActions()
+	r.Info.Status = StatusDeployed
+	if err := s.Update(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	// A store that has not seen the record reads its object once, and writes no part either.
+	if err := NewSecretStore(c.CoreV1(), "ns").Update(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if creates, deletes := writes(c); creates != 0 || deletes != 0 || partObjects(t, c) != n {
+		t.Errorf("updating the status wrote %d parts and deleted %d; %d parts are left, want %d", creates, deletes, partObjects(t, c), n)
+	}
+	if back, err := s.Get(ctx, "big", 1); err != nil || back.Info.Status != StatusDeployed || len(back.Chart.Files) != 4 {
+		t.Fatalf("read back %v (%v)", back, err)
+	}
+
+	for v := 2; v <= 4; v++ {
+		r := large("ns", "big", v, 2<<20, 1<<10)
+		r.Info.Status = StatusSuperseded
+		if err := s.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pruned, err := s.Prune(ctx, "big", 2); err != nil || len(pruned) != 2 {
+		t.Fatalf("pruned %v (%v)", pruned, err)
+	}
+	if got := partObjects(t, c); got != 2*n {
+		t.Errorf("after pruning to 2 revisions, %d parts are left, want %d", got, 2*n)
+	}
+	if _, err := s.Delete(ctx, "big", 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := partObjects(t, c); got != n {
+		t.Errorf("after deleting one of 2 revisions, %d parts are left, want %d", got, n)
+	}
+	if _, err := s.Purge(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	if got := partObjects(t, c); got != 0 {
+		t.Errorf("after purging, %d parts are left", got)
+	}
+}
+
+// TestIncompleteRecordIsNoRelease checks that a record whose parts are not all written is never
+// read as a release, and that recording its revision again replaces it.
+func TestIncompleteRecordIsNoRelease(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	s := NewSecretStore(c.CoreV1(), "ns")
+	r1 := rev("ns", "big", 1, StatusDeployed)
+	if err := s.Create(ctx, r1); err != nil {
+		t.Fatal(err)
+	}
+	r2 := large("ns", "big", 2, 2<<20, 1<<10)
+	r2.Info.Status = StatusPendingUpgrade
+	if err := s.Create(ctx, r2); err != nil {
+		t.Fatal(err)
+	}
+	it, err := s.records("ns").get(ctx, Key("big", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sum, _ := partsOf(it.annotations[PartsAnnotation])
+	if err := c.CoreV1().Secrets("ns").Delete(ctx, partName(Key("big", 2), sum, 1), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s = NewSecretStore(c.CoreV1(), "ns") // one that has not seen it whole
+	var incomplete *IncompleteRecordError
+	if _, err := s.Get(ctx, "big", 2); !errors.As(err, &incomplete) || incomplete.Version != 2 {
+		t.Errorf("Get of the incomplete revision: %v, want an IncompleteRecordError", err)
+	}
+	if last, err := s.Last(ctx, "big"); err != nil || last.Version != 1 {
+		t.Errorf("Last = %v (%v), want revision 1", last, err)
+	}
+	if h, err := s.History(ctx, "big"); err != nil || len(h) != 1 {
+		t.Errorf("History = %v (%v), want revision 1 alone", versions(h), err)
+	}
+	if err := s.Create(ctx, r2); err != nil {
+		t.Fatalf("recording revision 2 again: %v", err)
+	}
+	if back, err := s.Get(ctx, "big", 2); err != nil || jsonOf(t, back) != jsonOf(t, withLabels(r2, back.Labels)) {
+		t.Errorf("revision 2 recorded again reads back as %v (%v)", back != nil, err)
+	}
+	if err := s.Create(ctx, r2); !errors.Is(err, ErrExists) {
+		t.Errorf("recording a complete revision again: %v, want ErrExists", err)
+	}
+}
+
+func withLabels(r *Release, l map[string]string) *Release {
+	c := *r
+	c.Labels = l
+	return &c
+}
+
+// FuzzDecodeRecord feeds the record decoder, the parts annotation's parser and the joining of
+// parts with what anyone who can write Secrets in a namespace could leave there.
+func FuzzDecodeRecord(f *testing.F) {
+	r := large("ns", "big", 1, 4<<10, 1<<10)
+	e, err := encodeWithin(r, 2<<10)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(e.data), e.partsAnnotation(), bytes.Join(e.parts, nil))
+	f.Add([]byte("H4sI"), "1/00", []byte{0x1f, 0x8b, 0x08})
+	f.Fuzz(func(t *testing.T, data []byte, ann string, joined []byte) {
+		rel, err := decode(data)
+		if err != nil {
+			return
+		}
+		count, sum, err := partsOf(ann)
+		if err != nil {
+			return
+		}
+		parts := make([][]byte, count)
+		for i := range count {
+			parts[i] = joined[len(joined)*i/count : len(joined)*(i+1)/count]
+		}
+		_ = join(rel, parts, sum)
+	})
 }

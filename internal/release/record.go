@@ -149,7 +149,7 @@ func (s *HelmStore) writeParts(ctx context.Context, objs recordObjects, rel *Rel
 	key := Key(rel.Name, rel.Version)
 	for i, p := range e.parts {
 		o := newItem{name: partName(key, e.sum, i), labels: partLabels(rel.Name, rel.Version, e.sum), data: p,
-			owner: owner, ownerName: key}
+			part: true, owner: owner, ownerName: key}
 		_, err := objs.put(ctx, o, false)
 		if apierrors.IsAlreadyExists(err) {
 			var cur *item
