@@ -1,7 +1,10 @@
 package lifecycle
 
 import (
+	"encoding/base64"
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,6 +108,11 @@ spec:
 			want:      []string{"a.b"},
 		},
 		{
+			name:      "record larger than it may be",
+			templates: noiseFiles(5, 5<<20),
+			want:      []string{"release bad revision", "the record would take", "16.0 MiB"},
+		},
+		{
 			name:      "namespace that does not exist",
 			templates: map[string]string{},
 			namespace: "missing",
@@ -204,4 +212,19 @@ spec:
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
+}
+
+// noiseFiles are n chart files of size bytes of incompressible text each (base64 of seeded random
+// bytes), that every revision's record keeps whole.
+func noiseFiles(n, size int) map[string]string {
+	rnd := rand.New(rand.NewPCG(uint64(n), uint64(size)))
+	files := map[string]string{}
+	for i := range n {
+		b := make([]byte, size*3/4)
+		for j := range b {
+			b[j] = byte(rnd.UintN(256))
+		}
+		files[fmt.Sprintf("files/blob-%d.txt", i)] = base64.StdEncoding.EncodeToString(b)
+	}
+	return files
 }
