@@ -11,6 +11,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
@@ -129,7 +130,47 @@ func Bytes(n int) string {
 // one object, and only when even that does not, split: the chart's templates and files move to
 // parts, and then the manifest. Helm reads each of these record objects; a release helm can
 // store is never split.
-func encode(rel *Release) (*encoding, error) { return encodeWithin(rel, MaxObjectData) }
+func encode(rel *Release) (*encoding, error) {
+	b, err := json.Marshal(rel)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	if e := lastSplit.get(sum); e != nil {
+		return e, nil
+	}
+	e, err := encodeWithin(rel, MaxObjectData)
+	if err == nil && len(e.parts) > 0 {
+		lastSplit.set(sum, e)
+	}
+	return e, err
+}
+
+// lastSplit is the last split record encoded, by the sha256 of its JSON: an operation checks that
+// its record can be stored (Fits) before it writes it, and a record is split at the cost of
+// compressing megabytes.
+var lastSplit splitCache
+
+type splitCache struct {
+	mu  sync.Mutex
+	sum [sha256.Size]byte
+	e   *encoding
+}
+
+func (c *splitCache) get(sum [sha256.Size]byte) *encoding {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.e != nil && c.sum == sum {
+		return c.e
+	}
+	return nil
+}
+
+func (c *splitCache) set(sum [sha256.Size]byte, e *encoding) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sum, c.e = sum, e
+}
 
 // encodeWithin is encode with objects that hold at most limit bytes.
 func encodeWithin(rel *Release, limit int) (*encoding, error) {
@@ -194,6 +235,11 @@ func fitting(b []byte, limit int) (data string, size int, err error) {
 			return s, len(s), err
 		}
 		size = len(s)
+		if size > limit+limit/8 {
+			// The best level saves a few percent of the default's bytes on a record's JSON,
+			// never an eighth: it would not fit either.
+			break
+		}
 	}
 	return "", size, nil
 }
