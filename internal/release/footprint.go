@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // RecordFootprint is what the record of one revision takes in the cluster: its record object
@@ -66,7 +67,7 @@ type OrphanParts struct {
 	Kind    string `json:"kind"`
 	// Set is their PartSetLabel.
 	Set string `json:"set"`
-	// Objects are the names of the parts; Bytes is what they hold.
+	// Objects are the names of the parts, in order; Bytes is what they hold.
 	Objects []string `json:"objects"`
 	Bytes   int      `json:"bytes"`
 	// RecordGone says the record object of their revision does not exist.
@@ -176,7 +177,8 @@ func (s *HelmStore) Footprints(ctx context.Context, allNamespaces bool) (*Footpr
 		o.Bytes += len(p.data)
 	}
 	for _, o := range orphans {
-		slices.Sort(o.Objects)
+		// Part i of a set is named after the set and i: by length first, they sort by i.
+		slices.SortFunc(o.Objects, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) })
 		out.Orphans = append(out.Orphans, *o)
 	}
 	slices.SortFunc(out.Orphans, func(a, b OrphanParts) int {
