@@ -52,7 +52,9 @@ answer (or whose caBundle is unusable, or whose timeout is long), APIServices
 that are not Available, CRDs whose conversion webhook cannot answer, namespaces
 stuck Terminating, objects stuck on finalizers (and Argo CD's hook finalizer on
 finished Jobs and Pods), releases left pending with no operation holding them,
-PodDisruptionBudgets that allow no eviction, and Releases (berth.dev) that no
+releases whose record is near the 1 MiB an object may hold or split into parts
+(with what their history holds), records whose parts are missing and parts no
+record names, PodDisruptionBudgets that allow no eviction, and Releases (berth.dev) that no
 running controller serves: of a shard no controller runs for (label
 sharding.berth.dev/key), or with no controller at all. Controllers are found by
 their leader election Leases, so those run without --leader-elect are not seen.
@@ -115,6 +117,9 @@ func doctorCluster(clients *kube.Clients, store *release.HelmStore) doctor.Clust
 		Dynamic: clients.Dynamic, Metadata: clients.Metadata, Discovery: clients.Client.Discovery(), Mapper: clients.Mapper,
 		Backend:  cluster.New(clients.Dynamic, clients.Mapper).WebhookBackend,
 		Releases: func(ns string) release.Reader { return store.In(ns) },
+		Footprints: func(ctx context.Context, ns string) (*release.Footprints, error) {
+			return store.In(ns).Footprints(ctx, ns == "")
+		},
 		LeaseHolder: func(ctx context.Context, ns, name string) (*release.Holder, bool, error) {
 			return release.NewLeases(clients.Client.CoordinationV1(), ns).Holder(ctx, name)
 		},

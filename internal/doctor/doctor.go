@@ -29,6 +29,10 @@ type Cluster struct {
 	Backend func(ctx context.Context, cc admissionv1.WebhookClientConfig) (string, bool)
 	// Releases reads the release records of a namespace ("" for every namespace).
 	Releases func(namespace string) release.Reader
+	// Footprints measures what the release records of a namespace ("" for every namespace)
+	// take in the cluster, without reading what they hold; nil leaves out the checks of their
+	// sizes and parts.
+	Footprints func(ctx context.Context, namespace string) (*release.Footprints, error)
 	// LeaseHolder says who holds the lease of release name in namespace and whether it is live.
 	LeaseHolder func(ctx context.Context, namespace, name string) (*release.Holder, bool, error)
 	// Now is the clock; nil means time.Now.
@@ -64,6 +68,7 @@ func Run(ctx context.Context, c Cluster, o Options) Report {
 	r.namespaces(ctx)
 	r.stuckObjects(ctx)
 	r.releases(ctx)
+	r.records(ctx)
 	r.shards(ctx)
 	r.pdbs(ctx)
 	rep := Report{Scope: o.scope(), Findings: r.findings}

@@ -1,8 +1,9 @@
 // Package doctor finds what in a cluster would make a release operation hang or fail before
 // the operation walks into it: admission webhooks that cannot answer, APIServices that are not
 // available, namespaces stuck Terminating, objects stuck on finalizers, releases left pending,
-// PodDisruptionBudgets that allow no eviction, and berth.dev Releases that no running controller
-// serves. It only reads.
+// release records near the most an object may hold (or split into parts, or incomplete), parts
+// of records that no record names, PodDisruptionBudgets that allow no eviction, and berth.dev
+// Releases that no running controller serves. It only reads.
 package doctor
 
 import (
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
 
@@ -29,7 +31,8 @@ const (
 type Finding struct {
 	Severity Severity `json:"severity"`
 	// Check names the check that found it: webhook, apiservice, conversion, namespace,
-	// finalizer, hook, release, shard, pdb, or permission and read for what could not be read.
+	// finalizer, hook, release, record-size, incomplete-record, orphan-parts, shard, pdb, or
+	// permission and read for what could not be read.
 	Check  string            `json:"check"`
 	Object resource.Identity `json:"object"`
 	// Problem is what is wrong.
@@ -41,6 +44,9 @@ type Finding struct {
 	// Finalizer is, for a finalizer finding, the finalizer, who removes it, and for a built-in one
 	// why its holder waits on the oldest object.
 	Finalizer *cluster.FinalizerReport `json:"finalizer,omitempty"`
+	// Footprint is, for a record-size finding, what each revision's record of the release takes:
+	// sizes and names, never what the records hold.
+	Footprint *release.Footprint `json:"footprint,omitempty"`
 }
 
 // Report is what a run of the checks found.
