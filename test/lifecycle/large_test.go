@@ -385,6 +385,19 @@ func TestLargeRecordHistoryMax(t *testing.T) {
 	if !slices.Equal(got, parts) {
 		t.Errorf("parts by revision %v, want only those of revisions 3 and 4: %v", got, parts)
 	}
+
+	// helm's own pruning deletes the record Secret of revision 3, and the garbage collector
+	// its parts; revision 4, which helm supersedes, is still read whole.
+	berthtest.MustHelm(t, env, "rollback", name, "3", "--history-max", "2")
+	if got := recordVersions(t, env, name); !slices.Equal(got, []int{4, 5}) {
+		t.Errorf("after helm rollback with --history-max 2: records of revisions %v, want [4 5]", got)
+	}
+	poll(t, "the parts of revision 3 are gone", func(ctx context.Context) (bool, error) {
+		list, err := env.Client.CoreV1().Secrets(env.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "type=" + release.PartSecretType, LabelSelector: "name=" + name + ",version=3"})
+		return err == nil && len(list.Items) == 0, err
+	})
+	assertRewrittenReadWhole(t, env, name, 4, false)
 	berthtest.MustBerth(t, env, "uninstall", name)
 	berthtest.AssertNoRecords(t, env)
 	assertNoParts(t, env)
