@@ -238,6 +238,7 @@ func TestLargeRecordLifecycle(t *testing.T) {
 		var md struct {
 			Name, Chart, Version, Status string
 			Revision                     int
+			Labels                       map[string]string
 		}
 		out := berthtest.MustHelm(t, env, "get", "metadata", name, "-o", "json")
 		if err := json.Unmarshal([]byte(out), &md); err != nil {
@@ -245,6 +246,11 @@ func TestLargeRecordLifecycle(t *testing.T) {
 		}
 		if md.Name != name || md.Chart != "big" || md.Version != "0.1.0" || md.Revision != 1 || md.Status != "deployed" {
 			t.Errorf("helm get metadata: %+v", md)
+		}
+		// The label that names the record's parts is among the release's labels, as helm reads
+		// them.
+		if l := md.Labels[release.PartsLabel]; !strings.HasPrefix(l, "1.3.") {
+			t.Errorf("helm get metadata shows labels %v, want %s naming revision 1's 3 parts", md.Labels, release.PartsLabel)
 		}
 		// helm get all prints the chart's templates only with --template; what it prints by
 		// default is all in the record Secret.
