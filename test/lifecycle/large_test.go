@@ -462,6 +462,13 @@ func TestLargeManifest(t *testing.T) {
 		}
 	}
 	assertRewrittenReadWhole(t, env, name, 2, true)
+	// The revision helm recorded has no objects, to berth as to helm: an uninstall now would
+	// delete none of them, until berth records the manifest again.
+	out, _ := berthtest.MustBerth(t, env, "diff", "uninstall", name)
+	t.Logf("berth diff uninstall after helm rollback:\n%s", out)
+	if strings.Contains(out, "blob-blob-0") {
+		t.Errorf("berth diff uninstall after helm rollback would delete the release's objects:\n%s", out)
+	}
 
 	// berth upgrades from helm's revision: its objects are the release's by their ownership
 	// metadata, and the new revision records them again.
