@@ -43,6 +43,17 @@ const MaxRecordSize = 16 << 20
 // hold the rest of the record, and the sha256 of their contents joined, in hex.
 const PartsAnnotation = "berth.dev/record-parts"
 
+// PartsLabel, on a record object whose record has parts, is "VERSION.COUNT.SUM": its revision,
+// how many parts it has and the first 48 hex digits of their sha256. Helm's driver keeps the
+// labels of a record object it rewrites (to change a revision's status, as helm rollback, helm
+// upgrade and helm uninstall --keep-history do), where it drops PartsAnnotation; helm rollback
+// also copies a revision's labels onto the revision it writes, whole, in one object, whose
+// version is not the one the label names.
+const PartsLabel = "berth.dev/record-parts"
+
+// labelSum is how many hex digits of the parts' sha256 PartsLabel holds.
+const labelSum = 48
+
 // PartSetLabel, on each part, is the first 16 hex digits of the sha256 of its record's parts.
 const PartSetLabel = "berth.dev/part-set"
 
@@ -85,6 +96,15 @@ func (e *encoding) partsAnnotation() string {
 		return ""
 	}
 	return strconv.Itoa(len(e.parts)) + "/" + e.sum
+}
+
+// partsLabel is the value of PartsLabel for e, the record of revision version; "" when e has no
+// parts.
+func (e *encoding) partsLabel(version int) string {
+	if len(e.parts) == 0 {
+		return ""
+	}
+	return strconv.Itoa(version) + "." + strconv.Itoa(len(e.parts)) + "." + e.sum[:labelSum]
 }
 
 // size is how many bytes the record takes in all.
@@ -336,14 +356,42 @@ func partsOf(s string) (count int, sum string, err error) {
 	return count, sum, nil
 }
 
+// recordParts says whether the record object it has parts, and which: by its PartsAnnotation,
+// or, when Helm's driver rewrote the object and dropped its annotations, by its PartsLabel. A
+// PartsLabel that names another revision was copied from that revision's record by helm: the
+// object holds its whole record.
+func recordParts(it *item) (count int, sum string, ok bool, err error) {
+	if ann := it.annotations[PartsAnnotation]; ann != "" {
+		count, sum, err = partsOf(ann)
+		return count, sum, true, err
+	}
+	l := it.labels[PartsLabel]
+	if l == "" {
+		return 0, "", false, nil
+	}
+	version, rest, _ := strings.Cut(l, ".")
+	if version != strconv.Itoa(it.version) {
+		return 0, "", false, nil
+	}
+	c, sum, _ := strings.Cut(rest, ".")
+	count, err = strconv.Atoi(c)
+	if err != nil || count < 1 || count > MaxRecordSize/MaxObjectData+1 {
+		return 0, "", true, fmt.Errorf("%s %q: the count must be 1 to %d", PartsLabel, l, MaxRecordSize/MaxObjectData+1)
+	}
+	if _, err := hex.DecodeString(sum); err != nil || len(sum) != labelSum {
+		return 0, "", true, fmt.Errorf("%s %q: the sum must be %d hex digits", PartsLabel, l, labelSum)
+	}
+	return count, sum, true, nil
+}
+
 // join puts back into rel, read from a record object, what moved to its parts: parts are the
-// parts' contents in order, which must join to sum.
+// parts' contents in order, whose sha256 must be sum or start with it.
 func join(rel *Release, parts [][]byte, sum string) error {
 	h := sha256.New()
 	for _, p := range parts {
 		h.Write(p)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != sum {
+	if got := hex.EncodeToString(h.Sum(nil)); len(sum) < labelSum || !strings.HasPrefix(got, sum) {
 		return fmt.Errorf("the parts' sha256 is %s, the record says %s", got, sum)
 	}
 	b, err := gunzip(bytes.Join(parts, nil))

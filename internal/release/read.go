@@ -53,11 +53,10 @@ func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s/%s: decode record: %w", r.objs.kind, r.s.namespace, it.name, err)
 	}
-	ann := it.annotations[PartsAnnotation]
-	if ann == "" {
+	count, sum, ok, err := recordParts(it)
+	if !ok {
 		return rel, nil
 	}
-	count, sum, err := partsOf(ann)
 	if err == nil {
 		var parts [][]byte
 		if parts, err = r.partsOf(ctx, it.name, count, sum); err == nil {
@@ -67,7 +66,7 @@ func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
 	if err != nil {
 		return nil, &IncompleteRecordError{Namespace: r.s.namespace, Name: r.name, Version: it.version, Err: err}
 	}
-	r.s.seen.set(r.s.namespace+"/"+it.name, written{uid: it.uid, parts: ann})
+	r.s.seen.set(r.s.namespace+"/"+it.name, written{uid: it.uid, parts: it.annotations[PartsAnnotation]})
 	return rel, nil
 }
 

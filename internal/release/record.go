@@ -100,8 +100,10 @@ func (s *HelmStore) write(ctx context.Context, rel *Release, update bool) error 
 	objs := s.records(s.namespace)
 	key := Key(rel.Name, rel.Version)
 	o := newItem{name: key, labels: recordLabels(rel, update), data: []byte(e.data)}
+	delete(o.labels, PartsLabel) // read with the release it was written for, or copied by helm
 	if a := e.partsAnnotation(); a != "" {
 		o.annotations = map[string]string{PartsAnnotation: a}
+		o.labels[PartsLabel] = e.partsLabel(rel.Version)
 	}
 	memo := s.namespace + "/" + key
 	if !update {
@@ -198,6 +200,11 @@ func (s *HelmStore) deleteParts(ctx context.Context, objs recordObjects, key, an
 	if err != nil {
 		return
 	}
+	deletePartsOf(ctx, objs, key, count, sum)
+}
+
+// deletePartsOf deletes the count parts with sha256 sum (or its start) of the record object key.
+func deletePartsOf(ctx context.Context, objs recordObjects, key string, count int, sum string) {
 	for i := range count {
 		_ = objs.delete(ctx, partName(key, sum, i), metav1.DeleteOptions{})
 	}

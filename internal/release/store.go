@@ -317,8 +317,8 @@ func (s *HelmStore) deleteRecord(ctx context.Context, objs recordObjects, it *it
 	if err != nil {
 		return err
 	}
-	if ann := it.annotations[PartsAnnotation]; ann != "" {
-		s.deleteParts(ctx, objs, it.name, ann)
+	if count, sum, ok, err := recordParts(it); ok && err == nil {
+		deletePartsOf(ctx, objs, it.name, count, sum)
 		s.seen.set(s.namespace+"/"+it.name, written{})
 	}
 	return nil
