@@ -24,7 +24,7 @@ type RecordFootprint struct {
 	PartBytes int `json:"partBytes,omitempty"`
 	Missing   int `json:"missing,omitempty"`
 	// Incomplete says the record is never read as a release: parts it names are missing, or
-	// its PartsAnnotation does not parse (then Parts is 0).
+	// its PartsAnnotation (or PartsLabel) does not parse (then Parts is 0).
 	Incomplete bool `json:"incomplete,omitempty"`
 }
 
@@ -126,8 +126,7 @@ func (s *HelmStore) Footprints(ctx context.Context, allNamespaces bool) (*Footpr
 			releases[rk] = f
 		}
 		r := RecordFootprint{Version: it.version, Status: Status(it.labels["status"]), Object: it.name, Bytes: len(it.data)}
-		if ann := it.annotations[PartsAnnotation]; ann != "" {
-			count, sum, err := partsOf(ann)
+		if count, sum, ok, err := recordParts(it); ok {
 			if err != nil {
 				r.Incomplete = true
 			}

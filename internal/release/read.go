@@ -93,16 +93,6 @@ func (r *reader) partsOf(ctx context.Context, key string, count int, sum string)
 	return out, nil
 }
 
-// parts are the parts of the record object it, in order.
-func (s *HelmStore) parts(ctx context.Context, objs recordObjects, it *item) ([][]byte, error) {
-	count, sum, err := partsOf(it.annotations[PartsAnnotation])
-	if err != nil {
-		return nil, err
-	}
-	name := it.labels["name"]
-	r := &reader{s: s, objs: objs, name: name}
-	return r.partsOf(ctx, it.name, count, sum)
-}
 
 // records lists the objects that hold the records of the release, as Helm's driver labels them
 // (owner=helm, name=NAME), and more labels, newest first; those with no version label (not

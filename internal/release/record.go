@@ -178,18 +178,19 @@ func (s *HelmStore) replaceIncomplete(ctx context.Context, objs recordObjects, o
 	if err != nil {
 		return nil, err
 	}
-	ann := cur.annotations[PartsAnnotation]
-	if ann == "" {
+	count, sum, ok, err := recordParts(cur)
+	if !ok || err != nil {
 		return nil, driver.ErrReleaseExists
 	}
-	if _, err := s.parts(ctx, objs, cur); !errors.Is(err, errPartsMissing) {
+	r := &reader{s: s, objs: objs, name: cur.labels["name"]}
+	if _, err := r.partsOf(ctx, cur.name, count, sum); !errors.Is(err, errPartsMissing) {
 		return nil, driver.ErrReleaseExists
 	}
 	uid := cur.uid
 	if err := objs.delete(ctx, o.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
-	s.deleteParts(ctx, objs, o.name, ann)
+	deletePartsOf(ctx, objs, o.name, count, sum)
 	return objs.put(ctx, o, false)
 }
 
