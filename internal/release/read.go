@@ -93,7 +93,6 @@ func (r *reader) partsOf(ctx context.Context, key string, count int, sum string)
 	return out, nil
 }
 
-
 // records lists the objects that hold the records of the release, as Helm's driver labels them
 // (owner=helm, name=NAME), and more labels, newest first; those with no version label (not
 // written by a Helm driver) last.
