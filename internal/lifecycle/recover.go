@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/berthdev/berth/internal/plan"
@@ -20,6 +21,10 @@ func (d *operation) finish(ctx context.Context, in *Interrupted) error {
 	d.resume, d.recovering = in.Journal, true
 	switch {
 	case in.Stale:
+	case in.Incomplete > 0:
+		if err := d.deleteIncomplete(ctx, in); err != nil {
+			return err
+		}
 	case in.Operation == release.OpUninstall:
 		o := UninstallOptions{Name: in.Release, Cascade: cascadeOf(jo.Cascade), KeepHistory: jo.KeepHistory, NoHooks: jo.NoHooks,
 			WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered}}
@@ -92,6 +97,18 @@ func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol poli
 	return d.runRevision(ctx, &planned{revision: rev, policy: pol, p: p, s: survey{before: before}, plan: pl, journalled: true})
 }
 
+// deleteIncomplete deletes the incomplete record an operation left (Interrupted.Incomplete), its
+// parts with it. Nothing else of that operation had changed: finishing it and undoing it alike
+// come to this.
+func (d *operation) deleteIncomplete(ctx context.Context, in *Interrupted) error {
+	_, err := d.Store.Delete(ctx, in.Release, in.Incomplete)
+	var incomplete *release.IncompleteRecordError
+	if err == nil || errors.As(err, &incomplete) || errors.Is(err, release.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
 // rolled back to the deployed revision; an uninstall that deleted nothing yet is dropped, one that
 // may have is finished, as deleted objects cannot be brought back.
@@ -102,6 +119,10 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 	}
 	switch {
 	case in.Stale:
+	case in.Incomplete > 0:
+		if err := d.deleteIncomplete(ctx, in); err != nil {
+			return err
+		}
 	case in.Operation == release.OpUninstall:
 		if in.Last != nil && in.Last.Info.Status == release.StatusUninstalling {
 			return d.finish(ctx, in)
