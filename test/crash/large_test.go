@@ -426,3 +426,76 @@ func TestLargeRecordKilledWhileWritingParts(t *testing.T) {
 		t.Error("no upgrade of five was killed while writing its record's parts")
 	}
 }
+
+// waitNoParts waits until no part of the records of revision version of release name is left.
+func waitNoParts(ctx context.Context, t *testing.T, env *testenv.Env, name string, version int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	secrets := env.Client.CoreV1().Secrets(env.Namespace)
+	sel := metav1.ListOptions{LabelSelector: "owner=berth,name=" + name + ",version=" + strconv.Itoa(version) + "," + release.PartSetLabel}
+	list, err := secrets.List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for _, s := range list.Items {
+		left[s.Name] = true
+	}
+	if len(left) == 0 {
+		return
+	}
+	sel.ResourceVersion = list.ResourceVersion
+	w, err := secrets.Watch(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for e := range w.ResultChan() {
+		s, ok := e.Object.(*corev1.Secret)
+		switch {
+		case !ok:
+			continue
+		case e.Type == watch.Deleted:
+			delete(left, s.Name)
+		default:
+			left[s.Name] = true
+		}
+		if len(left) == 0 {
+			return
+		}
+	}
+	t.Fatalf("parts of revision %d of %s still there: %v", version, name, left)
+}
+
+// TestLargeRecordPartsGoWithTheirRecord: pruning the history (--history-max) deletes the parts of
+// the revisions it deletes, and a record object deleted by anyone else (as helm's own history
+// pruning and helm uninstall delete it) takes its parts with it, by the garbage collector: none
+// is left that no record names.
+func TestLargeRecordPartsGoWithTheirRecord(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	chart := largeChart(t)
+	const name = "pruned"
+	mustBerth(t, env, "install", name, chart)
+	mustBerth(t, env, "upgrade", name, chart, "--set", "version=2")
+	out := mustBerth(t, env, "upgrade", name, chart, "--set", "version=3", "--history-max", "2")
+	v3 := renderedManifest(t, env, name, chart, "--set", "version=3")
+	if problems := largeState(t.Context(), t, env, name, []int{2, 3}, "3", v3); len(problems) > 0 {
+		t.Errorf("after an upgrade with --history-max 2:\n  %s\n%s", strings.Join(problems, "\n  "), out)
+	}
+
+	// Revision 2's record object deleted by someone else: its parts go with it.
+	if err := env.Client.CoreV1().Secrets(env.Namespace).Delete(t.Context(), release.Key(name, 2), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitNoParts(t.Context(), t, env, name, 2)
+	if problems := largeState(t.Context(), t, env, name, []int{3}, "3", v3); len(problems) > 0 {
+		t.Errorf("after revision 2's record object was deleted:\n  %s", strings.Join(problems, "\n  "))
+	}
+
+	out = mustBerth(t, env, "uninstall", name)
+	if problems := largeState(t.Context(), t, env, name, nil, "", ""); len(problems) > 0 {
+		t.Errorf("after berth uninstall:\n  %s\n%s", strings.Join(problems, "\n  "), out)
+	}
+}
