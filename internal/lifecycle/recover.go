@@ -36,7 +36,34 @@ func (d *operation) finish(ctx context.Context, in *Interrupted) error {
 			return err
 		}
 	}
+	d.sweepParts(ctx, in.Journal)
 	return d.end(ctx, true)
+}
+
+// partSweeper deletes the parts of a revision that its record does not name (see
+// release.HelmStore.SweepParts).
+type partSweeper interface {
+	SweepParts(ctx context.Context, name string, version int) ([]string, error)
+}
+
+// sweepParts deletes, once the operation journal j records is finished or undone, the parts that
+// the records of its revision, and of the revisions its last step supersedes, do not name: an
+// update of one of those records stopped midway leaves them. A part it cannot delete is owned by
+// its record object, and goes with it.
+func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
+	sweeper, ok := d.Store.(partSweeper)
+	if !ok || j == nil {
+		return
+	}
+	versions := []int{j.Revision}
+	if j.Plan != nil && len(j.Plan.Steps) > 0 {
+		if last := j.Plan.Steps[len(j.Plan.Steps)-1]; last.Action == plan.Record {
+			versions = append(versions, last.Supersedes...)
+		}
+	}
+	for _, v := range versions {
+		_, _ = sweeper.SweepParts(ctx, j.Release, v)
+	}
 }
 
 // resumeRevision finishes an interrupted install, upgrade or rollback of the newest revision from
@@ -155,6 +182,7 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 			return err
 		}
 	}
+	d.sweepParts(ctx, in.Journal)
 	return d.end(ctx, true)
 }
 

@@ -499,3 +499,68 @@ func TestLargeRecordPartsGoWithTheirRecord(t *testing.T) {
 		t.Errorf("after berth uninstall:\n  %s\n%s", strings.Join(problems, "\n  "), out)
 	}
 }
+
+// strayParts copies the parts of revision version of release name under another part set, owned
+// by its record object, as an update of that record whose parts changed leaves the new parts
+// (stopped before it wrote the object) or the old ones (stopped before it deleted them).
+func strayParts(t *testing.T, env *testenv.Env, name string, version int) {
+	t.Helper()
+	secrets := env.Client.CoreV1().Secrets(env.Namespace)
+	other := strings.Repeat("e", 16)
+	for _, p := range partObjects(t.Context(), t, env, name) {
+		if p.Labels["version"] != strconv.Itoa(version) {
+			continue
+		}
+		i := p.Name[strings.LastIndex(p.Name, ".")+1:]
+		labels := map[string]string{}
+		for k, v := range p.Labels {
+			labels[k] = v
+		}
+		labels[release.PartSetLabel] = other
+		stray := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: release.Key(name, version) + "." + other[:10] + "." + i, Labels: labels,
+			OwnerReferences: p.OwnerReferences}, Type: p.Type, Data: p.Data}
+		if _, err := secrets.Create(t.Context(), stray, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLargeRecordUpdateStoppedMidwayLeavesNoParts leaves beside the deployed revision of an
+// upgrade the parts an update of its record stopped midway leaves (a record whose parts change
+// as its status does): the release reads as it was recorded. With the upgrade's journal left (it
+// was killed within its last step), berth recover deletes them; without (killed at its very
+// end, the journal deleted), they go with their record: berth uninstall leaves none.
+func TestLargeRecordUpdateStoppedMidwayLeavesNoParts(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	chart := largeChart(t)
+	for _, journal := range []bool{true, false} {
+		name := "stray-" + strconv.FormatBool(journal)
+		mustBerth(t, env, "install", name, chart)
+		mustBerth(t, env, "upgrade", name, chart, "--set", "version=2")
+		v2 := renderedManifest(t, env, name, chart, "--set", "version=2")
+		strayParts(t, env, name, 2)
+		if journal {
+			j := &release.Journal{Release: name, Operation: release.OpUpgrade, Revision: 2, State: release.JournalRunning,
+				Started: time.Now(), Updated: time.Now()}
+			if _, err := release.NewJournals(env.Client.CoreV1(), env.Namespace).Put(t.Context(), j, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out := mustBerth(t, env, "get", "manifest", name); out != v2+"\n" {
+			t.Errorf("berth get manifest %s with stray parts: %d bytes, want the %d recorded", name, len(out), len(v2))
+		}
+		if !journal {
+			out := mustBerth(t, env, "uninstall", name)
+			waitNoParts(t.Context(), t, env, name, 2)
+			if problems := largeState(t.Context(), t, env, name, nil, "", ""); len(problems) > 0 {
+				t.Errorf("berth uninstall of a release with stray parts:\n  %s\n%s", strings.Join(problems, "\n  "), out)
+			}
+			continue
+		}
+		out := mustBerth(t, env, "recover", name)
+		if problems := largeState(t.Context(), t, env, name, []int{1, 2}, "2", v2); len(problems) > 0 {
+			t.Errorf("berth recover with the upgrade's journal and stray parts left:\n  %s\n%s", strings.Join(problems, "\n  "), out)
+		}
+	}
+}
