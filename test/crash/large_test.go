@@ -250,6 +250,10 @@ func TestLargeIncompleteRecordConverges(t *testing.T) {
 		if out := mustBerth(t, env, "status", name); !strings.Contains(out, "incomplete") {
 			t.Errorf("berth status of %s with an incomplete revision 2 does not say so:\n%s", name, out)
 		}
+		// Helm reads the record object alone: to helm, revision 2 is an upgrade under way.
+		if out := berthtest.MustHelm(t, env, "history", name); !strings.Contains(out, "pending-upgrade") {
+			t.Errorf("helm history of %s with an incomplete revision 2:\n%s\nwant it pending-upgrade", name, out)
+		}
 		var args []string
 		versions, version, manifest := []int{1}, "1", v1
 		switch how {
@@ -264,6 +268,9 @@ func TestLargeIncompleteRecordConverges(t *testing.T) {
 		out := mustBerth(t, env, args...)
 		if problems := largeState(t.Context(), t, env, name, versions, version, manifest); len(problems) > 0 {
 			t.Errorf("berth %s after an incomplete revision 2: not converged:\n  %s\n%s", strings.Join(args, " "), strings.Join(problems, "\n  "), out)
+		}
+		if out := berthtest.MustHelm(t, env, "history", name); strings.Contains(out, "pending") {
+			t.Errorf("helm history of %s after berth %s:\n%s\nwant nothing pending", name, strings.Join(args, " "), out)
 		}
 	}
 }
