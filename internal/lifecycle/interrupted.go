@@ -23,6 +23,12 @@ type Interrupted struct {
 	// Stale says the journal outlived its operation, which recorded its outcome: recovering only
 	// deletes it.
 	Stale bool
+	// Incomplete is the revision whose record the operation was writing when it stopped, its
+	// first step, before anything else changed: the record's object exists, not all its parts
+	// (see release.IncompleteRecordError), so it is no revision, and what moved to its parts is
+	// lost. Recovering, by finishing or undoing alike, deletes it and its parts, and a journal
+	// left by an earlier operation; Last is then the newest revision still. 0 when there is none.
+	Incomplete int
 }
 
 // JournalReader reads journals.
@@ -98,8 +104,12 @@ func findInterrupted(ctx context.Context, store release.Reader, journals Journal
 	if err != nil {
 		return nil, err
 	}
+	incomplete, err := incompleteAfter(ctx, store, name, last)
+	if err != nil {
+		return nil, err
+	}
 	isPending := last != nil && pending(last.Info.Status)
-	if j == nil && !isPending {
+	if j == nil && !isPending && incomplete == nil {
 		return nil, nil
 	}
 	in := &Interrupted{Release: name, Last: last, Journal: j}
@@ -119,10 +129,34 @@ func findInterrupted(ctx context.Context, store release.Reader, journals Journal
 		in.Operation, in.Stale = operationOf(last.Info.Status), false
 		in.Journal = nil
 	}
+	if incomplete != nil && !isPending && (in.Journal == nil || in.Stale) {
+		// Stopped while recording its revision: the journal, written once that is done, is
+		// none, or another operation's.
+		in.Operation, in.Journal, in.Stale, in.Incomplete = operationOf(incomplete.Status), nil, false, incomplete.Version
+	}
 	if in.Deployed == 0 && in.Journal != nil && !in.Stale {
 		in.Deployed = supersededInLastStep(ctx, store, in.Journal)
 	}
 	return in, nil
+}
+
+// incompleteAfter is the record of the revision after last (the first when last is nil) when
+// it is incomplete: an operation was killed while it wrote that record's parts. Every read
+// skips it; nil when there is none.
+func incompleteAfter(ctx context.Context, store release.Reader, name string, last *release.Release) (*release.IncompleteRecordError, error) {
+	next := 1
+	if last != nil {
+		next = last.Version + 1
+	}
+	_, err := store.Get(ctx, name, next)
+	var incomplete *release.IncompleteRecordError
+	switch {
+	case errors.As(err, &incomplete):
+		return incomplete, nil
+	case err == nil || errors.Is(err, release.ErrNotFound):
+		return nil, nil
+	}
+	return nil, err
 }
 
 // supersededInLastStep is the revision that was deployed when an install, upgrade or rollback
@@ -153,6 +187,9 @@ func (in *Interrupted) Describe() string {
 	if in.Stale {
 		return fmt.Sprintf("%s journal left after the %s ended", in.Operation, in.Operation)
 	}
+	if in.Incomplete > 0 {
+		return fmt.Sprintf("%s of revision %d stopped while recording it (its record is incomplete: not a revision)", in.Operation, in.Incomplete)
+	}
 	s := string(in.Operation)
 	if in.Last != nil {
 		s += fmt.Sprintf(" of revision %d (%s", in.Last.Version, in.Last.Info.Status)
@@ -175,6 +212,10 @@ func (in *Interrupted) Next(rollback bool) string {
 	switch {
 	case in.Stale:
 		return "delete the journal"
+	case in.Incomplete > 0 && in.Last != nil:
+		return fmt.Sprintf("delete the incomplete record of revision %d; nothing else had changed: the release stays at revision %d", in.Incomplete, in.Last.Version)
+	case in.Incomplete > 0:
+		return fmt.Sprintf("delete the incomplete record of revision %d; nothing else had changed", in.Incomplete)
 	case in.Operation == release.OpUninstall:
 		if rollback && (in.Last == nil || in.Last.Info.Status != release.StatusUninstalling) {
 			return fmt.Sprintf("abandon the uninstall before anything was deleted: remove the pre-delete hooks it left; the release stays at revision %d", in.Last.Version)

@@ -206,9 +206,16 @@ func (c interruptible) RunHook(ctx context.Context, obj *unstructured.Unstructur
 }
 
 // LeftBehind reports whether an operation on release name left its lease or its journal behind:
-// a process killed at its very end, after the last record was removed. Uninstall takes both
-// over and removes them, even when no record is left.
+// a process killed at its very end, after the last record was removed; or the incomplete record
+// of its first revision: an install killed while it wrote that record. Uninstall takes them over
+// and removes them, even when no record is left.
 func LeftBehind(ctx context.Context, d Deps, name string) (bool, error) {
+	if d.Store != nil {
+		incomplete, err := incompleteAfter(ctx, d.Store, name, nil)
+		if err != nil || incomplete != nil {
+			return incomplete != nil, err
+		}
+	}
 	if d.Journals != nil {
 		j, _, err := d.Journals.Read(ctx, name)
 		if err != nil || j != nil {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/berthdev/berth/internal/plan"
@@ -20,6 +21,10 @@ func (d *operation) finish(ctx context.Context, in *Interrupted) error {
 	d.resume, d.recovering = in.Journal, true
 	switch {
 	case in.Stale:
+	case in.Incomplete > 0:
+		if err := d.deleteIncomplete(ctx, in); err != nil {
+			return err
+		}
 	case in.Operation == release.OpUninstall:
 		o := UninstallOptions{Name: in.Release, Cascade: cascadeOf(jo.Cascade), KeepHistory: jo.KeepHistory, NoHooks: jo.NoHooks,
 			WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered}}
@@ -31,7 +36,34 @@ func (d *operation) finish(ctx context.Context, in *Interrupted) error {
 			return err
 		}
 	}
+	d.sweepParts(ctx, in.Journal)
 	return d.end(ctx, true)
+}
+
+// partSweeper deletes the parts of a revision that its record does not name (see
+// release.HelmStore.SweepParts).
+type partSweeper interface {
+	SweepParts(ctx context.Context, name string, version int) ([]string, error)
+}
+
+// sweepParts deletes, once the operation journal j records is finished or undone, the parts that
+// the records of its revision, and of the revisions its last step supersedes, do not name: an
+// update of one of those records stopped midway leaves them. A part it cannot delete is owned by
+// its record object, and goes with it.
+func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
+	sweeper, ok := d.Store.(partSweeper)
+	if !ok || j == nil {
+		return
+	}
+	versions := []int{j.Revision}
+	if j.Plan != nil && len(j.Plan.Steps) > 0 {
+		if last := j.Plan.Steps[len(j.Plan.Steps)-1]; last.Action == plan.Record {
+			versions = append(versions, last.Supersedes...)
+		}
+	}
+	for _, v := range versions {
+		_, _ = sweeper.SweepParts(ctx, j.Release, v)
+	}
 }
 
 // resumeRevision finishes an interrupted install, upgrade or rollback of the newest revision from
@@ -92,6 +124,18 @@ func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol poli
 	return d.runRevision(ctx, &planned{revision: rev, policy: pol, p: p, s: survey{before: before}, plan: pl, journalled: true})
 }
 
+// deleteIncomplete deletes the incomplete record an operation left (Interrupted.Incomplete), its
+// parts with it. Nothing else of that operation had changed: finishing it and undoing it alike
+// come to this.
+func (d *operation) deleteIncomplete(ctx context.Context, in *Interrupted) error {
+	_, err := d.Store.Delete(ctx, in.Release, in.Incomplete)
+	var incomplete *release.IncompleteRecordError
+	if err == nil || errors.As(err, &incomplete) || errors.Is(err, release.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
 // rolled back to the deployed revision; an uninstall that deleted nothing yet is dropped, one that
 // may have is finished, as deleted objects cannot be brought back.
@@ -102,6 +146,10 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 	}
 	switch {
 	case in.Stale:
+	case in.Incomplete > 0:
+		if err := d.deleteIncomplete(ctx, in); err != nil {
+			return err
+		}
 	case in.Operation == release.OpUninstall:
 		if in.Last != nil && in.Last.Info.Status == release.StatusUninstalling {
 			return d.finish(ctx, in)
@@ -134,6 +182,7 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 			return err
 		}
 	}
+	d.sweepParts(ctx, in.Journal)
 	return d.end(ctx, true)
 }
 

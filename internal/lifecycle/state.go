@@ -205,6 +205,8 @@ func Next(s State, w Wanted) ([]Action, error) {
 			return []Action{ActFinish}, nil // the uninstall asked for deletes it
 		case status == StatusJournalLeft:
 			first = []Action{ActFinish} // it deletes the journal
+		case in.Incomplete > 0 && w.Operation != "":
+			first = []Action{ActFinish} // it deletes the incomplete record
 		case w.Operation == "" && w.Rollback:
 			return []Action{ActUndo}, nil
 		case w.Operation == "":

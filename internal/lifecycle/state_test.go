@@ -63,6 +63,11 @@ func TestNext(t *testing.T) {
 	interrupted := func(op release.Operation, status release.Status, stale bool) *Interrupted {
 		return &Interrupted{Release: "r", Operation: op, Last: chart("1.0.0", status, values), Stale: stale}
 	}
+	// An operation stopped while it recorded revision 3: its record is incomplete, last is
+	// the newest revision still.
+	incomplete := func(op release.Operation, last *release.Release) *Interrupted {
+		return &Interrupted{Release: "r", Operation: op, Last: last, Incomplete: 3}
+	}
 	upgrade := Wanted{Operation: release.OpUpgrade, ChartVersion: "1.0.0", Values: values}
 	upgradeInstall := upgrade
 	upgradeInstall.Install = true
@@ -175,6 +180,18 @@ func TestNext(t *testing.T) {
 			StatusJournalLeft, upgrade, []Action{ActFinish, ActUpgrade}, false},
 		{"journal left, recover --rollback", State{Interrupted: interrupted(release.OpUpgrade, release.StatusDeployed, true)},
 			StatusJournalLeft, Wanted{Rollback: true}, []Action{ActFinish}, false},
+		{"upgrade stopped while recording, upgrade of the same", State{Last: deployed, Interrupted: incomplete(release.OpUpgrade, deployed)},
+			StatusInterruptedUpgrade, upgrade, []Action{ActFinish, ActUpgrade}, false},
+		{"upgrade stopped while recording, recover", State{Last: deployed, Interrupted: incomplete(release.OpUpgrade, deployed)},
+			StatusInterruptedUpgrade, recover, []Action{ActFinish}, false},
+		{"upgrade stopped while recording, recover --rollback", State{Last: deployed, Interrupted: incomplete(release.OpUpgrade, deployed)},
+			StatusInterruptedUpgrade, Wanted{Rollback: true}, []Action{ActUndo}, false},
+		{"upgrade stopped while recording, controller", State{Last: deployed, Interrupted: incomplete(release.OpUpgrade, deployed)},
+			StatusInterruptedUpgrade, controller("1.0.0", stopped), []Action{ActFinish, ActUpgrade}, false},
+		{"install stopped while recording, install", State{Interrupted: incomplete(release.OpInstall, nil)},
+			StatusInterruptedInstall, install, []Action{ActFinish, ActInstall}, false},
+		{"install stopped while recording, uninstall", State{Interrupted: incomplete(release.OpInstall, nil)},
+			StatusInterruptedInstall, uninstall, []Action{ActFinish, ActUninstall}, false},
 		{"uninstall's journal left, uninstall", State{Last: uninstalled, Interrupted: interrupted(release.OpUninstall, release.StatusUninstalled, true)},
 			StatusJournalLeft, uninstall, []Action{ActFinish}, false},
 	}

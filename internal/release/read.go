@@ -19,7 +19,10 @@ var errPartsMissing = errors.New("parts missing")
 type IncompleteRecordError struct {
 	Namespace, Name string
 	Version         int
-	Err             error
+	// Status is the status the record object says: the pending status of the operation that
+	// was writing it.
+	Status Status
+	Err    error
 }
 
 func (e *IncompleteRecordError) Error() string {
@@ -64,7 +67,11 @@ func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
 		}
 	}
 	if err != nil {
-		return nil, &IncompleteRecordError{Namespace: r.s.namespace, Name: r.name, Version: it.version, Err: err}
+		incomplete := &IncompleteRecordError{Namespace: r.s.namespace, Name: r.name, Version: it.version, Err: err}
+		if rel.Info != nil {
+			incomplete.Status = rel.Info.Status
+		}
+		return nil, incomplete
 	}
 	r.s.seen.set(r.s.namespace+"/"+it.name, written{uid: it.uid, parts: it.annotations[PartsAnnotation]})
 	return rel, nil

@@ -1,0 +1,79 @@
+package lifecycle
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/berthdev/berth/internal/release"
+)
+
+// journalOf is a JournalReader that holds one journal.
+type journalOf struct{ j *release.Journal }
+
+func (r journalOf) Get(context.Context, string) (*release.Journal, error) { return r.j, nil }
+
+// TestFindInterruptedIncompleteRecord: a revision whose record object was written and not all
+// its parts (an operation killed while it wrote them, before its journal) is the operation
+// interrupted, with that revision incomplete and the newest complete one as Last; a journal left
+// by an earlier operation goes with it.
+func TestFindInterruptedIncompleteRecord(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	store := release.NewSecretStore(client.CoreV1(), "ns")
+	rel := func(version int, status release.Status, files []*common.File) *release.Release {
+		return &release.Release{Name: "r", Namespace: "ns", Version: version, Info: &release.Info{Status: status},
+			Chart: &chartv2.Chart{Metadata: &chartv2.Metadata{Name: "c", Version: "1.0.0"}, Files: files}}
+	}
+	if in, err := findInterrupted(ctx, store, nil, "r"); err != nil || in != nil {
+		t.Fatalf("no record: %+v, %v; want nothing interrupted", in, err)
+	}
+	if err := store.Create(ctx, rel(1, release.StatusDeployed, nil)); err != nil {
+		t.Fatal(err)
+	}
+	// Three MiB of random bytes: the record's files go to three parts.
+	blob := make([]byte, 3<<20)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range blob {
+		blob[i] = byte(rnd.Uint32())
+	}
+	if err := store.Create(ctx, rel(2, release.StatusPendingUpgrade, []*common.File{{Name: "files/blob", Data: blob}})); err != nil {
+		t.Fatal(err)
+	}
+	secrets := client.CoreV1().Secrets("ns")
+	parts, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: "owner=berth,version=2"})
+	if err != nil || len(parts.Items) < 2 {
+		t.Fatalf("parts of revision 2: %d (%v), want several", len(parts.Items), err)
+	}
+	if err := secrets.Delete(ctx, parts.Items[1].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	stale := &release.Journal{Release: "r", Operation: release.OpUpgrade, Revision: 1, State: release.JournalRunning}
+	for name, journals := range map[string]JournalReader{"no journal": nil, "an earlier operation's journal": journalOf{stale}} {
+		t.Run(name, func(t *testing.T) {
+			in, err := findInterrupted(ctx, store, journals, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in == nil || in.Incomplete != 2 || in.Operation != release.OpUpgrade || in.Stale || in.Journal != nil ||
+				in.Last == nil || in.Last.Version != 1 || in.Deployed != 1 {
+				t.Fatalf("interrupted: %+v, want the upgrade of revision 2, incomplete, after revision 1 deployed, no journal to resume", in)
+			}
+			if got := (State{Last: in.Last, Interrupted: in}).Status(); got != StatusInterruptedUpgrade {
+				t.Errorf("status %s, want %s", got, StatusInterruptedUpgrade)
+			}
+			for _, rollback := range []bool{false, true} {
+				if got, want := in.Next(rollback), "delete the incomplete record of revision 2; nothing else had changed: the release stays at revision 1"; got != want {
+					t.Errorf("Next(%v) = %q, want %q", rollback, got, want)
+				}
+			}
+		})
+	}
+}
