@@ -14,8 +14,8 @@ import (
 // parts, then the object, then deletes the old parts: one stopped midway leaves the new parts
 // (before the object) or the old ones (after it) beside the record. No read takes them for the
 // record's, and they go with the record object, which owns them; this deletes them sooner. The
-// parts of a record object that names none (one helm rewrote) are kept, and those of a revision
-// with no record object deleted. It lists that revision's parts once, and reads its record
+// parts of a record object that names none are kept, and those of a revision with no record
+// object deleted. It lists that revision's parts once, and reads its record
 // object once when there are any.
 func (s *HelmStore) SweepParts(ctx context.Context, name string, version int) ([]string, error) {
 	objs := s.records(s.namespace)
@@ -30,12 +30,10 @@ func (s *HelmStore) SweepParts(ctx context.Context, name string, version int) ([
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, err
-	case rec.annotations[PartsAnnotation] == "":
-		return nil, nil
 	default:
-		count, sum, err := partsOf(rec.annotations[PartsAnnotation])
-		if err != nil {
-			return nil, nil // not a record this store can read: its parts are left as they are
+		count, sum, ok, err := recordParts(rec)
+		if !ok || err != nil {
+			return nil, nil // a record that names no parts, or not readably: its parts are left as they are
 		}
 		for i := range count {
 			named[partName(key, sum, i)] = true
