@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -74,6 +75,82 @@ type remainder struct {
 	Templates []*common.File `json:"templates"`
 	Files     []*common.File `json:"files"`
 	Manifest  *string        `json:"manifest,omitempty"`
+}
+
+// compress is the remainder's JSON, gzipped, when that takes at most max bytes; nil and the size
+// it takes when more. The JSON is made a file at a time, so that what is held at once is the
+// compressed remainder and one file, and past max only counted.
+func (r *remainder) compress(max int) (z []byte, size int, err error) {
+	buf := &counted{max: max}
+	w, err := gzip.NewWriterLevel(buf, gzip.DefaultCompression)
+	if err != nil {
+		return nil, 0, err
+	}
+	put := func(v any) {
+		if err != nil {
+			return
+		}
+		var b []byte
+		if b, err = json.Marshal(v); err == nil {
+			_, err = w.Write(b)
+		}
+	}
+	raw := func(s string) {
+		if err == nil {
+			_, err = io.WriteString(w, s)
+		}
+	}
+	list := func(name string, files []*common.File, comma string) {
+		raw(`"` + name + `":`)
+		if files == nil {
+			raw("null" + comma)
+			return
+		}
+		raw("[")
+		for i, f := range files {
+			if i > 0 {
+				raw(",")
+			}
+			put(f)
+		}
+		raw("]" + comma)
+	}
+	raw("{")
+	if r.Manifest != nil {
+		list("templates", r.Templates, ",")
+		list("files", r.Files, ",")
+		raw(`"manifest":`)
+		put(*r.Manifest)
+	} else {
+		list("templates", r.Templates, ",")
+		list("files", r.Files, "")
+	}
+	raw("}")
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if buf.n > max {
+		return nil, buf.n, nil
+	}
+	return buf.Bytes(), buf.n, nil
+}
+
+// counted is a buffer that keeps at most max bytes, and counts what is written past them.
+type counted struct {
+	bytes.Buffer
+	max, n int
+}
+
+func (c *counted) Write(p []byte) (int, error) {
+	c.n += len(p)
+	if c.n <= c.max {
+		return c.Buffer.Write(p)
+	}
+	c.Buffer.Reset()
+	return len(p), nil
 }
 
 // encoding is a record as it is written: the record object's data and, when the record does not
@@ -159,7 +236,7 @@ func encode(rel *Release) (*encoding, error) {
 	if e := lastSplit.get(sum); e != nil {
 		return e, nil
 	}
-	e, err := encodeWithin(rel, MaxObjectData)
+	e, err := encodeJSON(rel, b, MaxObjectData)
 	if err == nil && len(e.parts) > 0 {
 		lastSplit.set(sum, e)
 	}
@@ -198,7 +275,14 @@ func encodeWithin(rel *Release, limit int) (*encoding, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, size, err := fitting(b, limit)
+	return encodeJSON(rel, b, limit)
+}
+
+// encodeJSON is encodeWithin of rel, whose JSON is b. Compressing a record that does not fit in
+// one object stops once it is clearly over, so that a chart of many megabytes is not held
+// compressed and in base64 only to be found too large.
+func encodeJSON(rel *Release, b []byte, limit int) (*encoding, error) {
+	data, err := fitting(b, limit)
 	if err != nil || data != "" {
 		return &encoding{data: data}, err
 	}
@@ -211,26 +295,35 @@ func encodeWithin(rel *Release, limit int) (*encoding, error) {
 		stripped.Chart = &ch
 	}
 	moved := []string{"templates and files"}
-	data, size, err = fittingRelease(&stripped, limit)
+	data, err = fittingRelease(&stripped, limit)
 	if err == nil && data == "" {
 		manifest := rel.Manifest
 		rest.Manifest, stripped.Manifest = &manifest, movedManifest
 		moved = append(moved, "manifest")
-		data, size, err = fittingRelease(&stripped, limit)
+		data, err = fittingRelease(&stripped, limit)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if data == "" {
+		// What is left is the values, hooks and notes: small enough to measure whole.
+		sb, err := json.Marshal(&stripped)
+		if err != nil {
+			return nil, err
+		}
+		z, err := gzipBytes(sb, gzip.BestCompression)
+		if err != nil {
+			return nil, err
+		}
+		size := base64.StdEncoding.EncodedLen(len(z))
 		return nil, &TooLargeError{Name: rel.Name, Version: rel.Version, Size: size, Limit: limit, What: "record object"}
 	}
-	rb, err := json.Marshal(rest)
+	z, size, err := rest.compress(MaxRecordSize - len(data))
 	if err != nil {
 		return nil, err
 	}
-	z, err := gzipBytes(rb, gzip.DefaultCompression)
-	if err != nil {
-		return nil, err
+	if z == nil {
+		return nil, &TooLargeError{Name: rel.Name, Version: rel.Version, Size: len(data) + size, Limit: MaxRecordSize, What: "record"}
 	}
 	e := &encoding{data: data, moved: moved}
 	sum := sha256.Sum256(z)
@@ -248,28 +341,64 @@ func encodeWithin(rel *Release, limit int) (*encoding, error) {
 
 // fitting is the record object's data for a release whose JSON is b: at the default level, or at
 // the best if that is what fits in limit bytes; "" when neither fits, with the size at the best.
-func fitting(b []byte, limit int) (data string, size int, err error) {
-	for _, level := range []int{gzip.DefaultCompression, gzip.BestCompression} {
-		s, err := gzipBase64(b, level)
-		if err != nil || len(s) <= limit {
-			return s, len(s), err
-		}
-		size = len(s)
-		if size > limit+limit/8 {
-			// The best level saves a few percent of the default's bytes on a record's JSON,
-			// never an eighth: it would not fit either.
-			break
+func fitting(b []byte, limit int) (data string, err error) {
+	fits := base64.StdEncoding.DecodedLen(limit) // the most gzip may give for limit in base64
+	// The best level saves a few percent of the default's bytes on a record's JSON, never an
+	// eighth: past that, the default's compression stops, and the best is not tried.
+	z, err := gzipWithin(b, gzip.DefaultCompression, fits+fits/8)
+	if err != nil || z == nil {
+		return "", err
+	}
+	if len(z) > fits {
+		if z, err = gzipWithin(b, gzip.BestCompression, fits); err != nil || z == nil {
+			return "", err
 		}
 	}
-	return "", size, nil
+	return base64.StdEncoding.EncodeToString(z), nil
 }
 
-func fittingRelease(rel *Release, limit int) (string, int, error) {
+func fittingRelease(rel *Release, limit int) (string, error) {
 	b, err := json.Marshal(rel)
 	if err != nil {
-		return "", 0, err
+		return "", err
 	}
 	return fitting(b, limit)
+}
+
+// errOver stops a compression whose output passed its limit.
+var errOver = errors.New("over the limit")
+
+// capped is a buffer that refuses to grow past max bytes.
+type capped struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.Len()+len(p) > c.max {
+		return 0, errOver
+	}
+	return c.Buffer.Write(p)
+}
+
+// gzipWithin is b gzipped at level when that takes at most max bytes; nil when it takes more.
+func gzipWithin(b []byte, level, max int) ([]byte, error) {
+	buf := &capped{max: max}
+	w, err := gzip.NewWriterLevel(buf, level)
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(b)
+	if err == nil {
+		err = w.Close()
+	}
+	if errors.Is(err, errOver) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func gzipBytes(b []byte, level int) ([]byte, error) {
@@ -285,14 +414,6 @@ func gzipBytes(b []byte, level int) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-func gzipBase64(b []byte, level int) (string, error) {
-	z, err := gzipBytes(b, level)
-	if err != nil {
-		return "", err
-	}
-	return base64.StdEncoding.EncodeToString(z), nil
 }
 
 // magicGzip starts every gzip stream.
