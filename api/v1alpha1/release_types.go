@@ -456,6 +456,10 @@ type ReleaseStatus struct {
 	// ValuesDigest is the sha256 of the deployed values.
 	// +optional
 	ValuesDigest string `json:"valuesDigest,omitempty"`
+	// Record is what the deployed revision's record takes in the target namespace, when the
+	// controller recorded it.
+	// +optional
+	Record *RecordFootprint `json:"record,omitempty"`
 
 	// LastAttemptedGeneration, LastAttemptedChartVersion and LastAttemptedValuesDigest are
 	// what the last install or upgrade tried, whatever its outcome: a failed attempt is not
@@ -486,6 +490,21 @@ type ReleaseStatus struct {
 	// objects.
 	// +optional
 	LastChanges *ChangeCounts `json:"lastChanges,omitempty"`
+}
+
+// RecordFootprint is what the record of a revision takes: the Secret Helm reads
+// (sh.helm.release.v1.NAME.vREVISION) and, for a record larger than one Secret holds (1 MiB), the
+// parts beside it (Secrets of type berth.dev/release-part.v1) that hold its chart's templates and
+// files, then its manifest. A record may take 16 MiB in all; a release whose record would take
+// more is refused before anything changes.
+type RecordFootprint struct {
+	// Bytes is the size of the record Secret's data and of its parts' together: the release
+	// compressed, as it is kept.
+	Bytes int64 `json:"bytes"`
+	// Parts is how many parts hold what did not fit in the record Secret; 0 when the whole
+	// record is in it.
+	// +optional
+	Parts int32 `json:"parts,omitempty"`
 }
 
 // ChangeCounts counts what an operation did to the release's objects, each object once for
