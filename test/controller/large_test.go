@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -143,6 +144,7 @@ func TestLargeRecordInstallsUpgradesAndUninstalls(t *testing.T) {
 		}
 	}
 	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "large-config")
+	assertNoLease(t, env, "large")
 	ctl.running()
 }
 
@@ -180,11 +182,12 @@ func TestLargeRecordRefusedBeforeAnythingChanges(t *testing.T) {
 		t.Errorf("failures %d, revision %d, record %+v; want one failure and nothing deployed", got.Status.Failures, got.Status.Revision, got.Status.Record)
 	}
 	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "huge-config")
-	for _, typ := range []string{"helm.sh/release.v1", release.PartSecretType} {
+	for _, typ := range []string{"helm.sh/release.v1", release.PartSecretType, release.JournalSecretType} {
 		if left := secretsOfType(t, env, typ); len(left) > 0 {
 			t.Errorf("Secrets of type %s after the refusal: %v", typ, left)
 		}
 	}
+	assertNoLease(t, env, "huge")
 	waitForEvent(t, env, controller.ReasonRecordTooLarge, release.Bytes(release.MaxRecordSize))
 
 	if err := c.Delete(t.Context(), got); err != nil {
@@ -192,6 +195,15 @@ func TestLargeRecordRefusedBeforeAnythingChanges(t *testing.T) {
 	}
 	releasetest.WaitGone(t, c, env.Namespace, "huge")
 	ctl.running()
+}
+
+// assertNoLease checks that release name has no Lease left in the test's namespace.
+func assertNoLease(t *testing.T, env *testenv.Env, name string) {
+	t.Helper()
+	_, err := env.Client.CoordinationV1().Leases(env.Namespace).Get(t.Context(), release.LeaseKey(name), metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("Lease %s exists (or cannot be read: %v), want it gone", release.LeaseKey(name), err)
+	}
 }
 
 // waitForEvent waits until an Event of a Release has reason and a note that says say.
