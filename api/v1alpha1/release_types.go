@@ -304,7 +304,9 @@ type OperationSpec struct {
 	// Retries is how many times a failed install or upgrade is tried again, RetryBackoff
 	// after the failure, before the Release is Stalled with reason RetriesExhausted; 0 does not
 	// try again until the spec, the chart version or the values change. install.retries
-	// applies until the Release has deployed a revision, upgrade.retries after.
+	// applies until the Release has deployed a revision, upgrade.retries after. A release
+	// refused because its record would take more than a record may (RecordTooLarge) is never
+	// tried again until they change.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
