@@ -304,7 +304,9 @@ type OperationSpec struct {
 	// Retries is how many times a failed install or upgrade is tried again, RetryBackoff
 	// after the failure, before the Release is Stalled with reason RetriesExhausted; 0 does not
 	// try again until the spec, the chart version or the values change. install.retries
-	// applies until the Release has deployed a revision, upgrade.retries after.
+	// applies until the Release has deployed a revision, upgrade.retries after. A release
+	// refused because its record would take more than a record may (RecordTooLarge) is never
+	// tried again until they change.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
@@ -456,6 +458,10 @@ type ReleaseStatus struct {
 	// ValuesDigest is the sha256 of the deployed values.
 	// +optional
 	ValuesDigest string `json:"valuesDigest,omitempty"`
+	// Record is what the deployed revision's record takes in the target namespace, when the
+	// controller recorded it.
+	// +optional
+	Record *RecordFootprint `json:"record,omitempty"`
 
 	// LastAttemptedGeneration, LastAttemptedChartVersion and LastAttemptedValuesDigest are
 	// what the last install or upgrade tried, whatever its outcome: a failed attempt is not
@@ -486,6 +492,21 @@ type ReleaseStatus struct {
 	// objects.
 	// +optional
 	LastChanges *ChangeCounts `json:"lastChanges,omitempty"`
+}
+
+// RecordFootprint is what the record of a revision takes: the Secret Helm reads
+// (sh.helm.release.v1.NAME.vREVISION) and, for a record larger than one Secret holds (1 MiB), the
+// parts beside it (Secrets of type berth.dev/release-part.v1) that hold its chart's templates and
+// files, then its manifest. A record may take 16 MiB in all; a release whose record would take
+// more is refused before anything changes.
+type RecordFootprint struct {
+	// Bytes is the size of the record Secret's data and of its parts' together: the release
+	// compressed, as it is kept.
+	Bytes int64 `json:"bytes"`
+	// Parts is how many parts hold what did not fit in the record Secret; 0 when the whole
+	// record is in it.
+	// +optional
+	Parts int32 `json:"parts,omitempty"`
 }
 
 // ChangeCounts counts what an operation did to the release's objects, each object once for

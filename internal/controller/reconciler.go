@@ -209,6 +209,7 @@ func (r *Reconciler) report(ctx context.Context, in *reconciliation, a lifecycle
 			return ctrl.Result{}, err
 		}
 		rel.Status.Revision = last.Version
+		r.recordFootprint(rel, last)
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = in.ch.chart.Name(), in.version(), in.ch.digest
 		rel.Status.ValuesDigest = d.ValuesDigest
 	}
@@ -273,9 +274,11 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 		log.FromContext(ctx).V(1).Info("decision outdated under the lease", "reason", stale.Error())
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	released := func(revision int, reason string) string {
+	// released says revision is deployed; rec is its record, nil when another writer recorded it.
+	released := func(revision int, reason string, rec *release.Release) string {
 		msg := fmt.Sprintf("release %s revision %d of chart %s %s is deployed in namespace %s", d.ReleaseName, revision, chartName, version, d.TargetNamespace)
 		rel.Status.Revision = revision
+		r.recordFootprint(rel, rec)
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = chartName, version, in.ch.digest
 		rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
 		setCondition(rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
@@ -284,7 +287,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 	}
 	if done := new(ReleasedError); errors.As(err, &done) {
 		// Another writer released what the spec asks for: say so, and release nothing again.
-		released(done.Revision, reasonFor(done.Revision))
+		released(done.Revision, reasonFor(done.Revision), nil)
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)
 	}
 	revision := 0
@@ -318,7 +321,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 	if op == "upgrade" {
 		reason = ReasonUpgradeSucceeded
 	}
-	msg := released(out.Version, reason)
+	msg := released(out.Version, reason, out)
 	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
 	r.runTests(ctx, rel, d, in.clients, r.stepReporter(ctx, rel), start)
 	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)

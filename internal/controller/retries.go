@@ -56,7 +56,7 @@ func backoff(op v1alpha1.OperationSpec, failures int32) time.Duration {
 func retryWait(rel *v1alpha1.Release, d *desired, now time.Time) (time.Duration, bool) {
 	_, op := d.retrySpec(rel)
 	failures := rel.Status.Failures
-	if failures == 0 || failures > op.Retries {
+	if failures == 0 || failures > op.Retries || retriedNever(rel) {
 		return 0, false
 	}
 	failedAt := now
@@ -78,16 +78,19 @@ func startAttempt(rel *v1alpha1.Release, chartVersion, valuesDigest string) {
 }
 
 // attemptFailed counts a failed install or upgrade and marks rel failed with reason: Stalled
-// when it is not tried again (with reason RetriesExhausted when retries were spent). It
-// returns when to look at rel again.
+// when it is not tried again (with reason RetriesExhausted when retries were spent; a release
+// refused for the size of its record is never tried again). It returns when to look at rel
+// again.
 func attemptFailed(rel *v1alpha1.Release, d *desired, reason string, err error) time.Duration {
 	rel.Status.Failures++
 	wait, retry := retryWait(rel, d, time.Now())
+	never := recordTooLarge(err)
+	retry = retry && !never
 	markFailed(rel, reason, err, !retry)
 	if retry {
 		return wait
 	}
-	if field, op := d.retrySpec(rel); op.Retries > 0 {
+	if field, op := d.retrySpec(rel); op.Retries > 0 && !never {
 		setCondition(rel, ConditionStalled, metav1.ConditionTrue, ReasonRetriesExhausted,
 			fmt.Sprintf("%d attempts failed (%s.retries: %d), the last with: %s", rel.Status.Failures, field, op.Retries, errorLine(err)))
 	}

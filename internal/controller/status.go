@@ -158,6 +158,8 @@ func reasonOf(err error, failed string) string {
 		return spec.Reason
 	case errors.As(err, &reasoned) && reasoned.conditionReason() != "":
 		return reasoned.conditionReason()
+	case recordTooLarge(err):
+		return ReasonRecordTooLarge
 	case errors.As(err, &blocked):
 		return ReasonBlocked
 	case errors.As(err, &hook):
