@@ -57,39 +57,40 @@ func (o newItem) meta(kind string) metav1.ObjectMeta {
 	return m
 }
 
-func secretRecords(c typedcorev1.SecretInterface) recordObjects {
-	of := func(s *corev1.Secret) *item {
-		key := "release"
-		if s.Type == PartSecretType {
-			key = partDataKey
-		}
-		return itemOf(&s.ObjectMeta, s.Data[key])
-	}
-	return recordObjects{kind: "Secret", delete: c.Delete,
+// client is what the store asks of a typed client of Secrets or ConfigMaps (T), and their list (L).
+type client[T, L any] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*L, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*T, error)
+	Create(ctx context.Context, obj *T, opts metav1.CreateOptions) (*T, error)
+	Update(ctx context.Context, obj *T, opts metav1.UpdateOptions) (*T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// objectsOf is the recordObjects of kind through c: items are a list's objects, of an object's
+// item, and build the object of a new item.
+func objectsOf[T, L any](kind string, c client[T, L], items func(*L) []T, of func(*T) *item, build func(newItem) *T) recordObjects {
+	return recordObjects{kind: kind, delete: c.Delete,
 		list: func(ctx context.Context, selector string) ([]item, error) {
 			l, err := c.List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return nil, err
 			}
-			out := make([]item, len(l.Items))
-			for i := range l.Items {
-				out[i] = *of(&l.Items[i])
+			objs := items(l)
+			out := make([]item, len(objs))
+			for i := range objs {
+				out[i] = *of(&objs[i])
 			}
 			return out, nil
 		},
 		get: func(ctx context.Context, name string) (*item, error) {
-			s, err := c.Get(ctx, name, metav1.GetOptions{})
+			obj, err := c.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return nil, err
 			}
-			return of(s), nil
+			return of(obj), nil
 		},
 		put: func(ctx context.Context, o newItem, update bool) (*item, error) {
-			obj := &corev1.Secret{ObjectMeta: o.meta("Secret"), Type: "helm.sh/release.v1",
-				Data: map[string][]byte{"release": o.data}}
-			if o.part {
-				obj.Type, obj.Data = PartSecretType, map[string][]byte{partDataKey: o.data}
-			}
+			obj := build(o)
 			var err error
 			if update {
 				obj, err = c.Update(ctx, obj, metav1.UpdateOptions{})
@@ -103,50 +104,41 @@ func secretRecords(c typedcorev1.SecretInterface) recordObjects {
 		}}
 }
 
-func configMapRecords(c typedcorev1.ConfigMapInterface) recordObjects {
-	of := func(m *corev1.ConfigMap) *item {
-		if b, ok := m.BinaryData[partDataKey]; ok {
-			return itemOf(&m.ObjectMeta, b)
-		}
-		return itemOf(&m.ObjectMeta, []byte(m.Data["release"]))
-	}
-	return recordObjects{kind: "ConfigMap", delete: c.Delete,
-		list: func(ctx context.Context, selector string) ([]item, error) {
-			l, err := c.List(ctx, metav1.ListOptions{LabelSelector: selector})
-			if err != nil {
-				return nil, err
+// secretRecords keeps records as Helm's Secrets driver does, and their parts as Secrets of type
+// PartSecretType.
+func secretRecords(c typedcorev1.SecretInterface) recordObjects {
+	return objectsOf("Secret", c, func(l *corev1.SecretList) []corev1.Secret { return l.Items },
+		func(s *corev1.Secret) *item {
+			key := "release"
+			if s.Type == PartSecretType {
+				key = partDataKey
 			}
-			out := make([]item, len(l.Items))
-			for i := range l.Items {
-				out[i] = *of(&l.Items[i])
-			}
-			return out, nil
+			return itemOf(&s.ObjectMeta, s.Data[key])
 		},
-		get: func(ctx context.Context, name string) (*item, error) {
-			m, err := c.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return of(m), nil
-		},
-		put: func(ctx context.Context, o newItem, update bool) (*item, error) {
-			obj := &corev1.ConfigMap{ObjectMeta: o.meta("ConfigMap")}
+		func(o newItem) *corev1.Secret {
 			if o.part {
-				obj.BinaryData = map[string][]byte{partDataKey: o.data}
-			} else {
-				obj.Data = map[string]string{"release": string(o.data)}
+				return &corev1.Secret{ObjectMeta: o.meta("Secret"), Type: PartSecretType, Data: map[string][]byte{partDataKey: o.data}}
 			}
-			var err error
-			if update {
-				obj, err = c.Update(ctx, obj, metav1.UpdateOptions{})
-			} else {
-				obj, err = c.Create(ctx, obj, metav1.CreateOptions{})
+			return &corev1.Secret{ObjectMeta: o.meta("Secret"), Type: "helm.sh/release.v1", Data: map[string][]byte{"release": o.data}}
+		})
+}
+
+// configMapRecords keeps records as Helm's ConfigMaps driver does, and their parts as ConfigMaps
+// whose binary data holds them.
+func configMapRecords(c typedcorev1.ConfigMapInterface) recordObjects {
+	return objectsOf("ConfigMap", c, func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items },
+		func(m *corev1.ConfigMap) *item {
+			if b, ok := m.BinaryData[partDataKey]; ok {
+				return itemOf(&m.ObjectMeta, b)
 			}
-			if err != nil {
-				return nil, err
+			return itemOf(&m.ObjectMeta, []byte(m.Data["release"]))
+		},
+		func(o newItem) *corev1.ConfigMap {
+			if o.part {
+				return &corev1.ConfigMap{ObjectMeta: o.meta("ConfigMap"), BinaryData: map[string][]byte{partDataKey: o.data}}
 			}
-			return of(obj), nil
-		}}
+			return &corev1.ConfigMap{ObjectMeta: o.meta("ConfigMap"), Data: map[string]string{"release": string(o.data)}}
+		})
 }
 
 // itemOf is the item of an object with metadata m and data; one with no version label (not
