@@ -2,9 +2,7 @@ package controller_test
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -24,15 +22,6 @@ import (
 	"github.com/berthdev/berth/test/releasetest"
 )
 
-// noise is n bytes of text from seed: hex digits, which gzip compresses to half, where the record
-// (the chart's files in base64 in JSON, gzipped) keeps about all of it.
-func noise(seed uint64, n int) string {
-	b := make([]byte, n/2)
-	rng := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), 'b', 'e', 'r', 't', 'h'})
-	_, _ = rng.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // largeChart is the chart name whose files/ hold files of fileSize bytes each, and whose crds/
 // (when group is set) holds a CRD of group with a description of crdSize bytes: a record of
 // about files*fileSize+crdSize bytes. Its one template is the ConfigMap name-config, of the
@@ -43,12 +32,12 @@ func largeChart(t *testing.T, name, group string, files, fileSize, crdSize int) 
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "-config}\ndata: {round: \"{{ .Values.round }}\"}\n",
 	}
 	for i := range files {
-		all[fmt.Sprintf("files/blob-%d.txt", i)] = noise(uint64(i+1), fileSize)
+		all[fmt.Sprintf("files/blob-%d.txt", i)] = berthtest.Noise(uint64(i+1), fileSize)
 	}
 	if group != "" {
 		crd := berthtest.CRD("Blob", group, "Namespaced", []string{"v1"}, "size")
 		all["crds/blob.yaml"] = strings.Replace(crd, "      openAPIV3Schema:\n        type: object\n",
-			"      openAPIV3Schema:\n        type: object\n        description: "+noise(99, crdSize)+"\n", 1)
+			"      openAPIV3Schema:\n        type: object\n        description: "+berthtest.Noise(99, crdSize)+"\n", 1)
 	}
 	return berthtest.VersionedChart(t, name, "0.1.0", all)
 }
