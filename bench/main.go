@@ -29,9 +29,11 @@ Usage:
   berth-bench charts DIR       write the generated charts into DIR
   berth-bench controller [flags]  start a devcluster and measure berth controller reconciling
                                many Releases at once (see controller -h)
+  berth-bench records [flags]  start a devcluster and measure large release records: writing
+                               and reading one, and list -A over many (see records -h)
   berth-bench floor [flags]    one operation of the client-go floor (run by "run")
 
-"run" and "controller" write their results, then exit 2 when a goal of the results' goal table
+"run", "controller" and "records" write their results, then exit 2 when a goal of the results' goal table
 was missed; with -report-only they only report the goals and exit 0. Any other failure exits 1.
 `
 
@@ -91,6 +93,8 @@ func run(args []string) error {
 		return runFloor(args[1:])
 	case "controller":
 		return runControllerBench(args[1:])
+	case "records":
+		return runRecordsBench(args[1:])
 
 	case "charts":
 		if len(args) != 2 {
