@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	helmrelease "helm.sh/helm/v4/pkg/release"
@@ -121,5 +126,74 @@ func TestSplitRecordRoundTrips(t *testing.T) {
 				t.Errorf("Helm's driver lists %d releases (%v), want the record alone, not its parts", len(listed), err)
 			}
 		})
+	}
+}
+
+// TestReadingOneRevisionReadsItsPartsAlone checks that Get and Last of one split revision list
+// the parts of that revision alone, not those of every revision of the release, and that History
+// still reads every revision whole.
+func TestReadingOneRevisionReadsItsPartsAlone(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	s := NewSecretStore(cs.CoreV1(), "ns")
+	for v := 1; v <= 3; v++ {
+		if err := s.Create(ctx, large("ns", "big", v, 3<<20, 1<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// partsRead are the revisions of the parts that the lists made since mark select.
+	partsRead := func(mark int) map[string]bool {
+		t.Helper()
+		actions := cs.Actions()[mark:]
+		all, err := cs.CoreV1().Secrets("ns").List(ctx, metav1.ListOptions{LabelSelector: "owner=berth"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := map[string]bool{}
+		for _, a := range actions {
+			l, ok := a.(k8stesting.ListAction)
+			if !ok || a.GetResource().Resource != "secrets" {
+				continue
+			}
+			for _, p := range all.Items {
+				if l.GetListRestrictions().Labels.Matches(labels.Set(p.Labels)) {
+					read[p.Labels["version"]] = true
+				}
+			}
+		}
+		return read
+	}
+	for _, read := range []struct {
+		name string
+		do   func() (*Release, error)
+	}{
+		{"Get", func() (*Release, error) { return s.Get(ctx, "big", 2) }},
+		{"Last", func() (*Release, error) { return s.Last(ctx, "big") }},
+	} {
+		mark := len(cs.Actions())
+		rel, err := read.do()
+		if err != nil {
+			t.Fatalf("%s: %v", read.name, err)
+		}
+		if len(rel.Chart.Templates) != 4 {
+			t.Errorf("%s: %d templates read back, want 4", read.name, len(rel.Chart.Templates))
+		}
+		want := map[string]bool{strconv.Itoa(rel.Version): true}
+		if got := partsRead(mark); !maps.Equal(got, want) {
+			t.Errorf("%s of revision %d read the parts of revisions %v, want %v", read.name, rel.Version, got, want)
+		}
+	}
+	mark := len(cs.Actions())
+	h, err := s.History(ctx, "big")
+	if err != nil || len(h) != 3 {
+		t.Fatalf("History: %d revisions, %v", len(h), err)
+	}
+	for _, rel := range h {
+		if len(rel.Chart.Templates) != 4 {
+			t.Errorf("History: revision %d has %d templates, want 4", rel.Version, len(rel.Chart.Templates))
+		}
+	}
+	if got := partsRead(mark); len(got) != 3 {
+		t.Errorf("History read the parts of revisions %v, want all 3", got)
 	}
 }

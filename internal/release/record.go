@@ -53,6 +53,11 @@ func partsSelector(name string) string {
 	return "owner=berth,name=" + name + "," + PartSetLabel
 }
 
+// partSetSelector selects the parts whose sha256 is sum of release name: one record's.
+func partSetSelector(name, sum string) string {
+	return partsSelector(name) + "=" + sum[:16]
+}
+
 // written is what the store last wrote or read of a record object that has parts: its UID and
 // its PartsAnnotation.
 type written struct {
