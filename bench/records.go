@@ -33,8 +33,9 @@ import (
 // recordsConfig is what "records" was asked to do.
 type recordsConfig struct {
 	berth, helm, devcluster, measurer string
-	// rounds counts the writes and reads of each record, and lists, after a warm-up.
-	rounds                          int
+	// rounds counts the writes and reads of each record, lists the runs of each tool's list, each
+	// after a warm-up.
+	rounds, lists                   int
 	releases, revisions, namespaces int
 	out, readme, work               string
 	reportOnly                      bool
@@ -53,7 +54,8 @@ func parseRecordsFlags(args []string) (recordsConfig, error) {
 	fs.StringVar(&cfg.helm, "helm", "bin/helm", "Helm v4 binary")
 	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
 	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs each list and reads its peak memory")
-	fs.IntVar(&cfg.rounds, "rounds", 5, "counted writes and reads of each record, and lists of each tool, after a warm-up")
+	fs.IntVar(&cfg.rounds, "rounds", 10, "counted writes and reads of each record with each tool, after a warm-up")
+	fs.IntVar(&cfg.lists, "lists", 3, "counted runs of each tool's list -A, after a warm-up")
 	fs.IntVar(&cfg.releases, "releases", 1000, "releases of the "+listChart+" chart that the lists read")
 	fs.IntVar(&cfg.revisions, "revisions", 2, "revisions of each release of the lists (the newest deployed, the others superseded)")
 	fs.IntVar(&cfg.namespaces, "namespaces", 10, "namespaces the releases of the lists are spread over")
@@ -70,7 +72,7 @@ func parseRecordsFlags(args []string) (recordsConfig, error) {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"rounds", cfg.rounds}, {"releases", cfg.releases}, {"revisions", cfg.revisions}, {"namespaces", cfg.namespaces}} {
+	}{{"rounds", cfg.rounds}, {"lists", cfg.lists}, {"releases", cfg.releases}, {"revisions", cfg.revisions}, {"namespaces", cfg.namespaces}} {
 		if n.v < 1 {
 			return cfg, fmt.Errorf("--%s must be at least 1, got %d", n.name, n.v)
 		}
@@ -131,6 +133,7 @@ type recordsResults struct {
 	Started  time.Time    `json:"started"`
 	Finished time.Time    `json:"finished"`
 	Rounds   int          `json:"rounds"`
+	Lists    int          `json:"lists"`
 	Records  []recordCase `json:"records"`
 	List     listCase     `json:"list"`
 	Goals    []goal       `json:"goals"`
@@ -167,7 +170,7 @@ func runRecordsBench(args []string) error {
 	defer stop()
 
 	runCfg := config{berth: cfg.berth, helm: cfg.helm, devcluster: cfg.devcluster, measurer: cfg.measurer, work: cfg.work}
-	res := recordsResults{Machine: describeMachine(runCfg), Started: time.Now(), Rounds: cfg.rounds}
+	res := recordsResults{Machine: describeMachine(runCfg), Started: time.Now(), Rounds: cfg.rounds, Lists: cfg.lists}
 	dir := filepath.Join(cfg.work, "cluster")
 	cs := clusterSettings{Cases: []string{"records"}, JobBatchPeriod: upstreamJobBatchPeriod.String(), ControllerQPS: 20}
 	fmt.Printf("starting devcluster in %s\n", dir)
@@ -388,7 +391,7 @@ func (h *harness) measureList(ctx context.Context, cfg recordsConfig) (listCase,
 	}
 	lc.CreateSeconds = time.Since(start).Seconds()
 	fmt.Printf("created %d records (%s) in %.1fs\n", cfg.releases*cfg.revisions, release.Bytes(int(lc.RecordBytes)), lc.CreateSeconds)
-	for round := 0; round <= cfg.rounds; round++ {
+	for round := 0; round <= cfg.lists; round++ {
 		order := listTools
 		if round%2 == 1 {
 			order = []string{listTools[1], listTools[0]}

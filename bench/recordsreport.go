@@ -166,9 +166,9 @@ func (r recordsResults) goals() []goal {
 func (r recordsResults) markdown() string {
 	var b strings.Builder
 	m := r.Machine
-	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s, %s), %s; %s, Helm %s; %d counted rounds after a warm-up, the tools' order alternating; a devcluster with kube-controller-manager's defaults.\n\n",
-		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm, r.Rounds)
-	b.WriteString("Writing and reading one revision's record, in the harness's process: berth's store (`release.NewSecretStore`) and Helm's Secrets driver, on the same client; time median (min–max); bytes are the request and answer bodies (median).\n\n")
+	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s, %s), %s; %s, Helm %s; a devcluster with kube-controller-manager's defaults; the tools' order alternating each round, after a warm-up round that is not counted.\n\n",
+		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm)
+	fmt.Fprintf(&b, "Writing and reading one revision's record, in the harness's process: berth's store (`release.NewSecretStore`) and Helm's Secrets driver, on the same client, %d counted rounds; time median (min–max); bytes are the request and answer bodies (median).\n\n", r.Rounds)
 	b.WriteString("| chart | record as Helm writes it | tool | stored: Secrets, data | write | sent | read | received |\n|---|---|---|---|---|---|---|---|\n")
 	for _, rc := range r.Records {
 		for _, tool := range recordTools {
@@ -190,8 +190,8 @@ func (r recordsResults) markdown() string {
 	}
 	lc := r.List
 	if len(lc.Samples) > 0 {
-		fmt.Fprintf(&b, "\n`list -A` over %d releases of `%s` in %d namespaces, %d revisions each (the newest deployed): %d records, %s of data, written through berth's store in %.0f s. Time median (min–max), peak RSS and API requests median.\n\n",
-			lc.Releases, listChart, lc.Namespaces, lc.Revisions, lc.Releases*lc.Revisions, release.Bytes(int(lc.RecordBytes)), lc.CreateSeconds)
+		fmt.Fprintf(&b, "\n`list -A` over %d releases of `%s` in %d namespaces, %d revisions each (the newest deployed): %d records, %s of data, written through berth's store in %.0f s. %d counted runs of each; time median (min–max), peak RSS and API requests median.\n\n",
+			lc.Releases, listChart, lc.Namespaces, lc.Revisions, lc.Releases*lc.Revisions, release.Bytes(int(lc.RecordBytes)), lc.CreateSeconds, r.Lists)
 		b.WriteString("| tool | list -A | peak RSS (MiB) | API requests |\n|---|---|---|---|\n")
 		for _, tool := range listTools {
 			t, f := lc.spread(tool, listSeconds)
