@@ -130,8 +130,8 @@ func TestSplitRecordRoundTrips(t *testing.T) {
 }
 
 // TestReadingOneRevisionReadsItsPartsAlone checks that Get and Last of one split revision list
-// the parts of that revision alone, not those of every revision of the release, and that History
-// still reads every revision whole.
+// the parts of that revision alone, not those of every revision of the release (nor those of a
+// revision with the same contents), and that History still reads every revision whole.
 func TestReadingOneRevisionReadsItsPartsAlone(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
@@ -140,6 +140,12 @@ func TestReadingOneRevisionReadsItsPartsAlone(t *testing.T) {
 		if err := s.Create(ctx, large("ns", "big", v, 3<<20, 1<<10)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Revision 4 has revision 3's contents, as a no-op upgrade or a rollback records them.
+	same := large("ns", "big", 3, 3<<20, 1<<10)
+	same.Version = 4
+	if err := s.Create(ctx, same); err != nil {
+		t.Fatal(err)
 	}
 	// partsRead are the revisions of the parts that the lists made since mark select.
 	partsRead := func(mark int) map[string]bool {
@@ -168,6 +174,7 @@ func TestReadingOneRevisionReadsItsPartsAlone(t *testing.T) {
 		do   func() (*Release, error)
 	}{
 		{"Get", func() (*Release, error) { return s.Get(ctx, "big", 2) }},
+		{"Get", func() (*Release, error) { return s.Get(ctx, "big", 3) }},
 		{"Last", func() (*Release, error) { return s.Last(ctx, "big") }},
 	} {
 		mark := len(cs.Actions())
@@ -185,7 +192,7 @@ func TestReadingOneRevisionReadsItsPartsAlone(t *testing.T) {
 	}
 	mark := len(cs.Actions())
 	h, err := s.History(ctx, "big")
-	if err != nil || len(h) != 3 {
+	if err != nil || len(h) != 4 {
 		t.Fatalf("History: %d revisions, %v", len(h), err)
 	}
 	for _, rel := range h {
@@ -193,7 +200,7 @@ func TestReadingOneRevisionReadsItsPartsAlone(t *testing.T) {
 			t.Errorf("History: revision %d has %d templates, want 4", rel.Version, len(rel.Chart.Templates))
 		}
 	}
-	if got := partsRead(mark); len(got) != 3 {
-		t.Errorf("History read the parts of revisions %v, want all 3", got)
+	if got := partsRead(mark); len(got) != 4 {
+		t.Errorf("History read the parts of revisions %v, want all 4", got)
 	}
 }

@@ -63,7 +63,7 @@ func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
 	count, sum, err := partsOf(ann)
 	if err == nil {
 		var parts [][]byte
-		if parts, err = r.partsOf(ctx, it.name, count, sum); err == nil {
+		if parts, err = r.partsOf(ctx, it.name, it.version, count, sum); err == nil {
 			err = join(rel, parts, sum)
 		}
 	}
@@ -74,14 +74,15 @@ func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
 	return rel, nil
 }
 
-// partsOf are the count parts with sha256 sum of the record object key, in order.
-func (r *reader) partsOf(ctx context.Context, key string, count int, sum string) ([][]byte, error) {
+// partsOf are the count parts with sha256 sum of the record object key of revision version, in
+// order.
+func (r *reader) partsOf(ctx context.Context, key string, version, count int, sum string) ([][]byte, error) {
 	if r.parts == nil {
 		r.parts = map[string]item{}
 	}
 	if _, ok := r.parts[partName(key, sum, 0)]; !ok && !r.listed {
 		// One record's parts alone, unless every record of the release is read.
-		sel := partSetSelector(r.name, sum)
+		sel := partSetSelector(r.name, version, sum)
 		if r.every {
 			sel = partsSelector(r.name)
 		}
@@ -113,7 +114,7 @@ func (s *HelmStore) parts(ctx context.Context, objs recordObjects, it *item) ([]
 	}
 	name := it.labels["name"]
 	r := &reader{s: s, objs: objs, name: name}
-	return r.partsOf(ctx, it.name, count, sum)
+	return r.partsOf(ctx, it.name, it.version, count, sum)
 }
 
 // records lists the objects that hold the records of the release, as Helm's driver labels them

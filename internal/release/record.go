@@ -53,9 +53,15 @@ func partsSelector(name string) string {
 	return "owner=berth,name=" + name + "," + PartSetLabel
 }
 
-// partSetSelector selects the parts whose sha256 is sum of release name: one record's.
-func partSetSelector(name, sum string) string {
-	return partsSelector(name) + "=" + sum[:16]
+// partSetSelector selects the parts of revision version of release name whose sha256 is sum: one
+// record's (two revisions of the same contents have the same sum). A version of 0 or less, from a
+// record object without Helm's version label, selects by the sum alone.
+func partSetSelector(name string, version int, sum string) string {
+	sel := partsSelector(name) + "=" + sum[:16]
+	if version > 0 {
+		sel += ",version=" + strconv.Itoa(version)
+	}
+	return sel
 }
 
 // written is what the store last wrote or read of a record object that has parts: its UID and
