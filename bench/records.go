@@ -54,7 +54,7 @@ func parseRecordsFlags(args []string) (recordsConfig, error) {
 	fs.StringVar(&cfg.helm, "helm", "bin/helm", "Helm v4 binary")
 	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
 	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs each list and reads its peak memory")
-	fs.IntVar(&cfg.rounds, "rounds", 10, "counted writes and reads of each record with each tool, after a warm-up")
+	fs.IntVar(&cfg.rounds, "rounds", 20, "counted writes and reads of each record with each tool, after a warm-up")
 	fs.IntVar(&cfg.lists, "lists", 3, "counted runs of each tool's list -A, after a warm-up")
 	fs.IntVar(&cfg.releases, "releases", 100, "releases of the "+listChart+" chart that the lists read (1000 needs about 20 GiB for helm list -A, see bench/README.md)")
 	fs.IntVar(&cfg.revisions, "revisions", 2, "revisions of each release of the lists (the newest deployed, the others superseded)")

@@ -81,6 +81,40 @@ func (lc listCase) spread(tool string, value func(listSample) float64) (spread, 
 	return spreadOf(xs), failed
 }
 
+// ratio is berth's time over Helm's for op, taken round by round, as "run" takes its ratios.
+func (rc recordCase) ratio(op string) spread {
+	helm := map[int]float64{}
+	for _, s := range rc.Samples {
+		if s.Tool == "helm" && s.Op == op && s.Round > 0 && s.Error == "" && s.Seconds > 0 {
+			helm[s.Round] = s.Seconds
+		}
+	}
+	var xs []float64
+	for _, s := range rc.Samples {
+		if h, ok := helm[s.Round]; ok && s.Tool == "berth" && s.Op == op && s.Error == "" {
+			xs = append(xs, s.Seconds/h)
+		}
+	}
+	return spreadOf(xs)
+}
+
+// ratio is berth's list time over Helm's, taken round by round.
+func (lc listCase) ratio() spread {
+	helm := map[int]float64{}
+	for _, s := range lc.Samples {
+		if s.Tool == "helm" && s.Round > 0 && s.Error == "" && s.Seconds > 0 {
+			helm[s.Round] = s.Seconds
+		}
+	}
+	var xs []float64
+	for _, s := range lc.Samples {
+		if h, ok := helm[s.Round]; ok && s.Tool == "berth" && s.Error == "" {
+			xs = append(xs, s.Seconds/h)
+		}
+	}
+	return spreadOf(xs)
+}
+
 func seconds(s recordSample) float64   { return s.Seconds }
 func sent(s recordSample) float64      { return float64(s.BytesSent) }
 func received(s recordSample) float64  { return float64(s.BytesReceived) }
@@ -104,8 +138,24 @@ func bytesText(s spread) string {
 	return release.Bytes(int(s.Median))
 }
 
-// atMost is a goal that the median a of berth is at most b's, Helm's.
-func atMost(name string, a, b spread, failedA, failedB string, text func(spread) string) goal {
+// atMost is a goal that berth's time is at most Helm's: the median of the ratios taken round by
+// round at most 1.
+func atMost(name string, ratio spread, failedA, failedB string) goal {
+	g := goal{Goal: name}
+	switch {
+	case failedA != "":
+		g.Measured = "berth failed: " + firstLineOf(failedA)
+	case failedB != "":
+		g.Measured = "Helm failed: " + firstLineOf(failedB)
+	default:
+		g.Measured = ratioText(ratio)
+		g.Met = ratio.valid() && ratio.Median <= 1
+	}
+	return g
+}
+
+// lessMemory is a goal that berth's median peak memory a is at most Helm's b.
+func lessMemory(name string, a, b spread, failedA, failedB string) goal {
 	g := goal{Goal: name}
 	switch {
 	case failedA != "":
@@ -115,29 +165,20 @@ func atMost(name string, a, b spread, failedA, failedB string, text func(spread)
 	case !a.valid() || !b.valid():
 		g.Measured = "n/a"
 	default:
-		g.Measured = fmt.Sprintf("%s against %s (%.2fx)", text(a), text(b), a.Median/b.Median)
+		g.Measured = fmt.Sprintf("%.0f MiB against %.0f MiB (%.2fx)", a.Median, b.Median, a.Median/b.Median)
 		g.Met = a.Median <= b.Median
 	}
 	return g
 }
-
-func medianText(s spread) string {
-	if s.Median >= 1 {
-		return fmt.Sprintf("%.2f s", s.Median)
-	}
-	return fmt.Sprintf("%.0f ms", s.Median*1000)
-}
-
-func mibText(s spread) string { return fmt.Sprintf("%.0f MiB", s.Median) }
 
 func (r recordsResults) goals() []goal {
 	var out []goal
 	for _, rc := range r.Records {
 		if rc.Chart == goalRecordChart {
 			for _, op := range []string{"write", "read"} {
-				b, fb := rc.spread("berth", op, seconds)
-				h, fh := rc.spread("helm", op, seconds)
-				out = append(out, atMost(fmt.Sprintf("%s record %s: berth at most Helm v4's time (median)", rc.Chart, op), b, h, fb, fh, medianText))
+				_, fb := rc.spread("berth", op, seconds)
+				_, fh := rc.spread("helm", op, seconds)
+				out = append(out, atMost(fmt.Sprintf("%s record %s: berth at most 1.0x Helm v4's time", rc.Chart, op), rc.ratio(op), fb, fh))
 			}
 			continue
 		}
@@ -153,12 +194,12 @@ func (r recordsResults) goals() []goal {
 	lc := r.List
 	if len(lc.Samples) > 0 {
 		what := fmt.Sprintf("list -A of %d releases of %s, %d revisions each", lc.Releases, listChart, lc.Revisions)
-		b, fb := lc.spread("berth", listSeconds)
-		h, fh := lc.spread("helm", listSeconds)
-		out = append(out, atMost(what+": berth at most Helm v4's time (median)", b, h, fb, fh, medianText))
-		b, fb = lc.spread("berth", listRSS)
-		h, fh = lc.spread("helm", listRSS)
-		out = append(out, atMost(what+": berth's peak memory at most Helm v4's (median)", b, h, fb, fh, mibText))
+		_, fb := lc.spread("berth", listSeconds)
+		_, fh := lc.spread("helm", listSeconds)
+		out = append(out, atMost(what+": berth at most 1.0x Helm v4's time", lc.ratio(), fb, fh))
+		b, fb := lc.spread("berth", listRSS)
+		h, fh := lc.spread("helm", listRSS)
+		out = append(out, lessMemory(what+": berth's peak memory at most Helm v4's (median)", b, h, fb, fh))
 	}
 	return out
 }
@@ -170,6 +211,7 @@ func (r recordsResults) markdown() string {
 		r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, m.Helm)
 	fmt.Fprintf(&b, "Writing and reading one revision's record, in the harness's process: berth's store (`release.NewSecretStore`) and Helm's Secrets driver, on the same client, %d counted rounds; time median (min–max); bytes are the request and answer bodies (median).\n\n", r.Rounds)
 	b.WriteString("| chart | record as Helm writes it | tool | stored: Secrets, data | write | sent | read | received |\n|---|---|---|---|---|---|---|---|\n")
+	var ratios []string
 	for _, rc := range r.Records {
 		for _, tool := range recordTools {
 			w, fw := rc.spread(tool, "write", seconds)
@@ -187,6 +229,12 @@ func (r recordsResults) markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %d, %s | %s | %s | %s | %s |\n", rc.Chart, release.Bytes(rc.HelmSize), toolName(tool),
 				rc.Objects[tool], release.Bytes(rc.Stored[tool]), msSpread(w), bytesText(s), readText, bytesText(rv))
 		}
+		if w, r := rc.ratio("write"), rc.ratio("read"); w.valid() && r.valid() {
+			ratios = append(ratios, fmt.Sprintf("%s: write %s, read %s", rc.Chart, ratioText(w), ratioText(r)))
+		}
+	}
+	if len(ratios) > 0 {
+		b.WriteString("\nberth/Helm, round by round: " + strings.Join(ratios, "; ") + ".\n")
 	}
 	lc := r.List
 	if len(lc.Samples) > 0 {
@@ -202,6 +250,9 @@ func (r recordsResults) markdown() string {
 			rss, _ := lc.spread(tool, listRSS)
 			reqs, _ := lc.spread(tool, listRequests)
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", toolName(tool), secondsText(t), intText(rss), intText(reqs))
+		}
+		if ratio := lc.ratio(); ratio.valid() {
+			b.WriteString("\nberth/Helm, round by round: " + ratioText(ratio) + ".\n")
 		}
 	}
 	if len(r.Goals) > 0 {
