@@ -65,3 +65,37 @@ func TestRecordsFlags(t *testing.T) {
 		t.Error("records -lists 0: no error")
 	}
 }
+
+// TestRecordCaseGoals: on large-record berth is at most Helm's time, operation by operation; on
+// huge-record, which Helm cannot install, every berth operation must succeed.
+func TestRecordCaseGoals(t *testing.T) {
+	t.Parallel()
+	var samples []sample
+	for _, op := range ops {
+		samples = append(samples,
+			sample{Case: "large-record", Tool: "berth", Round: 1, Op: op, Seconds: 1},
+			sample{Case: "large-record", Tool: "helm", Round: 1, Op: op, Seconds: 2},
+			sample{Case: "huge-record", Tool: "berth", Round: 1, Op: op, Seconds: 3})
+	}
+	samples = append(samples, sample{Case: "huge-record", Tool: "helm", Round: 1, Op: "install", Seconds: 1, Error: "Request entity too large"})
+	sum := summarize(samples, []string{"large-record", "huge-record"}, []string{"berth", "helm"}, nil, 0)
+	got := map[string]bool{}
+	for _, g := range sum.Goals {
+		got[g.Goal] = g.Met
+	}
+	for _, op := range ops {
+		if met, ok := got["large-record "+op+": berth at most 1.0x Helm v4"]; !ok || !met {
+			t.Errorf("large-record %s: goal present %v, met %v; want met", op, ok, met)
+		}
+	}
+	if met, ok := got["huge-record: berth installs, upgrades and uninstalls it (Helm v4 cannot install it)"]; !ok || !met {
+		t.Errorf("huge-record goal present %v, met %v; want met", ok, met)
+	}
+	samples[len(samples)-2].Error = "failed" // berth's uninstall of huge-record
+	sum = summarize(samples, []string{"large-record", "huge-record"}, []string{"berth", "helm"}, nil, 0)
+	for _, g := range sum.Goals {
+		if strings.HasPrefix(g.Goal, "huge-record") && (g.Met || !strings.Contains(g.Measured, "uninstall")) {
+			t.Errorf("huge-record goal with a failed uninstall: %+v", g)
+		}
+	}
+}
