@@ -46,22 +46,25 @@ func recordChart(s recordSpec) chartSpec {
 	f := newChart(s.name, s.description)
 	r := rand.New(rand.NewPCG(s.seed, s.seed^0x9e3779b97f4a7c15))
 	words := vocabulary(r, 400)
+	// Every other object changes on upgrade, counting them all in order: half of them.
+	k := 0
+	next := func() string { k++; return changing(k) }
 	var b strings.Builder
-	for i, app := range recordApps {
-		b.WriteString(serviceAccount(app, changing(i)))
-		b.WriteString(service(app, changing(i)))
-		b.WriteString(deployment(app, changing(i), 1, app))
+	for _, app := range recordApps {
+		b.WriteString(serviceAccount(app, next()))
+		b.WriteString(service(app, next()))
+		b.WriteString(deployment(app, next(), 1, app))
 	}
 	f["templates/apps.yaml"] = b.String()
 	for i := range s.dashboards {
 		file := fmt.Sprintf("files/dashboards/%03d.json", i)
 		f[file] = dashboard(r, words, i, s.panels)
 		f[fmt.Sprintf("templates/dashboard-%03d.yaml", i)] = "---\napiVersion: v1\nkind: ConfigMap\n" +
-			meta(fmt.Sprintf("dashboard-%03d", i), changing(i)) +
+			meta(fmt.Sprintf("dashboard-%03d", i), next()) +
 			"data:\n  dashboard.json: |-\n{{ .Files.Get \"" + file + "\" | indent 4 }}\n"
 	}
 	for i := range s.rules {
-		f[fmt.Sprintf("templates/rules-%03d.yaml", i)] = rulesTemplate(r, words, i, s.groups)
+		f[fmt.Sprintf("templates/rules-%03d.yaml", i)] = rulesTemplate(r, words, i, s.groups, next())
 	}
 	return chartSpec{Name: s.name, Objects: len(recordApps)*3 + s.dashboards + s.rules, Hooks: map[string]int{}, files: f}
 }
@@ -149,10 +152,11 @@ func dashboard(r *rand.Rand, words []string, i, panels int) string {
 	return string(out)
 }
 
-// rulesTemplate is a template of a ConfigMap of groups groups of alerting rules, as YAML text.
-func rulesTemplate(r *rand.Rand, words []string, i, groups int) string {
+// rulesTemplate is a template of a ConfigMap of groups groups of alerting rules, as YAML text,
+// whose generation annotation is generation.
+func rulesTemplate(r *rand.Rand, words []string, i, groups int, generation string) string {
 	var b strings.Builder
-	b.WriteString("---\napiVersion: v1\nkind: ConfigMap\n" + meta(fmt.Sprintf("rules-%03d", i), changing(i)) + "data:\n  rules.yaml: |-\n    groups:\n")
+	b.WriteString("---\napiVersion: v1\nkind: ConfigMap\n" + meta(fmt.Sprintf("rules-%03d", i), generation) + "data:\n  rules.yaml: |-\n    groups:\n")
 	for range groups {
 		fmt.Fprintf(&b, "    - name: %s.%s.rules\n      rules:\n", pick(r, words), pick(r, words))
 		for range 6 + r.IntN(6) {
