@@ -71,12 +71,14 @@ demo: build
 	./scripts/demo.sh
 
 ## bench: berth against Helm v4 and the client-go floor on a local cluster (see bench/README.md),
-## then berth controller reconciling 100 and 1000 Releases at once, then berth doctor over a
-## cluster of 2,000 more objects; every part runs even when one misses a goal, and then make
-## fails (berth-bench exits 2); --report-only in BENCH_FLAGS and CONTROLLER_BENCH_FLAGS only reports;
+## then large release records written, read and listed against Helm's, then berth controller
+## reconciling 100 and 1000 Releases at once, then berth doctor over a cluster of 2,000 more
+## objects; every part runs even when one misses a goal, and then make fails (berth-bench exits 2);
+## --report-only in BENCH_FLAGS, RECORDS_BENCH_FLAGS and CONTROLLER_BENCH_FLAGS only reports;
 ## BENCH_FLAGS passes flags to "berth-bench run", e.g. BENCH_FLAGS="--pairs 3 --cases large",
-## CONTROLLER_BENCH_FLAGS to "berth-bench controller"
+## RECORDS_BENCH_FLAGS to "berth-bench records", CONTROLLER_BENCH_FLAGS to "berth-bench controller"
 BENCH_FLAGS ?=
+RECORDS_BENCH_FLAGS ?=
 CONTROLLER_BENCH_FLAGS ?= --releases 100,1000 --controller-qps 20,1000 --hung 100 --interval 1m --steady 3m
 bench: build
 	$(GO) build -o bin/helm helm.sh/helm/v4/cmd/helm
@@ -84,6 +86,8 @@ bench: build
 	$(GO) build -o bin/berth-bench-measure ./bench/measure
 	missed=0; \
 	bin/berth-bench run $(BENCH_FLAGS); rc=$$?; \
+	if [ $$rc -eq 2 ]; then missed=1; elif [ $$rc -ne 0 ]; then exit $$rc; fi; \
+	bin/berth-bench records $(RECORDS_BENCH_FLAGS); rc=$$?; \
 	if [ $$rc -eq 2 ]; then missed=1; elif [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	bin/berth-bench controller $(CONTROLLER_BENCH_FLAGS); rc=$$?; \
 	if [ $$rc -eq 2 ]; then missed=1; elif [ $$rc -ne 0 ]; then exit $$rc; fi; \

@@ -37,7 +37,8 @@ const hookRun = "500ms"
 const crdGroup = "bench.berth.dev"
 
 func charts() []chartSpec {
-	return []chartSpec{smallChart(), largeChart(), largeFlatChart(), hooksChart(), orderedChart(), controllerChart()}
+	return []chartSpec{smallChart(), largeChart(), largeFlatChart(), hooksChart(), orderedChart(), controllerChart(),
+		largeRecordChart(), hugeRecordChart()}
 }
 
 func chartByName(name string) (chartSpec, bool) {

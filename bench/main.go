@@ -29,9 +29,11 @@ Usage:
   berth-bench charts DIR       write the generated charts into DIR
   berth-bench controller [flags]  start a devcluster and measure berth controller reconciling
                                many Releases at once (see controller -h)
+  berth-bench records [flags]  start a devcluster and measure large release records: writing
+                               and reading one, and list -A over many (see records -h)
   berth-bench floor [flags]    one operation of the client-go floor (run by "run")
 
-"run" and "controller" write their results, then exit 2 when a goal of the results' goal table
+"run", "controller" and "records" write their results, then exit 2 when a goal of the results' goal table
 was missed; with -report-only they only report the goals and exit 0. Any other failure exits 1.
 `
 
@@ -91,6 +93,8 @@ func run(args []string) error {
 		return runFloor(args[1:])
 	case "controller":
 		return runControllerBench(args[1:])
+	case "records":
+		return runRecordsBench(args[1:])
 
 	case "charts":
 		if len(args) != 2 {
@@ -132,7 +136,7 @@ type config struct {
 	reportOnly bool
 }
 
-var allCases = []string{"small", "large", "large-flat", "hooks", "hooks-base", "ordered"}
+var allCases = []string{"small", "large", "large-flat", "hooks", "hooks-base", "ordered", "large-record", "huge-record"}
 
 // upstreamJobBatchPeriod is kube-controller-manager's: the Job controller batches a Job's Pod
 // updates for a second before it syncs the Job.
@@ -197,7 +201,7 @@ func runBench(args []string) error {
 	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
 	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs each command and reads its peak memory")
 	fs.IntVar(&cfg.pairs, "pairs", 5, "counted rounds per case after the warm-up; each round runs every tool once")
-	fs.StringVar(&cases, "cases", strings.Join(allCases, ","), "cases to run: small, large, large-flat, hooks, hooks-base (the hooks chart without its hooks), ordered (three resource groups, --wait=ordered)")
+	fs.StringVar(&cases, "cases", strings.Join(allCases, ","), "cases to run: small, large, large-flat, hooks, hooks-base (the hooks chart without its hooks), ordered (three resource groups, --wait=ordered), large-record (a record of kube-prometheus-stack's size), huge-record (a record of 3 MiB)")
 	fs.StringVar(&cfg.out, "out", "bench/results", "directory for latest.json and latest.md")
 	fs.StringVar(&cfg.readme, "readme", "bench/README.md", "README whose results section is replaced by the new table (empty: none)")
 	fs.StringVar(&cfg.work, "work", "", "work directory for the cluster and charts (default: a new temporary directory)")

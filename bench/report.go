@@ -209,6 +209,13 @@ const (
 	orderedOverFloor = 1.1
 )
 
+// The record cases: recordCase1's record is the largest Helm can store, and on it berth is never
+// slower than Helm (recordOverHelm); recordCase2's no Secret holds, and berth must release it.
+const (
+	recordCase1, recordCase2 = "large-record", "huge-record"
+	recordOverHelm           = 1.0
+)
+
 func goals(s summary, samples []sample) []goal {
 	var out []goal
 	for _, c := range largeCases {
@@ -234,6 +241,28 @@ func goals(s summary, samples []sample) []goal {
 			out = append(out, goal{Goal: fmt.Sprintf("ordered %s --wait=ordered: berth within %.1fx of the floor applying the same batches", op, orderedOverFloor),
 				Measured: ratioText(r.BerthOverFloor), Met: r.BerthOverFloor.valid() && r.BerthOverFloor.Median <= orderedOverFloor})
 		}
+	}
+	for _, op := range ops {
+		if r, ok := findRow(s.Rows, recordCase1, op); ok {
+			out = append(out, goal{Goal: fmt.Sprintf("%s %s: berth at most %.1fx Helm v4", recordCase1, op, recordOverHelm),
+				Measured: ratioText(r.BerthOverHelm), Met: r.BerthOverHelm.valid() && r.BerthOverHelm.Median <= recordOverHelm})
+		}
+	}
+	if _, ok := findRow(s.Rows, recordCase2, "install"); ok {
+		g := goal{Goal: recordCase2 + ": berth installs, upgrades and uninstalls it (Helm v4 cannot install it)", Met: true}
+		var failed []string
+		for _, op := range ops {
+			r, _ := findRow(s.Rows, recordCase2, op)
+			if st := r.Tools["berth"]; st.Failures > 0 || !st.Seconds.valid() {
+				failed = append(failed, op)
+				g.Met = false
+			}
+		}
+		g.Measured = "every operation in every round"
+		if !g.Met {
+			g.Measured = "failed or not run: " + strings.Join(failed, ", ")
+		}
+		out = append(out, g)
 	}
 	for _, h := range s.Hooks {
 		if h.Tool == "berth" && h.AllMS != nil {

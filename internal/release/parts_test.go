@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -296,4 +299,80 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		_ = join(rel, parts, sum)
 	})
+}
+
+// TestReadingOneRevisionReadsItsPartsAlone checks that Get and Last of one split revision list
+// the parts of that revision alone, not those of every revision of the release (nor those of a
+// revision with the same contents), and that History still reads every revision whole.
+func TestReadingOneRevisionReadsItsPartsAlone(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	s := NewSecretStore(cs.CoreV1(), "ns")
+	for v := 1; v <= 3; v++ {
+		if err := s.Create(ctx, large("ns", "big", v, 3<<20, 1<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Revision 4 has revision 3's contents, as a no-op upgrade or a rollback records them.
+	same := large("ns", "big", 3, 3<<20, 1<<10)
+	same.Version = 4
+	if err := s.Create(ctx, same); err != nil {
+		t.Fatal(err)
+	}
+	// partsRead are the revisions of the parts that the lists made since mark select.
+	partsRead := func(mark int) map[string]bool {
+		t.Helper()
+		actions := cs.Actions()[mark:]
+		all, err := cs.CoreV1().Secrets("ns").List(ctx, metav1.ListOptions{LabelSelector: "owner=berth"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := map[string]bool{}
+		for _, a := range actions {
+			l, ok := a.(k8stesting.ListAction)
+			if !ok || a.GetResource().Resource != "secrets" {
+				continue
+			}
+			for _, p := range all.Items {
+				if l.GetListRestrictions().Labels.Matches(labels.Set(p.Labels)) {
+					read[p.Labels["version"]] = true
+				}
+			}
+		}
+		return read
+	}
+	for _, read := range []struct {
+		name string
+		do   func() (*Release, error)
+	}{
+		{"Get", func() (*Release, error) { return s.Get(ctx, "big", 2) }},
+		{"Get", func() (*Release, error) { return s.Get(ctx, "big", 3) }},
+		{"Last", func() (*Release, error) { return s.Last(ctx, "big") }},
+	} {
+		mark := len(cs.Actions())
+		rel, err := read.do()
+		if err != nil {
+			t.Fatalf("%s: %v", read.name, err)
+		}
+		if len(rel.Chart.Templates) != 4 {
+			t.Errorf("%s: %d templates read back, want 4", read.name, len(rel.Chart.Templates))
+		}
+		want := map[string]bool{strconv.Itoa(rel.Version): true}
+		if got := partsRead(mark); !maps.Equal(got, want) {
+			t.Errorf("%s of revision %d read the parts of revisions %v, want %v", read.name, rel.Version, got, want)
+		}
+	}
+	mark := len(cs.Actions())
+	h, err := s.History(ctx, "big")
+	if err != nil || len(h) != 4 {
+		t.Fatalf("History: %d revisions, %v", len(h), err)
+	}
+	for _, rel := range h {
+		if len(rel.Chart.Templates) != 4 {
+			t.Errorf("History: revision %d has %d templates, want 4", rel.Version, len(rel.Chart.Templates))
+		}
+	}
+	if got := partsRead(mark); len(got) != 4 {
+		t.Errorf("History read the parts of revisions %v, want all 4", got)
+	}
 }

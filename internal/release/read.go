@@ -44,6 +44,9 @@ type reader struct {
 	objs  recordObjects
 	name  string
 	parts map[string]item // by name; nil until read
+	// every is set when every record of the release is read: one list then reads the parts of
+	// them all, where reading one record lists its own parts alone. listed is set once it has.
+	every, listed bool
 }
 
 func (s *HelmStore) reader(name string) *reader {
@@ -62,7 +65,7 @@ func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
 	}
 	if err == nil {
 		var parts [][]byte
-		if parts, err = r.partsOf(ctx, it.name, count, sum); err == nil {
+		if parts, err = r.partsOf(ctx, it.name, it.version, count, sum); err == nil {
 			err = join(rel, parts, sum)
 		}
 	}
@@ -77,17 +80,26 @@ func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
 	return rel, nil
 }
 
-// partsOf are the count parts with sha256 sum of the record object key, in order.
-func (r *reader) partsOf(ctx context.Context, key string, count int, sum string) ([][]byte, error) {
+// partsOf are the count parts with sha256 sum of the record object key of revision version, in
+// order.
+func (r *reader) partsOf(ctx context.Context, key string, version, count int, sum string) ([][]byte, error) {
 	if r.parts == nil {
-		list, err := r.objs.list(ctx, partsSelector(r.name))
+		r.parts = map[string]item{}
+	}
+	if _, ok := r.parts[partName(key, sum, 0)]; !ok && !r.listed {
+		// One record's parts alone, unless every record of the release is read.
+		sel := partSetSelector(r.name, version, sum)
+		if r.every {
+			sel = partsSelector(r.name)
+		}
+		list, err := r.objs.list(ctx, sel)
 		if err != nil {
 			return nil, fmt.Errorf("list parts: %w", err)
 		}
-		r.parts = map[string]item{}
 		for _, p := range list {
 			r.parts[p.name] = p
 		}
+		r.listed = r.every
 	}
 	out := make([][]byte, count)
 	for i := range count {
@@ -116,6 +128,7 @@ func (r *reader) records(ctx context.Context, more string) ([]item, error) {
 // all decodes every record in list that is complete, as Helm's driver reads a release's records:
 // one that cannot be decoded is left out, as is one whose parts are missing.
 func (r *reader) all(ctx context.Context, list []item) []loaded {
+	r.every = true
 	var out []loaded
 	for i := range list {
 		rel, err := r.load(ctx, &list[i])

@@ -53,6 +53,17 @@ func partsSelector(name string) string {
 	return "owner=berth,name=" + name + "," + PartSetLabel
 }
 
+// partSetSelector selects the parts of revision version of release name whose sha256 is sum: one
+// record's (two revisions of the same contents have the same sum). A version of 0 or less, from a
+// record object without Helm's version label, selects by the sum alone.
+func partSetSelector(name string, version int, sum string) string {
+	sel := partsSelector(name) + "=" + sum[:16]
+	if version > 0 {
+		sel += ",version=" + strconv.Itoa(version)
+	}
+	return sel
+}
+
 // written is what the store last wrote or read of a record object that has parts: its UID and
 // its PartsAnnotation.
 type written struct {
@@ -183,7 +194,7 @@ func (s *HelmStore) replaceIncomplete(ctx context.Context, objs recordObjects, o
 		return nil, driver.ErrReleaseExists
 	}
 	r := &reader{s: s, objs: objs, name: cur.labels["name"]}
-	if _, err := r.partsOf(ctx, cur.name, count, sum); !errors.Is(err, errPartsMissing) {
+	if _, err := r.partsOf(ctx, cur.name, cur.version, count, sum); !errors.Is(err, errPartsMissing) {
 		return nil, driver.ErrReleaseExists
 	}
 	uid := cur.uid
