@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,6 +229,12 @@ func Bytes(n int) string {
 // parts, and then the manifest. Helm reads each of these record objects; a release helm can
 // store is never split.
 func encode(rel *Release) (*encoding, error) {
+	if bulk(rel) > bulky {
+		// Encoding holds the record's JSON whole, some times its chart's files: one such
+		// record at a time, so that several large releases do not hold theirs at once.
+		bulkyEncodes <- struct{}{}
+		defer func() { <-bulkyEncodes }()
+	}
 	b, err := json.Marshal(rel)
 	if err != nil {
 		return nil, err
@@ -241,6 +248,22 @@ func encode(rel *Release) (*encoding, error) {
 		lastSplit.set(sum, e)
 	}
 	return e, err
+}
+
+// bulky is the size of a record's chart files and manifest past which it is encoded alone.
+const bulky = 8 << 20
+
+var bulkyEncodes = make(chan struct{}, 1)
+
+// bulk is the size of what rel's record holds in its chart's templates and files and its manifest.
+func bulk(rel *Release) int {
+	n := len(rel.Manifest)
+	if rel.Chart != nil {
+		for _, f := range slices.Concat(rel.Chart.Templates, rel.Chart.Files) {
+			n += len(f.Data)
+		}
+	}
+	return n
 }
 
 // lastSplit is the last split record encoded, by the sha256 of its JSON: an operation checks that
