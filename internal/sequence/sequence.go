@@ -167,6 +167,11 @@ func chartSequence(path string, charts map[string]Chart, own map[string][]Object
 		ordered[name] = true
 	}
 	for _, name := range c.Subcharts {
+		if name == self || strings.Contains(name, "/") {
+			// Not a chart's name: it would take the place of the chart's own resources, or of
+			// another chart's.
+			return nil, &Error{Chart: path, Problem: fmt.Sprintf("subchart %q: not a chart name", name)}
+		}
 		seq, err := chartSequence(path+"/charts/"+name, charts, own)
 		if err != nil {
 			return nil, err
