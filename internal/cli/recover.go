@@ -60,6 +60,11 @@ func printRecovered(streams Streams, res *lifecycle.RecoverResult) error {
 		return err
 	}
 	fmt.Fprintf(streams.Out, "release %q: %s: done: %s\n", res.Name, res.Interrupted.Describe(), res.Action)
+	if res.Release == nil && res.Interrupted.Incomplete > 0 {
+		// The install stopped while writing its first record: nothing was installed.
+		_, err := fmt.Fprintf(streams.Out, "release %q has no revision\n", res.Name)
+		return err
+	}
 	if res.Release == nil || res.Release.Info.Status == release.StatusUninstalled {
 		_, err := fmt.Fprintf(streams.Out, "release \"%s\" uninstalled\n", res.Name)
 		return err

@@ -310,6 +310,9 @@ func TestLargeIncompleteInstallConverges(t *testing.T) {
 		if problems := largeState(t.Context(), t, env, name, versions, "1", manifest); len(problems) > 0 {
 			t.Errorf("berth %s after an incomplete install: not converged:\n  %s\n%s", strings.Join(args, " "), strings.Join(problems, "\n  "), out)
 		}
+		if how != "install" && !strings.Contains(out, "has no revision") {
+			t.Errorf("berth %s after an incomplete install does not say that no revision is left:\n%s", strings.Join(args, " "), out)
+		}
 	}
 }
 
