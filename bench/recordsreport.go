@@ -42,39 +42,32 @@ func (r recordsResults) write(cfg recordsConfig) error {
 // recordSpread is the spread of the counted samples of a tool's op on a record, and the first
 // error of any sample.
 func (rc recordCase) spread(tool, op string, value func(recordSample) float64) (spread, string) {
-	var xs []float64
-	failed := ""
-	for _, s := range rc.Samples {
-		if s.Tool != tool || s.Op != op {
-			continue
-		}
-		if s.Error != "" {
-			if failed == "" {
-				failed = s.Error
-			}
-			continue
-		}
-		if s.Round > 0 {
-			xs = append(xs, value(s))
-		}
-	}
-	return spreadOf(xs), failed
+	return samplesSpread(rc.Samples, func(s recordSample) bool { return s.Tool == tool && s.Op == op },
+		func(s recordSample) (int, string) { return s.Round, s.Error }, value)
 }
 
 func (lc listCase) spread(tool string, value func(listSample) float64) (spread, string) {
+	return samplesSpread(lc.Samples, func(s listSample) bool { return s.Tool == tool },
+		func(s listSample) (int, string) { return s.Round, s.Error }, value)
+}
+
+// samplesSpread is the spread of value over the samples keep takes that were counted (round
+// after the warm-up) and did not fail, and the first error of those it takes.
+func samplesSpread[S any](samples []S, keep func(S) bool, outcome func(S) (round int, err string), value func(S) float64) (spread, string) {
 	var xs []float64
 	failed := ""
-	for _, s := range lc.Samples {
-		if s.Tool != tool {
+	for _, s := range samples {
+		if !keep(s) {
 			continue
 		}
-		if s.Error != "" {
+		round, err := outcome(s)
+		if err != "" {
 			if failed == "" {
-				failed = s.Error
+				failed = err
 			}
 			continue
 		}
-		if s.Round > 0 {
+		if round > 0 {
 			xs = append(xs, value(s))
 		}
 	}
