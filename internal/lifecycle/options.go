@@ -23,7 +23,41 @@ type WaitOptions struct {
 	// each waited for before the next; an uninstall deletes them in reverse. OrderIfDeclared does
 	// so only when the chart declares an order (the controller).
 	Ordered, OrderIfDeclared bool
+	// Watch, when its For is set, watches the release once it is Ready (--watch-for): a
+	// regression in the window fails the operation. It implies Wait.
+	Watch WatchOptions
 }
+
+// WatchOptions are the window in which an install, upgrade or rollback watches its release once
+// Ready, before it records the revision deployed (--watch-for): the revision stays pending
+// meanwhile, and the window counts in the operation's Timeout.
+type WatchOptions struct {
+	// For is how long the window lasts; 0 means none.
+	For time.Duration
+	// Tolerance is how long an object may stay not ready in the window before that is a
+	// regression (--watch-tolerance).
+	Tolerance time.Duration
+	// Restarts is how many times each container may restart in the window (--watch-restarts).
+	Restarts int
+	// Remediation is what a regression in the window does: by default, what the operation's
+	// RollbackOnFailure says of any failure.
+	Remediation Remediation
+}
+
+// Remediation is what a regression in the watch window does.
+type Remediation string
+
+const (
+	// RemediateAsFailure does what any failure of the operation does: roll back with
+	// RollbackOnFailure, nothing more without.
+	RemediateAsFailure Remediation = ""
+	// RemediateRollback rolls back to the last good revision (an install: uninstalls), with or
+	// without RollbackOnFailure.
+	RemediateRollback Remediation = "rollback"
+	// RemediateNone records the revision failed and leaves the release as it is, even with
+	// RollbackOnFailure.
+	RemediateNone Remediation = "none"
+)
 
 func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, w.limit(), fmt.Errorf("timed out after %s, the operation's deadline", w.total()))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,7 +52,21 @@ const (
 	// operation stops before its first change to anything else.
 	CreateNamespace Action = "create-namespace"
 	DeleteNamespace Action = "delete-namespace"
+	// Watch watches the step's objects, Ready, for Window.For (--watch-for): a regression in
+	// the window (an object no longer ready past Window.Tolerance, or failed, a container that
+	// restarts more than Window.Restarts times, a Pod that ends Failed) fails it.
+	Watch Action = "watch"
 )
+
+// Window is how a Watch step watches its objects.
+type Window struct {
+	// For is how long the window lasts, from when it starts.
+	For time.Duration `json:"for"`
+	// Tolerance is how long an object may stay not ready before that is a regression.
+	Tolerance time.Duration `json:"tolerance,omitempty"`
+	// Restarts is how many times each container may restart in the window.
+	Restarts int `json:"restarts,omitempty"`
+}
 
 // Step is one unit of work. Steps run in order; the objects of one step are independent of each
 // other.
@@ -82,6 +97,8 @@ type Step struct {
 	// first later step that names any of its objects, or the end of the plan, waits for its
 	// outcome first.
 	Beside bool `json:"beside,omitempty"`
+	// Window is how a Watch step watches its objects.
+	Window *Window `json:"window,omitempty"`
 }
 
 // Plan is an operation's ordered steps.
