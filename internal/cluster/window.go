@@ -636,14 +636,11 @@ func judged(pod *unstructured.Unstructured) bool {
 }
 
 func (j *judge) podFailed(owner resource.Identity, pod *unstructured.Unstructured, now time.Time) *RegressionError {
-	return j.podRegression(owner, pod, "Pod failed: "+podFailureReason(pod), "", now)
+	return j.podRegression(owner, pod, "failed: "+podFailureReason(pod), "", now)
 }
 
 func (j *judge) podRegression(owner resource.Identity, pod *unstructured.Unstructured, what, container string, at time.Time) *RegressionError {
 	id := resource.IdentityOf(pod)
-	if id == owner {
-		what = strings.TrimPrefix(what, "Pod ")
-	}
 	return &RegressionError{Object: owner, Pod: &id, What: what, Since: at, event: true, container: container}
 }
 

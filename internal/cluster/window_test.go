@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -44,6 +45,22 @@ func patchWeb(patch string) func(context.Context, *testing.T, *testenv.Env) {
 	}
 }
 
+// waitPodFailed waits, by watching, until the Pod name is Failed.
+func waitPodFailed(ctx context.Context, t *testing.T, env *testenv.Env, name string) {
+	t.Helper()
+	w, err := env.Client.CoreV1().Pods(env.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if pod, ok := ev.Object.(*corev1.Pod); ok && pod.Status.Phase == corev1.PodFailed {
+			return
+		}
+	}
+	t.Fatalf("Pod %s not seen Failed: %v", name, context.Cause(ctx))
+}
+
 func TestWatchWindow(t *testing.T) {
 	t.Parallel()
 	web := resource.Identity{Group: "apps", Kind: "Deployment", Name: "web"}
@@ -60,15 +77,33 @@ func TestWatchWindow(t *testing.T) {
 		what   string
 		// log is what a log of the regressed Pod holds.
 		log string
+		// failed says the objects fail before the window: the window waits for that.
+		failed bool
 	}{{
 		name:     "a Deployment that stays ready",
-		manifest: windowDeployment(2, ""),
+		manifest: windowDeployment(2, "") + "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: settings}}",
 		opts:     cluster.WindowOptions{For: 2 * time.Second, Tolerance: time.Second},
+	}, {
+		name:     "a window judged once, ready",
+		manifest: windowDeployment(2, ""),
+		opts:     cluster.WindowOptions{Tolerance: time.Minute},
+	}, {
+		name: "a window judged once, a Pod failed",
+		manifest: `
+apiVersion: v1
+kind: Pod
+metadata: {name: solo, annotations: {devcluster.berth.dev/outcome: fail, devcluster.berth.dev/run: 0s}}
+spec:
+  containers: [{name: solo, image: example.invalid/solo}]
+`,
+		failed: true,
+		opts:   cluster.WindowOptions{Tolerance: time.Minute},
+		object: resource.Identity{Kind: "Pod", Name: "solo"}, pod: "solo", what: "failed: exit code 1 (Error)",
 	}, {
 		name:     "a Pod of a Deployment that ends Failed",
 		manifest: windowDeployment(1, "devcluster.berth.dev/outcome: fail, devcluster.berth.dev/run: 3s, devcluster.berth.dev/log: crashed here"),
 		opts:     cluster.WindowOptions{For: time.Minute, Tolerance: time.Minute},
-		object:   web, pod: "web-", what: "Pod failed: exit code 1 (Error)", log: "crashed here",
+		object:   web, pod: "web-", what: "failed: exit code 1 (Error)", log: "crashed here",
 	}, {
 		name: "a bare Pod that ends Failed",
 		manifest: `
@@ -117,17 +152,26 @@ spec:
 			for _, obj := range env.ApplyAll(t, tc.manifest) {
 				ids = append(ids, resource.IdentityOf(obj))
 			}
-			if err := c.WaitReady(ctx, ids, readiness.Options{}, nil); err != nil {
+			if tc.failed {
+				waitPodFailed(ctx, t, env, "solo")
+			} else if err := c.WaitReady(ctx, ids, readiness.Options{}, nil); err != nil {
 				t.Fatalf("wait ready: %v", err)
 			}
 			if tc.change != nil {
 				tc.change(ctx, t, env)
 			}
+			mark := env.AuditMark(t)
 			var told []string
 			err := c.WatchWindow(ctx, ids, tc.opts, func(id resource.Identity, r readiness.Result) {
 				told = append(told, fmt.Sprintf("%s: %s: %s", id, r.State, r.Message))
 			})
 			t.Logf("told:\n%s", strings.Join(told, "\n"))
+			// The window lists and watches; it reads nothing else but a regressed Pod's log.
+			for _, ev := range env.AuditEvents(t, mark) {
+				if ev.UserAgent == "berth-testenv" && ev.Verb != "list" && ev.Verb != "watch" && ev.Subresource != "log" {
+					t.Errorf("the window made the request %s", ev)
+				}
+			}
 			if tc.object == (resource.Identity{}) {
 				if err != nil {
 					t.Fatalf("window: %v, want none", err)
@@ -151,5 +195,19 @@ spec:
 				t.Errorf("logs %q do not hold %q", reg.Logs, tc.log)
 			}
 		})
+	}
+}
+
+// A window that its operation's deadline ends first says it did not complete.
+func TestWatchWindowIncomplete(t *testing.T) {
+	t.Parallel()
+	env, c := setup(t)
+	cm := env.Apply(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: settings}}`)
+	ctx, cancel := context.WithTimeout(deadline(t), time.Second)
+	defer cancel()
+	err := c.WatchWindow(ctx, []resource.Identity{resource.IdentityOf(cm)}, cluster.WindowOptions{For: time.Hour}, nil)
+	var inc *cluster.WindowIncompleteError
+	if !errors.As(err, &inc) || !errors.Is(err, context.DeadlineExceeded) || inc.Left <= 0 || inc.For != time.Hour {
+		t.Fatalf("window: %v, want it incomplete for the deadline", err)
 	}
 }
