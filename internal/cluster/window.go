@@ -122,21 +122,25 @@ const reportGrace = 10 * time.Second
 //     are waited for or not);
 //   - a target not ready (absent included) for longer than opts.Tolerance, or not ready when
 //     the window ends;
-//   - a Pod of a target (a Pod target itself, or one that the spec.selector of a Deployment,
-//     StatefulSet, DaemonSet, ReplicaSet, ReplicationController or Job target matches, in its
-//     namespace) whose container restarts more than opts.Restarts times in the window, counted
-//     from its restartCount when the Pod was first seen (from 0 for a Pod created in the
-//     window); a container waiting in CrashLoopBackOff counts as one restart at least;
-//   - such a Pod in phase Failed, unless a Job owns it (the Job's own readiness judges its
-//     Pods) or it is being deleted.
+//   - a container of a Pod of the release that restarts more than opts.Restarts times in the
+//     window, counted from its restartCount when the Pod was first seen (from 0 for a Pod
+//     created in the window); a container waiting in CrashLoopBackOff counts as one restart at
+//     least;
+//   - a Pod of the release in phase Failed.
+//
+// The Pods of the release are the Pod targets and the Pods that the spec.selector of a
+// Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController or Job target matches in
+// its namespace; those a Job owns (its readiness judges them) and those being deleted (a deleted
+// Pod may end Failed) are not judged by themselves.
 //
 // It makes no request but its watches: one list+watch per resource and namespace of the targets
 // (as WaitReady), and one of all Pods in each namespace that holds a target that has Pods. After a
-// regression, it reads the Pod's log (of the previous instance of a container that restarted).
-// With opts.For 0 it judges once what the first lists show: every target ready, no such Pod
-// Failed, no container waiting in CrashLoopBackOff (restarts cannot be counted then). When ctx
-// ends first, it returns a *WindowIncompleteError. progress is told of each change of a target's
-// readiness, and of each restart of a Pod's container within what is allowed.
+// regression, it reads the regressed Pod's logs (of the previous instance of a container that
+// restarted). With opts.For 0 it judges once what the first lists show: every target ready, no
+// Pod of the release Failed, no container of one waiting in CrashLoopBackOff (restarts cannot be
+// counted then); so does a window that ends before the first lists do. When ctx ends first, it
+// returns a *WindowIncompleteError. progress is told of each change of a target's readiness, and
+// of each restart of a Pod's container within what is allowed.
 func (c *Client) WatchWindow(ctx context.Context, targets []resource.Identity, opts WindowOptions, progress Progress) error {
 	if len(targets) == 0 {
 		return nil
@@ -232,6 +236,12 @@ func (c *Client) WatchWindow(ctx context.Context, targets []resource.Identity, o
 		case <-tolerance.C:
 			reg = j.expired(now)
 		case <-end:
+			end = nil
+			if allSynced != nil {
+				// The window ended before the first lists did: it is judged once, from them.
+				once = true
+				break
+			}
 			reg = j.final(now, false)
 			if reg == nil {
 				return nil

@@ -88,6 +88,10 @@ func TestWatchWindow(t *testing.T) {
 		manifest: windowDeployment(2, ""),
 		opts:     cluster.WindowOptions{Tolerance: time.Minute},
 	}, {
+		name:     "a window that ends before its first lists",
+		manifest: windowDeployment(2, "") + "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: settings}}",
+		opts:     cluster.WindowOptions{For: time.Nanosecond, Tolerance: time.Minute},
+	}, {
 		name: "a window judged once, a Pod failed",
 		manifest: `
 apiVersion: v1
