@@ -107,8 +107,10 @@ type WindowIncompleteError struct {
 }
 
 func (e *WindowIncompleteError) Error() string {
-	return fmt.Sprintf("the watch window did not complete (%s of %s left): %v",
-		e.Left.Round(time.Second), e.For, e.Cause)
+	if e.Left <= 0 {
+		return fmt.Sprintf("the watch window could not be judged (its objects were not listed yet): %v", e.Cause)
+	}
+	return fmt.Sprintf("the watch window did not complete (%s of %s left): %v", e.Left.Round(time.Second), e.For, e.Cause)
 }
 
 func (e *WindowIncompleteError) Unwrap() error { return e.Cause }
@@ -265,7 +267,8 @@ func (c *Client) WatchWindow(ctx context.Context, targets []resource.Identity, o
 }
 
 // describe fills in the report and logs of the regressed Pod, as last seen, within ctx and at
-// most reportGrace.
+// most reportGrace: the log of the container that restarted, of its previous instance; else of
+// each container that runs or ran, and of the previous instance of each that waits to restart.
 func (c *Client) describe(ctx context.Context, reg *RegressionError, j *judge) {
 	pod := j.regressedPod(reg)
 	if pod == nil {
@@ -280,9 +283,17 @@ func (c *Client) describe(ctx context.Context, reg *RegressionError, j *judge) {
 		reg.Logs[pod.GetName()+"/"+reg.container+" (previous)"] = c.logTail(rctx, pod.GetNamespace(), pod.GetName(), reg.container, true)
 		return
 	}
+	restarted := map[string]bool{}
+	for _, r := range restartsOf(pod) {
+		restarted[r.name] = r.count > 0
+	}
 	for _, cs := range containerStatuses(pod) {
-		if cs.state == "running" || cs.state == "terminated" {
+		switch {
+		case cs.state == "running" || cs.state == "terminated":
 			reg.Logs[pod.GetName()+"/"+cs.name] = c.logTail(rctx, pod.GetNamespace(), pod.GetName(), cs.name, false)
+		case restarted[cs.name]:
+			// Waiting to restart: the instance that ended has the log.
+			reg.Logs[pod.GetName()+"/"+cs.name+" (previous)"] = c.logTail(rctx, pod.GetNamespace(), pod.GetName(), cs.name, true)
 		}
 	}
 }
