@@ -226,7 +226,7 @@ func TestWatchResumesWhatIsLeft(t *testing.T) {
 // A failure of the window that is no regression is undone only with --rollback-on-failure.
 func TestWatchRegression(t *testing.T) {
 	regressed := &cluster.RegressionError{Object: resource.Identity{Group: "apps", Kind: "Deployment", Namespace: "team", Name: "web-app"},
-		What: "Pod team/web-app-1: container app restarted 2 times (CrashLoopBackOff)", Since: time.Date(2026, 1, 2, 3, 4, 25, 0, time.UTC)}
+		What: "was ready, now failed: Available: 0/1", Since: time.Date(2026, 1, 2, 3, 4, 25, 0, time.UTC)}
 	tests := []struct {
 		name        string
 		rollback    bool
@@ -255,7 +255,7 @@ func TestWatchRegression(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := `Upgrade "web" failed: revision 2 degraded in its watch window: Deployment.apps/team/web-app: Pod team/web-app-1: container app restarted 2 times (CrashLoopBackOff)`
+			want := `Upgrade "web" failed: revision 2 degraded in its watch window: Deployment.apps/team/web-app: was ready, now failed: Available: 0/1 (since 2026-01-02T03:04:25Z)`
 			if tt.cause != regressed {
 				want = `Upgrade "web" failed: step watch/2: ` + tt.cause.Error()
 			}
@@ -272,7 +272,7 @@ func TestWatchRegression(t *testing.T) {
 				}
 				return
 			}
-			want = "Rollback to 1: revision 2 degraded in its watch window: Deployment.apps/team/web-app: Pod team/web-app-1: container app restarted 2 times (CrashLoopBackOff)"
+			want = "Rollback to 1: revision 2 degraded in its watch window: Deployment.apps/team/web-app: was ready, now failed: Available: 0/1 (since 2026-01-02T03:04:25Z)"
 			if tt.cause != regressed {
 				want = "Rollback to 1"
 			}

@@ -87,7 +87,7 @@ func TestW1DegradedAfterReadyRollsBack(t *testing.T) {
 		t.Fatalf("the upgrade whose Pods crash-loop in the window succeeded:\n%s", stderr)
 	}
 	msg := err.Error()
-	for _, want := range []string{"Deployment.apps/" + env.Namespace + "/web", "Pod " + env.Namespace + "/web-", "CrashLoopBackOff",
+	for _, want := range []string{"Deployment.apps/" + env.Namespace + "/web", ": Pod web-", "CrashLoopBackOff", "log of web-",
 		"rolled back", "revision 2 is recorded failed"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the upgrade's error does not say %q:\n%s", want, msg)
