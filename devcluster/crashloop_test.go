@@ -39,6 +39,10 @@ func TestPodsRegressAfterReady(t *testing.T) {
 		t.Parallel()
 		testFailAfterRun(t, client, dir)
 	})
+	t.Run("deployment-fail", func(t *testing.T) {
+		t.Parallel()
+		testDeploymentPodFails(t, client, dir)
+	})
 }
 
 // testCrashLoop: the Deployment is available, its Pod Ready; after run the Pod stays Running but
@@ -157,6 +161,54 @@ func testCrashLoop(t *testing.T, client kubernetes.Interface, dir string) {
 	defer stream.Close()
 	if got, err := io.ReadAll(stream); err != nil || string(got) != want {
 		t.Errorf("followed log = %q, %v; want %q and its end", got, err, want)
+	}
+}
+
+// testDeploymentPodFails: a Deployment's Pod with outcome fail ends Failed after run, and its
+// ReplicaSet replaces it with a new Pod, which runs and is Ready before it fails in turn.
+func testDeploymentPodFails(t *testing.T, client kubernetes.Interface, dir string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	ns := metav1.NamespaceDefault
+	labels := map[string]string{"app": "faller"}
+	pods, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app=faller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pods.Stop()
+	one := int32(1)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "faller"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{
+					annotationOutcome: "fail", annotationPrefix + "run": "2s",
+				}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.invalid/web"}}},
+			},
+		},
+	}
+	if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := until(ctx, pods, podCondition(corev1.PodReady, corev1.ConditionTrue))
+	if err != nil {
+		t.Fatalf("Pod of faller never Ready: %v; logs in %s", err, filepath.Join(dir, "logs"))
+	}
+	first := e.Object.(*corev1.Pod).UID
+	if _, err := until(ctx, pods, func(e watch.Event) (bool, error) {
+		p, ok := e.Object.(*corev1.Pod)
+		return ok && p.UID == first && p.Status.Phase == corev1.PodFailed, nil
+	}); err != nil {
+		t.Fatalf("Pod of faller never Failed: %v", err)
+	}
+	if _, err := until(ctx, pods, func(e watch.Event) (bool, error) {
+		p, ok := e.Object.(*corev1.Pod)
+		return ok && p.UID != first && condition(p, corev1.PodReady).Status == corev1.ConditionTrue, nil
+	}); err != nil {
+		t.Fatalf("failed Pod of faller never replaced by a Ready one: %v", err)
 	}
 }
 
