@@ -87,6 +87,7 @@ func TestW1DegradedAfterReadyRollsBack(t *testing.T) {
 		t.Fatalf("the upgrade whose Pods crash-loop in the window succeeded:\n%s", stderr)
 	}
 	msg := err.Error()
+	t.Logf("the upgrade's error:\n%s", msg)
 	for _, want := range []string{"Deployment.apps/" + env.Namespace + "/web", ": Pod web-", "CrashLoopBackOff", "log of web-",
 		"rolled back", "revision 2 is recorded failed"} {
 		if !strings.Contains(msg, want) {
@@ -128,8 +129,9 @@ func TestWatchRegressionWithoutRollback(t *testing.T) {
 	if !strings.Contains(err.Error(), "left as it is") {
 		t.Errorf("the upgrade's error does not say the release is left as it is:\n%v", err)
 	}
+	// As in Helm, a revision that failed supersedes nothing.
 	assertHelmHistory(t, env, "web",
-		revision{Revision: 1, Status: "superseded", Description: "Install complete"},
+		revision{Revision: 1, Status: "deployed", Description: "Install complete"},
 		revision{Revision: 2, Status: "failed", Description: `Upgrade "web" failed: revision 2 degraded in its watch window: `})
 	if a := podTemplate(t, env); a["version"] != "2" {
 		t.Errorf("the failed revision was undone: the pod template is %v, want revision 2's", a)
@@ -170,7 +172,7 @@ func TestWatchRollbackRegresses(t *testing.T) {
 	}
 	assertHelmHistory(t, env, "web",
 		revision{Revision: 1, Status: "superseded", Description: "Install complete"},
-		revision{Revision: 2, Status: "superseded", Description: "Upgrade complete"},
+		revision{Revision: 2, Status: "deployed", Description: "Upgrade complete"},
 		revision{Revision: 3, Status: "failed", Description: `Rollback "web" failed: revision 3 degraded in its watch window: `})
 }
 
