@@ -145,6 +145,15 @@ func TestWatchHealthyUpgradeAndRollback(t *testing.T) {
 	env := testenv.New(t)
 	chart := berthtest.WriteChart(t, "watched", watchedChart)
 	berthtest.MustBerth(t, env, "install", "web", chart, "--watch-for", "3s")
+	// The plan a server dry run prints, and the diff, show the window.
+	_, plan := berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "version=2", "--watch-for", "30s", "--dry-run=server")
+	if !strings.Contains(plan, ". watch/2 (watch 2 objects for 30s before revision 2 is recorded deployed") {
+		t.Errorf("the server dry run's plan does not show the window:\n%s", plan)
+	}
+	diff, _ := berthtest.MustBerth(t, env, "diff", "upgrade", "web", chart, "--set", "version=2", "--watch-for", "30s")
+	if !strings.Contains(diff, "revision 2, deployed once its objects stayed ready for 30s") {
+		t.Errorf("the diff does not show the window:\n%s", diff)
+	}
 	_, stderr := berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "version=2", "--watch-for", "3s")
 	for _, want := range []string{"watch/2: watch 2 objects for 3s", "watch/2: no regression"} {
 		if !strings.Contains(stderr, want) {
