@@ -328,3 +328,35 @@ func TestWatchWindowMustFit(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchRegressionUndoesAnInstall: an install that regresses in its window, with rollback on
+// failure, is undone as rollback on failure undoes an install: uninstalled, records and all.
+func TestWatchRegressionUndoesAnInstall(t *testing.T) {
+	ch, err := chart.Load(filepath.Join("..", "chart", "testdata", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newFakeCluster()
+	store := release.NewMemoryStore("team")
+	d := lifecycle.Deps{Cluster: c, Store: store, Namespaces: fakeNamespaces{}, Journals: &memoryJournals{},
+		Holder: release.Holder{Identity: "test"}}
+	regressed := &cluster.RegressionError{Object: resource.Identity{Group: "apps", Kind: "Deployment", Namespace: "team", Name: "web-app"},
+		What: "was ready, now failed"}
+	var watched []resource.Identity
+	c.window = func(_ context.Context, targets []resource.Identity, _ cluster.WindowOptions) error {
+		watched = targets
+		return regressed
+	}
+	_, err = lifecycle.Install(t.Context(), d, lifecycle.InstallOptions{Name: "web", Namespace: "team", Chart: ch, RollbackOnFailure: true,
+		WaitOptions: lifecycle.WaitOptions{Timeout: time.Minute, Watch: lifecycle.WatchOptions{For: 10 * time.Second}}})
+	var fe *lifecycle.FailedError
+	if !errors.As(err, &fe) || !fe.Undo || fe.UndoErr != nil {
+		t.Fatalf("install: %v, want a failure undone", err)
+	}
+	if len(watched) == 0 || slices.ContainsFunc(watched, resource.Identity.IsCRD) {
+		t.Errorf("the install's window watched %v: want the release's objects, without its CRDs", watched)
+	}
+	if _, err := store.Last(t.Context(), "web"); !errors.Is(err, release.ErrNotFound) {
+		t.Errorf("after the undone install, the release is still recorded: %v", err)
+	}
+}
