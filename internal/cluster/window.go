@@ -37,15 +37,16 @@ type WindowOptions struct {
 type RegressionError struct {
 	// Object is the release's object that regressed, or whose Pod did.
 	Object resource.Identity
-	// Pod is the Pod that regressed (a Pod of Object, or Object itself), or the Pod that shows
-	// why Object is not ready; nil when there is none.
+	// Pod is the Pod that regressed (a Pod of Object, or Object itself), or, when Object is what
+	// regressed, its newest Pod that is not ready; nil when there is none.
 	Pod *resource.Identity
-	// What says what changed: "was ready, now failed: ...", "container web restarted 2 times
-	// in the window (0 allowed)", ...
+	// What says what changed: "was ready, now failed: ...", "container web restarted 2 time(s)
+	// in the window (0 allowed), waiting in CrashLoopBackOff, last exit code 1 (Error)", ...
 	What string
-	// Since is when Object stopped being ready, or when what regressed was seen.
+	// Since is when Object stopped being ready, or when what regressed was seen (for a restart,
+	// when the container's previous instance ended).
 	Since time.Time
-	// Report is Pod's state when the regression was seen; nil without Pod.
+	// Report is Pod's state as last seen; nil without Pod.
 	Report *PodReport
 	// Logs are the ends of Pod's container logs by "pod/container", or why there are none (see
 	// HookReport.Logs); a container that restarted has the log of its previous instance, the
