@@ -108,6 +108,9 @@ func (flags *installFlags) check(cmd *cobra.Command) error {
 	if flags.render.HideSecret && flags.dryRun == lifecycle.NoDryRun {
 		return errHideSecret
 	}
+	if err := checkWatchFlags(flags.wait.Watch); err != nil {
+		return err
+	}
 	_, err := crdPolicy(flags.crds, cmd.Flags().Changed("crds"), flags.skipCRDs)
 	return err
 }
@@ -162,6 +165,7 @@ func (flags *installFlags) addFlags(cmd *cobra.Command) {
 	addRenderFlags(f, &flags.render, &flags.disableOpenAPIValidation, "installation")
 	addServerSideFlags(cmd, true)
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the install fails, uninstall what it created; implies --wait")
+	addWatchFlags(f, &flags.wait.Watch, "install", " (with --rollback-on-failure, the release is uninstalled)")
 	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be divided by comma.")
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
 )
 
@@ -74,6 +75,10 @@ func progressPrinter(w io.Writer) func(engine.Event) {
 			fmt.Fprintf(w, "%s: %s\n", e.Step, e.Message)
 		case engine.StepFailed:
 			fmt.Fprintf(w, "%s: failed after %s\n", e.Step, e.Duration.Round(time.Millisecond))
+		case engine.StepDone:
+			if strings.HasPrefix(e.Step, string(plan.Watch)+"/") {
+				fmt.Fprintf(w, "%s: no regression: every object stayed ready for %s\n", e.Step, e.Duration.Round(time.Second))
+			}
 		case engine.ObjectChanged:
 			fmt.Fprintf(w, "  %s %s\n", e.Object, e.Message)
 		case engine.ObjectProgress:
@@ -132,6 +137,31 @@ func addWaitFlags(f *pflag.FlagSet, w *lifecycle.WaitOptions, wait bool) {
 	f.BoolVar(&w.WaitForJobs, "wait-for-jobs", false, "with --wait, also wait until every Job of the release completed")
 	f.DurationVar(&w.Timeout, "timeout", 5*time.Minute, "deadline for the whole operation")
 	f.BoolVar(&w.WaitForLock, "wait-for-lock", false, "when another berth operation holds the release, wait for it (within --timeout) instead of failing")
+}
+
+// addWatchFlags adds --watch-for, --watch-tolerance and --watch-restarts, the watch window of an
+// install, upgrade or rollback (what names it; undo says what a regression in the window does
+// besides failing it).
+func addWatchFlags(f *pflag.FlagSet, w *lifecycle.WatchOptions, what, undo string) {
+	f.DurationVar(&w.For, "watch-for", 0,
+		"once the release is ready, keep watching its objects for this long before recording the "+what+" deployed (the revision stays pending meanwhile): "+
+			"an object no longer ready for longer than --watch-tolerance, or failed, a container restarting more than --watch-restarts times, or a Pod that ends Failed fails the "+what+undo+
+			"; the window counts in --timeout; implies --wait; 0 does not watch")
+	f.DurationVar(&w.Tolerance, "watch-tolerance", 30*time.Second, "with --watch-for, how long an object may stay not ready in the window before that fails the "+what)
+	f.IntVar(&w.Restarts, "watch-restarts", 0, "with --watch-for, how many times each container may restart in the window before that fails the "+what)
+}
+
+// checkWatchFlags refuses watch flags out of range, before anything is read.
+func checkWatchFlags(w lifecycle.WatchOptions) error {
+	switch {
+	case w.For < 0:
+		return fmt.Errorf("invalid --watch-for %s: want a duration of 0 or more", w.For)
+	case w.Tolerance < 0:
+		return fmt.Errorf("invalid --watch-tolerance %s: want a duration of 0 or more", w.Tolerance)
+	case w.Restarts < 0:
+		return fmt.Errorf("invalid --watch-restarts %d: want 0 or more", w.Restarts)
+	}
+	return nil
 }
 
 // dryRunFlag is Helm's --dry-run: given alone it means client.

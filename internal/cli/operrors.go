@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
@@ -18,6 +19,9 @@ func explainOperationError(err error) error {
 	if errors.As(err, &ve) {
 		// The expression's flag says it all; what wrapped it adds nothing.
 		return fmt.Errorf("--%s %q: %w", ve.Source, ve.Expr, ve.Err)
+	}
+	if werr := windowFlagError(err); werr != nil {
+		return werr
 	}
 	var hints []string
 	var ns *lifecycle.NamespaceNotFoundError
@@ -60,6 +64,11 @@ func explainOperationError(err error) error {
 	if errors.As(err, &incomplete) {
 		hints = append(hints, fmt.Sprintf("berth recover %s removes a record left incomplete by an operation that stopped; the next operation replaces it", incomplete.Name))
 	}
+	var re *cluster.RegressionError
+	var fe *lifecycle.FailedError
+	if errors.As(err, &re) && errors.As(err, &fe) {
+		hints = append(hints, regressionHint(fe))
+	}
 	var ue *lifecycle.UninstallError
 	if errors.As(err, &ue) && !ue.NothingDeleted {
 		hints = append(hints, fmt.Sprintf("once the cause is fixed, berth uninstall %s goes on from here", ue.Release))
@@ -86,4 +95,35 @@ func readinessHint(err error) string {
 		return fmt.Sprintf("a readiness expression's JSONPath may have one recursive descent (..), no filter within a filter, and unions picking %d values at most: change the chart's annotation", readiness.MaxPathUnion)
 	}
 	return "fix the chart's helm.sh/readiness-success or helm.sh/readiness-failure annotation: a JSON array of {<jsonpath>} <op> <value>"
+}
+
+// windowFlagError words the lifecycle's refusal of a watch window in the flags that set it; nil
+// when err is no such refusal.
+func windowFlagError(err error) error {
+	var long *lifecycle.WindowTooLongError
+	if errors.As(err, &long) {
+		if long.Undo {
+			return fmt.Errorf("--watch-for %s does not fit in --timeout %s: the window counts in it, and the last third of it is kept for undoing a failure (--rollback-on-failure, --cleanup-on-fail): the window must be shorter than %s; nothing was changed: pass a longer --timeout or a shorter --watch-for",
+				long.For, long.Timeout, long.Own)
+		}
+		return fmt.Errorf("--watch-for %s does not fit in --timeout %s: the window counts in it and must be shorter; nothing was changed: pass a longer --timeout or a shorter --watch-for",
+			long.For, long.Timeout)
+	}
+	var opt *lifecycle.WindowOptionError
+	if errors.As(err, &opt) && opt.Option != "remediation" {
+		return fmt.Errorf("invalid --watch-%s %s: want 0 or more; nothing was changed", opt.Option, opt.Value)
+	}
+	return nil
+}
+
+// regressionHint says where a release whose operation failed on a regression in its watch window
+// is, and what to do.
+func regressionHint(fe *lifecycle.FailedError) string {
+	switch {
+	case fe.Undo && fe.UndoErr == nil:
+		return fmt.Sprintf("revision %d is recorded failed and the release was rolled back; fix what degraded, then upgrade again (--watch-tolerance and --watch-restarts say how much the window lets pass)", fe.Revision)
+	case fe.Undo:
+		return fmt.Sprintf("revision %d is recorded failed and rolling back did not finish: berth rollback %s goes back to the last good revision", fe.Revision, fe.Release)
+	}
+	return fmt.Sprintf("revision %d is recorded failed and left as it is: berth rollback %s goes back to the last good revision (--rollback-on-failure does so on its own)", fe.Revision, fe.Release)
 }

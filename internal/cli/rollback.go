@@ -96,6 +96,9 @@ func (flags *rollbackFlags) setup(cmd *cobra.Command, streams Streams, args []st
 	if err := checkDescription(flags.description); err != nil {
 		return nil, lifecycle.RollbackOptions{}, err
 	}
+	if err := checkWatchFlags(flags.wait.Watch); err != nil {
+		return nil, lifecycle.RollbackOptions{}, err
+	}
 	if !cmd.Flags().Changed("history-max") {
 		flags.historyMax = helmSettings(cmd).MaxHistory // HELM_MAX_HISTORY, as upgrade
 	}
@@ -120,6 +123,7 @@ func (flags *rollbackFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	addSkipPreflightFlag(f)
 	addWaitFlags(f, &flags.wait, false)
+	addWatchFlags(f, &flags.wait.Watch, "rollback", " (its revision is recorded failed; nothing rolls a rollback back)")
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	addForceReplaceFlag(f, &flags.forceReplace)

@@ -98,6 +98,7 @@ func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	addServerSideFlags(cmd, false)
 	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails: the objects that did not exist before it are deleted, and waited for until gone, once the failure is recorded (the last third of --timeout is kept for it, as for --rollback-on-failure)")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
+	addWatchFlags(f, &flags.wait.Watch, "upgrade", " (with --rollback-on-failure, it is rolled back to the deployed revision)")
 	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be separated by comma. Original release labels will be merged with upgrade labels. You can unset label using null.")
 	f.BoolVar(&flags.reuseValues, "reuse-values", false, "merge the new values over the last release's, rendering with its chart defaults")
 	f.BoolVar(&flags.resetValues, "reset-values", false, "forget the last release's values; use the chart's defaults and the new values")

@@ -89,16 +89,7 @@ func (f *follower) report(ctx context.Context) *HookReport {
 		uids = append(uids, pod.GetUID())
 		r.Pods = append(r.Pods, podReport(pod, !live[string(pod.GetUID())]))
 		for _, name := range containerNames(pod) {
-			key := pod.GetName() + "/" + name
-			text, err := f.c.logs(ctx, pod.GetNamespace(), pod.GetName(), name)
-			switch {
-			case err != nil:
-				r.Logs[key] = fmt.Sprintf("not available (%v)", err)
-			case strings.TrimSpace(text) == "":
-				r.Logs[key] = "empty"
-			default:
-				r.Logs[key] = text
-			}
+			r.Logs[pod.GetName()+"/"+name] = f.c.logTail(ctx, pod.GetNamespace(), pod.GetName(), name, false)
 		}
 	}
 	r.Events = f.c.events(ctx, f.created.GetNamespace(), uids)
@@ -164,14 +155,29 @@ func containerNames(pod *unstructured.Unstructured) []string {
 	return out
 }
 
-// logs reads the end of a container's log.
-func (c *Client) logs(ctx context.Context, namespace, pod, container string) (string, error) {
+// logTail says the end of a container's log (of its previous instance with previous: the one
+// that ended before its last restart), "empty", or why it is not available: "not available
+// (...)".
+func (c *Client) logTail(ctx context.Context, namespace, pod, container string, previous bool) string {
+	text, err := c.logs(ctx, namespace, pod, container, previous)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("not available (%v)", err)
+	case strings.TrimSpace(text) == "":
+		return "empty"
+	default:
+		return text
+	}
+}
+
+// logs reads the end of a container's log, or of its previous instance with previous.
+func (c *Client) logs(ctx context.Context, namespace, pod, container string, previous bool) (string, error) {
 	if c.podLogs == nil {
 		return "", fmt.Errorf("berth has no client for Pod logs")
 	}
 	tail, limit := int64(logTailLines), int64(logMaxBytes)
 	stream, err := c.podLogs.Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
-		Container: container, TailLines: &tail, LimitBytes: &limit,
+		Container: container, TailLines: &tail, LimitBytes: &limit, Previous: previous,
 	}).Stream(ctx)
 	if err != nil {
 		return "", err

@@ -33,7 +33,7 @@ type watchGroup struct {
 // observe lists and watches every target and sends each change of a target to out until ctx ends:
 // first its current state (nil if absent), then every update, and nil when it is deleted. The
 // watches run in the background and stop when ctx ends. synced closes once every initial list
-// is done: every change after that is seen.
+// is done and the first state of every target was sent: every change after that is seen.
 func (c *Client) observe(ctx context.Context, targets []resource.Identity, out chan<- observation) (synced <-chan struct{}, err error) {
 	groups := map[string]*watchGroup{}
 	for _, id := range targets {
@@ -117,7 +117,6 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 	case <-ctx.Done():
 		return
 	}
-	synced <- struct{}{}
 	// Targets that the first list did not hold are absent.
 	for name, id := range g.names {
 		if _, exists, _ := inf.GetStore().GetByKey(key(g.namespace, name)); !exists {
@@ -128,6 +127,7 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 			}
 		}
 	}
+	synced <- struct{}{}
 	<-ctx.Done()
 }
 

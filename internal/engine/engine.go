@@ -46,8 +46,8 @@ type Cluster interface {
 	Diagnoser
 }
 
-// StepRunner runs the steps of the lifecycle's own actions (record, hooks, adopt, validate): the
-// engine decides when, the runner how.
+// StepRunner runs the steps of the lifecycle's own actions (record, hooks, adopt, validate,
+// watch): the engine decides when, the runner how.
 type StepRunner interface {
 	RunStep(ctx context.Context, step plan.Step) error
 }
@@ -375,7 +375,7 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 			x.c.ResetMapper()
 		}
 		return err
-	case plan.Record, plan.RunHooks, plan.Adopt, plan.Validate, plan.RemoveHooks, plan.CreateNamespace, plan.DeleteNamespace:
+	case plan.Record, plan.RunHooks, plan.Adopt, plan.Validate, plan.RemoveHooks, plan.CreateNamespace, plan.DeleteNamespace, plan.Watch:
 		if x.opts.Steps == nil {
 			return fmt.Errorf("no runner for %s steps", step.Action)
 		}

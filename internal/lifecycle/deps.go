@@ -34,6 +34,9 @@ type Cluster interface {
 	Dependents(ctx context.Context, id resource.Identity) []cluster.DependentReport
 	// RunHook creates a hook and follows it to its outcome.
 	RunHook(ctx context.Context, obj *unstructured.Unstructured, opts cluster.HookOptions) (cluster.HookRun, error)
+	// WatchWindow watches targets, ready, for opts.For (a watch step): a regression ends it with a
+	// *cluster.RegressionError.
+	WatchWindow(ctx context.Context, targets []resource.Identity, opts cluster.WindowOptions, progress cluster.Progress) error
 }
 
 // Deps are an operation's collaborators. An operation starts with a copy of them and changes

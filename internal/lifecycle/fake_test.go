@@ -27,6 +27,8 @@ type fakeCluster struct {
 	// crds are the kinds CRDs applied to the cluster define, with their scope.
 	crds map[schema.GroupKind]bool
 	uid  int
+	// window, when set, is what a watch window does instead of ending at once with no regression.
+	window func(ctx context.Context, targets []resource.Identity, opts cluster.WindowOptions) error
 }
 
 func newFakeCluster() *fakeCluster {
@@ -164,6 +166,13 @@ func (c *fakeCluster) RunHook(ctx context.Context, obj *unstructured.Unstructure
 		opts.LogLine(cluster.LogLine{Pod: obj.GetName() + "-pod", Container: "main", Line: "ran " + obj.GetName()})
 	}
 	return cluster.HookRun{Created: created, Result: readiness.Result{State: readiness.Ready, Message: "succeeded"}}, nil
+}
+
+func (c *fakeCluster) WatchWindow(ctx context.Context, targets []resource.Identity, opts cluster.WindowOptions, _ cluster.Progress) error {
+	if c.window != nil {
+		return c.window(ctx, targets, opts)
+	}
+	return nil
 }
 
 // fakeNamespaces are namespaces that all exist.

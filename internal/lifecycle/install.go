@@ -60,9 +60,12 @@ type InstallOptions struct {
 // was kept when it was uninstalled.
 func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	// As in Helm, rolling back on failure implies waiting: a failure found only by waiting must
-	// be seen to be rolled back.
-	o.Wait = o.Wait || o.RollbackOnFailure
+	// be seen to be rolled back. A watch window starts once the release is ready.
+	o.Wait = o.Wait || o.RollbackOnFailure || o.Watch.For > 0
 	if err := o.Rendering.check(o.DryRun); err != nil {
+		return nil, err
+	}
+	if err := o.checkWindow(o.undone()); err != nil {
 		return nil, err
 	}
 	w := Wanted{Operation: release.OpInstall, Values: o.Values}
@@ -72,6 +75,12 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	return d.revisionOperation(ctx, w, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
 		return d.install(ctx, o)
 	})
+}
+
+// undone says whether a failure of the install may be undone (see WaitOptions.checkWindow).
+func (o InstallOptions) undone() bool {
+	failure, regression := o.Watch.undoes(o.RollbackOnFailure)
+	return failure || regression
 }
 
 // install is Install within its operation (or its dry run): the revision pipeline, replacing
@@ -116,11 +125,11 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 			crds: o.CRDs, forceReplace: o.ForceReplace, preview: o.preview},
 		said: descriptions{success: cmp.Or(o.Description, "Install complete"), failure: fmt.Sprintf("Release %q failed", o.Name)},
 	}
-	if o.RollbackOnFailure {
-		pol.undo.run = func(ctx context.Context) error {
-			_, err := d.uninstall(ctx, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
-			return err
-		}
+	// Rolling back on failure (or a regression's remediation) uninstalls what was installed.
+	pol.undo.onFailure, pol.undo.onRegression = o.Watch.undoes(o.RollbackOnFailure)
+	pol.undo.run = func(ctx context.Context, _ error) error {
+		_, err := d.uninstall(ctx, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
+		return err
 	}
 
 	createdNamespace, err := d.ensureNamespace(ctx, o.Namespace, o.CreateNamespace && o.DryRun == NoDryRun)

@@ -44,6 +44,9 @@ type Inspection struct {
 	// Interrupted is the operation left unfinished; nil when there is none or when it is still
 	// under way (Live).
 	Interrupted *Interrupted
+	// Running is the journal of the operation under way (Live): its plan and how far it got
+	// (WindowOf says what its watch window watches, and since when); nil when it keeps none.
+	Running *release.Journal
 }
 
 // Inspect reads whether an operation on release name is under way or was interrupted, without
@@ -58,6 +61,13 @@ func Inspect(ctx context.Context, store release.Reader, journals JournalReader, 
 		out.Holder, out.Live = h, live
 	}
 	if out.Live {
+		if journals != nil {
+			j, err := journals.Get(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			out.Running = j
+		}
 		return out, nil
 	}
 	in, err := findInterrupted(ctx, store, journals, name)

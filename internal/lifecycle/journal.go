@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,6 +55,7 @@ func (d *operation) begin(ctx context.Context, op release.Operation, rev int, pl
 		d.j.Hooks = append(d.j.Hooks, r.Hooks...)
 		d.j.HooksSucceeded = append(d.j.HooksSucceeded, r.HooksSucceeded...)
 		d.j.Started = r.Started
+		d.j.WatchStarted = r.WatchStarted
 	}
 	d.resume = nil
 	if len(d.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
@@ -132,10 +134,24 @@ func (d *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
 	if i == len(p.Steps)-1 {
 		return nil
 	}
-	if objectStep(step) && p.Steps[i+1].Action == step.Action {
+	next := p.Steps[i+1]
+	if objectStep(step) && next.Action == step.Action {
 		return nil
 	}
+	if next.Action == plan.Watch && d.j.WatchStarted.IsZero() {
+		// The watch window starts now: this write says when, for a run that finishes it.
+		d.j.WatchStarted = d.now()
+	}
 	return d.write(ctx)
+}
+
+// watchStarted is when the operation's watch window started, as its journal says; zero when it
+// does not say (no journal, or one written before the window started).
+func (d *operation) watchStarted() time.Time {
+	if d == nil || d.j == nil {
+		return time.Time{}
+	}
+	return d.j.WatchStarted
 }
 
 func objectStep(s plan.Step) bool {

@@ -205,6 +205,12 @@ func (c interruptible) RunHook(ctx context.Context, obj *unstructured.Unstructur
 	return c.Cluster.RunHook(ctx, obj, opts)
 }
 
+func (c interruptible) WatchWindow(ctx context.Context, targets []resource.Identity, opts cluster.WindowOptions, progress cluster.Progress) error {
+	ctx, cancel := c.with(ctx)
+	defer cancel()
+	return c.Cluster.WatchWindow(ctx, targets, opts, progress)
+}
+
 // LeftBehind reports whether an operation on release name left its lease or its journal behind:
 // a process killed at its very end, after the last record was removed; or the incomplete record
 // of its first revision: an install killed while it wrote that record. Uninstall takes them over

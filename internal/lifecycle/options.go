@@ -59,6 +59,77 @@ const (
 	RemediateNone Remediation = "none"
 )
 
+// undoes says which failures of an operation with rollback on failure (rollbackOnFailure) are
+// undone: any (failure), or a regression in its watch window (regression).
+func (w WatchOptions) undoes(rollbackOnFailure bool) (failure, regression bool) {
+	regression = w.For > 0 && ((rollbackOnFailure && w.Remediation != RemediateNone) || w.Remediation == RemediateRollback)
+	return rollbackOnFailure, regression
+}
+
+// checkWindow refuses, before anything changes, a watch window the operation cannot hold: an
+// option out of range, or a window not shorter than the time the operation's own steps get:
+// Timeout, or when a failure may be undone (undone), the two thirds of it before the last third
+// kept for the undo.
+func (w WaitOptions) checkWindow(undone bool) error {
+	wo := w.Watch
+	switch {
+	case wo.For < 0:
+		return &WindowOptionError{Option: "for", Value: wo.For.String()}
+	case wo.Tolerance < 0:
+		return &WindowOptionError{Option: "tolerance", Value: wo.Tolerance.String()}
+	case wo.Restarts < 0:
+		return &WindowOptionError{Option: "restarts", Value: fmt.Sprint(wo.Restarts)}
+	}
+	switch wo.Remediation {
+	case RemediateAsFailure, RemediateRollback, RemediateNone:
+	default:
+		return &WindowOptionError{Option: "remediation", Value: string(wo.Remediation)}
+	}
+	if wo.For == 0 {
+		return nil
+	}
+	t := w.total()
+	own := t
+	if undone {
+		own = t - t/undoShare
+	}
+	if wo.For >= own {
+		return &WindowTooLongError{For: wo.For, Timeout: t, Own: own, Undo: undone}
+	}
+	return nil
+}
+
+// WindowOptionError says an option of the watch window is out of range (a negative duration or
+// count, an unknown remediation): nothing was changed.
+type WindowOptionError struct {
+	// Option is "for", "tolerance", "restarts" or "remediation".
+	Option, Value string
+}
+
+func (e *WindowOptionError) Error() string {
+	if e.Option == "remediation" {
+		return fmt.Sprintf("watch window: unknown remediation %q: want %q or %q", e.Value, RemediateRollback, RemediateNone)
+	}
+	return fmt.Sprintf("watch window: %s must not be negative, got %s", e.Option, e.Value)
+}
+
+// WindowTooLongError says the watch window does not fit in the operation's time: For is not
+// shorter than Own, the time the operation's own steps get of Timeout (two thirds of it when a
+// failure may be undone, Undo: the last third is kept for the undo). Nothing was changed.
+type WindowTooLongError struct {
+	For, Timeout, Own time.Duration
+	Undo              bool
+}
+
+func (e *WindowTooLongError) Error() string {
+	if e.Undo {
+		return fmt.Sprintf("the watch window of %s does not fit in the operation's deadline of %s: it must be shorter than the %s before the last third, kept for undoing a failure; nothing was changed",
+			e.For, e.Timeout, e.Own)
+	}
+	return fmt.Sprintf("the watch window of %s does not fit in the operation's deadline of %s: it must be shorter, the window counts in it; nothing was changed",
+		e.For, e.Timeout)
+}
+
 func (w WaitOptions) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, w.limit(), fmt.Errorf("timed out after %s, the operation's deadline", w.total()))
 }

@@ -135,6 +135,10 @@ func (d *operation) planRevision(ctx context.Context, rev revision, pol policy) 
 			steps.superseded = append(steps.superseded, prev.Version)
 		}
 	}
+	if w := pol.wait.Watch; w.For > 0 && len(p.objects) > 0 {
+		steps.watch = &plan.Window{For: w.For, Tolerance: w.Tolerance, Restarts: w.Restarts}
+		steps.watched = identities(p.objects)
+	}
 	order, err := d.batches(rel, pol.wait)
 	if err != nil {
 		return nil, err
@@ -173,7 +177,8 @@ func (d *operation) runRevision(ctx context.Context, pr *planned) error {
 			pre: events[0], post: events[1], noHooks: pol.noHooks,
 		})
 	}
-	run := &runner{d: d, rel: rel, objects: p.byID, success: pol.said.success, failure: pol.said.failure}
+	run := &runner{d: d, rel: rel, objects: p.byID, success: pol.said.success, failure: pol.said.failure,
+		readiness: d.engineOptions(nil, nil, pol.wait).Readiness}
 	if !pr.recorded {
 		run.historyMax = pol.historyMax
 	}
@@ -182,7 +187,7 @@ func (d *operation) runRevision(ctx context.Context, pr *planned) error {
 		cleanup = toCreate(p.objects, s.before)
 	}
 	// Time is kept for what a failure does: undo it, delete what it created.
-	fwd, cancelFwd := pol.wait.forward(ctx, pol.undo.run != nil || cleanup != nil)
+	fwd, cancelFwd := pol.wait.forward(ctx, pol.undo.may() || cleanup != nil)
 	defer cancelFwd()
 	var err error
 	if pl, err = d.begin(fwd, pol.op, rel.Version, pl, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err == nil {
@@ -197,7 +202,7 @@ func (d *operation) runRevision(ctx context.Context, pr *planned) error {
 		if pol.undo.onlyApplying && !failedApplying(err) {
 			cleanup = nil
 		}
-		return d.fail(ctx, run, pl, err, cleanup, pol.undo.run)
+		return d.fail(ctx, run, pl, err, cleanup, pol.undo.of(err))
 	}
 	return nil
 }

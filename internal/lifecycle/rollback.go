@@ -36,6 +36,12 @@ type RollbackOptions struct {
 // Rollback records a new revision with the chart, values and manifest of an earlier one and
 // makes the cluster match it.
 func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
+	// A watch window starts once the release is ready; a regression in it records the rollback's
+	// revision failed, and nothing undoes a rollback.
+	o.Wait = o.Wait || o.Watch.For > 0
+	if err := o.checkWindow(o.CleanupOnFail); err != nil {
+		return nil, err
+	}
 	return d.revisionOperation(ctx, Wanted{Operation: release.OpRollback}, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
 		return d.rollback(ctx, o)
 	})

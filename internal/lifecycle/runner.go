@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
+	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -27,6 +30,8 @@ type runner struct {
 	historyMax       int
 	// created says the pending record was written by this run.
 	created bool
+	// readiness are the rules a watch step judges its objects by.
+	readiness readiness.Options
 }
 
 // RunStep runs a record, hooks, adopt or validate step.
@@ -36,6 +41,8 @@ func (r *runner) RunStep(ctx context.Context, step plan.Step) error {
 		return r.record(ctx, step)
 	case plan.RunHooks:
 		return r.d.hooks(ctx, r.rel, resource.HookEvent(step.Hook))
+	case plan.Watch:
+		return r.watch(ctx, step)
 	case plan.RemoveHooks:
 		return r.d.removeLeftoverHooks(ctx, r.rel, resource.HookEvent(step.Hook), true)
 	case plan.CreateNamespace, plan.DeleteNamespace:
@@ -66,6 +73,31 @@ func (r *runner) RunStep(ctx context.Context, step plan.Step) error {
 		return nil
 	}
 	return fmt.Errorf("%s: not a lifecycle step", step.Action)
+}
+
+// watch runs a watch step: the cluster's window over the step's objects, for what is left of it
+// since it started (the journal's WatchStarted; all of it when the journal does not say). When
+// nothing is left (the operation stopped in the window and is finished after it ended), the
+// window judges once from what it sees.
+func (r *runner) watch(ctx context.Context, step plan.Step) error {
+	w := step.Window
+	if w == nil {
+		return fmt.Errorf("%s: a watch step without a window", step.ID)
+	}
+	left := w.For
+	if started := r.d.watchStarted(); !started.IsZero() {
+		left = max(w.For-r.d.now().Sub(started), 0)
+		if left < w.For {
+			r.d.notify(fmt.Sprintf("the watch window of revision %d started at %s: %s of its %s left",
+				r.rel.Version, started.Format(time.RFC3339), left.Round(time.Second), w.For))
+		}
+	}
+	emit := r.d.emitter()
+	progress := func(id resource.Identity, res readiness.Result) {
+		emit(engine.Event{Type: engine.ObjectProgress, Step: step.ID, Object: id, State: res.State, Message: res.Message})
+	}
+	return r.d.Cluster.WatchWindow(ctx, step.Objects,
+		cluster.WindowOptions{For: left, Tolerance: w.Tolerance, Restarts: w.Restarts, Readiness: r.readiness}, progress)
 }
 
 // eachObject runs fn for the desired object of each identity of step, concurrently.

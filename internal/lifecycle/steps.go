@@ -39,11 +39,16 @@ type revisionSteps struct {
 	// replaced is the uninstalled revision whose name an install takes (replace), marked
 	// superseded once the new one is recorded; 0 for none.
 	replaced int
+	// watch, when set, is the watch window of the revision's objects (watched) once they are
+	// ready and the post hooks ran, before the revision is recorded deployed.
+	watch   *plan.Window
+	watched []resource.Identity
 }
 
 // revisionPlan is the plan of an install, upgrade or rollback: record the revision as pending,
 // run the pre hooks, adopt Helm's fields, apply, wait and delete (objects), run the post hooks,
-// mark the replaced revisions superseded and the new one deployed.
+// watch the objects for the window (--watch-for), mark the replaced revisions superseded and the
+// new one deployed.
 func revisionPlan(objects *plan.Plan, pol revisionSteps) *plan.Plan {
 	p := &plan.Plan{Kept: objects.Kept}
 	if pol.create {
@@ -60,6 +65,9 @@ func revisionPlan(objects *plan.Plan, pol revisionSteps) *plan.Plan {
 	}
 	p.Steps = append(p.Steps, objects.Steps...)
 	p.Steps = appendHooks(p.Steps, pol.post)
+	if pol.watch != nil && pol.watch.For > 0 {
+		p.Steps = append(p.Steps, watchStep(pol.revision, pol.watched, *pol.watch))
+	}
 	deployed := recordStep(release.StatusDeployed, pol.revision, "the operation completed")
 	if len(pol.superseded) > 0 {
 		deployed.Supersedes = pol.superseded
@@ -71,6 +79,17 @@ func revisionPlan(objects *plan.Plan, pol revisionSteps) *plan.Plan {
 	}
 	p.Steps = append(p.Steps, deployed)
 	return p
+}
+
+// watchStep is the watch window of revision's objects ids.
+func watchStep(revision int, ids []resource.Identity, w plan.Window) plan.Step {
+	restarts := "no container may restart"
+	if w.Restarts > 0 {
+		restarts = fmt.Sprintf("a container may restart %d time(s)", w.Restarts)
+	}
+	return plan.Step{ID: fmt.Sprintf("%s/%d", plan.Watch, revision), Action: plan.Watch, Objects: ids, Window: &w,
+		Reason: fmt.Sprintf("watch %d objects for %s before revision %d is recorded deployed: each must stay ready (not ready for %s at most), %s, no Pod may fail",
+			len(ids), w.For, revision, w.Tolerance, restarts)}
 }
 
 // uninstallPolicy is what an uninstall does besides deleting objects.

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
@@ -18,12 +19,56 @@ import (
 // undo is what an operation's failure does besides recording it: delete what it created
 // (cleanup on fail) and undo it (rollback on failure). The zero undo does neither.
 type undo struct {
-	// run undoes the failed operation; nil for none.
-	run func(context.Context) error
+	// run undoes the failed operation, given why it failed; nil for none. It runs for any
+	// failure with onFailure (rollback on failure), for a regression in the watch window with
+	// onRegression.
+	run                     func(ctx context.Context, cause error) error
+	onFailure, onRegression bool
 	// cleanupOnFail deletes first the objects the operation created; with onlyApplying, only when
 	// it failed applying them (a rollback's, as Helm's).
 	cleanupOnFail, onlyApplying bool
 }
+
+// of is what undoes the failure cause; nil when nothing does.
+func (u undo) of(cause error) func(context.Context) error {
+	if u.run == nil {
+		return nil
+	}
+	var re *cluster.RegressionError
+	if regressed := errors.As(cause, &re); (regressed && !u.onRegression) || (!regressed && !u.onFailure) {
+		return nil
+	}
+	return func(ctx context.Context) error { return u.run(ctx, cause) }
+}
+
+// failureDescription is what the record of revision, which failed with cause, says: what failed
+// and why; for a regression in the watch window, in one line.
+func failureDescription(what string, revision int, cause error) string {
+	var re *cluster.RegressionError
+	if errors.As(cause, &re) {
+		return fmt.Sprintf("%s: revision %d degraded in its watch window: %s", what, revision, regression(re))
+	}
+	return fmt.Sprintf("%s: %v", what, cause)
+}
+
+// undoDescription is the description of the rollback to revision to that undoes revision
+// failed, which failed with cause: why it was made, when a regression in the watch window made it;
+// "" (the rollback's own) otherwise.
+func undoDescription(to, failed int, cause error) string {
+	var re *cluster.RegressionError
+	if !errors.As(cause, &re) {
+		return ""
+	}
+	return fmt.Sprintf("Rollback to %d: revision %d degraded in its watch window: %s", to, failed, regression(re))
+}
+
+// regression says in one line what regressed: "OBJECT: WHAT".
+func regression(re *cluster.RegressionError) string {
+	return fmt.Sprintf("%s: %s", re.Object, re.What)
+}
+
+// may says whether a failure may be undone: time is kept for it.
+func (u undo) may() bool { return u.run != nil && (u.onFailure || u.onRegression) }
 
 // fail records the operation's revision as failed with the cause, deletes what it created
 // (cleanup, when not nil: the objects it would create) and undoes it (undo, when not nil), within
@@ -48,7 +93,7 @@ func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause er
 		return fe
 	}
 	rel.Info.LastDeployed = d.now()
-	if err := d.recordFailure(wctx, d.operation(), rel, fmt.Sprintf("%s: %v", what, cause)); err != nil {
+	if err := d.recordFailure(wctx, d.operation(), rel, failureDescription(what, rel.Version, cause)); err != nil {
 		fe.RecordErr = err
 	}
 	if cleanup != nil {

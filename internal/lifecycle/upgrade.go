@@ -63,9 +63,19 @@ type UpgradeOptions struct {
 // objects, deletes by exact identity the ones that left the chart (unless kept) and records the
 // new revision as deployed and the previous one as superseded.
 func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
-	o.Wait = o.Wait || o.RollbackOnFailure // as Install
+	o.Wait = o.Wait || o.RollbackOnFailure || o.Watch.For > 0 // as Install
 	if err := o.Rendering.check(o.DryRun); err != nil {
 		return nil, err
+	}
+	failure, regression := o.Watch.undoes(o.RollbackOnFailure)
+	if err := o.checkWindow(failure || regression || o.CleanupOnFail); err != nil {
+		return nil, err
+	}
+	if io := o.install(); o.Install {
+		// The install that Install makes has a window of its own (InstallWith).
+		if err := io.checkWindow(io.undone()); err != nil {
+			return nil, err
+		}
 	}
 	w := Wanted{Operation: release.OpUpgrade, Install: o.Install, Values: o.Values}
 	if o.Chart != nil && o.Chart.Metadata != nil {
@@ -106,7 +116,7 @@ func (o UpgradeOptions) install() InstallOptions {
 	}
 	if s := o.InstallWith; s != nil {
 		io.WaitOptions, io.NoHooks, io.RollbackOnFailure, io.CRDs = s.WaitOptions, s.NoHooks, s.RollbackOnFailure, s.CRDs
-		io.Wait = io.Wait || io.RollbackOnFailure
+		io.Wait = io.Wait || io.RollbackOnFailure || io.Watch.For > 0
 	}
 	return io
 }
@@ -158,16 +168,16 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 			dryRun: o.Description},
 		undo: undo{cleanupOnFail: o.CleanupOnFail},
 	}
-	if o.RollbackOnFailure {
-		pol.undo.run = func(ctx context.Context) error {
-			if deployed == nil {
-				return errors.New("no deployed revision to roll back to")
-			}
-			// The rollback replaces objects whose immutable fields change, as the upgrade did.
-			_, err := d.rollback(ctx, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
-				NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}, ForceReplace: o.ForceReplace})
-			return err
+	pol.undo.onFailure, pol.undo.onRegression = o.Watch.undoes(o.RollbackOnFailure)
+	pol.undo.run = func(ctx context.Context, cause error) error {
+		if deployed == nil {
+			return errors.New("no deployed revision to roll back to")
 		}
+		// The rollback replaces objects whose immutable fields change, as the upgrade did.
+		_, err := d.rollback(ctx, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
+			NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}, ForceReplace: o.ForceReplace,
+			Description: undoDescription(deployed.Version, rel.Version, cause)})
+		return err
 	}
 	return rel, d.carryOut(ctx, rev, pol)
 }

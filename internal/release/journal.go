@@ -76,6 +76,9 @@ type Journal struct {
 	// HooksSucceeded are the hook events whose hooks all succeeded, recorded before the hooks
 	// are deleted (hook-succeeded): what is left of them is only their deletion.
 	HooksSucceeded []string `json:"hooksSucceeded,omitempty"`
+	// WatchStarted is when the plan's watch window started (--watch-for): written with the step
+	// before it, so that a run that finishes the operation watches for what is left of it.
+	WatchStarted time.Time `json:"watchStarted,omitzero"`
 }
 
 // JournalOptions are the options of the operation that a resumption needs.

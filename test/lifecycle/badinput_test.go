@@ -113,6 +113,24 @@ spec:
 			want:      []string{"release bad revision", "the record would take", "16.0 MiB"},
 		},
 		{
+			name:      "watch window as long as the deadline",
+			templates: map[string]string{},
+			args:      []string{"--watch-for", "1m", "--timeout", "1m"},
+			want:      []string{"--watch-for 1m0s does not fit in --timeout 1m0s"},
+		},
+		{
+			name:      "watch window in the third kept for rolling back",
+			templates: map[string]string{},
+			args:      []string{"--watch-for", "40s", "--timeout", "1m", "--rollback-on-failure"},
+			want:      []string{"--watch-for 40s does not fit in --timeout 1m0s", "shorter than 40s"},
+		},
+		{
+			name:      "negative --watch-restarts",
+			templates: map[string]string{},
+			args:      []string{"--watch-for", "10s", "--watch-restarts", "-1"},
+			want:      []string{"--watch-restarts -1"},
+		},
+		{
 			name:      "namespace that does not exist",
 			templates: map[string]string{},
 			namespace: "missing",
