@@ -21,7 +21,7 @@ func TestLoadStages(t *testing.T) {
 		return m
 	}
 	pods := names(internalversion.StageResourceRef{APIGroup: "v1", Kind: "Pod"})
-	for _, want := range []string{"pod-start", "pod-finish", "pod-delete"} {
+	for _, want := range []string{"pod-start", "pod-finish", "pod-crashloop", "pod-delete"} {
 		if !pods[want] {
 			t.Errorf("pod stage %s missing; have %v", want, pods)
 		}

@@ -25,8 +25,10 @@ const annotationLog = annotationPrefix + "log"
 
 // logServer is the simulated kubelet's HTTPS endpoint for container logs, which the API server
 // reaches for pods/log (kubectl logs, client-go's GetLogs) at the node's InternalIP and kubelet
-// port. A container's log is its Pod's devcluster.berth.dev/log annotation; with follow, the
-// stream stays open until the container has terminated or the Pod is gone, as a kubelet's does.
+// port. A container's log is its Pod's devcluster.berth.dev/log annotation, the same for every
+// instance of a restarted container; with follow, the stream stays open until the container has
+// stopped running or the Pod is gone, as a kubelet's does. previous=true serves the log of the
+// container's last terminated instance, and only for a container that has one.
 type logServer struct {
 	client kubernetes.Interface
 }
@@ -69,6 +71,11 @@ func (s *logServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("container %s is not valid for pod %s", container, name), http.StatusBadRequest)
 		return
 	}
+	previous, _ := strconv.ParseBool(q.Get("previous"))
+	if previous && !restarted(pod, container) {
+		http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
+		return
+	}
 	if !started(pod, container) {
 		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start", container, name), http.StatusBadRequest)
 		return
@@ -80,14 +87,15 @@ func (s *logServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
-	if follow, _ := strconv.ParseBool(q.Get("follow")); follow {
-		s.untilTerminated(r.Context(), pod, container)
+	if follow, _ := strconv.ParseBool(q.Get("follow")); follow && !previous {
+		s.whileRunning(r.Context(), pod, container)
 	}
 }
 
-// untilTerminated returns when the container of pod has terminated, the Pod is gone or ctx ends.
-func (s *logServer) untilTerminated(ctx context.Context, pod *corev1.Pod, container string) {
-	if terminated(pod, container) {
+// whileRunning returns when the container of pod does not run (any more): it has terminated or
+// waits to be restarted, the Pod is gone or ctx ends.
+func (s *logServer) whileRunning(ctx context.Context, pod *corev1.Pod, container string) {
+	if !running(pod, container) {
 		return
 	}
 	w, err := s.client.CoreV1().Pods(pod.Namespace).Watch(ctx, metav1.ListOptions{
@@ -100,7 +108,7 @@ func (s *logServer) untilTerminated(ctx context.Context, pod *corev1.Pod, contai
 	defer w.Stop()
 	for e := range w.ResultChan() {
 		p, ok := e.Object.(*corev1.Pod)
-		if !ok || p.UID != pod.UID || e.Type == watch.Deleted || terminated(p, container) {
+		if !ok || p.UID != pod.UID || e.Type == watch.Deleted || !running(p, container) {
 			return
 		}
 	}
@@ -129,21 +137,29 @@ func hasContainer(pod *corev1.Pod, name string) bool {
 	return slices.ContainsFunc(pod.Spec.Containers, match) || slices.ContainsFunc(pod.Spec.InitContainers, match)
 }
 
-func containerState(pod *corev1.Pod, name string) (corev1.ContainerState, bool) {
+func containerStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool) {
 	for _, cs := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
 		if cs.Name == name {
-			return cs.State, true
+			return cs, true
 		}
 	}
-	return corev1.ContainerState{}, false
+	return corev1.ContainerStatus{}, false
 }
 
+// started reports whether the container has a log: it runs or ran, or, waiting to be restarted,
+// an earlier instance of it ran (a kubelet then serves that instance's log).
 func started(pod *corev1.Pod, name string) bool {
-	s, ok := containerState(pod, name)
-	return ok && (s.Running != nil || s.Terminated != nil)
+	s, ok := containerStatus(pod, name)
+	return ok && (s.State.Running != nil || s.State.Terminated != nil || s.LastTerminationState.Terminated != nil)
 }
 
-func terminated(pod *corev1.Pod, name string) bool {
-	s, ok := containerState(pod, name)
-	return ok && s.Terminated != nil
+// restarted reports whether the container has a previous instance, whose log previous=true asks.
+func restarted(pod *corev1.Pod, name string) bool {
+	s, ok := containerStatus(pod, name)
+	return ok && s.LastTerminationState.Terminated != nil
+}
+
+func running(pod *corev1.Pod, name string) bool {
+	s, ok := containerStatus(pod, name)
+	return ok && s.State.Running != nil
 }

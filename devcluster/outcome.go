@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,17 +18,29 @@ const (
 	annotationOutcome  = annotationPrefix + "outcome"
 	annotationExitCode = annotationPrefix + "exit-code"
 	annotationAttempts = annotationPrefix + "attempts"
+	// annotationRestartInterval is how long a crash-looping container waits in CrashLoopBackOff
+	// before its next restart; stages/pod-crashloop.yaml reads it for its delay.
+	annotationRestartInterval = annotationPrefix + "restart-interval"
 )
 
-// outcome is how a finishing Pod ends; pod-finish.yaml renders it into the Pod's status.
+// defaultRestartInterval is annotationRestartInterval's default, the delay of pod-crashloop.yaml.
+const defaultRestartInterval = 2 * time.Second
+
+// outcome is how a finishing Pod ends; pod-finish.yaml renders it into the Pod's status, and
+// pod-crashloop.yaml into each restart of a crash-looping Pod's containers.
 type outcome struct {
-	Phase           corev1.PodPhase
-	Reason          string // Pod status reason (Evicted)
-	Message         string
-	ContainerReason string // terminated container reason
-	ConditionReason string // reason of the Ready=False condition
-	ExitCode        int
-	Evicted         bool
+	Phase            corev1.PodPhase
+	Reason           string // Pod status reason (Evicted)
+	Message          string
+	ContainerReason  string // terminated container reason
+	ConditionReason  string // reason of the Ready=False condition
+	ConditionMessage string // message of the Ready=False condition
+	ExitCode         int
+	Evicted          bool
+	// CrashLoop: the containers exit with ExitCode and are restarted in place; the Pod stays
+	// Running, each container waiting in CrashLoopBackOff for Backoff before its next restart.
+	CrashLoop bool
+	Backoff   string
 }
 
 func succeeded() outcome {
@@ -36,6 +49,20 @@ func succeeded() outcome {
 
 func failed(code int, msg string) outcome {
 	return outcome{Phase: corev1.PodFailed, ContainerReason: "Error", ConditionReason: "PodFailed", ExitCode: code, Message: msg}
+}
+
+// crashLooping is what a kubelet shows of a Pod whose containers exit with code and are
+// restarted after interval, again and again.
+func crashLooping(code int, interval time.Duration, containers []string) outcome {
+	return outcome{
+		Phase:            corev1.PodRunning,
+		ContainerReason:  "Error",
+		ConditionReason:  "ContainersNotReady",
+		ConditionMessage: fmt.Sprintf("containers with unready status: [%s]", strings.Join(containers, " ")),
+		ExitCode:         code,
+		CrashLoop:        true,
+		Backoff:          interval.String(),
+	}
 }
 
 func evicted() outcome {
@@ -67,11 +94,11 @@ func (o *outcomes) decide(p *podMeta) outcome {
 	switch want {
 	case "", "succeed":
 		return succeeded()
-	case "fail", "evict":
+	case "fail", "evict", "crashloop":
 	default:
-		return failed(2, fmt.Sprintf("devcluster: invalid %s %q: want succeed, fail, evict or hang", annotationOutcome, want))
+		return failed(2, fmt.Sprintf("devcluster: invalid %s %q: want succeed, fail, evict, crashloop or hang", annotationOutcome, want))
 	}
-	if s, ok := p.annotations[annotationAttempts]; ok {
+	if s, ok := p.annotations[annotationAttempts]; ok && want != "crashloop" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
 			return failed(2, fmt.Sprintf("devcluster: invalid %s %q: want a whole number", annotationAttempts, s))
@@ -94,6 +121,17 @@ func (o *outcomes) decide(p *podMeta) outcome {
 			return failed(2, fmt.Sprintf("devcluster: invalid %s %q: want 1 to 255", annotationExitCode, s))
 		}
 		code = n
+	}
+	if want == "crashloop" {
+		interval := defaultRestartInterval
+		if s, ok := p.annotations[annotationRestartInterval]; ok {
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				return failed(2, fmt.Sprintf("devcluster: invalid %s %q: want a duration greater than 0", annotationRestartInterval, s))
+			}
+			interval = d
+		}
+		return crashLooping(code, interval, p.containers)
 	}
 	return failed(code, "")
 }
@@ -125,6 +163,7 @@ func (o *outcomes) failedBefore(p *podMeta) (int, error) {
 type podMeta struct {
 	namespace, name, jobUID string
 	annotations             map[string]string
+	containers              []string // names of the Pod's containers, in order
 }
 
 func (p *podMeta) from(pod map[string]any) {
@@ -136,6 +175,15 @@ func (p *podMeta) from(pod map[string]any) {
 		for k, v := range a {
 			if s, ok := v.(string); ok {
 				p.annotations[k] = s
+			}
+		}
+	}
+	spec, _ := pod["spec"].(map[string]any)
+	containers, _ := spec["containers"].([]any)
+	for _, c := range containers {
+		if c, ok := c.(map[string]any); ok {
+			if name, ok := c["name"].(string); ok {
+				p.containers = append(p.containers, name)
 			}
 		}
 	}

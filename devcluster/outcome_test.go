@@ -38,6 +38,11 @@ func TestDecide(t *testing.T) {
 		{name: "unknown outcome", annotations: map[string]string{annotationOutcome: "explode"}, wantPhase: corev1.PodFailed, wantCode: 2, wantMessage: "invalid devcluster.berth.dev/outcome"},
 		{name: "bad exit code", annotations: map[string]string{annotationOutcome: "fail", annotationExitCode: "0"}, wantPhase: corev1.PodFailed, wantCode: 2, wantMessage: "invalid devcluster.berth.dev/exit-code"},
 		{name: "bad attempts", annotations: map[string]string{annotationOutcome: "fail", annotationAttempts: "x"}, wantPhase: corev1.PodFailed, wantCode: 2, wantMessage: "invalid devcluster.berth.dev/attempts"},
+		{name: "crashloop with default code", annotations: map[string]string{annotationOutcome: "crashloop"}, wantPhase: corev1.PodRunning, wantCode: 1},
+		{name: "crashloop with code", annotations: map[string]string{annotationOutcome: "crashloop", annotationExitCode: "3", annotationRestartInterval: "1s"}, wantPhase: corev1.PodRunning, wantCode: 3},
+		{name: "crashloop ignores attempts", jobUID: "job-uid", annotations: map[string]string{annotationOutcome: "crashloop", annotationAttempts: "1"}, wantPhase: corev1.PodRunning, wantCode: 1},
+		{name: "crashloop with bad exit code", annotations: map[string]string{annotationOutcome: "crashloop", annotationExitCode: "256"}, wantPhase: corev1.PodFailed, wantCode: 2, wantMessage: "invalid devcluster.berth.dev/exit-code"},
+		{name: "crashloop with bad interval", annotations: map[string]string{annotationOutcome: "crashloop", annotationRestartInterval: "0s"}, wantPhase: corev1.PodFailed, wantCode: 2, wantMessage: "invalid devcluster.berth.dev/restart-interval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +57,31 @@ func TestDecide(t *testing.T) {
 			if got.Evicted != (tt.wantReason == "Evicted") {
 				t.Errorf("Evicted = %v", got.Evicted)
 			}
+			if got.CrashLoop != (tt.wantPhase == corev1.PodRunning) {
+				t.Errorf("CrashLoop = %v", got.CrashLoop)
+			}
 		})
+	}
+}
+
+func TestCrashLoopingOutcome(t *testing.T) {
+	got := (&outcomes{}).decide(&podMeta{containers: []string{"web", "sidecar"}, annotations: map[string]string{
+		annotationOutcome: "crashloop", annotationExitCode: "3", annotationRestartInterval: "1500ms",
+	}})
+	want := outcome{
+		Phase:            corev1.PodRunning,
+		ContainerReason:  "Error",
+		ConditionReason:  "ContainersNotReady",
+		ConditionMessage: "containers with unready status: [web sidecar]",
+		ExitCode:         3,
+		CrashLoop:        true,
+		Backoff:          "1.5s",
+	}
+	if got != want {
+		t.Errorf("decide = %+v, want %+v", got, want)
+	}
+	if got := (&outcomes{}).decide(&podMeta{annotations: map[string]string{annotationOutcome: "crashloop"}}); got.Backoff != "2s" {
+		t.Errorf("default back-off %q, want 2s", got.Backoff)
 	}
 }
 
@@ -66,8 +95,12 @@ func TestPodMetaFrom(t *testing.T) {
 			map[string]any{"kind": "Job", "uid": "other", "controller": false},
 			map[string]any{"kind": "Job", "uid": "job-uid", "controller": true},
 		},
-	}})
-	if p.namespace != "ns" || p.name != "hook-x" || p.jobUID != "job-uid" || p.annotations[annotationOutcome] != "fail" {
+	}, "spec": map[string]any{"containers": []any{
+		map[string]any{"name": "main", "image": "x"},
+		map[string]any{"name": "sidecar", "image": "y"},
+	}}})
+	if p.namespace != "ns" || p.name != "hook-x" || p.jobUID != "job-uid" || p.annotations[annotationOutcome] != "fail" ||
+		len(p.containers) != 2 || p.containers[0] != "main" || p.containers[1] != "sidecar" {
 		t.Errorf("podMeta = %+v", p)
 	}
 }
