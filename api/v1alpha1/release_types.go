@@ -570,7 +570,8 @@ type ChangeCounts struct {
 
 // Blocker is what stopped an operation, and what to do about it.
 type Blocker struct {
-	// Kind is webhook, finalizer, dependents, permission, hook, template, immutable or other.
+	// Kind is webhook, finalizer, dependents, permission, hook, template, immutable, degraded
+	// (a regression in the operation's watch window) or other.
 	Kind string `json:"kind"`
 	// Object is the object concerned, as Kind/namespace/name.
 	// +optional

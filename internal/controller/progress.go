@@ -47,9 +47,7 @@ func (r *Reconciler) operationReporter(ctx context.Context, rel *v1alpha1.Releas
 				step += ": " + e.Message
 			}
 			if revision, ok := watchStep(e.Step); ok {
-				msg := watchingMessage(revision, window)
-				step = e.Step + ": " + msg
-				status["conditions"] = watchingConditions(conditions, generation, msg)
+				status["conditions"] = watchingConditions(conditions, generation, watchingMessage(revision, window))
 			}
 		case engine.HookStarted:
 			step = fmt.Sprintf("%s hook %s", e.Step, e.Object)

@@ -302,6 +302,8 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 	if out != nil {
 		revision = out.Version
 	}
+	// A regression in the watch window is told as such (Degraded), with what was done about it.
+	err = degraded(ctx, rel, in.clients, d.ReleaseName, op, revision, err)
 	addHistory(rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if held := new(release.HeldError); !errors.As(err, &held) {
 		// What the operation did; an operation refused for another's lease did nothing.
