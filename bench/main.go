@@ -31,6 +31,9 @@ Usage:
                                many Releases at once (see controller -h)
   berth-bench records [flags]  start a devcluster and measure large release records: writing
                                and reading one, and list -A over many (see records -h)
+  berth-bench window [flags]   start a devcluster and measure what the watch window (--watch-for)
+                               adds to an upgrade, and an upgrade without it against a baseline
+                               binary (see window -h)
   berth-bench floor [flags]    one operation of the client-go floor (run by "run")
 
 "run", "controller" and "records" write their results, then exit 2 when a goal of the results' goal table
@@ -95,6 +98,8 @@ func run(args []string) error {
 		return runControllerBench(args[1:])
 	case "records":
 		return runRecordsBench(args[1:])
+	case "window":
+		return runWindowBench(args[1:])
 
 	case "charts":
 		if len(args) != 2 {

@@ -67,6 +67,10 @@ func explainOperationError(err error) error {
 	var re *cluster.RegressionError
 	var fe *lifecycle.FailedError
 	if errors.As(err, &re) && errors.As(err, &fe) {
+		// What the regressed Pod showed (its state, its containers, its log tails), then what to do.
+		for _, line := range re.Detail() {
+			hints = append(hints, "  "+line)
+		}
 		hints = append(hints, regressionHint(fe))
 	}
 	var ue *lifecycle.UninstallError

@@ -37,15 +37,16 @@ type WindowOptions struct {
 type RegressionError struct {
 	// Object is the release's object that regressed, or whose Pod did.
 	Object resource.Identity
-	// Pod is the Pod that regressed (a Pod of Object, or Object itself), or the Pod that shows
-	// why Object is not ready; nil when there is none.
+	// Pod is the Pod that regressed (a Pod of Object, or Object itself), or, when Object is what
+	// regressed, its newest Pod that is not ready; nil when there is none.
 	Pod *resource.Identity
-	// What says what changed: "was ready, now failed: ...", "container web restarted 2 times
-	// in the window (0 allowed)", ...
+	// What says what changed: "was ready, now failed: ...", "container web restarted 2 time(s)
+	// in the window (0 allowed), waiting in CrashLoopBackOff, last exit code 1 (Error)", ...
 	What string
-	// Since is when Object stopped being ready, or when what regressed was seen.
+	// Since is when Object stopped being ready, or when what regressed was seen (for a restart,
+	// when the container's previous instance ended).
 	Since time.Time
-	// Report is Pod's state when the regression was seen; nil without Pod.
+	// Report is Pod's state as last seen; nil without Pod.
 	Report *PodReport
 	// Logs are the ends of Pod's container logs by "pod/container", or why there are none (see
 	// HookReport.Logs); a container that restarted has the log of its previous instance, the
@@ -150,7 +151,7 @@ func (c *Client) WatchWindow(ctx context.Context, targets []resource.Identity, o
 	start := time.Now()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	j := newJudge(targets, opts, start)
+	j := newJudge(targets, opts)
 	var others []resource.Identity
 	for _, id := range targets {
 		if !isPodID(id) {
@@ -374,9 +375,10 @@ type notice struct {
 // judge is the window's judgement of what the watches show; it does no I/O and reads no clock.
 type judge struct {
 	opts    WindowOptions
-	start   time.Time
 	targets map[resource.Identity]*targetState
-	pods    map[types.UID]*podState
+	// order is the targets, sorted: the first of several regressions seen at once is named.
+	order []resource.Identity
+	pods  map[types.UID]*podState
 }
 
 type targetState struct {
@@ -398,11 +400,15 @@ type podState struct {
 	told map[string]int64
 }
 
-func newJudge(targets []resource.Identity, opts WindowOptions, start time.Time) *judge {
-	j := &judge{opts: opts, start: start, targets: map[resource.Identity]*targetState{}, pods: map[types.UID]*podState{}}
+func newJudge(targets []resource.Identity, opts WindowOptions) *judge {
+	j := &judge{opts: opts, targets: map[resource.Identity]*targetState{}, pods: map[types.UID]*podState{}}
 	for _, id := range targets {
+		if j.targets[id] == nil {
+			j.order = append(j.order, id)
+		}
 		j.targets[id] = &targetState{result: readiness.Result{State: readiness.InProgress, Message: "not observed yet"}}
 	}
+	slices.SortFunc(j.order, resource.Compare)
 	return j
 }
 
@@ -498,14 +504,7 @@ func (j *judge) unseen(now time.Time) []notice {
 	return out
 }
 
-func (j *judge) sortedTargets() []resource.Identity {
-	ids := make([]resource.Identity, 0, len(j.targets))
-	for id := range j.targets {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, resource.Compare)
-	return ids
-}
+func (j *judge) sortedTargets() []resource.Identity { return j.order }
 
 // nextExpiry is when the first target not ready runs out of tolerance.
 func (j *judge) nextExpiry() (time.Time, bool) {

@@ -100,7 +100,7 @@ func fakePod(name string, labels map[string]any, phase string, cs ...fakeContain
 var webLabels = map[string]any{"app": "web"}
 
 func TestJudgeTolerance(t *testing.T) {
-	j := newJudge([]resource.Identity{webID}, WindowOptions{For: time.Minute, Tolerance: 10 * time.Second}, t0)
+	j := newJudge([]resource.Identity{webID}, WindowOptions{For: time.Minute, Tolerance: 10 * time.Second})
 	if reg, _ := j.target(webID, fakeDeployment(true), at(0)); reg != nil {
 		t.Fatal(reg)
 	}
@@ -135,7 +135,7 @@ func TestJudgeTolerance(t *testing.T) {
 }
 
 func TestJudgeFailed(t *testing.T) {
-	j := newJudge([]resource.Identity{checkID, jobID}, WindowOptions{For: time.Minute}, t0)
+	j := newJudge([]resource.Identity{checkID, jobID}, WindowOptions{For: time.Minute})
 	j.target(checkID, fakeFailing(false), at(0))
 	j.target(jobID, fakeJob(false), at(0))
 	reg, _ := j.target(checkID, fakeFailing(true), at(3))
@@ -177,7 +177,7 @@ func TestJudgeRestarts(t *testing.T) {
 			sequence: []fakeContainer{c(4, "CrashLoopBackOff")}, told: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := newJudge([]resource.Identity{webID}, WindowOptions{For: time.Minute, Restarts: tc.allowed}, t0)
+			j := newJudge([]resource.Identity{webID}, WindowOptions{For: time.Minute, Restarts: tc.allowed})
 			j.target(webID, fakeDeployment(true), at(0))
 			var reg *RegressionError
 			told := 0
@@ -235,7 +235,7 @@ func TestJudgePods(t *testing.T) {
 		{name: "a restart of a Pod of nothing in the release", pod: fakePod("other", map[string]any{"app": "other"}, "Running", fakeContainer{name: "x", restarts: 4})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := newJudge([]resource.Identity{webID, jobID, soloID}, WindowOptions{For: time.Minute}, t0)
+			j := newJudge([]resource.Identity{webID, jobID, soloID}, WindowOptions{For: time.Minute})
 			j.target(webID, fakeDeployment(true), at(0))
 			j.target(jobID, fakeJob(false), at(0))
 			reg, _ := j.pod(tc.pod, false, false, at(2))
@@ -254,7 +254,7 @@ func TestJudgePods(t *testing.T) {
 
 // A regression of a workload names its newest Pod that is not ready.
 func TestJudgeNamesAPodNotReady(t *testing.T) {
-	j := newJudge([]resource.Identity{webID}, WindowOptions{For: time.Minute}, t0)
+	j := newJudge([]resource.Identity{webID}, WindowOptions{For: time.Minute})
 	j.target(webID, fakeDeployment(true), at(0))
 	j.pod(fakePod("web-1", webLabels, "Running"), false, true, at(0))
 	pending := fakePod("web-2", webLabels, "Pending")
@@ -287,7 +287,7 @@ func TestJudgeOnce(t *testing.T) {
 		{name: "absent", webNow: nil, what: "not ready when the window ended: not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := newJudge([]resource.Identity{webID}, WindowOptions{}, t0)
+			j := newJudge([]resource.Identity{webID}, WindowOptions{})
 			for _, p := range tc.pods {
 				if reg, n := j.pod(p, false, true, at(0)); reg != nil || n.id != nil {
 					t.Fatalf("a window judged once judged an event: %v, %+v", reg, n)

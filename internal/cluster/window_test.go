@@ -61,6 +61,11 @@ func waitPodFailed(ctx context.Context, t *testing.T, env *testenv.Env, name str
 	t.Fatalf("Pod %s not seen Failed: %v", name, context.Cause(ctx))
 }
 
+// crashLoop are the annotations of a Pod that is Ready for 3s, then crash-loops, restarting every
+// second, each instance writing the same log.
+const crashLoop = "devcluster.berth.dev/outcome: crashloop, devcluster.berth.dev/run: 3s, devcluster.berth.dev/restart-interval: 1s, " +
+	"devcluster.berth.dev/exit-code: '3', devcluster.berth.dev/log: 'panic: lost the database'"
+
 func TestWatchWindow(t *testing.T) {
 	t.Parallel()
 	web := resource.Identity{Group: "apps", Kind: "Deployment", Name: "web"}
@@ -79,6 +84,8 @@ func TestWatchWindow(t *testing.T) {
 		log string
 		// failed says the objects fail before the window: the window waits for that.
 		failed bool
+		// told is what progress is told, among other things.
+		told string
 	}{{
 		name:     "a Deployment that stays ready",
 		manifest: windowDeployment(2, "") + "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: settings}}",
@@ -146,6 +153,24 @@ spec:
 		manifest: windowDeployment(1, "devcluster.berth.dev/start: 2s"),
 		change:   patchWeb(`{"spec":{"replicas":2}}`),
 		opts:     cluster.WindowOptions{For: 15 * time.Second, Tolerance: time.Minute},
+	}, {
+		name:     "a Deployment whose Pod crash-loops",
+		manifest: windowDeployment(1, crashLoop),
+		opts:     cluster.WindowOptions{For: time.Minute, Tolerance: time.Minute},
+		object:   web, pod: "web-", what: "container web restarted 1 time(s) in the window (0 allowed), waiting in CrashLoopBackOff, last exit code 3 (Error)",
+		log: "panic: lost the database",
+	}, {
+		name:     "a Deployment whose Pod crash-loops more than allowed",
+		manifest: windowDeployment(1, crashLoop),
+		opts:     cluster.WindowOptions{For: time.Minute, Tolerance: time.Minute, Restarts: 2},
+		object:   web, pod: "web-", what: "container web restarted 3 time(s) in the window (2 allowed), waiting in CrashLoopBackOff",
+		log: "panic: lost the database", told: "InProgress: container web restarted 2 time(s) in the window (2 allowed), last exit code 3 (Error)",
+	}, {
+		name:     "a Deployment whose Pod crash-loops, not ready for longer than the tolerance",
+		manifest: windowDeployment(1, crashLoop),
+		opts:     cluster.WindowOptions{For: time.Minute, Tolerance: 500 * time.Millisecond, Restarts: 1000},
+		object:   web, pod: "web-", what: "was ready, now not ready for more than 500ms",
+		log: "panic: lost the database",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -170,6 +195,9 @@ spec:
 				told = append(told, fmt.Sprintf("%s: %s: %s", id, r.State, r.Message))
 			})
 			t.Logf("told:\n%s", strings.Join(told, "\n"))
+			if !strings.Contains(strings.Join(told, "\n"), tc.told) {
+				t.Errorf("progress was not told %q", tc.told)
+			}
 			// The window lists and watches; it reads nothing else but a regressed Pod's log.
 			for _, ev := range env.AuditEvents(t, mark) {
 				if ev.UserAgent == "berth-testenv" && ev.Verb != "list" && ev.Verb != "watch" && ev.Subresource != "log" {

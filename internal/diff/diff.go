@@ -104,6 +104,9 @@ type Record struct {
 	Status string `json:"status"`
 	// Superseded are the revisions marked superseded.
 	Superseded []int `json:"superseded,omitempty"`
+	// Watch, when the operation has a watch window (--watch-for), is how long its objects must
+	// stay ready before the revision is recorded with Status.
+	Watch *plan.Window `json:"watch,omitempty"`
 }
 
 // Summary counts the objects by change.
@@ -179,7 +182,13 @@ func record(pv *lifecycle.Preview) Record {
 	rel := pv.Release
 	switch {
 	case pv.Operation != release.OpUninstall:
-		return Record{Revision: rel.Version, Status: string(release.StatusDeployed), Superseded: pv.Superseded}
+		rec := Record{Revision: rel.Version, Status: string(release.StatusDeployed), Superseded: pv.Superseded}
+		for _, step := range pv.Plan.Steps {
+			if step.Action == plan.Watch {
+				rec.Watch = step.Window
+			}
+		}
+		return rec
 	case pv.KeepHistory:
 		return Record{Revision: rel.Version, Status: string(release.StatusUninstalled)}
 	default:
@@ -403,6 +412,9 @@ func (r *Result) recordLine() string {
 		return fmt.Sprintf("release %s revision %d marked uninstalled, its history kept", r.Release, rec.Revision)
 	}
 	line := fmt.Sprintf("release %s revision %d, %s", r.Release, rec.Revision, rec.Status)
+	if rec.Watch != nil {
+		line += fmt.Sprintf(" once its objects stayed ready for %s (--watch-for; pending meanwhile)", rec.Watch.For)
+	}
 	for _, v := range rec.Superseded {
 		line += fmt.Sprintf("; revision %d superseded", v)
 	}

@@ -320,3 +320,35 @@ func TestBlockedObjectsAreDiagnosedAtOnceWithinTheGrace(t *testing.T) {
 		}
 	}
 }
+
+// stepRecorder runs the lifecycle's steps by noting them.
+type stepRecorder struct{ f *fakeCluster }
+
+func (r stepRecorder) RunStep(_ context.Context, step plan.Step) error {
+	r.f.record(fmt.Sprintf("run %s (%s)", step.ID, step.Action))
+	return nil
+}
+
+// TestExecuteHandsWatchStepsToTheRunner: a watch step is the lifecycle's, as hooks and records
+// are: the engine hands it to the runner, in its place, and asks nothing of the cluster for it.
+func TestExecuteHandsWatchStepsToTheRunner(t *testing.T) {
+	a := cm("a", "")
+	id := resource.IdentityOf(a)
+	p := &plan.Plan{Steps: []plan.Step{
+		{ID: "apply/ConfigMap", Action: plan.Apply, Objects: []resource.Identity{id}},
+		{ID: "wait-ready", Action: plan.WaitReady, Objects: []resource.Identity{id}},
+		{ID: "watch/2", Action: plan.Watch, Objects: []resource.Identity{id}, Window: &plan.Window{For: time.Minute}},
+		{ID: "record/deployed/2", Action: plan.Record},
+	}}
+	f := &fakeCluster{}
+	opts := DefaultOptions()
+	opts.Objects = map[resource.Identity]*unstructured.Unstructured{id: a}
+	opts.Steps = stepRecorder{f}
+	if _, err := Execute(context.Background(), f, p, opts); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"apply ConfigMap/ns/a", "wait-ready ConfigMap/ns/a", "run watch/2 (watch)", "run record/deployed/2 (record)"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}

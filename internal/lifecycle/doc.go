@@ -22,14 +22,15 @@
 //     apply (crds.go), a server-side dry run of what changes, the immutable changes
 //     (immutable.go) and ownership (survey.go).
 //  7. Plan: the object steps plan.Build orders, in the batches a chart declares (ordered.go),
-//     within the record, hook and adopt steps (steps.go); berth doctor's checks of the plan's
-//     requests before its first change (preflight.go).
+//     within the record, hook, adopt and watch steps (steps.go); berth doctor's checks of the
+//     plan's requests before its first change (preflight.go).
 //  8. Execute the plan through the engine (execute.go); runner.go runs the lifecycle's own
-//     steps: records, hooks (hooks.go, hookerror.go), adoption, the namespace. A server dry run
-//     says instead what it would do (preview.go).
+//     steps: records, hooks (hooks.go, hookerror.go), adoption, the namespace, the watch window
+//     (--watch-for: the revision stays pending while its objects are watched; window.go says
+//     what a journal's window is). A server dry run says instead what it would do (preview.go).
 //  9. Undo: a failure is recorded, what the operation created is deleted (cleanup on fail) and
-//     the operation undone (rollback on failure), within what is left of its deadline and its
-//     grace (undo.go).
+//     the operation undone (rollback on failure, or a regression in the watch window per its
+//     remediation), within what is left of its deadline and its grace (undo.go).
 //
 // Uninstall (uninstall.go), berth test (releasetest.go) and Recover (recover.go), which finishes
 // an interrupted operation through the same pipeline, are the other operations. deps.go holds

@@ -34,7 +34,7 @@ type runner struct {
 	readiness readiness.Options
 }
 
-// RunStep runs a record, hooks, adopt or validate step.
+// RunStep runs a record, hooks, watch, adopt, validate or namespace step.
 func (r *runner) RunStep(ctx context.Context, step plan.Step) error {
 	switch step.Action {
 	case plan.Record:

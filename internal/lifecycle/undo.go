@@ -62,10 +62,8 @@ func undoDescription(to, failed int, cause error) string {
 	return fmt.Sprintf("Rollback to %d: revision %d degraded in its watch window: %s", to, failed, regression(re))
 }
 
-// regression says in one line what regressed: "OBJECT: WHAT".
-func regression(re *cluster.RegressionError) string {
-	return fmt.Sprintf("%s: %s", re.Object, re.What)
-}
+// regression says in one line what regressed, and when: "OBJECT: [Pod NAME: ]WHAT (since|at TIME)".
+func regression(re *cluster.RegressionError) string { return re.Error() }
 
 // may says whether a failure may be undone: time is kept for it.
 func (u undo) may() bool { return u.run != nil && (u.onFailure || u.onRegression) }

@@ -226,7 +226,7 @@ func TestWatchResumesWhatIsLeft(t *testing.T) {
 // A failure of the window that is no regression is undone only with --rollback-on-failure.
 func TestWatchRegression(t *testing.T) {
 	regressed := &cluster.RegressionError{Object: resource.Identity{Group: "apps", Kind: "Deployment", Namespace: "team", Name: "web-app"},
-		What: "Pod team/web-app-1: container app restarted 2 times (CrashLoopBackOff)", Since: time.Date(2026, 1, 2, 3, 4, 25, 0, time.UTC)}
+		What: "was ready, now failed: Available: 0/1", Since: time.Date(2026, 1, 2, 3, 4, 25, 0, time.UTC)}
 	tests := []struct {
 		name        string
 		rollback    bool
@@ -255,7 +255,7 @@ func TestWatchRegression(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := `Upgrade "web" failed: revision 2 degraded in its watch window: Deployment.apps/team/web-app: Pod team/web-app-1: container app restarted 2 times (CrashLoopBackOff)`
+			want := `Upgrade "web" failed: revision 2 degraded in its watch window: Deployment.apps/team/web-app: was ready, now failed: Available: 0/1 (since 2026-01-02T03:04:25Z)`
 			if tt.cause != regressed {
 				want = `Upgrade "web" failed: step watch/2: ` + tt.cause.Error()
 			}
@@ -272,7 +272,7 @@ func TestWatchRegression(t *testing.T) {
 				}
 				return
 			}
-			want = "Rollback to 1: revision 2 degraded in its watch window: Deployment.apps/team/web-app: Pod team/web-app-1: container app restarted 2 times (CrashLoopBackOff)"
+			want = "Rollback to 1: revision 2 degraded in its watch window: Deployment.apps/team/web-app: was ready, now failed: Available: 0/1 (since 2026-01-02T03:04:25Z)"
 			if tt.cause != regressed {
 				want = "Rollback to 1"
 			}
@@ -326,5 +326,37 @@ func TestWatchWindowMustFit(t *testing.T) {
 				t.Errorf("window %+v refused, yet the last revision %d is %s", tt.w, last.Version, last.Info.Status)
 			}
 		}
+	}
+}
+
+// TestWatchRegressionUndoesAnInstall: an install that regresses in its window, with rollback on
+// failure, is undone as rollback on failure undoes an install: uninstalled, records and all.
+func TestWatchRegressionUndoesAnInstall(t *testing.T) {
+	ch, err := chart.Load(filepath.Join("..", "chart", "testdata", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newFakeCluster()
+	store := release.NewMemoryStore("team")
+	d := lifecycle.Deps{Cluster: c, Store: store, Namespaces: fakeNamespaces{}, Journals: &memoryJournals{},
+		Holder: release.Holder{Identity: "test"}}
+	regressed := &cluster.RegressionError{Object: resource.Identity{Group: "apps", Kind: "Deployment", Namespace: "team", Name: "web-app"},
+		What: "was ready, now failed"}
+	var watched []resource.Identity
+	c.window = func(_ context.Context, targets []resource.Identity, _ cluster.WindowOptions) error {
+		watched = targets
+		return regressed
+	}
+	_, err = lifecycle.Install(t.Context(), d, lifecycle.InstallOptions{Name: "web", Namespace: "team", Chart: ch, RollbackOnFailure: true,
+		WaitOptions: lifecycle.WaitOptions{Timeout: time.Minute, Watch: lifecycle.WatchOptions{For: 10 * time.Second}}})
+	var fe *lifecycle.FailedError
+	if !errors.As(err, &fe) || !fe.Undo || fe.UndoErr != nil {
+		t.Fatalf("install: %v, want a failure undone", err)
+	}
+	if len(watched) == 0 || slices.ContainsFunc(watched, resource.Identity.IsCRD) {
+		t.Errorf("the install's window watched %v: want the release's objects, without its CRDs", watched)
+	}
+	if _, err := store.Last(t.Context(), "web"); !errors.Is(err, release.ErrNotFound) {
+		t.Errorf("after the undone install, the release is still recorded: %v", err)
 	}
 }

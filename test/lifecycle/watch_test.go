@@ -87,7 +87,8 @@ func TestW1DegradedAfterReadyRollsBack(t *testing.T) {
 		t.Fatalf("the upgrade whose Pods crash-loop in the window succeeded:\n%s", stderr)
 	}
 	msg := err.Error()
-	for _, want := range []string{"Deployment.apps/" + env.Namespace + "/web", "Pod " + env.Namespace + "/web-", "CrashLoopBackOff",
+	t.Logf("the upgrade's error:\n%s", msg)
+	for _, want := range []string{"Deployment.apps/" + env.Namespace + "/web", ": Pod web-", "CrashLoopBackOff", "log of web-",
 		"rolled back", "revision 2 is recorded failed"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the upgrade's error does not say %q:\n%s", want, msg)
@@ -128,8 +129,9 @@ func TestWatchRegressionWithoutRollback(t *testing.T) {
 	if !strings.Contains(err.Error(), "left as it is") {
 		t.Errorf("the upgrade's error does not say the release is left as it is:\n%v", err)
 	}
+	// As in Helm, a revision that failed supersedes nothing.
 	assertHelmHistory(t, env, "web",
-		revision{Revision: 1, Status: "superseded", Description: "Install complete"},
+		revision{Revision: 1, Status: "deployed", Description: "Install complete"},
 		revision{Revision: 2, Status: "failed", Description: `Upgrade "web" failed: revision 2 degraded in its watch window: `})
 	if a := podTemplate(t, env); a["version"] != "2" {
 		t.Errorf("the failed revision was undone: the pod template is %v, want revision 2's", a)
@@ -143,6 +145,15 @@ func TestWatchHealthyUpgradeAndRollback(t *testing.T) {
 	env := testenv.New(t)
 	chart := berthtest.WriteChart(t, "watched", watchedChart)
 	berthtest.MustBerth(t, env, "install", "web", chart, "--watch-for", "3s")
+	// The plan a server dry run prints, and the diff, show the window.
+	_, plan := berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "version=2", "--watch-for", "30s", "--dry-run=server")
+	if !strings.Contains(plan, ". watch/2 (watch 2 objects for 30s before revision 2 is recorded deployed") {
+		t.Errorf("the server dry run's plan does not show the window:\n%s", plan)
+	}
+	diff, _ := berthtest.MustBerth(t, env, "diff", "upgrade", "web", chart, "--set", "version=2", "--watch-for", "30s")
+	if !strings.Contains(diff, "revision 2, deployed once its objects stayed ready for 30s") {
+		t.Errorf("the diff does not show the window:\n%s", diff)
+	}
 	_, stderr := berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "version=2", "--watch-for", "3s")
 	for _, want := range []string{"watch/2: watch 2 objects for 3s", "watch/2: no regression"} {
 		if !strings.Contains(stderr, want) {
@@ -170,7 +181,7 @@ func TestWatchRollbackRegresses(t *testing.T) {
 	}
 	assertHelmHistory(t, env, "web",
 		revision{Revision: 1, Status: "superseded", Description: "Install complete"},
-		revision{Revision: 2, Status: "superseded", Description: "Upgrade complete"},
+		revision{Revision: 2, Status: "deployed", Description: "Upgrade complete"},
 		revision{Revision: 3, Status: "failed", Description: `Rollback "web" failed: revision 3 degraded in its watch window: `})
 }
 
