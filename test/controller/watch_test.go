@@ -16,34 +16,6 @@ import (
 	"github.com/berthdev/berth/test/releasetest"
 )
 
-// watchedChart is a Deployment of one replica named after the release, and a ConfigMap. With
-// crash=true, its Pods crash-loop (CrashLoopBackOff, their restart count rising) run after they
-// are Ready, as the local control plane simulates them, each container writing a log that holds
-// a value; version changes the pod template, so that an upgrade rolls out new Pods.
-var watchedChart = map[string]string{
-	"values.yaml": "version: 1\ncrash: false\nrun: 20s\n",
-	"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata:
-      labels: {app: {{ .Release.Name }}}
-      annotations:
-        version: {{ .Values.version | quote }}
-        {{- if .Values.crash }}
-        devcluster.berth.dev/outcome: crashloop
-        devcluster.berth.dev/run: {{ .Values.run | quote }}
-        devcluster.berth.dev/log: "panic: password=hunter2 is refused"
-        {{- end }}
-    spec: {containers: [{name: app, image: example.invalid/app}]}
-`,
-	"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-settings\ndata:\n  version: {{ .Values.version | quote }}\n",
-}
-
 // helmRevision is a revision as helm history -o json prints it.
 type helmRevision struct {
 	Revision    int    `json:"revision"`
@@ -68,7 +40,7 @@ func TestControllerWatchWindow(t *testing.T) {
 	env := testenv.New(t)
 	c := releasetest.Client(t, env)
 	ns := env.Namespace
-	chart := berthtest.WriteChart(t, "watched", watchedChart)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: password=hunter2 is refused"))
 	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, chart)
 	releasetest.Deployer(t, env, "deployer")
 	ctl := newController(t, env)

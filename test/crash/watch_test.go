@@ -11,30 +11,6 @@ import (
 	"github.com/berthdev/berth/test/berthtest"
 )
 
-// watchedChart is a Deployment of one replica; with crash=true its Pods crash-loop run after
-// they are Ready (the local control plane's crashloop outcome).
-var watchedChart = map[string]string{
-	"values.yaml": "version: 1\ncrash: false\nrun: 20s\n",
-	"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata:
-      labels: {app: web}
-      annotations:
-        version: {{ .Values.version | quote }}
-        {{- if .Values.crash }}
-        devcluster.berth.dev/outcome: crashloop
-        devcluster.berth.dev/run: {{ .Values.run | quote }}
-        {{- end }}
-    spec: {containers: [{name: app, image: example.invalid/app}]}
-`,
-}
-
 // killInWindow starts berth with args, an upgrade with a watch window, and kills it once its
 // journal says the window started.
 func killInWindow(t *testing.T, env *testenv.Env, name string, args ...string) {
@@ -63,7 +39,7 @@ func killInWindow(t *testing.T, env *testenv.Env, name string, args ...string) {
 func TestWatchWindowResumedAfterCrash(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := berthtest.WriteChart(t, "watched", watchedChart)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: the new settings are invalid"))
 	mustBerth(t, env, "install", "web", chart, "--wait")
 	killInWindow(t, env, "web", "upgrade", "web", chart, "--set", "version=2", "--watch-for", "10s")
 
@@ -84,7 +60,7 @@ func TestWatchWindowResumedAfterCrash(t *testing.T) {
 func TestWatchWindowRegressionAfterCrash(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := berthtest.WriteChart(t, "watched", watchedChart)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: the new settings are invalid"))
 	mustBerth(t, env, "install", "web", chart, "--wait")
 	upgrade := []string{"upgrade", "web", chart, "--set", "version=2", "--set", "crash=true", "--set", "run=3s", "--watch-for", "1m"}
 	killInWindow(t, env, "web", upgrade...)

@@ -16,34 +16,6 @@ import (
 	"github.com/berthdev/berth/test/berthtest"
 )
 
-// watchedChart is a Deployment of one replica and a ConfigMap. With crash=true, the Deployment's
-// Pods crash-loop (CrashLoopBackOff, their restart count rising) run after they are Ready, as
-// the local control plane simulates them; version changes the pod template, so that each
-// upgrade rolls out new Pods.
-var watchedChart = map[string]string{
-	"values.yaml": "version: 1\ncrash: false\nrun: 20s\n",
-	"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata:
-      labels: {app: web}
-      annotations:
-        version: {{ .Values.version | quote }}
-        {{- if .Values.crash }}
-        devcluster.berth.dev/outcome: crashloop
-        devcluster.berth.dev/run: {{ .Values.run | quote }}
-        devcluster.berth.dev/log: "panic: the new settings are invalid"
-        {{- end }}
-    spec: {containers: [{name: app, image: example.invalid/app}]}
-`,
-	"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  version: {{ .Values.version | quote }}\n",
-}
-
 // podTemplate is the pod template annotations of the live Deployment web.
 func podTemplate(t *testing.T, env *testenv.Env) map[string]string {
 	t.Helper()
@@ -76,7 +48,7 @@ func assertHelmHistory(t *testing.T, env *testenv.Env, name string, want ...revi
 func TestW1DegradedAfterReadyRollsBack(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := berthtest.WriteChart(t, "watched", watchedChart)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: the new settings are invalid"))
 	berthtest.MustBerth(t, env, "install", "web", chart, "--wait")
 
 	start := time.Now()
@@ -119,7 +91,7 @@ func TestW1DegradedAfterReadyRollsBack(t *testing.T) {
 func TestWatchRegressionWithoutRollback(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := berthtest.WriteChart(t, "watched", watchedChart)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: the new settings are invalid"))
 	berthtest.MustBerth(t, env, "install", "web", chart, "--wait")
 	_, stderr, err := berthtest.Berth(t, env, "upgrade", "web", chart, "--set", "version=2", "--set", "crash=true", "--set", "run=5s",
 		"--watch-for", "1m")
@@ -143,7 +115,7 @@ func TestWatchRegressionWithoutRollback(t *testing.T) {
 func TestWatchHealthyUpgradeAndRollback(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := berthtest.WriteChart(t, "watched", watchedChart)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: the new settings are invalid"))
 	berthtest.MustBerth(t, env, "install", "web", chart, "--watch-for", "3s")
 	// The plan a server dry run prints, and the diff, show the window.
 	_, plan := berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "version=2", "--watch-for", "30s", "--dry-run=server")
@@ -172,7 +144,7 @@ func TestWatchHealthyUpgradeAndRollback(t *testing.T) {
 func TestWatchRollbackRegresses(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := berthtest.WriteChart(t, "watched", watchedChart)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: the new settings are invalid"))
 	berthtest.MustBerth(t, env, "install", "web", chart, "--set", "crash=true", "--set", "run=5s")
 	berthtest.MustBerth(t, env, "upgrade", "web", chart, "--set", "version=2", "--wait")
 	_, stderr, err := berthtest.Berth(t, env, "rollback", "web", "1", "--watch-for", "1m")
@@ -191,7 +163,7 @@ func TestWatchRollbackRegresses(t *testing.T) {
 func TestWatchRecordPendingInWindow(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	chart := berthtest.WriteChart(t, "watched", watchedChart)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: the new settings are invalid"))
 	berthtest.MustBerth(t, env, "install", "web", chart, "--wait")
 
 	started := windowStarted(t, env, "web")
