@@ -47,6 +47,7 @@ func (d *operation) begin(ctx context.Context, op release.Operation, rev int, pl
 	now := d.now()
 	d.j = &release.Journal{Release: d.name, Operation: op, Revision: rev, State: release.JournalRunning,
 		Holder: d.Holder.String(), Started: now, Options: opts, Plan: pl}
+	d.windowResumed = false
 	if r := d.resume; r != nil && r.Operation == op && r.Revision == rev {
 		if r.Plan != nil {
 			d.j.Plan, pl = r.Plan, r.Plan
@@ -56,6 +57,7 @@ func (d *operation) begin(ctx context.Context, op release.Operation, rev int, pl
 		d.j.HooksSucceeded = append(d.j.HooksSucceeded, r.HooksSucceeded...)
 		d.j.Started = r.Started
 		d.j.WatchStarted = r.WatchStarted
+		d.windowResumed = !r.WatchStarted.IsZero()
 	}
 	d.resume = nil
 	if len(d.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
@@ -148,12 +150,13 @@ func (d *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
 }
 
 // watchStarted is when the operation's watch window started, as its journal says; zero when it
-// does not say (no journal, or one written before the window started).
-func (d *operation) watchStarted() time.Time {
+// does not say (no journal, or one written before the window started). resumed says an earlier,
+// interrupted run started it.
+func (d *operation) watchStarted() (started time.Time, resumed bool) {
 	if d == nil || d.j == nil {
-		return time.Time{}
+		return time.Time{}, false
 	}
-	return d.j.WatchStarted
+	return d.j.WatchStarted, d.windowResumed
 }
 
 func objectStep(s plan.Step) bool {

@@ -21,6 +21,9 @@ type operation struct {
 	jstore JournalStore
 	// writes counts the journal's writes (Deps.JournalWritten is told of each).
 	writes int
+	// windowResumed says the watch window of the journal's plan was started by an earlier run,
+	// which this one finishes.
+	windowResumed bool
 	// stop ends on a signal; nil when nothing stops the operation but its deadline.
 	stop context.Context
 	// runs collects the plans the operation executes.
