@@ -242,15 +242,8 @@ func runBench(args []string) error {
 		}
 		cfg.cases = append(cfg.cases, c)
 	}
-	for _, bin := range []*string{&cfg.berth, &cfg.helm, &cfg.devcluster, &cfg.measurer} {
-		abs, err := filepath.Abs(*bin)
-		if err != nil {
-			return err
-		}
-		if !fileExists(abs) {
-			return fmt.Errorf("%s not found: build it first (make bench builds everything)", *bin)
-		}
-		*bin = abs
+	if err := absBinaries(&cfg.berth, &cfg.helm, &cfg.devcluster, &cfg.measurer); err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -319,6 +312,21 @@ func runOnCluster(ctx context.Context, cfg config, cs clusterSettings, dir strin
 		}
 	}
 	return h.samples, nil
+}
+
+// absBinaries makes each binary's path absolute, and says which one is missing.
+func absBinaries(bins ...*string) error {
+	for _, bin := range bins {
+		abs, err := filepath.Abs(*bin)
+		if err != nil {
+			return err
+		}
+		if !fileExists(abs) {
+			return fmt.Errorf("%s not found: build it first (make bench builds everything)", *bin)
+		}
+		*bin = abs
+	}
+	return nil
 }
 
 // copyBinary copies the executable at path into dir and returns the copy's path.

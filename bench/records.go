@@ -144,15 +144,8 @@ func runRecordsBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, bin := range []*string{&cfg.berth, &cfg.helm, &cfg.devcluster, &cfg.measurer} {
-		abs, err := filepath.Abs(*bin)
-		if err != nil {
-			return err
-		}
-		if !fileExists(abs) {
-			return fmt.Errorf("%s not found: build it first (make bench builds everything)", *bin)
-		}
-		*bin = abs
+	if err := absBinaries(&cfg.berth, &cfg.helm, &cfg.devcluster, &cfg.measurer); err != nil {
+		return err
 	}
 	if cfg.work == "" {
 		if cfg.work, err = os.MkdirTemp("", "berth-bench-records-"); err != nil {

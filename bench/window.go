@@ -118,15 +118,8 @@ func runWindowBench(args []string) error {
 	if cfg.baseline != "" {
 		bins = append(bins, &cfg.baseline)
 	}
-	for _, bin := range bins {
-		abs, err := filepath.Abs(*bin)
-		if err != nil {
-			return err
-		}
-		if !fileExists(abs) {
-			return fmt.Errorf("%s not found: build it first (make bench builds everything)", *bin)
-		}
-		*bin = abs
+	if err := absBinaries(bins...); err != nil {
+		return err
 	}
 	if cfg.work == "" {
 		if cfg.work, err = os.MkdirTemp("", "berth-bench-window-"); err != nil {

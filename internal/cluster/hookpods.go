@@ -137,27 +137,35 @@ type containerStatus struct {
 
 func containerStatuses(pod *unstructured.Unstructured) []containerStatus {
 	var out []containerStatus
+	for _, m := range containerStatusMaps(pod) {
+		cs := containerStatus{}
+		cs.name, _, _ = unstructured.NestedString(m, "name")
+		for _, state := range []string{"terminated", "waiting", "running"} {
+			s, found, _ := unstructured.NestedMap(m, "state", state)
+			if !found {
+				continue
+			}
+			cs.state = state
+			cs.reason, _, _ = unstructured.NestedString(s, "reason")
+			cs.message, _, _ = unstructured.NestedString(s, "message")
+			cs.exitCode, _, _ = unstructured.NestedInt64(s, "exitCode")
+			break
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+// containerStatusMaps returns the status of each of the Pod's init containers, then of each of
+// its containers.
+func containerStatusMaps(pod *unstructured.Unstructured) []map[string]any {
+	var out []map[string]any
 	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
 		list, _, _ := unstructured.NestedSlice(pod.Object, "status", field)
 		for _, item := range list {
-			m, ok := item.(map[string]any)
-			if !ok {
-				continue
+			if m, ok := item.(map[string]any); ok {
+				out = append(out, m)
 			}
-			cs := containerStatus{}
-			cs.name, _, _ = unstructured.NestedString(m, "name")
-			for _, state := range []string{"terminated", "waiting", "running"} {
-				s, found, _ := unstructured.NestedMap(m, "state", state)
-				if !found {
-					continue
-				}
-				cs.state = state
-				cs.reason, _, _ = unstructured.NestedString(s, "reason")
-				cs.message, _, _ = unstructured.NestedString(s, "message")
-				cs.exitCode, _, _ = unstructured.NestedInt64(s, "exitCode")
-				break
-			}
-			out = append(out, cs)
 		}
 	}
 	return out

@@ -53,9 +53,15 @@ func (c *Client) observe(ctx context.Context, targets []resource.Identity, out c
 	for _, g := range groups {
 		go c.observeGroup(ctx, g, out, each)
 	}
+	return allSynced(ctx, len(groups), each), nil
+}
+
+// allSynced returns a channel closed once n watches each sent on each that their first list is
+// done; never closed when ctx ends first.
+func allSynced(ctx context.Context, n int, each <-chan struct{}) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		for range groups {
+		for range n {
 			select {
 			case <-each:
 			case <-ctx.Done():
@@ -64,7 +70,7 @@ func (c *Client) observe(ctx context.Context, targets []resource.Identity, out c
 		}
 		close(done)
 	}()
-	return done, nil
+	return done
 }
 
 func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- observation, synced chan<- struct{}) {

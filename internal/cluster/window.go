@@ -313,18 +313,7 @@ func (c *Client) watchPods(ctx context.Context, namespaces []string, out chan<- 
 	for _, ns := range namespaces {
 		go c.watchNamespacePods(ctx, ns, out, each)
 	}
-	done := make(chan struct{})
-	go func() {
-		for range namespaces {
-			select {
-			case <-each:
-			case <-ctx.Done():
-				return
-			}
-		}
-		close(done)
-	}()
-	return done
+	return allSynced(ctx, len(namespaces), each)
 }
 
 func (c *Client) watchNamespacePods(ctx context.Context, namespace string, out chan<- podEvent, synced chan<- struct{}) {
@@ -762,29 +751,22 @@ func (c containerRestarts) at(now time.Time) time.Time {
 
 func restartsOf(pod *unstructured.Unstructured) []containerRestarts {
 	var out []containerRestarts
-	for _, field := range []string{"initContainerStatuses", "containerStatuses"} {
-		list, _, _ := unstructured.NestedSlice(pod.Object, "status", field)
-		for _, item := range list {
-			m, ok := item.(map[string]any)
-			if !ok {
-				continue
+	for _, m := range containerStatusMaps(pod) {
+		c := containerRestarts{name: str(m["name"])}
+		c.count, _, _ = unstructured.NestedInt64(m, "restartCount")
+		reason, _, _ := unstructured.NestedString(m, "state", "waiting", "reason")
+		c.crashLoop = reason == "CrashLoopBackOff"
+		if t, found, _ := unstructured.NestedMap(m, "lastState", "terminated"); found {
+			code, _, _ := unstructured.NestedInt64(t, "exitCode")
+			c.last = fmt.Sprintf(", last exit code %d", code)
+			if r := str(t["reason"]); r != "" {
+				c.last += " (" + r + ")"
 			}
-			c := containerRestarts{name: str(m["name"])}
-			c.count, _, _ = unstructured.NestedInt64(m, "restartCount")
-			reason, _, _ := unstructured.NestedString(m, "state", "waiting", "reason")
-			c.crashLoop = reason == "CrashLoopBackOff"
-			if t, found, _ := unstructured.NestedMap(m, "lastState", "terminated"); found {
-				code, _, _ := unstructured.NestedInt64(t, "exitCode")
-				c.last = fmt.Sprintf(", last exit code %d", code)
-				if r := str(t["reason"]); r != "" {
-					c.last += " (" + r + ")"
-				}
-				if at, err := time.Parse(time.RFC3339, str(t["finishedAt"])); err == nil {
-					c.finished = at
-				}
+			if at, err := time.Parse(time.RFC3339, str(t["finishedAt"])); err == nil {
+				c.finished = at
 			}
-			out = append(out, c)
 		}
+		out = append(out, c)
 	}
 	return out
 }
