@@ -319,6 +319,7 @@ type OperationSpec struct {
 // InstallSpec configures installs.
 type InstallSpec struct {
 	OperationSpec `json:",inline"`
+	WatchSpec     `json:",inline"`
 	// CreateNamespace creates the target namespace when it does not exist.
 	// +optional
 	CreateNamespace bool `json:"createNamespace,omitempty"`
@@ -335,6 +336,7 @@ type InstallSpec struct {
 // UpgradeSpec configures upgrades.
 type UpgradeSpec struct {
 	OperationSpec `json:",inline"`
+	WatchSpec     `json:",inline"`
 	// RollbackOnFailure rolls a failed upgrade back to the deployed revision.
 	// +optional
 	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
@@ -355,6 +357,49 @@ type UpgradeSpec struct {
 	// +optional
 	Force bool `json:"force,omitempty"`
 }
+
+// WatchSpec is the window in which an install or upgrade watches its release once it is Ready,
+// before it records the revision deployed: a regression in the window fails the operation, and
+// the Release is Ready=False with reason Degraded, naming the object and what changed. The
+// revision stays pending meanwhile, and the window counts in spec.timeout: it must be shorter
+// than the timeout, and than two thirds of it when the operation rolls back on failure (the last
+// third is kept for the rollback).
+type WatchSpec struct {
+	// WatchFor is how long the release is watched once it is Ready; unset or 0: not at all. It
+	// implies the wait (disableWait is then ignored).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="watchFor must not be negative (a Go duration like 1m or 90s)"
+	WatchFor *metav1.Duration `json:"watchFor,omitempty"`
+	// WatchTolerance is how long an object may stay not ready in the window before that is a
+	// regression (a Deployment scaled up is not ready for a moment); default 30s. An object still
+	// not ready when the window ends is a regression, whatever is left of the tolerance.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="watchTolerance must not be negative (a Go duration like 30s)"
+	WatchTolerance *metav1.Duration `json:"watchTolerance,omitempty"`
+	// WatchRestarts is how many times each container may restart in the window before that is
+	// a regression; default 0: any restart is one.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	WatchRestarts *int32 `json:"watchRestarts,omitempty"`
+	// WatchRemediation is what a regression in the window does: Rollback undoes the operation
+	// (an upgrade is rolled back to the deployed revision, an install uninstalled), None records
+	// the revision failed and leaves the release as it is. Default: what rollbackOnFailure says.
+	// +optional
+	WatchRemediation WatchRemediation `json:"watchRemediation,omitempty"`
+}
+
+// WatchRemediation is what a regression in an operation's watch window does.
+// +kubebuilder:validation:Enum=Rollback;None
+type WatchRemediation string
+
+const (
+	// WatchRemediationRollback undoes the operation on a regression in its window, with or
+	// without rollbackOnFailure.
+	WatchRemediationRollback WatchRemediation = "Rollback"
+	// WatchRemediationNone records the revision failed and leaves the release as it is, even
+	// with rollbackOnFailure.
+	WatchRemediationNone WatchRemediation = "None"
+)
 
 // CRDsPolicy says what an install or upgrade does with the CRDs of the chart's crds/
 // directories, with Flux's values.
@@ -433,7 +478,7 @@ type ReleaseStatus struct {
 	// ObservedGeneration is the generation of the spec the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Reconciling and Stalled (kstatus), Released, Tested, Drifted.
+	// Conditions: Ready, Reconciling and Stalled (kstatus), Released, Tested, Drifted, Healthy.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -525,7 +570,8 @@ type ChangeCounts struct {
 
 // Blocker is what stopped an operation, and what to do about it.
 type Blocker struct {
-	// Kind is webhook, finalizer, dependents, permission, hook, template, immutable or other.
+	// Kind is webhook, finalizer, dependents, permission, hook, template, immutable, degraded
+	// (a regression in the operation's watch window) or other.
 	Kind string `json:"kind"`
 	// Object is the object concerned, as Kind/namespace/name.
 	// +optional

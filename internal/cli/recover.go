@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,15 +76,48 @@ func printRecovered(streams Streams, res *lifecycle.RecoverResult) error {
 
 // operationLine says, for berth status, what operation holds a release or was left unfinished;
 // empty when there is none.
-func operationLine(in *lifecycle.Inspection, name string) string {
+func operationLine(in *lifecycle.Inspection, name string, now time.Time) string {
 	switch {
 	case in == nil:
 		return ""
 	case in.Live:
-		return fmt.Sprintf("OPERATION: in progress: %s since %s", in.Holder, in.Holder.Since.Format(time.ANSIC))
+		line := fmt.Sprintf("OPERATION: in progress: %s since %s", in.Holder, in.Holder.Since.Format(time.ANSIC))
+		return joinLines(line, windowLine(lifecycle.WindowOf(in.Running), now, false))
 	case in.Interrupted != nil:
 		i := in.Interrupted
-		return fmt.Sprintf("INTERRUPTED: %s; berth recover %s will %s (with --rollback: %s)", i.Describe(), name, i.Next(false), i.Next(true))
+		line := fmt.Sprintf("INTERRUPTED: %s; berth recover %s will %s (with --rollback: %s)", i.Describe(), name, i.Next(false), i.Next(true))
+		return joinLines(line, windowLine(lifecycle.WindowOf(i.Journal), now, true))
 	}
 	return ""
+}
+
+// windowLine says what the watch window w (--watch-for) of an operation watches and how much of it
+// is left at now; of an interrupted operation, what its resumption watches for. "" when there is
+// no window, or it ended.
+func windowLine(w *lifecycle.Window, now time.Time, interrupted bool) string {
+	if w == nil || w.Done {
+		return ""
+	}
+	what := fmt.Sprintf("WATCH WINDOW: revision %d: %d object(s) watched for regressions for %s (not ready for %s at most, %d restart(s) of a container)",
+		w.Revision, len(w.Objects), w.For, w.Tolerance, w.Restarts)
+	switch {
+	case w.Started.IsZero():
+		return what + "; it starts once they are ready"
+	case interrupted && w.Left(now) == 0:
+		return what + fmt.Sprintf("; started %s, its time is over: resuming judges the revision once, from what it sees then", w.Started.Format(time.ANSIC))
+	case interrupted:
+		return what + fmt.Sprintf("; started %s: resuming watches for the %s left", w.Started.Format(time.ANSIC), w.Left(now).Round(time.Second))
+	}
+	return what + fmt.Sprintf("; started %s, %s left", w.Started.Format(time.ANSIC), w.Left(now).Round(time.Second))
+}
+
+// joinLines joins the lines that are not empty.
+func joinLines(lines ...string) string {
+	var out []string
+	for _, l := range lines {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

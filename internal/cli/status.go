@@ -71,7 +71,7 @@ The status consists of:
 				if err != nil {
 					return err
 				}
-				w.operation = operationLine(in, args[0])
+				w.operation = operationLine(in, args[0], time.Now())
 			}
 			return flags.output.Write(streams.Out, w)
 		},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/resource"
 )
 
 // TestWatchFlagsHelp: install, upgrade and rollback take the watch window's flags, with their
@@ -70,5 +71,39 @@ func TestWindowFlagError(t *testing.T) {
 	}
 	if err := errors.New("other"); explainOperationError(err) != err {
 		t.Error("an error that is no window's is changed")
+	}
+}
+
+// TestWindowLine: berth status says what a watch window watches and what is left of it, for an
+// operation under way and for one a resumption finishes; nothing once the window passed.
+func TestWindowLine(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	w := func(started time.Time, done bool) *lifecycle.Window {
+		lw := &lifecycle.Window{Step: "watch/2", Revision: 2, Started: started, Done: done}
+		lw.For, lw.Tolerance, lw.Objects = time.Minute, 30*time.Second, make([]resource.Identity, 3)
+		return lw
+	}
+	tests := []struct {
+		name        string
+		w           *lifecycle.Window
+		interrupted bool
+		want        string
+	}{
+		{"none", nil, false, ""},
+		{"passed", w(start, true), false, ""},
+		{"not started", w(time.Time{}, false), false, "3 object(s) watched for regressions for 1m0s (not ready for 30s at most, 0 restart(s) of a container); it starts once they are ready"},
+		{"running", w(start, false), false, "started Fri Nov 27 10:00:00 2026, 40s left"},
+		{"interrupted", w(start, false), true, "resuming watches for the 40s left"},
+		{"interrupted, over", w(start.Add(-time.Hour), false), true, "its time is over: resuming judges the revision once"},
+	}
+	for _, tt := range tests {
+		got := windowLine(tt.w, start.Add(20*time.Second), tt.interrupted)
+		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: windowLine = %q, want it to say %q", tt.name, got, tt.want)
+		}
+		if tt.want != "" && !strings.HasPrefix(got, "WATCH WINDOW: revision 2: ") {
+			t.Errorf("%s: windowLine = %q, want it to start with the revision", tt.name, got)
+		}
 	}
 }

@@ -112,7 +112,10 @@ type driftCluster interface {
 // of the recorded object says what re-applying it would change: nothing when the difference is
 // only in how the API server writes a value (0.5 for 500m, defaults, stringData), the fields
 // otherwise. Objects whose kind is no longer served are left out.
-func findDrift(ctx context.Context, c driftCluster, rel *release.Release, rules driftRules) ([]drifted, error) {
+// Each live object read, or found missing, is given to seen, when not nil, for the Healthy
+// condition; with rules of mode disabled, the objects are only read, for seen, and none is found
+// drifted.
+func findDrift(ctx context.Context, c driftCluster, rel *release.Release, rules driftRules, seen func(resource.Identity, *unstructured.Unstructured)) ([]drifted, error) {
 	objs, err := resource.ParseManifest(rel.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
@@ -120,7 +123,7 @@ func findDrift(ctx context.Context, c driftCluster, rel *release.Release, rules 
 	var out []drifted
 	var errs []error
 	for _, obj := range objs {
-		d, err := driftOfObject(ctx, c, rel, obj, rules)
+		d, err := driftOfObject(ctx, c, rel, obj, rules, seen)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -131,8 +134,9 @@ func findDrift(ctx context.Context, c driftCluster, rel *release.Release, rules 
 	return out, errors.Join(errs...)
 }
 
-// driftOfObject compares one recorded object with its live self; nil when it is as recorded.
-func driftOfObject(ctx context.Context, c driftCluster, rel *release.Release, obj *unstructured.Unstructured, rules driftRules) (*drifted, error) {
+// driftOfObject compares one recorded object with its live self, which it gives to seen when
+// not nil; nil when it is as recorded, or when rules' mode is disabled (it is then only read).
+func driftOfObject(ctx context.Context, c driftCluster, rel *release.Release, obj *unstructured.Unstructured, rules driftRules, seen func(resource.Identity, *unstructured.Unstructured)) (*drifted, error) {
 	err := c.Normalize(obj, rel.Namespace)
 	if cluster.IsUnknownKind(err) {
 		return nil, nil
@@ -149,6 +153,12 @@ func driftOfObject(ctx context.Context, c driftCluster, rel *release.Release, ob
 	}
 	if err != nil {
 		return nil, err
+	}
+	if seen != nil {
+		seen(id, live)
+	}
+	if rules.Mode == v1alpha1.DriftDisabled {
+		return nil, nil
 	}
 	if live == nil {
 		return &drifted{ID: id, Missing: true, Desired: obj}, nil
@@ -187,19 +197,34 @@ func correctDrift(ctx context.Context, c driftCluster, found []drifted) error {
 // objects again, without a new revision, holding the release's lease (correctReleaseDrift).
 // Detection writes nothing to the cluster but the status and an event when what drifted changes:
 // the comparison reads the objects, and asks the API server for a dry run of an apply only for an
-// object whose recorded fields differ live; it takes no lease. Disabled, it reads nothing.
+// object whose recorded fields differ live; it takes no lease. The objects it reads also say
+// whether the release is healthy (the Healthy condition, reportHealth), with no request of its
+// own. Disabled, it reads nothing, unless the Release has a watch window: it then reads the
+// objects for the Healthy condition alone.
 func (r *Reconciler) checkDrift(ctx context.Context, rel *v1alpha1.Release, d *desired, clients *kube.Clients) {
+	tally := newHealthTally(d)
 	if d.Drift.Mode == v1alpha1.DriftDisabled {
 		meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionDrifted)
-		return
+		if tally == nil {
+			meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionHealthy)
+			return
+		}
 	}
 	c := cluster.New(clients.Dynamic, clients.Mapper)
-	found, revision, err := r.findReleaseDrift(ctx, c, clients, d)
+	found, revision, err := r.findReleaseDrift(ctx, c, clients, d, tally.see)
+	if d.Drift.Mode == v1alpha1.DriftDisabled {
+		r.reportHealth(rel, tally, revision, err)
+		return
+	}
 	if err != nil {
+		r.reportHealth(rel, tally, revision, err)
 		setCondition(rel, ConditionDrifted, metav1.ConditionUnknown, ReasonDriftCheckFailed, errorLine(err))
 		return
 	}
 	prev := meta.FindStatusCondition(rel.Status.Conditions, ConditionDrifted)
+	if len(found) == 0 || d.Drift.Mode == v1alpha1.DriftDetect {
+		r.reportHealth(rel, tally, revision, nil)
+	}
 	if len(found) == 0 {
 		// A correction stays the last word until something drifts again.
 		if prev == nil || prev.Status != metav1.ConditionFalse || prev.ObservedGeneration != rel.Generation {
@@ -217,13 +242,37 @@ func (r *Reconciler) checkDrift(ctx context.Context, rel *v1alpha1.Release, d *d
 		setCondition(rel, ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected, msg)
 		return
 	}
-	r.correct(ctx, rel, c, clients, d, found, revision)
+	r.correct(ctx, rel, c, clients, d, found, revision, tally)
+}
+
+// checkHealth reads the objects of the release's last revision for the Healthy condition alone,
+// when it is reported (healthReported), without comparing them with the record: the check of a
+// Release whose failed attempt stands, which does not correct drift.
+func (r *Reconciler) checkHealth(ctx context.Context, rel *v1alpha1.Release, d *desired, clients *kube.Clients) {
+	tally := newHealthTally(d)
+	if tally == nil {
+		meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionHealthy)
+		return
+	}
+	readOnly := *d
+	readOnly.Drift = driftRules{Mode: v1alpha1.DriftDisabled}
+	_, revision, err := r.findReleaseDrift(ctx, cluster.New(clients.Dynamic, clients.Mapper), clients, &readOnly, tally.see)
+	r.reportHealth(rel, tally, revision, err)
 }
 
 // correct puts the drifted objects found in revision back (correctReleaseDrift), and says how that
-// went in the Drifted condition and an event.
-func (r *Reconciler) correct(ctx context.Context, rel *v1alpha1.Release, c driftCluster, clients *kube.Clients, d *desired, found []drifted, revision int) {
+// went in the Drifted condition and an event, and what tally found in the Healthy condition:
+// without the objects found missing and put back.
+func (r *Reconciler) correct(ctx context.Context, rel *v1alpha1.Release, c driftCluster, clients *kube.Clients, d *desired, found []drifted, revision int, tally *healthTally) {
 	corrected, at, err := r.correctReleaseDrift(ctx, c, clients, d)
+	if err == nil {
+		ids := make([]resource.Identity, len(corrected))
+		for i, o := range corrected {
+			ids[i] = o.ID
+		}
+		tally.forget(ids)
+	}
+	r.reportHealth(rel, tally, revision, nil)
 	switch {
 	case err != nil:
 		msg := fmt.Sprintf("%d object(s) differ from revision %d: %s; correcting them failed: %s", len(found), revision, driftMessage(found), errorLine(err))
@@ -241,12 +290,12 @@ func (r *Reconciler) correct(ctx context.Context, rel *v1alpha1.Release, c drift
 }
 
 // findReleaseDrift reads the release's last record and compares its objects with the live ones.
-func (r *Reconciler) findReleaseDrift(ctx context.Context, c driftCluster, clients *kube.Clients, d *desired) ([]drifted, int, error) {
+func (r *Reconciler) findReleaseDrift(ctx context.Context, c driftCluster, clients *kube.Clients, d *desired, seen func(resource.Identity, *unstructured.Unstructured)) ([]drifted, int, error) {
 	last, err := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Last(ctx, d.ReleaseName)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the records of release %s in namespace %s: %w", d.ReleaseName, clients.Namespace, err)
 	}
-	found, err := findDrift(ctx, c, last, d.Drift)
+	found, err := findDrift(ctx, c, last, d.Drift, seen)
 	return found, last.Version, err
 }
 
@@ -266,7 +315,7 @@ func (r *Reconciler) correctReleaseDrift(ctx context.Context, c driftCluster, cl
 		if last.Info.Status != release.StatusDeployed {
 			return fmt.Errorf("release %s revision %d is %s: drift is corrected once it is deployed", d.ReleaseName, last.Version, last.Info.Status)
 		}
-		if corrected, err = findDrift(ctx, c, last, d.Drift); err != nil || len(corrected) == 0 {
+		if corrected, err = findDrift(ctx, c, last, d.Drift, nil); err != nil || len(corrected) == 0 {
 			return err
 		}
 		return correctDrift(ctx, c, corrected)

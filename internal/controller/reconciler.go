@@ -98,7 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch a := acts[0]; a {
 	case lifecycle.ActWait:
-		return ctrl.Result{RequeueAfter: cmp.Or(wait, in.d.Interval)}, nil
+		// The failed attempt stands: only the health of what it left is looked at.
+		r.checkHealth(ctx, in.rel, in.d, in.clients)
+		return ctrl.Result{RequeueAfter: cmp.Or(wait, in.d.Interval)}, r.patchStatus(ctx, in.orig, in.rel)
 	case lifecycle.ActNone, lifecycle.ActReport, lifecycle.ActReportReleased:
 		return r.report(ctx, in, a)
 	}
@@ -150,6 +152,11 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 	}
 	// After the finalizer's patch, whose answer replaced the status read.
 	r.limitEvents(rel, withLimits(rel, d, r.MaxTimeout))
+	if err := checkWindows(d, meta.IsStatusConditionTrue(rel.Status.Conditions, ConditionTimeoutCapped)); err != nil {
+		// As a spec error: nothing happens until the spec changes.
+		markFailed(rel, reasonOf(err, ReasonInvalidSpec), err, true)
+		return nil, ctrl.Result{}, r.patchStatus(ctx, orig, rel)
+	}
 
 	named := d.ServiceAccount != ""
 	d.ServiceAccount = r.accountOf(d.ServiceAccount)
@@ -254,7 +261,7 @@ func (r *Reconciler) act(bound, ctx context.Context, in *reconciliation, acts []
 	if in.state.Last != nil {
 		seen = in.state.Last.Version
 	}
-	out, runs, err := r.release(bound, ctx, d, in.clients, in.ch, r.stepReporter(ctx, rel), r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
+	out, runs, err := r.release(bound, ctx, d, in.clients, in.ch, r.operationReporter(ctx, rel, d.watchFor(op)), r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
 	// What follows the operation is written under the reconcile's bound: the work's has passed
 	// when the operation ran out of time.
 	if stopping(bound) {
@@ -288,12 +295,15 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 	if done := new(ReleasedError); errors.As(err, &done) {
 		// Another writer released what the spec asks for: say so, and release nothing again.
 		released(done.Revision, reasonFor(done.Revision), nil)
+		healthUnknown(rel, d, fmt.Sprintf("revision %d was deployed by another writer: the next check of the Release says whether its objects are ready", done.Revision))
 		return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)
 	}
 	revision := 0
 	if out != nil {
 		revision = out.Version
 	}
+	// A regression in the watch window is told as such (Degraded), with what was done about it.
+	err = degraded(ctx, rel, in.clients, d.ReleaseName, op, revision, err)
 	addHistory(rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if held := new(release.HeldError); !errors.As(err, &held) {
 		// What the operation did; an operation refused for another's lease did nothing.
@@ -314,6 +324,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 		reason := reasonOf(err, failed)
 		requeue := attemptFailed(rel, d, reason, err)
 		setCondition(rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
+		healthUnknown(rel, d, fmt.Sprintf("the %s failed: the next check of the Release, within spec.interval, says whether its objects are ready", op))
 		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
 		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, in.orig, rel)
 	}
@@ -322,6 +333,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 		reason = ReasonUpgradeSucceeded
 	}
 	msg := released(out.Version, reason, out)
+	healthAfter(rel, d, out.Version, d.waits(op))
 	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
 	r.runTests(ctx, rel, d, in.clients, r.stepReporter(ctx, rel), start)
 	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)
@@ -346,9 +358,9 @@ func (r *Reconciler) release(ctx, work context.Context, d *desired, clients *kub
 	return revisionOf(lifecycle.Upgrade(ctx, deps, lifecycle.UpgradeOptions{
 		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values,
 		Install: true, HistoryMax: d.HistoryMax, Capabilities: caps,
-		WaitOptions: d.wait(upgrade.OperationSpec), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
+		WaitOptions: d.wait(upgrade.OperationSpec, d.UpgradeWatch), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
 		CreateNamespace: install.CreateNamespace, CRDs: crdPolicy(upgrade.CRDs), ForceReplace: upgrade.Force,
-		InstallWith: &lifecycle.InstallSettings{WaitOptions: d.wait(install.OperationSpec), NoHooks: install.DisableHooks,
+		InstallWith: &lifecycle.InstallSettings{WaitOptions: d.wait(install.OperationSpec, d.InstallWatch), NoHooks: install.DisableHooks,
 			RollbackOnFailure: install.RollbackOnFailure, CRDs: crdPolicy(install.CRDs)},
 	}))
 }

@@ -50,6 +50,9 @@ type desired struct {
 	DependsOn []string
 	// HealthChecks are spec.healthChecks, compiled; nil when there are none.
 	HealthChecks *readiness.Checks
+	// InstallWatch and UpgradeWatch are the watch windows of spec.install and spec.upgrade,
+	// with their defaults; For is 0 when there is none.
+	InstallWatch, UpgradeWatch lifecycle.WatchOptions
 }
 
 // chartRef is a chart to fetch: Ref with Options as Helm's CLI takes them (CHART --repo URL
@@ -157,6 +160,12 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 	if d.HealthChecks, err = healthChecksOf(s.HealthChecks); err != nil {
 		return nil, err
 	}
+	if d.InstallWatch, err = watchOf("install", d.Install.WatchSpec); err != nil {
+		return nil, err
+	}
+	if d.UpgradeWatch, err = watchOf("upgrade", d.Upgrade.WatchSpec); err != nil {
+		return nil, err
+	}
 	if err := checkRetries("install", d.Install.OperationSpec); err != nil {
 		return nil, err
 	}
@@ -251,9 +260,10 @@ func valuesOf(s v1alpha1.ReleaseSpec) (map[string]any, string, error) {
 	return vals, digest, nil
 }
 
-// wait are the wait options of an operation.
-func (d *desired) wait(op v1alpha1.OperationSpec) lifecycle.WaitOptions {
+// wait are the wait options of an operation, with its watch window w: a window implies the wait.
+func (d *desired) wait(op v1alpha1.OperationSpec, w lifecycle.WatchOptions) lifecycle.WaitOptions {
 	// A chart that declares an order (HIP-0025's resource groups and subchart dependencies) is
 	// applied in it, batch by batch, unless waiting is disabled.
-	return lifecycle.WaitOptions{Wait: !op.DisableWait, WaitForJobs: op.WaitForJobs, Timeout: d.Timeout, OrderIfDeclared: !op.DisableWait}
+	wait := !op.DisableWait || w.For > 0
+	return lifecycle.WaitOptions{Wait: wait, WaitForJobs: op.WaitForJobs, Timeout: d.Timeout, OrderIfDeclared: wait, Watch: w}
 }

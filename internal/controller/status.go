@@ -158,6 +158,8 @@ func reasonOf(err error, failed string) string {
 		return spec.Reason
 	case errors.As(err, &reasoned) && reasoned.conditionReason() != "":
 		return reasoned.conditionReason()
+	case errors.As(err, new(*lifecycle.WindowTooLongError)):
+		return ReasonWatchWindowTooLong
 	case recordTooLarge(err):
 		return ReasonRecordTooLarge
 	case errors.As(err, &blocked):
@@ -179,6 +181,10 @@ func reasonOf(err error, failed string) string {
 // in logTail, which redactStatus removes unless the controller may show them.
 func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 	var out []v1alpha1.Blocker
+	var degraded *DegradedError
+	if errors.As(err, &degraded) {
+		return []v1alpha1.Blocker{degradedBlocker(degraded.Regression)}
+	}
 	var blocked *engine.BlockedError
 	if errors.As(err, &blocked) {
 		for _, b := range blocked.Blockers {

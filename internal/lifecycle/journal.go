@@ -123,15 +123,17 @@ func (d *operation) Checkpoint() error { return d.checkpoint() }
 // action (apply kind after kind, delete kind after kind) is written once, after its last step:
 // redoing such a step after a crash changes nothing, as an apply of the same object is
 // idempotent, a delete is by UID and finds the object already gone, and a wait that is over ends
-// at once. Every other step is written at once, and the plan's last one not at all: the
-// operation ends with it, and its journal is deleted.
+// at once. A watch step is not written: a run that finishes it after its window passed judges
+// the revision once from what it sees, which is what the window's end did. Every other step is
+// written at once, and the plan's last one not at all: the operation ends with it, and its
+// journal is deleted.
 func (d *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
 	if d == nil || d.j == nil {
 		return nil
 	}
 	step := p.Steps[i]
 	d.j.Steps = append(d.j.Steps, step.ID)
-	if i == len(p.Steps)-1 {
+	if i == len(p.Steps)-1 || step.Action == plan.Watch {
 		return nil
 	}
 	next := p.Steps[i+1]

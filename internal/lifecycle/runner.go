@@ -87,7 +87,9 @@ func (r *runner) watch(ctx context.Context, step plan.Step) error {
 	left := w.For
 	if started := r.d.watchStarted(); !started.IsZero() {
 		left = max(w.For-r.d.now().Sub(started), 0)
-		if left < w.For {
+		// A window this run started began as the step before it ended, a moment ago: only one
+		// an earlier run started is told of.
+		if w.For-left >= time.Second {
 			r.d.notify(fmt.Sprintf("the watch window of revision %d started at %s: %s of its %s left",
 				r.rel.Version, started.Format(time.RFC3339), left.Round(time.Second), w.For))
 		}

@@ -198,7 +198,7 @@ func TestWatchRecordPendingInWindow(t *testing.T) {
 	done := make(chan error, 1)
 	var stderr berthtest.LockedBuffer
 	go func() {
-		_, err := berthtest.BerthStreaming(t, env, &stderr, "upgrade", "web", chart, "--set", "version=2", "--watch-for", "15s")
+		_, err := berthtest.BerthStreaming(t, env, &stderr, "upgrade", "web", chart, "--set", "version=2", "--watch-for", "30s")
 		done <- err
 	}()
 	select {
@@ -208,6 +208,11 @@ func TestWatchRecordPendingInWindow(t *testing.T) {
 	}
 	if rel := berthtest.LastRecord(t, env, "web"); rel.Version != 2 || rel.Info.Status != release.StatusPendingUpgrade {
 		t.Errorf("in the window, revision %d is %s, want 2 pending-upgrade", rel.Version, rel.Info.Status)
+	}
+	// berth status says what the window watches and what is left of it.
+	status, _ := berthtest.MustBerth(t, env, "status", "web")
+	if !strings.Contains(status, "WATCH WINDOW: revision 2: 2 object(s) watched for regressions for 30s") || !strings.Contains(status, " left") {
+		t.Errorf("berth status in the window does not show it:\n%s", status)
 	}
 	_, helmErr, err := berthtest.Helm(t, env, "upgrade", "web", chart, "--set", "version=3")
 	if err == nil || !strings.Contains(helmErr+err.Error(), "another operation (install/upgrade/rollback) is in progress") {
