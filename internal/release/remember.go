@@ -95,3 +95,24 @@ func cloneItems(list []item) []item {
 	}
 	return out
 }
+
+// lookup answers a read of the record object key of release from the list of the release's
+// records kept, when one is: the object (nil when the list has none of that name) and true.
+func (m *listMemo) lookup(namespace, release, key string) (*item, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list, ok := m.lists[[2]string{namespace, recordsSelector(release)}]
+	if !ok {
+		return nil, false
+	}
+	for i := range list {
+		if list[i].name == key {
+			it := cloneItems(list[i : i+1])[0]
+			return &it, true
+		}
+	}
+	return nil, true
+}

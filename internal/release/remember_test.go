@@ -1,6 +1,7 @@
 package release
 
 import (
+	"errors"
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
@@ -43,6 +44,18 @@ func TestRememberLists(t *testing.T) {
 	}
 	if n := lists(); n != 1 {
 		t.Errorf("%d lists while remembering, want 1", n)
+	}
+	// A record read is answered from the list too: one there, and one that is not.
+	if got, err := s.Get(ctx, "web", 1); err != nil || got.Version != 1 {
+		t.Fatalf("get revision 1: %v, %v", got, err)
+	}
+	if _, err := s.Get(ctx, "web", 9); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get revision 9: %v, want ErrNotFound", err)
+	}
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "get" {
+			t.Errorf("a read of a record while its release's records are kept asked the API server: %v", a)
+		}
 	}
 	if err := s.Create(ctx, rev("ns", "web", 2, StatusPendingUpgrade)); err != nil {
 		t.Fatal(err)

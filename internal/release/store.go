@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	relutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -155,7 +157,16 @@ func (s *HelmStore) notFound(name string, version int, err error) error {
 // *IncompleteRecordError when its record was not written to its end.
 func (s *HelmStore) Get(ctx context.Context, name string, version int) (*Release, error) {
 	r := s.reader(name)
-	it, err := r.objs.get(ctx, Key(name, version))
+	var it *item
+	var err error
+	if kept, ok := s.memo.lookup(s.namespace, name, Key(name, version)); ok {
+		// The release's records were listed under its lease, and not written since.
+		if it = kept; it == nil {
+			err = apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(s.kind) + "s"}, Key(name, version))
+		}
+	} else {
+		it, err = r.objs.get(ctx, Key(name, version))
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, s.notFound(name, version, ErrNotFound)
 	}
