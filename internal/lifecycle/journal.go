@@ -56,6 +56,7 @@ func (d *operation) begin(ctx context.Context, op release.Operation, rev int, pl
 		d.j.HooksSucceeded = append(d.j.HooksSucceeded, r.HooksSucceeded...)
 		d.j.Started = r.Started
 		d.j.WatchStarted = r.WatchStarted
+		d.watchResumed = !r.WatchStarted.IsZero()
 	}
 	d.resume = nil
 	if len(d.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {

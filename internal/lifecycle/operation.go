@@ -50,8 +50,10 @@ type operation struct {
 	// resume is the journal of the interrupted operation being finished: its completed steps and
 	// hooks are skipped. recovering is set while an interrupted operation is finished, journal or
 	// not: hook objects left by the interrupted run are removed before their event runs again.
-	resume     *release.Journal
-	recovering bool
+	resume *release.Journal
+	// watchResumed says the watch window was started by the run whose journal this one resumed.
+	watchResumed bool
+	recovering   bool
 	// preflighted says the operation's preflight ran: it checks the operation's own plan, once,
 	// and never an undo or the finishing of an interrupted operation.
 	preflighted bool

@@ -88,8 +88,8 @@ func (r *runner) watch(ctx context.Context, step plan.Step) error {
 	if started := r.d.watchStarted(); !started.IsZero() {
 		left = max(w.For-r.d.now().Sub(started), 0)
 		// A window this run started began as the step before it ended, a moment ago: only one
-		// an earlier run started is told of.
-		if w.For-left >= time.Second {
+		// an earlier run started is told of, however soon this run came after it.
+		if r.d.watchResumed {
 			r.d.notify(fmt.Sprintf("the watch window of revision %d started at %s: %s of its %s left",
 				r.rel.Version, started.Format(time.RFC3339), left.Round(time.Second), w.For))
 		}
