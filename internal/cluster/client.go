@@ -36,6 +36,9 @@ type Client struct {
 	// same few kinds once per object and request, and the mapper allocates on every answer.
 	mu       sync.Mutex
 	mappings map[schema.GroupVersionKind]*meta.RESTMapping
+	// reset says c reset the mapper: what it maps since is what the API server served after c
+	// was made.
+	reset bool
 	// podLogs reads Pod logs for hook reports (see WithPodLogs); may be nil.
 	podLogs corev1client.PodsGetter
 	// metadata reads objects' metadata alone (see WithMetadata); may be nil.
@@ -62,6 +65,7 @@ func New(dyn dynamic.Interface, mapper meta.ResettableRESTMapper) *Client {
 func (c *Client) ResetMapper() {
 	c.mu.Lock()
 	c.mappings = nil
+	c.reset = true
 	c.mu.Unlock()
 	c.mapper.Reset()
 }
@@ -113,6 +117,15 @@ func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 		versions = []string{gvk.Version}
 	}
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), versions...)
+	c.mu.Lock()
+	stale := !c.reset
+	c.mu.Unlock()
+	if meta.IsNoMatchError(err) && stale {
+		// The mapper may be older than c, and shared (kube.Discovery): a kind it does not know
+		// may have been made since, by a CRD another installed. It is asked once more, anew.
+		c.ResetMapper()
+		m, err = c.mapper.RESTMapping(gvk.GroupKind(), versions...)
+	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, &UnknownKindError{GVK: gvk, Err: err, Unavailable: c.undiscoverable(gvk.GroupVersion())}

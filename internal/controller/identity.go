@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -105,9 +107,59 @@ func (e *StaleAccountError) Error() string {
 func (e *StaleAccountError) Unwrap() error { return &e.Account }
 
 // impersonated returns the clients of d's account, in the target namespace, without checking
-// that the account exists.
+// that the account exists. They read discovery through the controller's cluster's shared
+// discovery (sharedDiscovery).
 func (r *Reconciler) impersonated(d *desired) (*kube.Clients, error) {
-	return kube.NewClients(impersonate(r.Config, d.Namespace, d.ServiceAccount), d.TargetNamespace)
+	c, err := kube.NewClients(impersonate(r.Config, d.Namespace, d.ServiceAccount), d.TargetNamespace)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := sharedDiscovery(r.Config)
+	if err != nil {
+		return nil, err
+	}
+	return c.WithDiscovery(disc), nil
+}
+
+// discoveryAge is how long the shared discovery of a cluster is kept: what others change there
+// (a CRD installed by another tool, an aggregated API come back) is seen in the charts'
+// Capabilities within it. A kind the mapper does not know is asked for anew at once
+// (cluster.Client.Mapping), and CRDs a release installs reset it (engine.Cluster.ResetMapper).
+const discoveryAge = 30 * time.Second
+
+// discoveries are the shared discoveries of the clusters the controller acts in as its
+// Releases' accounts, by discoveryKey.
+var discoveries sync.Map
+
+// discoveryKey names a cluster: its API server's address and the authority its certificate is
+// checked against.
+type discoveryKey struct {
+	host, caFile, caData string
+}
+
+// sharedDiscovery returns the discovery of the cluster of cfg that every reconcile of a Release
+// in it reads, instead of asking the API server anew as each Release's account: 5 requests a
+// reconcile. It asks as the controller itself. A cache shared by tenants must hold only what
+// each may read: discovery (the API server's version, groups and resources) is readable by
+// every authenticated user (the system:discovery and system:public-info-viewer roles, bound to
+// system:authenticated by default), and it is the same whoever asks, so one cache per cluster
+// (API server and certificate authority) tells no tenant anything it could not ask for itself.
+// It is forgotten after discoveryAge, when a release installs CRDs, and when a kind is not found.
+func sharedDiscovery(cfg *rest.Config) (*kube.Discovery, error) {
+	k := discoveryKey{host: cfg.Host, caFile: cfg.CAFile, caData: string(cfg.CAData)}
+	if d, ok := discoveries.Load(k); ok {
+		disc := d.(*kube.Discovery)
+		disc.ResetOlderThan(discoveryAge)
+		return disc, nil
+	}
+	own := rest.CopyConfig(cfg)
+	own.Impersonate = rest.ImpersonationConfig{}
+	c, err := kube.NewClients(own, "")
+	if err != nil {
+		return nil, err
+	}
+	d, _ := discoveries.LoadOrStore(k, c.Discovery)
+	return d.(*kube.Discovery), nil
 }
 
 // lastRecord reads the state the release's newest Helm record says (lifecycle.StateOf): its

@@ -10,12 +10,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -66,7 +64,10 @@ type Clients struct {
 	Dynamic   dynamic.Interface
 	// Metadata reads objects' metadata alone.
 	Metadata metadata.Interface
-	// Mapper discovers on first use; Reset it after creating CRDs so their kinds are found.
+	// Discovery asks the API server what it serves on first use and keeps the answers.
+	Discovery *Discovery
+	// Mapper is Discovery's: it discovers on first use; Reset it after creating CRDs so their
+	// kinds are found.
 	Mapper meta.ResettableRESTMapper
 	// Source names the kubeconfig and context the clients were built from, for messages.
 	Source string
@@ -119,16 +120,25 @@ func newClients(cfg *rest.Config, namespace, source string) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create metadata client for %s: %w", source, err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	disc := NewDiscovery(client.Discovery())
 	return &Clients{
 		Config:    cfg,
 		Namespace: namespace,
 		Client:    client,
 		Dynamic:   dyn,
 		Metadata:  meta,
-		Mapper:    mapper,
+		Discovery: disc,
+		Mapper:    disc.Mapper(),
 		Source:    source,
 	}, nil
+}
+
+// WithDiscovery returns a copy of c that reads discovery and maps kinds through d, which
+// clients of the same API server share, instead of asking for itself.
+func (c *Clients) WithDiscovery(d *Discovery) *Clients {
+	out := *c
+	out.Discovery, out.Mapper = d, d.Mapper()
+	return &out
 }
 
 // Reachable asks the API server for its version and returns an error naming the kubeconfig and

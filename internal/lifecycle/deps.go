@@ -7,6 +7,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	"github.com/berthdev/berth/internal/chart"
@@ -130,7 +131,11 @@ func NewDeps(clients *kube.Clients, holder release.Holder, events func(engine.Ev
 // Capabilities returns the capabilities of the cluster of clients (its version and the API
 // versions it serves), for rendering.
 func Capabilities(ctx context.Context, clients *kube.Clients) (*common.Capabilities, error) {
-	kubeVersion, apiVersions, err := cluster.ServerCapabilities(ctx, clients.Client.Discovery())
+	var disc discovery.DiscoveryInterface = clients.Client.Discovery()
+	if clients.Discovery != nil {
+		disc = clients.Discovery.Client()
+	}
+	kubeVersion, apiVersions, err := cluster.ServerCapabilities(ctx, disc)
 	if err != nil {
 		return nil, err
 	}

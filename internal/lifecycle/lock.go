@@ -142,8 +142,17 @@ func (d *operation) hold(ctx, run context.Context, w WaitOptions, fn func(contex
 			cancel()
 		}()
 	}
+	if r, ok := d.Store.(listRememberer); ok && lease != nil {
+		// Under the lease no other operation of berth's writes the release's records: what the
+		// operation listed stays true until it writes (and is forgotten before the lease goes).
+		defer r.RememberLists()()
+	}
 	return fn(work, d)
 }
+
+// listRememberer is a store that can keep what it lists until it writes
+// (release.HelmStore.RememberLists).
+type listRememberer interface{ RememberLists() (forget func()) }
 
 // lock acquires the release's lease, waiting for it with wait until ctx ends. Acquire watches a
 // held lease until its holder shows it is live, so waiting is trying again at once.

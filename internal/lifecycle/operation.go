@@ -109,9 +109,10 @@ func (d *operation) failing() {
 }
 
 // guard confirms, before a write, that the release is still the operation's: no other operation
-// changed its journal, and its lease, renewed now, still names it (Lease.Renew asks the API
-// server; a renewed lease stays the operation's for a lease duration, longer than the write
-// takes). An error says it is not, or that this cannot be told: the write must not be made.
+// changed its journal, and its lease still names it (Lease.Confirm renews it, asking the API
+// server, unless it was acquired or renewed a moment ago; a renewed lease stays the operation's
+// for a lease duration, longer than the write takes). An error says it is not, or that this
+// cannot be told: the write must not be made.
 func (d *operation) guard(ctx context.Context) error {
 	switch {
 	case d == nil:
@@ -121,7 +122,7 @@ func (d *operation) guard(ctx context.Context) error {
 	case d.lease == nil:
 		return nil
 	}
-	return d.lose(d.lease.Renew(ctx))
+	return d.lose(d.lease.Confirm(ctx))
 }
 
 // guardAfterFailure is guard once the operation failed, and nothing before: until then, its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,9 @@ type Lease struct {
 	obj    *coordinationv1.Lease
 	// lost is set once the lease is known to be another's (a *LostError).
 	lost error
+	// confirmed is when the request that last acquired or renewed the lease was sent, by
+	// this process's clock.
+	confirmed time.Time
 }
 
 // ErrLost is what an operation meets once another operation owns its release: errors.Is(err,
@@ -60,11 +64,12 @@ func (l *Lease) Renew(ctx context.Context) error {
 	}
 	for range 2 {
 		obj := l.obj.DeepCopy()
-		now := metav1.NewMicroTime(l.leases.clock().Now())
+		sent := l.leases.clock().Now()
+		now := metav1.NewMicroTime(sent)
 		obj.Spec.RenewTime = &now
 		updated, err := l.leases.client.Leases(l.leases.namespace).Update(ctx, obj, metav1.UpdateOptions{})
 		if err == nil {
-			l.obj = updated
+			l.obj, l.confirmed = updated, sent
 			return nil
 		}
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
@@ -75,6 +80,25 @@ func (l *Lease) Renew(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("Lease/%s/%s: renew: changed under every attempt", l.leases.namespace, LeaseKey(l.name))
+}
+
+// Confirm confirms that the lease is still this holder's before a write that an operation taking
+// the release over would go by (a record, a journal's end): it renews the lease (Renew), unless
+// the request that last acquired or renewed it was sent less than a sixth of the lease's
+// duration ago. Then no other holder can have it: another takes a lease over only once it saw
+// it unchanged for a whole duration (Leases.Acquire), counted from after that request was
+// written, so the lease stays this holder's for five sixths of a duration more, far longer than
+// a write takes, as it does after a renewal. A lease known lost (by Keep's renewals) is its
+// *LostError, without a request.
+func (l *Lease) Confirm(ctx context.Context) error {
+	l.mu.Lock()
+	recent := l.lost == nil && l.obj != nil && !l.confirmed.IsZero() &&
+		l.leases.clock().Since(l.confirmed) < l.leases.duration()/6
+	l.mu.Unlock()
+	if recent {
+		return nil
+	}
+	return l.Renew(ctx)
 }
 
 // reread reads the Lease after a renewal met cause (a conflict, or the Lease gone): when it still

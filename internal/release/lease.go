@@ -185,9 +185,10 @@ var errChanged = errors.New("the lease changed")
 // when it was deleted in between.
 func (s *Leases) createOrRead(ctx context.Context, name string, me Holder) (l *Lease, cur *coordinationv1.Lease, err error) {
 	client := s.client.Leases(s.namespace)
+	sent := s.clock().Now()
 	created, err := client.Create(ctx, s.object(name, me, nil), metav1.CreateOptions{})
 	if err == nil {
-		return &Lease{leases: s, name: name, obj: created}, nil, nil
+		return &Lease{leases: s, name: name, obj: created, confirmed: sent}, nil, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		return nil, nil, fmt.Errorf("Lease/%s/%s: create: %w", s.namespace, LeaseKey(name), err)
@@ -205,6 +206,7 @@ func (s *Leases) createOrRead(ctx context.Context, name string, me Holder) (l *L
 // takeOver writes me as the holder of cur, on the precondition that cur is unchanged
 // (errChanged otherwise).
 func (s *Leases) takeOver(ctx context.Context, name string, me Holder, cur *coordinationv1.Lease) (*Lease, error) {
+	sent := s.clock().Now()
 	updated, err := s.client.Leases(s.namespace).Update(ctx, s.object(name, me, cur), metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil, errChanged
@@ -212,7 +214,7 @@ func (s *Leases) takeOver(ctx context.Context, name string, me Holder, cur *coor
 	if err != nil {
 		return nil, fmt.Errorf("Lease/%s/%s: take over: %w", s.namespace, LeaseKey(name), err)
 	}
-	return &Lease{leases: s, name: name, obj: updated}, nil
+	return &Lease{leases: s, name: name, obj: updated, confirmed: sent}, nil
 }
 
 // object is the Lease held by me; over a Lease that exists (cur), it carries cur's

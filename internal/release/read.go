@@ -49,6 +49,9 @@ type reader struct {
 	every, listed bool
 }
 
+// recordsSelector selects the record objects of release name, as Helm's driver labels them.
+func recordsSelector(name string) string { return "owner=helm,name=" + name }
+
 func (s *HelmStore) reader(name string) *reader {
 	return &reader{s: s, objs: s.records(s.namespace), name: name}
 }
@@ -116,7 +119,7 @@ func (r *reader) partsOf(ctx context.Context, key string, version, count int, su
 // (owner=helm, name=NAME), and more labels, newest first; those with no version label (not
 // written by a Helm driver) last.
 func (r *reader) records(ctx context.Context, more string) ([]item, error) {
-	sel := "owner=helm,name=" + r.name + more
+	sel := recordsSelector(r.name) + more
 	list, err := r.objs.list(ctx, sel)
 	if err != nil {
 		return nil, fmt.Errorf("release %s/%s: list records: %w", r.s.namespace, r.name, err)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	relutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -62,6 +64,8 @@ type HelmStore struct {
 	kind string
 	// seen are the parts of the records this store wrote or read.
 	seen *partsSeen
+	// memo keeps lists while the store remembers them (RememberLists).
+	memo *listMemo
 }
 
 var _ Store = (*HelmStore)(nil)
@@ -69,15 +73,15 @@ var _ Store = (*HelmStore)(nil)
 // NewSecretStore returns the store of the releases of namespace, kept as Secrets through secrets
 // (a clientset's CoreV1()).
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
-	return &HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{},
-		records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}
+	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{},
+		records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}).remembering()
 }
 
 // NewConfigMapStore returns the store of the releases of namespace, kept as ConfigMaps through
 // configMaps (a clientset's CoreV1()), as Helm's configmap driver keeps them.
 func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
-	return &HelmStore{namespace: namespace, kind: "ConfigMap", seen: &partsSeen{},
-		records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }}
+	return (&HelmStore{namespace: namespace, kind: "ConfigMap", seen: &partsSeen{},
+		records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }}).remembering()
 }
 
 // Drivers are the names HELM_DRIVER takes, as helm takes them.
@@ -112,7 +116,15 @@ func NewStore(name string, core typedcorev1.CoreV1Interface, namespace string) (
 
 // In returns the store of another namespace on the same backend.
 func (s *HelmStore) In(namespace string) *HelmStore {
-	return &HelmStore{records: s.records, namespace: namespace, kind: s.kind, seen: s.seen}
+	return &HelmStore{records: s.records, namespace: namespace, kind: s.kind, seen: s.seen, memo: s.memo}
+}
+
+// remembering makes s's record objects those its memo keeps the lists of.
+func (s *HelmStore) remembering() *HelmStore {
+	s.memo = &listMemo{}
+	records := s.records
+	s.records = func(ns string) recordObjects { return s.memo.remembering(ns, records(ns)) }
+	return s
 }
 
 // RecordObject is the object that holds revision version of release name with status, as Helm's
@@ -145,7 +157,16 @@ func (s *HelmStore) notFound(name string, version int, err error) error {
 // *IncompleteRecordError when its record was not written to its end.
 func (s *HelmStore) Get(ctx context.Context, name string, version int) (*Release, error) {
 	r := s.reader(name)
-	it, err := r.objs.get(ctx, Key(name, version))
+	var it *item
+	var err error
+	if kept, ok := s.memo.lookup(s.namespace, name, Key(name, version)); ok {
+		// The release's records were listed under its lease, and not written since.
+		if it = kept; it == nil {
+			err = apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(s.kind) + "s"}, Key(name, version))
+		}
+	} else {
+		it, err = r.objs.get(ctx, Key(name, version))
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, s.notFound(name, version, ErrNotFound)
 	}
