@@ -147,7 +147,9 @@ func (s *Leases) Acquire(ctx context.Context, name string, me Holder) (*Lease, e
 	me.Identity = identity(me)
 	var seen observation
 	for {
-		l, cur, err := s.createOrRead(ctx, name, me)
+		// A lease watched is only read again: released while watched, its holder was live, and
+		// creating it anew would take the release from under the refusal owed to its holder.
+		l, cur, err := s.createOrRead(ctx, name, me, !seen.began())
 		switch {
 		case l != nil || err != nil:
 			return l, err
@@ -181,17 +183,19 @@ func (s *Leases) Acquire(ctx context.Context, name string, me Holder) (*Lease, e
 // errChanged says a Lease changed between its read and a write conditional on that read.
 var errChanged = errors.New("the lease changed")
 
-// createOrRead creates the Lease held by me, or reads the one that exists (cur); both are nil
-// when it was deleted in between.
-func (s *Leases) createOrRead(ctx context.Context, name string, me Holder) (l *Lease, cur *coordinationv1.Lease, err error) {
+// createOrRead creates the Lease held by me (with create), or reads the one that exists (cur);
+// both are nil when there is none (it was deleted in between).
+func (s *Leases) createOrRead(ctx context.Context, name string, me Holder, create bool) (l *Lease, cur *coordinationv1.Lease, err error) {
 	client := s.client.Leases(s.namespace)
-	sent := s.clock().Now()
-	created, err := client.Create(ctx, s.object(name, me, nil), metav1.CreateOptions{})
-	if err == nil {
-		return &Lease{leases: s, name: name, obj: created, confirmed: sent}, nil, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, nil, fmt.Errorf("Lease/%s/%s: create: %w", s.namespace, LeaseKey(name), err)
+	if create {
+		sent := s.clock().Now()
+		created, err := client.Create(ctx, s.object(name, me, nil), metav1.CreateOptions{})
+		if err == nil {
+			return &Lease{leases: s, name: name, obj: created, confirmed: sent}, nil, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, nil, fmt.Errorf("Lease/%s/%s: create: %w", s.namespace, LeaseKey(name), err)
+		}
 	}
 	cur, err = client.Get(ctx, LeaseKey(name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

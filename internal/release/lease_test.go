@@ -258,3 +258,47 @@ func TestObservationIgnoresTheHoldersClock(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseReleasedWhileWatched: a holder that gives its lease back while another process
+// watches it, before it renewed it, was live: the watcher is refused, naming it, and does not
+// take the lease it found free on its next look.
+func TestLeaseReleasedWhileWatched(t *testing.T) {
+	env := testenv.New(t)
+	first := shortLeases(env, time.Minute, 50*time.Millisecond)
+	held, err := first.Acquire(t.Context(), "web", Self("berth upgrade web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		second := shortLeases(env, time.Minute, 50*time.Millisecond)
+		second.Clock = &notifyingClock{WithTicker: clock.RealClock{}, after: watching}
+		l, err := second.Acquire(t.Context(), "web", Self("berth upgrade web --set x=2"))
+		if err == nil {
+			err = errors.New("took the lease")
+			_ = l.Release(context.Background())
+		}
+		done <- err
+	}()
+	<-watching // the second process read the lease, and waits to read it again
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var he *HeldError
+	if err := <-done; !errors.As(err, &he) || he.Holder.Command != "berth upgrade web" {
+		t.Errorf("acquire of a lease released while watched: %v, want a *HeldError naming its holder", err)
+	}
+}
+
+// notifyingClock is a clock that closes after the first time it is asked to wait.
+type notifyingClock struct {
+	clock.WithTicker
+	once  sync.Once
+	after chan struct{}
+}
+
+func (c *notifyingClock) After(d time.Duration) <-chan time.Time {
+	c.once.Do(func() { close(c.after) })
+	return c.WithTicker.After(d)
+}
