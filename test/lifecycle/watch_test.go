@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/berthdev/berth/internal/lifecycle"
+	berthlifecycle "github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -224,7 +224,7 @@ func windowStarted(t *testing.T, env *testenv.Env, name string) <-chan struct{} 
 				continue
 			}
 			if j, err := journals.Get(ctx, name); err == nil {
-				if win := lifecycle.WindowOf(j); win != nil && !win.Started.IsZero() {
+				if win := berthlifecycle.WindowOf(j); win != nil && !win.Started.IsZero() {
 					close(out)
 					return
 				}
