@@ -87,16 +87,11 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 		return
 	}
 	send := func(obj any, gone bool) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-				u, ok = tomb.Obj.(*unstructured.Unstructured)
-			}
-			if !ok {
-				return
-			}
-			gone = true
+		u, tombstone := unwrap(obj)
+		if u == nil {
+			return
 		}
+		gone = gone || tombstone
 		id, tracked := g.names[u.GetName()]
 		if !tracked {
 			return
@@ -135,6 +130,19 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 	}
 	synced <- struct{}{}
 	<-ctx.Done()
+}
+
+// unwrap returns the object an informer handed over, and whether it came as the tombstone of a
+// deletion whose final state was not seen; nil when it is neither.
+func unwrap(obj any) (u *unstructured.Unstructured, tombstone bool) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, false
+	}
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		u, _ := tomb.Obj.(*unstructured.Unstructured)
+		return u, u != nil
+	}
+	return nil, false
 }
 
 func dropManagedFields(obj any) (any, error) {

@@ -322,16 +322,11 @@ func (c *Client) watchNamespacePods(ctx context.Context, namespace string, out c
 		return
 	}
 	send := func(obj any, gone, initial bool) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-				u, ok = tomb.Obj.(*unstructured.Unstructured)
-			}
-			if !ok {
-				return
-			}
-			gone = true
+		u, tombstone := unwrap(obj)
+		if u == nil {
+			return
 		}
+		gone = gone || tombstone
 		select {
 		case out <- podEvent{obj: u, gone: gone, initial: initial}:
 		case <-ctx.Done():
