@@ -261,7 +261,9 @@ func (r *Reconciler) act(bound, ctx context.Context, in *reconciliation, acts []
 	if in.state.Last != nil {
 		seen = in.state.Last.Version
 	}
-	out, runs, err := r.release(bound, ctx, d, in.clients, in.ch, r.operationReporter(ctx, rel, d.watchFor(op)), r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
+	steps := r.operationReporter(ctx, rel, d.watchFor(op))
+	out, runs, err := r.release(bound, ctx, d, in.clients, in.ch, steps.handle, r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
+	steps.stop()
 	// What follows the operation is written under the reconcile's bound: the work's has passed
 	// when the operation ran out of time.
 	if stopping(bound) {
@@ -335,7 +337,9 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 	msg := released(out.Version, reason, out)
 	healthAfter(rel, d, out.Version, d.waits(op))
 	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
-	r.runTests(ctx, rel, d, in.clients, r.stepReporter(ctx, rel), start)
+	steps := r.stepReporter(ctx, rel)
+	r.runTests(ctx, rel, d, in.clients, steps.handle, start)
+	steps.stop()
 	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)
 }
 
@@ -422,7 +426,9 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	if err != nil {
 		return r.uninstallBlocked(ctx, orig, rel, d, err)
 	}
-	deps := r.depsFor(d, clients, r.stepReporter(ctx, rel))
+	steps := r.stepReporter(ctx, rel)
+	defer steps.stop()
+	deps := r.depsFor(d, clients, steps.handle)
 	state, err := lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
 	status := state.Status()
@@ -458,6 +464,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 			// namespace's deletion forever.
 			SkipHooksInTerminatingNamespace: true,
 		})
+		steps.stop()
 		if status == lifecycle.StatusMissing && errors.Is(err, release.ErrNotFound) {
 			err = nil // what was left behind is gone, and there was no record to uninstall
 		}
