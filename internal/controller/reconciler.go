@@ -43,9 +43,12 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	Charts   *Charts
 	// Uncached reads past the cache what must be current: a Release's ServiceAccount before
-	// acting as it, and the Release again once its operation holds the lease; nil reads with
-	// Client.
+	// acting as it when Accounts does not hold it, and the Release again once its operation
+	// holds the lease; nil reads with Client.
 	Uncached client.Reader
+	// Accounts reads the metadata of ServiceAccounts from a cache; nil reads them with
+	// Uncached.
+	Accounts client.Reader
 	// Releases reads the Releases of a namespace for their dependsOn: the cache, or the API
 	// server when the controller serves a shard (the Releases depended on may be in another
 	// shard, which the cache does not hold); nil reads with Client.
