@@ -18,7 +18,7 @@ import (
 // Release (one ConfigMap), and to reconcile it again when there is nothing to do. Each object
 // of a chart costs 4 more (a dry run, an apply, a read and a watch).
 const (
-	maxInstallRequests = 20
+	maxInstallRequests = 19
 	maxNoOpRequests    = 1
 )
 
