@@ -54,6 +54,10 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 
 	fmt.Printf("creating %d Releases (%s, %d controllers)\n", n, run.Kind, len(ctls))
 	s.repo.served.reset()
+	clusterCPU, err := s.clusterCPUSeconds()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := createReleases(ctx, s.mgmt.dyn, tenantPrefix, n, s.repo.url, opts); err != nil {
 		return err
@@ -65,6 +69,9 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 	}
 	run.ReadySeconds = readyAt.Sub(start).Seconds()
 	run.LoadAverage = loadAverage()
+	if cpu, err := s.clusterCPUSeconds(); err == nil {
+		run.ClusterCPUSecondsReady = cpu - clusterCPU
+	}
 	run.ChartRequests = s.repo.served.total()
 	for i, c := range ctls {
 		if run.Controllers[i].PeakRSSReadyBytes, run.Controllers[i].CPUSecondsReady, err = c.usage(); err != nil {
@@ -76,8 +83,8 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 	if run.Requests, run.RemoteRequests, err = s.controllerRequests(start, readyAt); err != nil {
 		return err
 	}
-	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs); %d requests to the management cluster, %d to the workload cluster; load average %.1f\n",
-		n, run.ReadySeconds, run.CreateSeconds, run.Requests, run.RemoteRequests, run.LoadAverage)
+	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs); %d requests to the management cluster, %d to the workload cluster; the cluster %.1f s CPU; load average %.1f\n",
+		n, run.ReadySeconds, run.CreateSeconds, run.Requests, run.RemoteRequests, run.ClusterCPUSecondsReady, run.LoadAverage)
 
 	fmt.Printf("deleting %d Releases\n", n)
 	delStart := time.Now()
@@ -101,6 +108,16 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 	}
 	fmt.Printf("  gone after %.1fs, %d requests; peak RSS over the run: %s\n", run.DeleteSeconds, run.DeleteRequests, peaksText(run.Controllers, false))
 	return nil
+}
+
+// clusterCPUSeconds is the CPU time the components of the run's clusters have used so far.
+func (s fleetSetup) clusterCPUSeconds() (float64, error) {
+	cpu, err := treeCPUSeconds(s.mgmt.cmd.Process.Pid)
+	if err != nil || s.workload == nil {
+		return cpu, err
+	}
+	w, err := treeCPUSeconds(s.workload.cmd.Process.Pid)
+	return cpu + w, err
 }
 
 // controllerRequests counts the controllers' requests from start to end in the management

@@ -37,6 +37,9 @@ func (r controllerResults) write(cfg controllerConfig) error {
 	if err := os.WriteFile(filepath.Join(cfg.out, cfg.name+".md"), []byte(md), 0o644); err != nil {
 		return err
 	}
+	if err := os.WriteFile(filepath.Join(cfg.out, cfg.name+".svg"), controllerSVG(r), 0o644); err != nil {
+		return err
+	}
 	fmt.Println()
 	fmt.Print(md)
 	if cfg.readme != "" {
