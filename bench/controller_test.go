@@ -208,6 +208,26 @@ func TestControllerMarkdown(t *testing.T) {
 	}
 }
 
+func TestControllerMarkdownWithoutDeletion(t *testing.T) {
+	r := controllerResults{Runs: []controllerRun{
+		{Releases: 200, ControllerQPS: 1000, ReadySeconds: 20, Requests: 4000, SteadySeconds: 10, DeleteSkipped: true},
+		{Releases: 100, ControllerQPS: 1000, ReadySeconds: 10, Requests: 2000, SteadySeconds: 10, DeleteSeconds: 12, DeleteRequests: 2100},
+	}}
+	md := r.markdown()
+	for _, want := range []string{"| 0 / 0 (0) | not measured |\n", "| 0 / 0 (0) | 12.0 s (2100) |\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	cfg, err := parseControllerFlags([]string{"--delete=false"})
+	if err != nil || cfg.delete {
+		t.Errorf("--delete=false: delete %v, %v", cfg.delete, err)
+	}
+	if cfg, err := parseControllerFlags(nil); err != nil || !cfg.delete {
+		t.Errorf("by default: delete %v, %v", cfg.delete, err)
+	}
+}
+
 func TestDurationText(t *testing.T) {
 	for s, want := range map[float64]string{0.42: "0.4 s", 89.96: "90.0 s", 279: "4 m 39 s", 120: "2 m 00 s"} {
 		if got := durationText(s); got != want {

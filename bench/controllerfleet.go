@@ -52,7 +52,9 @@ type fleetRun struct {
 	// controllers' requests meanwhile, in both clusters.
 	DeleteSeconds  float64 `json:"delete_seconds"`
 	DeleteRequests int     `json:"delete_requests"`
-	Error          string  `json:"error,omitempty"`
+	// DeleteSkipped says the deletion was not measured (--delete=false).
+	DeleteSkipped bool   `json:"delete_skipped,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // fleetController is one controller process of a fleet run.

@@ -21,6 +21,9 @@ type fleetRepo struct {
 type fleetSetup struct {
 	mgmt, workload *fleetCluster
 	repo           fleetRepo
+	// mgmtAudit and workloadAudit read the clusters' audit logs, each count from where the last
+	// one stopped.
+	mgmtAudit, workloadAudit *auditLog
 }
 
 // prepareFleet installs the Release CRD into the management cluster and serves the chart
@@ -44,6 +47,10 @@ func prepareFleet(ctx context.Context, cfg controllerConfig, mgmt *fleetCluster,
 // until they are gone and stops the controllers.
 func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fleetSetup, ctls []*controllerProcess, opts releaseOptions) error {
 	n := run.Releases
+	s.mgmtAudit = &auditLog{path: s.mgmt.audit}
+	if s.workload != nil {
+		s.workloadAudit = &auditLog{path: s.workload.audit}
+	}
 	rw, err := watchReleases(ctx, s.mgmt.dyn)
 	if err != nil {
 		return err
@@ -86,6 +93,14 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs); %d requests to the management cluster, %d to the workload cluster; the cluster %.1f s CPU; load average %.1f\n",
 		n, run.ReadySeconds, run.CreateSeconds, run.Requests, run.RemoteRequests, run.ClusterCPUSecondsReady, run.LoadAverage)
 
+	if !cfg.delete {
+		run.DeleteSkipped = true
+		for i, c := range ctls {
+			run.Controllers[i].PeakRSSBytes = c.stop().PeakRSS
+		}
+		fmt.Printf("  deletion not measured (--delete=false); peak RSS over the run: %s\n", peaksText(run.Controllers, false))
+		return nil
+	}
 	fmt.Printf("deleting %d Releases\n", n)
 	delStart := time.Now()
 	if err := deleteReleases(ctx, s.mgmt.dyn, tenantPrefix, n); err != nil {
@@ -123,10 +138,10 @@ func (s fleetSetup) clusterCPUSeconds() (float64, error) {
 // controllerRequests counts the controllers' requests from start to end in the management
 // cluster and in the workload cluster (0 without one), from their audit logs.
 func (s fleetSetup) controllerRequests(start, end time.Time) (mgmt, workload int, err error) {
-	if mgmt, _, err = (&auditLog{path: s.mgmt.audit}).requests(start, end, userAgentOf("controller")); err != nil || s.workload == nil {
+	if mgmt, _, err = s.mgmtAudit.requests(start, end, userAgentOf("controller")); err != nil || s.workloadAudit == nil {
 		return mgmt, 0, err
 	}
-	workload, _, err = (&auditLog{path: s.workload.audit}).requests(start, end, userAgentOf("controller"))
+	workload, _, err = s.workloadAudit.requests(start, end, userAgentOf("controller"))
 	return mgmt, workload, err
 }
 
