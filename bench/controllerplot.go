@@ -112,15 +112,15 @@ func runPlot(args []string) error {
 }
 
 // plotGroups sorts the runs into kinds: the single controller's first, then the fleet's, each
-// in the order of its first run. A kind's name says the rate limit when the results hold more
-// than one, and the hung Releases and interval when a run had them.
+// in the order of its first run. A kind's name says the rate limit and the interval when the
+// results hold more than one, and the hung Releases when its runs had them.
 func plotGroups(r controllerResults) []*plotGroup {
-	rates := map[int]bool{}
+	rates, intervals := map[int]bool{}, map[string]bool{}
 	for _, run := range r.Runs {
-		rates[run.ControllerQPS] = true
+		rates[run.ControllerQPS], intervals[run.Interval] = true, true
 	}
 	for _, run := range r.Fleet {
-		rates[run.ControllerQPS] = true
+		rates[run.ControllerQPS], intervals[run.Interval] = true, true
 	}
 	suffix := func(qps, hung int, interval string) string {
 		s := ""
@@ -130,7 +130,7 @@ func plotGroups(r controllerResults) []*plotGroup {
 		if hung > 0 {
 			s += fmt.Sprintf(", %d hung", hung)
 		}
-		if interval != "" {
+		if len(intervals) > 1 && interval != "" {
 			s += ", interval " + interval
 		}
 		return s
@@ -409,24 +409,29 @@ func controllerSVG(r controllerResults) []byte {
 }
 
 // plotSubtitle says what every run shared: the machine, the controllers' concurrency, the
-// cluster's rate limit.
+// cluster's rate limit, the Releases' interval.
 func plotSubtitle(r controllerResults) string {
 	parts := []string{fmt.Sprintf("%d CPUs", r.Machine.CPUs)}
 	var conc, qps []int
+	var intervals []string
 	for _, run := range r.Runs {
-		conc, qps = append(conc, run.Concurrency), append(qps, run.ControllerQPS)
+		conc, qps, intervals = append(conc, run.Concurrency), append(qps, run.ControllerQPS), append(intervals, run.Interval)
 	}
 	for _, run := range r.Fleet {
-		conc, qps = append(conc, run.Concurrency), append(qps, run.ControllerQPS)
+		conc, qps, intervals = append(conc, run.Concurrency), append(qps, run.ControllerQPS), append(intervals, run.Interval)
 	}
 	slices.Sort(conc)
 	slices.Sort(qps)
-	conc, qps = slices.Compact(conc), slices.Compact(qps)
+	slices.Sort(intervals)
+	conc, qps, intervals = slices.Compact(conc), slices.Compact(qps), slices.Compact(intervals)
 	if len(conc) == 1 {
 		parts = append(parts, fmt.Sprintf("--concurrency %d", conc[0]))
 	}
 	if len(qps) == 1 {
 		parts = append(parts, fmt.Sprintf("cluster's rate limit %d/s", qps[0]))
+	}
+	if len(intervals) == 1 && intervals[0] != "" {
+		parts = append(parts, "every Release at interval "+intervals[0])
 	}
 	parts = append(parts, "every Release created at once; x: Releases (log scale); hover a point for its figure")
 	return strings.Join(parts, "; ")

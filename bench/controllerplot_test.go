@@ -222,6 +222,27 @@ func TestControllerSVGEscapesText(t *testing.T) {
 	}
 }
 
+func TestControllerSVGNamesWhatDiffers(t *testing.T) {
+	r := plotInput()
+	for i := range r.Runs {
+		r.Runs[i].Interval = "1m"
+	}
+	for i := range r.Fleet {
+		r.Fleet[i].Interval = "1m"
+	}
+	svg := string(controllerSVG(r))
+	if !strings.Contains(svg, "every Release at interval 1m") || strings.Contains(svg, "one controller, interval") {
+		t.Errorf("an interval every run shares is not said once, in the subtitle:\n%s", svg)
+	}
+	r.Runs[0].Interval, r.Runs[0].ControllerQPS = "", 20
+	svg = string(controllerSVG(r))
+	for _, want := range []string{">one controller at 20/s<", ">one controller at 1000/s, interval 1m<", ">4 shards at 1000/s, interval 1m: largest shard<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the legend lacks %q:\n%s", want, svg)
+		}
+	}
+}
+
 func TestControllerSVGWithoutPoints(t *testing.T) {
 	r := controllerResults{Runs: []controllerRun{{Releases: 100, Error: "devcluster not ready after 5 minutes"}}}
 	els := parseSVG(t, controllerSVG(r))
