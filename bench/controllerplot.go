@@ -385,24 +385,29 @@ func controllerSVG(r controllerResults) []byte {
 	if failed != "" {
 		footer = 24
 	}
-	height := plotHeaderTop + rows*panelHeight + footer
+	header := plotHeaderTop
+	if r.Label != "" {
+		header += 18
+	}
+	height := header + rows*panelHeight + footer
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotWidth, height, plotWidth, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", plotWidth, height)
-	title := "berth controller: growth with the number of Releases"
+	fmt.Fprintf(&b, `<text x="12" y="22" font-size="16" font-weight="bold">berth controller: growth with the number of Releases</text>`+"\n")
+	sub := 42
 	if r.Label != "" {
-		title += " — " + r.Label
+		fmt.Fprintf(&b, `<text x="12" y="%d" font-weight="bold">%s</text>`+"\n", sub, esc(shortened(r.Label, 110)))
+		sub += 18
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="16" font-weight="bold">%s</text>`+"\n", 12, esc(title))
-	fmt.Fprintf(&b, `<text x="%d" y="42" fill="#444444">%s</text>`+"\n", 12, esc(plotSubtitle(r)))
+	fmt.Fprintf(&b, `<text x="12" y="%d" fill="#444444">%s</text>`+"\n", sub, esc(plotSubtitle(r)))
 	for i, p := range panels {
 		x0 := float64((i % plotColumns) * panelWidth)
-		y0 := float64(plotHeaderTop + (i/plotColumns)*panelHeight)
+		y0 := float64(header + (i/plotColumns)*panelHeight)
 		drawPanel(&b, p, xs, x0, y0)
 	}
 	if failed != "" {
-		fmt.Fprintf(&b, `<text x="12" y="%d" fill="#a61e1e">%s</text>`+"\n", height-8, esc(failed))
+		fmt.Fprintf(&b, `<text x="12" y="%d" fill="#a61e1e">%s</text>`+"\n", height-8, esc(shortened(failed, 140)))
 	}
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
@@ -433,8 +438,17 @@ func plotSubtitle(r controllerResults) string {
 	if len(intervals) == 1 && intervals[0] != "" {
 		parts = append(parts, "every Release at interval "+intervals[0])
 	}
-	parts = append(parts, "every Release created at once; x: Releases (log scale); hover a point for its figure")
+	parts = append(parts, "every Release created at once; hover a point for its figure")
 	return strings.Join(parts, "; ")
+}
+
+// shortened is s cut to at most n characters, "…" ending one that was cut.
+func shortened(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // failedRunsText names the runs that never reached Ready, which have no point; empty when none.

@@ -217,8 +217,13 @@ func TestControllerSVGEscapesText(t *testing.T) {
 			t.Fatal("the label became an element")
 		}
 	}
-	if !strings.Contains(els[2].Text, r.Label) {
-		t.Errorf("title %q does not hold the label", els[2].Text)
+	if els[3].Text != r.Label {
+		t.Errorf("the line under the title is %q, want the label", els[3].Text)
+	}
+	r.Label = strings.Repeat("é", 200)
+	els = parseSVG(t, controllerSVG(r))
+	if want := strings.Repeat("é", 109) + "…"; els[3].Text != want {
+		t.Errorf("a long label is drawn as %q, want %q", els[3].Text, want)
 	}
 }
 
