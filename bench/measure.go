@@ -210,9 +210,12 @@ func (a *auditLog) countEach(qs ...*auditQuery) error {
 	for {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: read the rest of it.
-			rest, err2 := r.ReadBytes('\n')
-			line, err = append(append([]byte(nil), line...), rest...), err2
+			// A line longer than the buffer: its start, copied before the buffer is read
+			// again, and the rest of it.
+			start := append([]byte(nil), line...)
+			var rest []byte
+			rest, err = r.ReadBytes('\n')
+			line = append(start, rest...)
 		}
 		if err == io.EOF {
 			break // a partial line is read again next time
