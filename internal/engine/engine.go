@@ -337,8 +337,10 @@ type execution struct {
 	// changers counts the steps run that may change objects besides the engine: hooks, adoptions
 	// and removals of hooks (guarded by mu).
 	changers int
-	// ready are the objects that their own apply returned ready, with their readiness, and that
-	// no step may have changed since (guarded by mu): a wait-ready step does not wait for them.
+	// ready are the objects that their own apply returned ready (or, for those left unchanged,
+	// whose live object before the operation is ready: their apply would return it), with their
+	// readiness, and that no step may have changed since (guarded by mu): a wait-ready step does
+	// not wait for them.
 	ready map[resource.Identity]readiness.Result
 	// entries are what the running apply and delete steps did to their objects, by step ID
 	// (guarded by mu); finish adds them to the change set.
@@ -487,6 +489,8 @@ func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Ident
 	}
 	if x.unchanged(id) {
 		x.record(step.ID, id, Unchanged, 0)
+		// Its apply would answer the live object as it is: that is what is judged.
+		x.applied(id, x.opts.Before[id], x.changersNow())
 		return nil
 	}
 	// What the apply does is decided before it is sent: it creates the object when there was
@@ -498,9 +502,7 @@ func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Ident
 	if x.opts.Before[id] != nil && earlier.Change != Deleted && earlier.Change != Gone {
 		change = Configured
 	}
-	x.mu.Lock()
-	changers := x.changers
-	x.mu.Unlock()
+	changers := x.changersNow()
 	start := time.Now()
 	answer, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{})
 	if err != nil {
@@ -509,6 +511,13 @@ func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Ident
 	x.record(step.ID, id, change, time.Since(start))
 	x.applied(id, answer, changers)
 	return nil
+}
+
+// changersNow is how many steps that may change objects besides the engine have started.
+func (x *execution) changersNow() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.changers
 }
 
 // applied notes the object of id ready when its apply's answer says so and no step that may

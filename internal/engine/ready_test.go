@@ -146,3 +146,28 @@ func byIdentity(objs ...*unstructured.Unstructured) map[resource.Identity]*unstr
 	}
 	return out
 }
+
+// TestWaitReadySkipsUnchangedObjectsReadyBefore: an object left unchanged (no apply sent) is
+// judged by its live object before the operation, which its apply would have answered: a ready
+// ConfigMap is not waited for, a Deployment whose live object is not ready is.
+func TestWaitReadySkipsUnchangedObjectsReadyBefore(t *testing.T) {
+	a, web := cm("a", ""), deployment("web")
+	id := resource.IdentityOf
+	p := &plan.Plan{Steps: []plan.Step{
+		{ID: "apply", Action: plan.Apply, Objects: []resource.Identity{id(a), id(web)}},
+		{ID: "wait-ready", Action: plan.WaitReady, Objects: []resource.Identity{id(a), id(web)}},
+	}}
+	f := &fakeCluster{}
+	opts := DefaultOptions()
+	opts.Objects = byIdentity(a, web)
+	liveWeb := deployment("web")
+	liveWeb.SetResourceVersion("7")
+	opts.Before = map[resource.Identity]*unstructured.Unstructured{id(a): cm("a", "7"), id(web): liveWeb}
+	opts.Unchanged = map[resource.Identity]bool{id(a): true, id(web): true}
+	if _, err := Execute(context.Background(), f, p, opts); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"wait-ready Deployment.apps/ns/web"}; !slices.Equal(f.calls, want) {
+		t.Errorf("calls %v, want %v", f.calls, want)
+	}
+}
