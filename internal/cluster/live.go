@@ -19,9 +19,9 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// listThreshold is how many objects of one resource in one namespace make Live list them rather
-// than read them one by one.
-const listThreshold = 8
+// ListThreshold is how many objects of one resource in one namespace make Live and LiveObjects
+// list them rather than read them one by one.
+const ListThreshold = 8
 
 // liveConcurrency bounds Live's reads at once.
 const liveConcurrency = 16
@@ -116,7 +116,7 @@ func (c *Client) live(ctx context.Context, targets []liveTarget, whole bool) (ma
 	var reads []func(context.Context) error
 	for _, key := range order {
 		g := groups[key]
-		if (whole || c.metadata != nil) && g.namespace != "" && len(g.ids) >= listThreshold {
+		if (whole || c.metadata != nil) && g.namespace != "" && len(g.ids) >= ListThreshold {
 			reads = append(reads, func(ctx context.Context) error {
 				byName, err := c.list(ctx, g.mapping, g.namespace, whole)
 				if err != nil {

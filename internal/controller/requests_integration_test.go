@@ -16,9 +16,10 @@ import (
 
 // Most API requests the controller may make in a Release's namespace to install the smallest
 // Release (one ConfigMap), and to reconcile it again when there is nothing to do. Each object
-// of a chart costs 4 more (a dry run, an apply, a read and a watch).
+// of a chart costs 2 more (a dry run, an apply), and a watch when its apply does not answer it
+// ready.
 const (
-	maxInstallRequests = 19
+	maxInstallRequests = 15
 	maxNoOpRequests    = 1
 )
 

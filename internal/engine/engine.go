@@ -334,6 +334,14 @@ type execution struct {
 	beside []*besideStep
 	// stale says a step ran that may have changed objects since they were read (guarded by mu).
 	stale bool
+	// changers counts the steps run that may change objects besides the engine: hooks, adoptions
+	// and removals of hooks (guarded by mu).
+	changers int
+	// ready are the objects that their own apply returned ready (or, for those left unchanged,
+	// whose live object before the operation is ready: their apply would return it), with their
+	// readiness, and that no step may have changed since (guarded by mu): a wait-ready step does
+	// not wait for them.
+	ready map[resource.Identity]readiness.Result
 	// entries are what the running apply and delete steps did to their objects, by step ID
 	// (guarded by mu); finish adds them to the change set.
 	entries map[string]*stepEntries
@@ -370,7 +378,11 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 		x.track(step)
 		return x.each(ctx, step, x.delete)
 	case plan.WaitReady:
-		err := x.c.WaitReady(ctx, step.Objects, x.opts.Readiness, x.progress(step.ID))
+		waited := x.unready(step)
+		if len(waited) == 0 {
+			return nil
+		}
+		err := x.c.WaitReady(ctx, waited, x.opts.Readiness, x.progress(step.ID))
 		if err == nil && resource.OnlyCRDs(step.Objects) {
 			x.c.ResetMapper()
 		}
@@ -382,6 +394,8 @@ func (x *execution) run(ctx context.Context, step plan.Step) error {
 		if step.Action == plan.RunHooks || step.Action == plan.Adopt || step.Action == plan.RemoveHooks {
 			x.mu.Lock()
 			x.stale = true
+			x.changers++
+			x.ready = nil
 			x.mu.Unlock()
 		}
 		return x.opts.Steps.RunStep(ctx, step)
@@ -475,6 +489,8 @@ func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Ident
 	}
 	if x.unchanged(id) {
 		x.record(step.ID, id, Unchanged, 0)
+		// Its apply would answer the live object as it is: that is what is judged.
+		x.applied(id, x.opts.Before[id], x.changersNow())
 		return nil
 	}
 	// What the apply does is decided before it is sent: it creates the object when there was
@@ -486,12 +502,66 @@ func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Ident
 	if x.opts.Before[id] != nil && earlier.Change != Deleted && earlier.Change != Gone {
 		change = Configured
 	}
+	changers := x.changersNow()
 	start := time.Now()
-	if _, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{}); err != nil {
+	answer, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{})
+	if err != nil {
 		return err
 	}
 	x.record(step.ID, id, change, time.Since(start))
+	x.applied(id, answer, changers)
 	return nil
+}
+
+// changersNow is how many steps that may change objects besides the engine have started.
+func (x *execution) changersNow() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.changers
+}
+
+// applied notes the object of id ready when its apply's answer says so and no step that may
+// change objects besides the engine started since the apply was sent (changers is how many had
+// then). A CustomResourceDefinition is always waited for: its kinds must also be served.
+func (x *execution) applied(id resource.Identity, answer *unstructured.Unstructured, changers int) {
+	if answer == nil || id.IsCRD() {
+		return
+	}
+	r := readiness.Compute(answer, x.opts.Readiness)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r.State != readiness.Ready || x.changers != changers {
+		delete(x.ready, id)
+		return
+	}
+	if x.ready == nil {
+		x.ready = map[resource.Identity]readiness.Result{}
+	}
+	x.ready[id] = r
+}
+
+// unready returns the objects of the wait-ready step that must be waited for: all but those their
+// own apply returned ready (execution.ready), which are said to be ready at once.
+func (x *execution) unready(step plan.Step) []resource.Identity {
+	x.mu.Lock()
+	waited := make([]resource.Identity, 0, len(step.Objects))
+	var ready []resource.Identity
+	var results []readiness.Result
+	for _, id := range step.Objects {
+		r, ok := x.ready[id]
+		if !ok {
+			waited = append(waited, id)
+			continue
+		}
+		ready = append(ready, id)
+		results = append(results, r)
+	}
+	x.mu.Unlock()
+	progress := x.progress(step.ID)
+	for i, id := range ready {
+		progress(id, results[i])
+	}
+	return waited
 }
 
 // unchanged reports whether the object of id is among those whose apply would change nothing
@@ -515,6 +585,9 @@ func (x *execution) record(stepID string, id resource.Identity, change Change, t
 }
 
 func (x *execution) delete(ctx context.Context, step plan.Step, id resource.Identity) error {
+	x.mu.Lock()
+	delete(x.ready, id)
+	x.mu.Unlock()
 	start := time.Now()
 	r, err := x.c.Delete(ctx, id, step.UID(id), x.opts.Delete)
 	took := time.Since(start)

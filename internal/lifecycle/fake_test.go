@@ -87,6 +87,10 @@ func (c *fakeCluster) Apply(_ context.Context, obj *unstructured.Unstructured, o
 	}
 	out.SetResourceVersion(strconv.Itoa(c.uid))
 	if opts.DryRun {
+		if old == nil {
+			// As the API server's: nothing was stored, so the answer has no resourceVersion.
+			out.SetResourceVersion("")
+		}
 		return out, nil
 	}
 	c.uid++

@@ -79,6 +79,9 @@ type surveyOptions struct {
 	replaceCRDs bool
 	// forceReplace replaces the objects whose changes the API server refuses as immutable.
 	forceReplace bool
+	// readAll reads every object before the dry runs: those of a revision recorded already (an
+	// interrupted operation being finished) are likely there.
+	readAll bool
 }
 
 // settleImmutable decides what becomes of the objects whose changes the dry run refused as

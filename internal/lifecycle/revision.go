@@ -119,8 +119,8 @@ func (d *operation) planRevision(ctx context.Context, rev revision, pol policy) 
 		}
 		recorded = union(recorded, objs)
 	}
-	s := surveyCluster(ctx, d.Cluster, p, union(p.objects, recorded),
-		surveyOptions{replaceCRDs: pol.crds.of(pol.op) == CRDsCreateReplace, forceReplace: pol.forceReplace})
+	s := surveyCluster(ctx, d.Cluster, p, recorded,
+		surveyOptions{replaceCRDs: pol.crds.of(pol.op) == CRDsCreateReplace, forceReplace: pol.forceReplace, readAll: rev.recorded})
 	if s.liveErr != nil {
 		return nil, s.liveErr
 	}

@@ -114,16 +114,22 @@ type survey struct {
 	replaced []resource.Identity
 }
 
-// surveyCluster reads the live objects of objs, whole, and then validates the prepared objects
-// that berth's apply would change (the others need no dry run: nothing is sent for them). The
-// CRDs it updates (o.replaceCRDs) are among the live objects; the objects whose immutable fields
-// change are replaced with o.forceReplace, and refused otherwise (settleImmutable).
-func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstructured.Unstructured, o surveyOptions) survey {
+// surveyCluster reads the live objects, whole, and validates the prepared objects that berth's
+// apply would change (the others need no dry run: nothing is sent for them). It reads the objects
+// of recorded (the revisions the operation replaces) and the prepared objects among them before
+// the dry runs; the prepared objects new to the release are dry-run first, and read only when
+// their dry run does not show them missing (splitReads): before ends up with every object of
+// either that exists, as if all were read first. The CRDs it updates (o.replaceCRDs) are among
+// the live objects; the objects whose immutable fields change are replaced with o.forceReplace,
+// and refused otherwise (settleImmutable).
+func surveyCluster(ctx context.Context, c Cluster, p *prepared, recorded []*unstructured.Unstructured, o surveyOptions) survey {
 	var s survey
+	first, later := p.splitReads(recorded, o.readAll)
 	var liveCRDs map[resource.Identity]*unstructured.Unstructured
+	var answered map[resource.Identity]*unstructured.Unstructured
 	var refused map[resource.Identity]*ImmutableFieldError
 	var wg sync.WaitGroup
-	wg.Go(func() { s.before, s.liveErr = c.LiveObjects(ctx, objs) })
+	wg.Go(func() { s.before, s.liveErr = c.LiveObjects(ctx, first) })
 	wg.Go(func() { s.crds, liveCRDs, s.crdErr = p.crdsToApply(ctx, c, o.replaceCRDs) })
 	wg.Wait()
 	if s.crdErr == nil {
@@ -133,16 +139,83 @@ func surveyCluster(ctx context.Context, c Cluster, p *prepared, objs []*unstruct
 			live = map[resource.Identity]*unstructured.Unstructured{}
 		}
 		maps.Copy(live, liveCRDs)
-		s.applied, refused, s.validationErr = preflight(ctx, c, p, s.crds, p.appliedAsIs(s.crds, live))
+		answered, refused, s.validationErr = preflight(ctx, c, p, s.crds, p.appliedAsIs(s.crds, live))
+		if s.validationErr == nil {
+			s.applied = answered
+		}
 	}
 	if s.liveErr == nil {
 		if s.before == nil {
 			s.before = map[resource.Identity]*unstructured.Unstructured{}
 		}
+		s.liveErr = s.readExisting(ctx, c, later, answered)
+	}
+	if s.liveErr == nil {
 		maps.Copy(s.before, liveCRDs)
 		s.settleImmutable(ctx, c, p, refused, o.forceReplace)
 	}
 	return s
+}
+
+// splitReads divides the objects the survey reads. first are read before the dry runs: the
+// objects of recorded (each at the API version of its prepared copy, when it has one), and the
+// prepared objects new to the release that cost no request of their own (of a kind not served
+// yet, whose objects Live leaves out; or listed with recorded objects of their resource and
+// namespace: cluster.ListThreshold), or all of them with readAll. later are the other new
+// objects: their dry run says whether they exist (readExisting).
+func (p *prepared) splitReads(recorded []*unstructured.Unstructured, readAll bool) (first, later []*unstructured.Unstructured) {
+	type group struct {
+		gk        schema.GroupKind
+		namespace string
+	}
+	groupOf := func(obj *unstructured.Unstructured) group {
+		return group{gk: obj.GroupVersionKind().GroupKind(), namespace: obj.GetNamespace()}
+	}
+	known := make(map[resource.Identity]bool, len(recorded))
+	counts := map[group][2]int{} // recorded, new
+	for _, obj := range recorded {
+		known[resource.IdentityOf(obj)] = true
+		n := counts[groupOf(obj)]
+		n[0]++
+		counts[groupOf(obj)] = n
+	}
+	for _, obj := range p.objects {
+		if !known[resource.IdentityOf(obj)] {
+			n := counts[groupOf(obj)]
+			n[1]++
+			counts[groupOf(obj)] = n
+		}
+	}
+	var ours []*unstructured.Unstructured
+	for _, obj := range p.objects {
+		g := groupOf(obj)
+		n := counts[g]
+		listed := g.namespace != "" && n[0] > 0 && n[0]+n[1] >= cluster.ListThreshold
+		if readAll || known[resource.IdentityOf(obj)] || p.pendingKinds[g.gk] || listed {
+			ours = append(ours, obj)
+			continue
+		}
+		later = append(later, obj)
+	}
+	return union(ours, recorded), later
+}
+
+// readExisting reads the objects of later that may exist: all but those whose dry run
+// (answered) created them, with no resourceVersion: nothing stored, the object is missing. Those
+// it finds join before.
+func (s *survey) readExisting(ctx context.Context, c Cluster, later []*unstructured.Unstructured, answered map[resource.Identity]*unstructured.Unstructured) error {
+	var read []*unstructured.Unstructured
+	for _, obj := range later {
+		if a := answered[resource.IdentityOf(obj)]; a == nil || a.GetResourceVersion() != "" {
+			read = append(read, obj)
+		}
+	}
+	if len(read) == 0 {
+		return nil
+	}
+	found, err := c.LiveObjects(ctx, read)
+	maps.Copy(s.before, found)
+	return err
 }
 
 // unchanged returns the objects the engine leaves alone (engine.Options.Unchanged): those that
@@ -236,8 +309,9 @@ func checkObjectOwnership(name, namespace string, desired []*unstructured.Unstru
 
 // preflight runs every object (and the CRDs to create) through the API server's validation and
 // admission with a server-side dry run, so that an operation that cannot succeed fails before its
-// first change. It returns the objects as the dry run returned them and, apart from the other
-// refusals (the error), the objects whose changes the API server refuses as immutable.
+// first change. It returns the objects as the dry run returned them (those it answered, also
+// when others failed) and, apart from the other refusals (the error), the objects whose changes
+// the API server refuses as immutable.
 func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured.Unstructured,
 	asIs map[resource.Identity]*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured,
 	map[resource.Identity]*ImmutableFieldError, error) {
@@ -265,7 +339,7 @@ func preflight(ctx context.Context, c Cluster, p *prepared, crds []*unstructured
 		return err
 	})
 	if err != nil {
-		return nil, refused, &ValidationError{Err: err}
+		return applied, refused, &ValidationError{Err: err}
 	}
 	return applied, refused, nil
 }
