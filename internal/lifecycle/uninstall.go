@@ -150,6 +150,11 @@ func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last 
 	if err != nil {
 		return nil, err
 	}
+	for _, obj := range before {
+		// Most of what an object's metadata holds; an uninstall, which only deletes, never
+		// reads them.
+		obj.SetManagedFields(nil)
+	}
 	pl, err := d.planUninstall(last, recorded, before, o)
 	if err != nil {
 		return nil, err
