@@ -62,6 +62,9 @@ type controllerConfig struct {
 	shards, remote int
 	// name is the results' file name without extension; label a line that heads them.
 	name, label string
+	// delete, when set, measures the deletion of every Release after the steady state; a run
+	// without it stops once the steady state is counted.
+	delete bool
 	// reportOnly leaves the exit code 0 when a goal is missed.
 	reportOnly bool
 }
@@ -112,7 +115,9 @@ type controllerRun struct {
 	SteadyByVerb         map[string]int `json:"steady_by_verb"`
 	DeleteSeconds        float64        `json:"delete_seconds"`
 	DeleteRequests       int            `json:"delete_requests"`
-	Error                string         `json:"error,omitempty"`
+	// DeleteSkipped says the deletion was not measured (--delete=false).
+	DeleteSkipped bool   `json:"delete_skipped,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // controllerResults is what controller.json holds.
@@ -147,11 +152,19 @@ func runControllerBench(args []string) error {
 			return err
 		}
 	}
-	if cfg.work == "" {
+	// A work directory of its own is removed, each run's part once the run is done: at thousands
+	// of Releases a run's cluster and audit log take gigabytes.
+	ownWork := cfg.work == ""
+	if ownWork {
 		if cfg.work, err = os.MkdirTemp("", "berth-bench-controller-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(cfg.work)
+	}
+	done := func(dir string) {
+		if ownWork {
+			os.RemoveAll(dir)
+		}
 	}
 	// A copy, as for the other cases: a freshly linked binary looks bigger in memory.
 	if cfg.berth, err = copyBinary(cfg.berth, filepath.Join(cfg.work, "bin")); err != nil {
@@ -173,7 +186,9 @@ func runControllerBench(args []string) error {
 	res.Machine.Helm = ""
 	for _, qps := range cfg.controllerQPS {
 		for _, n := range cfg.releases {
-			run, err := runController(ctx, cfg, n, qps, filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d", n, qps)))
+			dir := filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d", n, qps))
+			run, err := runController(ctx, cfg, n, qps, dir)
+			done(dir)
 			if err != nil {
 				run.Error = err.Error()
 				fmt.Printf("FAILED: %v\n", err)
@@ -183,13 +198,19 @@ func runControllerBench(args []string) error {
 				return errInterrupted
 			}
 			if cfg.shards > 0 {
-				if err := res.addFleet(runShards(ctx, cfg, n, qps, filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d-shards-%d", n, qps, cfg.shards)))); err != nil {
+				dir := filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d-shards-%d", n, qps, cfg.shards))
+				run, err := runShards(ctx, cfg, n, qps, dir)
+				done(dir)
+				if err := res.addFleet(run, err); err != nil {
 					return err
 				}
 			}
 		}
 		if cfg.remote > 0 {
-			if err := res.addFleet(runRemote(ctx, cfg, cfg.remote, qps, filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d-remote", cfg.remote, qps)))); err != nil {
+			dir := filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d-remote", cfg.remote, qps))
+			run, err := runRemote(ctx, cfg, cfg.remote, qps, dir)
+			done(dir)
+			if err := res.addFleet(run, err); err != nil {
 				return err
 			}
 		}
@@ -226,6 +247,7 @@ func parseControllerFlags(args []string) (controllerConfig, error) {
 	fs.IntVar(&cfg.remote, "remote", 0, "also run this many Releases released by one controller into a second devcluster through a kubeconfig Secret each (default: none)")
 	fs.StringVar(&cfg.name, "name", "controller", "the results' file name in --out, without .json and .md")
 	fs.StringVar(&cfg.label, "label", "", "a line that heads the results, saying what the run is for")
+	fs.BoolVar(&cfg.delete, "delete", true, "measure the deletion of every Release after the steady state (false: stop there; the results say the deletion was not measured)")
 	fs.BoolVar(&cfg.reportOnly, "report-only", false, reportOnlyUsage)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -394,36 +416,43 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 	}
 	run.SteadyIndexDownloads, run.SteadyChartDownloads, run.SteadyRevalidations = steadyRepo[indexDownload], steadyRepo[chartDownload], steadyRepo[revalidation]
 	sleep(ctx, auditSettle)
-	if run.Requests, run.RequestsByVerb, err = audit.requests(start, readyAt, ctlRequests); err != nil {
-		return run, err
-	}
-	// The same requests again, by resource: a fresh read of the log.
-	if _, run.RequestsByResource, err = (&auditLog{path: cluster.audit}).count(start, readyAt, ctlRequests, byVerbAndResource); err != nil {
-		return run, err
-	}
-	run.ClusterRequests = map[string]int{}
+	// Every count until the steady state's end in one pass over the audit log, which at
+	// thousands of Releases holds millions of lines.
+	untilReady := &auditQuery{start: start, end: readyAt, matches: ctlRequests, key: byVerb}
+	byResource := &auditQuery{start: start, end: readyAt, matches: ctlRequests, key: byVerbAndResource}
+	steady := &auditQuery{start: readyAt, end: steadyEnd, matches: ctlRequests, key: byVerbAndResource}
+	// The steady state again, by namespace: how many of the writes were the hung Releases'.
+	steadyByGroup := &auditQuery{start: readyAt, end: steadyEnd, matches: ctlRequests, key: byVerbAndGroup}
+	queries := []*auditQuery{untilReady, byResource, steady, steadyByGroup}
+	rollouts := map[string]*auditQuery{}
 	for _, name := range rolloutControllers {
-		if run.ClusterRequests[name], _, err = (&auditLog{path: cluster.audit}).requests(start, readyAt, clusterController(name)); err != nil {
-			return run, err
-		}
+		rollouts[name] = &auditQuery{start: start, end: readyAt, matches: clusterController(name), key: byVerb}
+		queries = append(queries, rollouts[name])
+	}
+	if err := audit.countEach(queries...); err != nil {
+		return run, err
+	}
+	run.Requests, run.RequestsByVerb, run.RequestsByResource = untilReady.Total, untilReady.Counts, byResource.Counts
+	run.ClusterRequests = map[string]int{}
+	for name, q := range rollouts {
+		run.ClusterRequests[name] = q.Total
 	}
 	run.SteadySeconds = cfg.steady.Seconds()
-	if run.SteadyRequests, run.SteadyByVerb, err = audit.count(readyAt, steadyEnd, ctlRequests, byVerbAndResource); err != nil {
-		return run, err
-	}
+	run.SteadyRequests, run.SteadyByVerb = steady.Total, steady.Counts
 	run.SteadyWrites = writes(run.SteadyByVerb)
-	// The same window again, by namespace: how many of the writes were the hung Releases'.
-	_, byGroup, err := (&auditLog{path: cluster.audit}).count(readyAt, steadyEnd, ctlRequests, byVerbAndGroup)
-	if err != nil {
-		return run, err
-	}
-	run.SteadyHungWrites = hungWrites(byGroup)
+	run.SteadyHungWrites = hungWrites(steadyByGroup.Counts)
 	fmt.Printf("  %d requests until Ready (%s); %d requests in the %s after, %d writes (%d of them for the hung Releases) %v\n",
 		run.Requests, verbsText(run.RequestsByVerb), run.SteadyRequests, cfg.steady, run.SteadyWrites, run.SteadyHungWrites, run.SteadyByVerb)
 	fmt.Printf("  chart repository in the steady state: %d index downloads, %d chart downloads, %d revalidations (304)\n",
 		run.SteadyIndexDownloads, run.SteadyChartDownloads, run.SteadyRevalidations)
 	if ctl.exited() {
 		return run, errors.New("the controller exited")
+	}
+	if !cfg.delete {
+		run.DeleteSkipped = true
+		run.PeakRSSBytes = ctl.stop().PeakRSS
+		fmt.Printf("  deletion not measured (--delete=false); controller peak RSS over the run %.0f MiB\n", float64(run.PeakRSSBytes)/(1<<20))
+		return run, nil
 	}
 
 	fmt.Printf("deleting %d Releases\n", n+cfg.hung)
@@ -588,12 +617,18 @@ func createTenants(ctx context.Context, client kubernetes.Interface, prefix stri
 	if err != nil {
 		return err
 	}
-	return poll(ctx, 10*time.Minute, func() (bool, error) {
-		sas, err := client.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=default"})
+	// Two lists of every namespace's object a round, from the API server's cache (resourceVersion
+	// 0), less often the more namespaces there are: at 10,000 they are megabytes each.
+	every := max(500*time.Millisecond, time.Duration(n)*500*time.Microsecond)
+	cached := func(field string) metav1.ListOptions {
+		return metav1.ListOptions{FieldSelector: field, ResourceVersion: "0"}
+	}
+	return pollEvery(ctx, 10*time.Minute, every, func() (bool, error) {
+		sas, err := client.CoreV1().ServiceAccounts("").List(ctx, cached("metadata.name=default"))
 		if err != nil {
 			return false, nil
 		}
-		cms, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kube-root-ca.crt"})
+		cms, err := client.CoreV1().ConfigMaps("").List(ctx, cached("metadata.name=kube-root-ca.crt"))
 		if err != nil {
 			return false, nil
 		}
@@ -704,6 +739,11 @@ feed:
 }
 
 func poll(ctx context.Context, limit time.Duration, done func() (bool, error)) error {
+	return pollEvery(ctx, limit, 500*time.Millisecond, done)
+}
+
+// pollEvery calls done every interval until it holds, fails, or limit has passed.
+func pollEvery(ctx context.Context, limit, every time.Duration, done func() (bool, error)) error {
 	deadline := time.Now().Add(limit)
 	for {
 		ok, err := done()
@@ -713,7 +753,7 @@ func poll(ctx context.Context, limit time.Duration, done func() (bool, error)) e
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not done after %s", limit)
 		}
-		sleep(ctx, 500*time.Millisecond)
+		sleep(ctx, every)
 		if ctx.Err() != nil {
 			return errInterrupted
 		}

@@ -151,6 +151,66 @@ func TestAuditLogCountsTheControllerByResource(t *testing.T) {
 	}
 }
 
+func TestAuditLogCountsEachQueryInOnePass(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	event := func(ua, verb string, s int, extra string) string {
+		return `{"userAgent":"` + ua + `","verb":"` + verb + `","objectRef":{"resource":"secrets"` + extra + `},"requestReceivedTimestamp":"` + base.Add(time.Duration(s)*time.Second).Format(time.RFC3339Nano) + `"}`
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	write := func(lines ...string) {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A line longer than the reader's buffer, and one the API server has not finished writing.
+	long := event("berth-controller/dev", "get", 2, `,"name":"`+strings.Repeat("x", 3<<20)+`"`)
+	write(event("berth-controller/dev", "get", 0, ""), event("berth-controller/dev", "list", 1, ""), long,
+		event("kube-controller-manager/v1.35.0/deployment-controller", "update", 3, ""), event("berth-controller/dev", "create", 11, ""))
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := event("berth-controller/dev", "delete", 12, "")
+	f.WriteString(partial[:20])
+	f.Close()
+
+	a := &auditLog{path: path}
+	ready := &auditQuery{start: base, end: base.Add(5 * time.Second), matches: userAgentOf("controller"), key: byVerb}
+	rollout := &auditQuery{start: base, end: base.Add(5 * time.Second), matches: clusterController("deployment-controller"), key: byVerb}
+	steady := &auditQuery{start: base.Add(5 * time.Second), end: base.Add(10 * time.Second), matches: userAgentOf("controller"), key: byVerb}
+	if err := a.countEach(ready, rollout, steady); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"get": 2, "list": 1}, ready.Counts); diff != "" || ready.Total != 3 {
+		t.Errorf("until Ready: %d (-want +got):\n%s", ready.Total, diff)
+	}
+	if rollout.Total != 1 || steady.Total != 0 || len(steady.Counts) != 0 {
+		t.Errorf("rollout %d, steady %d %v; want 1, 0", rollout.Total, steady.Total, steady.Counts)
+	}
+	if len(a.later) != 1 {
+		t.Errorf("kept %d events after the last window, want the one at 11 s", len(a.later))
+	}
+	// The rest of the partial line, then the next count: the event kept and the finished line.
+	f, err = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(partial[20:] + "\n")
+	f.Close()
+	n, byVerb, err := a.requests(base.Add(10*time.Second), base.Add(20*time.Second), userAgentOf("controller"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"create": 1, "delete": 1}, byVerb); diff != "" || n != 2 {
+		t.Errorf("deletion: %d (-want +got):\n%s", n, diff)
+	}
+}
+
 func TestControllerGoals(t *testing.T) {
 	runs := []controllerRun{
 		{Releases: 100, ControllerQPS: 20, ReadySeconds: 10, PeakRSSReadyBytes: 60 << 20, PeakRSSBytes: 70 << 20, SteadySeconds: 60},
@@ -205,6 +265,26 @@ func TestControllerMarkdown(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestControllerMarkdownWithoutDeletion(t *testing.T) {
+	r := controllerResults{Runs: []controllerRun{
+		{Releases: 200, ControllerQPS: 1000, ReadySeconds: 20, Requests: 4000, SteadySeconds: 10, DeleteSkipped: true},
+		{Releases: 100, ControllerQPS: 1000, ReadySeconds: 10, Requests: 2000, SteadySeconds: 10, DeleteSeconds: 12, DeleteRequests: 2100},
+	}}
+	md := r.markdown()
+	for _, want := range []string{"| 0 / 0 (0) | not measured |\n", "| 0 / 0 (0) | 12.0 s (2100) |\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	cfg, err := parseControllerFlags([]string{"--delete=false"})
+	if err != nil || cfg.delete {
+		t.Errorf("--delete=false: delete %v, %v", cfg.delete, err)
+	}
+	if cfg, err := parseControllerFlags(nil); err != nil || !cfg.delete {
+		t.Errorf("by default: delete %v, %v", cfg.delete, err)
 	}
 }
 

@@ -37,6 +37,10 @@ type fleetRun struct {
 	CreateSeconds float64 `json:"create_seconds"`
 	ReadySeconds  float64 `json:"ready_seconds"`
 	LoadAverage   float64 `json:"load_average"`
+	// ClusterCPUSecondsReady is the CPU time the cluster's components used from the first
+	// create until Ready, those of both clusters in a remote run (0 in results from before it
+	// was measured).
+	ClusterCPUSecondsReady float64 `json:"cluster_cpu_seconds_ready,omitempty"`
 	// Controllers are the controller processes, a shard each or the one of a remote run.
 	Controllers []fleetController `json:"controllers"`
 	// Requests is every controller's requests until Ready to the management cluster (the one
@@ -48,7 +52,9 @@ type fleetRun struct {
 	// controllers' requests meanwhile, in both clusters.
 	DeleteSeconds  float64 `json:"delete_seconds"`
 	DeleteRequests int     `json:"delete_requests"`
-	Error          string  `json:"error,omitempty"`
+	// DeleteSkipped says the deletion was not measured (--delete=false).
+	DeleteSkipped bool   `json:"delete_skipped,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // fleetController is one controller process of a fleet run.

@@ -99,17 +99,20 @@ func TestFleetMarkdown(t *testing.T) {
 				{Name: "shard1", Releases: 25, PeakRSSReadyBytes: 60 << 20, PeakRSSBytes: 61 << 20, CPUSecondsReady: 1},
 				{Name: "shard2", Releases: 25, PeakRSSReadyBytes: 62 << 20, CPUSecondsReady: 1.2},
 			},
-			Requests: 2000, ChartRequests: 100, DeleteSeconds: 8, DeleteRequests: 1650},
+			Requests: 2000, ChartRequests: 100, DeleteSeconds: 8, DeleteRequests: 1650, ClusterCPUSecondsReady: 20.25},
 		{Kind: fleetRemote, Releases: 20, ControllerQPS: 1000, CreateSeconds: 0.1, ReadySeconds: 6, LoadAverage: 2,
 			Requests: 200, RemoteRequests: 600, ChartRequests: 40, DeleteSeconds: 5, DeleteRequests: 700,
 			Controllers: []fleetController{{Name: "controller", Releases: 20, PeakRSSReadyBytes: 70 << 20, PeakRSSBytes: 72 << 20, CPUSecondsReady: 0.8}}},
 		{Kind: fleetShards, Releases: 3000, ControllerQPS: 20, Controllers: []fleetController{{Name: "shard1"}, {Name: "shard2"}}, Error: "Releases Ready: not after 30m0s\nmore"},
+		{Kind: fleetShards, Releases: 10000, ControllerQPS: 1000, ReadySeconds: 600, Requests: 200000, DeleteSkipped: true,
+			Controllers: []fleetController{{Name: "shard1", Releases: 5000, CPUSecondsReady: 100}, {Name: "shard2", Releases: 5000, CPUSecondsReady: 100}}},
 	}
 	md := fleetMarkdown(fleet, runs)
 	for _, want := range []string{
-		"| 2 shards | 50 | 1000 | 10.0 s | 12.5 s (80 MiB) | 0.2 s | shard1 (25): 60 / 61 MiB; shard2 (25): 62 / – MiB | 1.0 s, 1.2 s (2.5) | 2000 (40.0) | 100 | 8.0 s (1650) |",
-		"| into a workload cluster | 20 | 1000 | 6.0 s | – | 0.1 s | controller (20): 70 / 72 MiB | 0.8 s (2.0) | 200 + 600 (40.0) | 40 | 5.0 s (700) |",
+		"| 2 shards | 50 | 1000 | 10.0 s | 12.5 s (80 MiB) | 0.2 s | shard1 (25): 60 / 61 MiB; shard2 (25): 62 / – MiB | 1.0 s, 1.2 s / 20.2 s (2.5) | 2000 (40.0) | 100 | 8.0 s (1650) |",
+		"| into a workload cluster | 20 | 1000 | 6.0 s | – | 0.1 s | controller (20): 70 / 72 MiB | 0.8 s / – (2.0) | 200 + 600 (40.0) | 40 | 5.0 s (700) |",
 		"| 2 shards | 3000 | 20 | failed: Releases Ready: not after 30m0s | – |",
+		"| 200000 (20.0) | 0 | not measured |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("fleet markdown lacks %q:\n%s", want, md)

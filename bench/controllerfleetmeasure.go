@@ -21,6 +21,9 @@ type fleetRepo struct {
 type fleetSetup struct {
 	mgmt, workload *fleetCluster
 	repo           fleetRepo
+	// mgmtAudit and workloadAudit read the clusters' audit logs, each count from where the last
+	// one stopped.
+	mgmtAudit, workloadAudit *auditLog
 }
 
 // prepareFleet installs the Release CRD into the management cluster and serves the chart
@@ -44,6 +47,10 @@ func prepareFleet(ctx context.Context, cfg controllerConfig, mgmt *fleetCluster,
 // until they are gone and stops the controllers.
 func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fleetSetup, ctls []*controllerProcess, opts releaseOptions) error {
 	n := run.Releases
+	s.mgmtAudit = &auditLog{path: s.mgmt.audit}
+	if s.workload != nil {
+		s.workloadAudit = &auditLog{path: s.workload.audit}
+	}
 	rw, err := watchReleases(ctx, s.mgmt.dyn)
 	if err != nil {
 		return err
@@ -54,6 +61,10 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 
 	fmt.Printf("creating %d Releases (%s, %d controllers)\n", n, run.Kind, len(ctls))
 	s.repo.served.reset()
+	clusterCPU, err := s.clusterCPUSeconds()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := createReleases(ctx, s.mgmt.dyn, tenantPrefix, n, s.repo.url, opts); err != nil {
 		return err
@@ -65,6 +76,9 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 	}
 	run.ReadySeconds = readyAt.Sub(start).Seconds()
 	run.LoadAverage = loadAverage()
+	if cpu, err := s.clusterCPUSeconds(); err == nil {
+		run.ClusterCPUSecondsReady = cpu - clusterCPU
+	}
 	run.ChartRequests = s.repo.served.total()
 	for i, c := range ctls {
 		if run.Controllers[i].PeakRSSReadyBytes, run.Controllers[i].CPUSecondsReady, err = c.usage(); err != nil {
@@ -76,9 +90,17 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 	if run.Requests, run.RemoteRequests, err = s.controllerRequests(start, readyAt); err != nil {
 		return err
 	}
-	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs); %d requests to the management cluster, %d to the workload cluster; load average %.1f\n",
-		n, run.ReadySeconds, run.CreateSeconds, run.Requests, run.RemoteRequests, run.LoadAverage)
+	fmt.Printf("  %d Releases Ready after %.1fs (created in %.1fs); %d requests to the management cluster, %d to the workload cluster; the cluster %.1f s CPU; load average %.1f\n",
+		n, run.ReadySeconds, run.CreateSeconds, run.Requests, run.RemoteRequests, run.ClusterCPUSecondsReady, run.LoadAverage)
 
+	if !cfg.delete {
+		run.DeleteSkipped = true
+		for i, c := range ctls {
+			run.Controllers[i].PeakRSSBytes = c.stop().PeakRSS
+		}
+		fmt.Printf("  deletion not measured (--delete=false); peak RSS over the run: %s\n", peaksText(run.Controllers, false))
+		return nil
+	}
 	fmt.Printf("deleting %d Releases\n", n)
 	delStart := time.Now()
 	if err := deleteReleases(ctx, s.mgmt.dyn, tenantPrefix, n); err != nil {
@@ -103,13 +125,23 @@ func measureFleet(ctx context.Context, cfg controllerConfig, run *fleetRun, s fl
 	return nil
 }
 
+// clusterCPUSeconds is the CPU time the components of the run's clusters have used so far.
+func (s fleetSetup) clusterCPUSeconds() (float64, error) {
+	cpu, err := treeCPUSeconds(s.mgmt.cmd.Process.Pid)
+	if err != nil || s.workload == nil {
+		return cpu, err
+	}
+	w, err := treeCPUSeconds(s.workload.cmd.Process.Pid)
+	return cpu + w, err
+}
+
 // controllerRequests counts the controllers' requests from start to end in the management
 // cluster and in the workload cluster (0 without one), from their audit logs.
 func (s fleetSetup) controllerRequests(start, end time.Time) (mgmt, workload int, err error) {
-	if mgmt, _, err = (&auditLog{path: s.mgmt.audit}).requests(start, end, userAgentOf("controller")); err != nil || s.workload == nil {
+	if mgmt, _, err = s.mgmtAudit.requests(start, end, userAgentOf("controller")); err != nil || s.workloadAudit == nil {
 		return mgmt, 0, err
 	}
-	workload, _, err = (&auditLog{path: s.workload.audit}).requests(start, end, userAgentOf("controller"))
+	workload, _, err = s.workloadAudit.requests(start, end, userAgentOf("controller"))
 	return mgmt, workload, err
 }
 

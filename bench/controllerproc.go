@@ -294,10 +294,30 @@ func (c *controllerProcess) kill() {
 
 // releaseWatch follows every Release of the cluster: how many exist and how many are Ready.
 type releaseWatch struct {
-	cancel  context.CancelFunc
-	mu      sync.Mutex
-	ready   map[string]bool
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	ready  map[string]bool
+	// counts are ready's, kept as it changes: a change costs the same at any number of
+	// Releases.
+	counts  releaseCounts
 	changed chan struct{}
+}
+
+// put records whether the Release key ("namespace/name") is Ready.
+func (rw *releaseWatch) put(key string, ready bool) {
+	if old, ok := rw.ready[key]; ok {
+		rw.counts = rw.counts.without(key, old)
+	}
+	rw.ready[key] = ready
+	rw.counts = rw.counts.with(key, ready)
+}
+
+// remove forgets the Release key.
+func (rw *releaseWatch) remove(key string) {
+	if old, ok := rw.ready[key]; ok {
+		rw.counts = rw.counts.without(key, old)
+		delete(rw.ready, key)
+	}
 }
 
 func watchReleases(ctx context.Context, dyn dynamic.Interface) (*releaseWatch, error) {
@@ -307,7 +327,7 @@ func watchReleases(ctx context.Context, dyn dynamic.Interface) (*releaseWatch, e
 	set := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			rw.mu.Lock()
-			rw.ready[u.GetNamespace()+"/"+u.GetName()] = releaseReady(u)
+			rw.put(u.GetNamespace()+"/"+u.GetName(), releaseReady(u))
 			rw.mu.Unlock()
 			rw.notify()
 		}
@@ -321,7 +341,7 @@ func watchReleases(ctx context.Context, dyn dynamic.Interface) (*releaseWatch, e
 			}
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				rw.mu.Lock()
-				delete(rw.ready, u.GetNamespace()+"/"+u.GetName())
+				rw.remove(u.GetNamespace() + "/" + u.GetName())
 				rw.mu.Unlock()
 				rw.notify()
 			}
@@ -356,14 +376,29 @@ type releaseCounts struct {
 
 // countReleases counts ready, Ready by "namespace/name".
 func countReleases(ready map[string]bool) releaseCounts {
-	c := releaseCounts{All: len(ready)}
+	var c releaseCounts
 	for key, r := range ready {
-		if !strings.HasPrefix(key, tenantPrefix+"-") {
-			continue
-		}
-		c.Measured++
-		if r {
-			c.Ready++
+		c = c.with(key, r)
+	}
+	return c
+}
+
+// with counts one more Release, key ("namespace/name"), Ready or not.
+func (c releaseCounts) with(key string, ready bool) releaseCounts {
+	return c.plus(key, ready, 1)
+}
+
+// without counts one Release fewer, key, as it was counted.
+func (c releaseCounts) without(key string, ready bool) releaseCounts {
+	return c.plus(key, ready, -1)
+}
+
+func (c releaseCounts) plus(key string, ready bool, d int) releaseCounts {
+	c.All += d
+	if strings.HasPrefix(key, tenantPrefix+"-") {
+		c.Measured += d
+		if ready {
+			c.Ready += d
 		}
 	}
 	return c
@@ -377,7 +412,7 @@ func (rw *releaseWatch) until(ctx context.Context, limit time.Duration, done fun
 	for {
 		now := time.Now()
 		rw.mu.Lock()
-		c := countReleases(rw.ready)
+		c := rw.counts
 		rw.mu.Unlock()
 		if done(c) {
 			return now, nil

@@ -133,6 +133,31 @@ func TestCountReleases(t *testing.T) {
 	}
 }
 
+func TestReleaseWatchCountsAsItChanges(t *testing.T) {
+	rw := &releaseWatch{ready: map[string]bool{}}
+	steps := []func(){
+		func() { rw.put("tenant-0000/app", false) },
+		func() { rw.put("hung-0000/app", false) },
+		func() { rw.put("tenant-0001/app", true) },
+		func() { rw.put("tenant-0000/app", true) },
+		func() { rw.put("tenant-0000/app", true) },
+		func() { rw.put("tenant-0001/app", false) },
+		func() { rw.remove("hung-0000/app") },
+		func() { rw.remove("tenant-0000/app") },
+		func() { rw.remove("tenant-0000/app") },
+		func() { rw.remove("tenant-0001/app") },
+	}
+	for i, step := range steps {
+		step()
+		if got, want := rw.counts, countReleases(rw.ready); got != want {
+			t.Errorf("after step %d: counts %+v, want %+v", i, got, want)
+		}
+	}
+	if rw.counts != (releaseCounts{}) {
+		t.Errorf("after every Release is gone: %+v", rw.counts)
+	}
+}
+
 func TestHungWrites(t *testing.T) {
 	byGroup := map[string]int{"patch hung": 3, "create hung": 1, "get hung": 7, "patch measured": 2, "list measured": 1}
 	if got := hungWrites(byGroup); got != 4 {

@@ -37,6 +37,9 @@ func (r controllerResults) write(cfg controllerConfig) error {
 	if err := os.WriteFile(filepath.Join(cfg.out, cfg.name+".md"), []byte(md), 0o644); err != nil {
 		return err
 	}
+	if err := os.WriteFile(filepath.Join(cfg.out, cfg.name+".svg"), controllerSVG(r), 0o644); err != nil {
+		return err
+	}
 	fmt.Println()
 	fmt.Print(md)
 	if cfg.readme != "" {
@@ -77,10 +80,7 @@ func (r controllerResults) markdown() string {
 			steady += fmt.Sprintf(", %d of the writes for the hung Releases", run.SteadyHungWrites)
 		}
 		downloads := fmt.Sprintf("%d / %d (%d)", run.SteadyIndexDownloads, run.SteadyChartDownloads, run.SteadyRevalidations)
-		del := ""
-		if run.DeleteSeconds > 0 {
-			del = fmt.Sprintf("%s (%d)", durationText(run.DeleteSeconds), run.DeleteRequests)
-		}
+		del := deleteText(run.DeleteSkipped, run.DeleteSeconds, run.DeleteRequests)
 		whole := "–"
 		if run.PeakRSSBytes > 0 {
 			whole = mib(run.PeakRSSBytes)
@@ -266,6 +266,18 @@ func downloadGoal(runs []controllerRun) controllerGoal {
 	}
 	g.Measured, g.Met = strings.Join(ms, ", "), yesNo(met)
 	return g
+}
+
+// deleteText is the deletion's column: "2 m 53 s (41000)", "not measured" when the run skipped
+// it, empty when it failed before.
+func deleteText(skipped bool, seconds float64, requests int) string {
+	switch {
+	case skipped:
+		return "not measured"
+	case seconds > 0:
+		return fmt.Sprintf("%s (%d)", durationText(seconds), requests)
+	}
+	return ""
 }
 
 func yesNo(b bool) string {

@@ -34,6 +34,9 @@ Usage:
   berth-bench window [flags]   start a devcluster and measure what the watch window (--watch-for)
                                adds to an upgrade, and an upgrade without it against a baseline
                                binary (see window -h)
+  berth-bench plot RESULTS.json [OUT.svg]
+                               draw the growth curves of controller results already written,
+                               running nothing (default OUT: RESULTS with .svg)
   berth-bench floor [flags]    one operation of the client-go floor (run by "run")
 
 "run", "controller" and "records" write their results, then exit 2 when a goal of the results' goal table
@@ -100,6 +103,8 @@ func run(args []string) error {
 		return runRecordsBench(args[1:])
 	case "window":
 		return runWindowBench(args[1:])
+	case "plot":
+		return runPlot(args[1:])
 
 	case "charts":
 		if len(args) != 2 {

@@ -142,15 +142,62 @@ func byVerbAndResource(ev auditEvent) string {
 }
 
 // auditLog reads the API server's audit log (one JSON event a line, one event a request) as it
-// grows.
+// grows. It streams the log: it keeps in memory only the events received after the last
+// count's window, which a later count may want, never the log's lines before it.
 type auditLog struct {
 	path   string
 	offset int64
-	events []auditEvent
+	// later are the events read that were received after the last count's window.
+	later []auditEvent
 }
 
-// read takes in the lines written since the last read.
-func (a *auditLog) read() error {
+// auditQuery is one count over the audit log: the requests of the clients whose user agent
+// matches that the API server received from start to end, by key(event).
+type auditQuery struct {
+	start, end time.Time
+	matches    func(userAgent string) bool
+	key        func(auditEvent) string
+	// Total and Counts are what countEach counted.
+	Total  int
+	Counts map[string]int
+}
+
+// add counts ev if the query wants it.
+func (q *auditQuery) add(ev auditEvent) {
+	if ev.Received.Before(q.start) || ev.Received.After(q.end) || !q.matches(ev.UserAgent) {
+		return
+	}
+	if q.Counts == nil {
+		q.Counts = map[string]int{}
+	}
+	q.Total++
+	q.Counts[q.key(ev)]++
+}
+
+// countEach counts every query in one pass over the events kept from the last count and the
+// lines written since, and forgets every event received before the latest end among qs.
+func (a *auditLog) countEach(qs ...*auditQuery) error {
+	var last time.Time
+	for _, q := range qs {
+		if q.Counts == nil {
+			q.Counts = map[string]int{}
+		}
+		if q.end.After(last) {
+			last = q.end
+		}
+	}
+	var later []auditEvent
+	take := func(ev auditEvent) {
+		for _, q := range qs {
+			q.add(ev)
+		}
+		if ev.Received.After(last) {
+			later = append(later, ev)
+		}
+	}
+	for _, ev := range a.later {
+		take(ev)
+	}
 	f, err := os.Open(a.path)
 	if err != nil {
 		return err
@@ -161,9 +208,17 @@ func (a *auditLog) read() error {
 	}
 	r := bufio.NewReaderSize(f, 1<<20)
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: its start, copied before the buffer is read
+			// again, and the rest of it.
+			start := append([]byte(nil), line...)
+			var rest []byte
+			rest, err = r.ReadBytes('\n')
+			line = append(start, rest...)
+		}
 		if err == io.EOF {
-			return nil // a partial line is read again next time
+			break // a partial line is read again next time
 		}
 		if err != nil {
 			return err
@@ -171,9 +226,11 @@ func (a *auditLog) read() error {
 		a.offset += int64(len(line))
 		var ev auditEvent
 		if json.Unmarshal(line, &ev) == nil {
-			a.events = append(a.events, ev)
+			take(ev)
 		}
 	}
+	a.later = later
+	return nil
 }
 
 // requests counts, by verb, the requests of the client whose user agent matches that the API
@@ -184,25 +241,11 @@ func (a *auditLog) requests(start, end time.Time, matches func(userAgent string)
 
 // count is requests with the requests counted under key(event) instead of their verb.
 func (a *auditLog) count(start, end time.Time, matches func(userAgent string) bool, key func(auditEvent) string) (int, map[string]int, error) {
-	if err := a.read(); err != nil {
+	q := &auditQuery{start: start, end: end, matches: matches, key: key}
+	if err := a.countEach(q); err != nil {
 		return 0, nil, err
 	}
-	counts := map[string]int{}
-	total := 0
-	var later []auditEvent
-	for _, ev := range a.events {
-		if ev.Received.After(end) {
-			later = append(later, ev)
-			continue
-		}
-		if ev.Received.Before(start) || !matches(ev.UserAgent) {
-			continue
-		}
-		total++
-		counts[key(ev)]++
-	}
-	a.events = later
-	return total, counts, nil
+	return q.Total, q.Counts, nil
 }
 
 // userAgentOf returns the matcher of a tool's requests.

@@ -63,11 +63,18 @@ func (r *Reconciler) accountOf(account string) string {
 }
 
 // checkAccount makes sure the ServiceAccount d acts as exists, reading it with the controller's
-// own rights, uncached.
+// own rights: from the cache of the accounts' metadata (Accounts), which a watch keeps, and past
+// it when the cache does not hold it (made a moment ago, or the cache is not readable), so that
+// an account is never taken for missing because the cache lags.
 func (r *Reconciler) checkAccount(ctx context.Context, d *desired, named bool) error {
-	reader := r.uncached()
+	key := types.NamespacedName{Namespace: d.Namespace, Name: d.ServiceAccount}
+	if r.Accounts != nil {
+		if err := r.Accounts.Get(ctx, key, metadataOf("ServiceAccount")); err == nil {
+			return nil
+		}
+	}
 	var sa corev1.ServiceAccount
-	err := reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.ServiceAccount}, &sa)
+	err := r.uncached().Get(ctx, key, &sa)
 	if apierrors.IsNotFound(err) {
 		return &AccountNotFoundError{Namespace: d.Namespace, Name: d.ServiceAccount, Defaulted: !named, Reader: d.Remote != nil}
 	}

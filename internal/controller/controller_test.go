@@ -74,8 +74,9 @@ func TestReleaseInstallUpgradeSteadyStateUninstall(t *testing.T) {
 	assertReplicas(t, env, "2")
 	seen := steps(1)
 	t.Logf("status.currentStep during the install: %q", seen)
-	if len(seen) < 2 || seen[0] != "install" {
-		t.Errorf("status.currentStep during the install: %q, want install, then its steps", seen)
+	// The operation's start is written; a step only when it runs for a while (reportDelay).
+	if len(seen) < 1 || seen[0] != "install" {
+		t.Errorf("status.currentStep during the install: %q, want install first", seen)
 	}
 
 	// Values changed: upgraded to revision 2.

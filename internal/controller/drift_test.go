@@ -86,6 +86,12 @@ func TestReleaseDriftDetectThenCorrect(t *testing.T) {
 	if _, err := configMaps.Patch(ctx, "web-config", types.MergePatchType, []byte(`{"data":{"replicas":"7"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The Deployment's third replica is waited for: a look while it starts would judge it not
+	// ready (Healthy), and the next look, when it is, would write that it changed.
+	waitUntil(t, "the edited Deployment has its 3 replicas", func() bool {
+		d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == 3 && d.Status.UpdatedReplicas == 3
+	})
 	records := recordNames(t, env)
 	touch(t, c, got, "2")
 	got = waitFor(t, c, env.Namespace, "web", "says what drifted", hasDrifted(metav1.ConditionTrue, controller.ReasonDriftDetected))

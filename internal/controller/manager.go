@@ -145,9 +145,12 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 			mo.LeaderElectionNamespace = o.Namespace
 		}
 	}
+	// The ServiceAccounts Releases act as are cached, their metadata alone and without managed
+	// fields: whether one exists is read there (checkAccount).
+	mo.Cache.ByObject = map[client.Object]cache.ByObject{metadataOf("ServiceAccount"): {Transform: cache.TransformStripManagedFields()}}
 	if !shard.All() {
 		// A shard neither watches nor caches the other shards' Releases.
-		mo.Cache.ByObject = map[client.Object]cache.ByObject{&v1alpha1.Release{}: {Label: shard.selector}}
+		mo.Cache.ByObject[&v1alpha1.Release{}] = cache.ByObject{Label: shard.selector}
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
@@ -186,6 +189,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Charts:   charts,
 		Holder:   holder(o.Identity),
 		Uncached: mgr.GetAPIReader(),
+		Accounts: mgr.GetCache(),
 		Releases: mgr.GetClient(),
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
@@ -196,6 +200,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.
 		r.Releases = mgr.GetAPIReader()
+	}
+	// Started with the manager, so that the first reconcile finds the accounts listed.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), metadataOf("ServiceAccount")); err != nil {
+		return nil, fmt.Errorf("cache the ServiceAccounts' metadata: %w", err)
 	}
 	concurrency := max(o.Concurrency, 1)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Release{}, referencesIndex, referencesOf); err != nil {

@@ -20,52 +20,132 @@ import (
 	"github.com/berthdev/berth/internal/engine"
 )
 
-// stepReporter returns an engine event handler that writes each step and hook an operation
-// starts to rel's status.currentStep. Steps run concurrently: one write at a time.
-func (r *Reconciler) stepReporter(ctx context.Context, rel *v1alpha1.Release) func(engine.Event) {
+// reportDelay is how long a step of an operation runs before status.currentStep says so: the
+// status is written once for each change of phase (the operation starting, its watch window,
+// its outcome), and a step only when it is still running after this, so that a quick operation
+// costs two status writes however many steps it has.
+const reportDelay = 2 * time.Second
+
+// stepReports writes to a Release's status.currentStep the step or hook an operation runs,
+// once it has run for reportDelay, at most one write at a time; the start of a watch window
+// is written at once, with the Reconciling and Ready conditions that say so. stop ends it:
+// nothing is written after.
+type stepReports struct {
+	// write patches the Release's status with status.
+	write func(status map[string]any)
+	// after runs f after d unless the function it returns is called first (time.AfterFunc).
+	after func(d time.Duration, f func()) (stop func() bool)
+	now   func() time.Time
+	// watching are the status fields that say revision is Ready and watched.
+	watching func(revision int) map[string]any
+
+	mu sync.Mutex
+	// latest is the step running, since latestAt; written is the step status.currentStep says.
+	latest, written string
+	latestAt        time.Time
+	cancel          func() bool
+	stopped         bool
+}
+
+// handle is the engine event handler.
+func (s *stepReports) handle(e engine.Event) {
+	var step string
+	switch e.Type {
+	case engine.StepStarted:
+		if strings.HasPrefix(e.Step, "record/") {
+			return // a write of the release's record: quick, and not worth a write of its own
+		}
+		step = e.Step
+		if e.Message != "" {
+			step += ": " + e.Message
+		}
+	case engine.HookStarted:
+		step = fmt.Sprintf("%s hook %s", e.Step, e.Object)
+	default:
+		return
+	}
+	step = firstLine(step)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.latest, s.latestAt = step, s.now()
+	if revision, ok := watchStep(e.Step); ok && s.watching != nil {
+		// A change of phase: the release is Ready, and watched.
+		status := s.watching(revision)
+		status["currentStep"] = step
+		s.write(status)
+		s.written = step
+		return
+	}
+	s.arm(reportDelay)
+}
+
+// arm makes the latest step be written after d, unless a write is already due.
+func (s *stepReports) arm(d time.Duration) {
+	if s.cancel == nil {
+		s.cancel = s.after(d, s.flush)
+	}
+}
+
+// flush writes the latest step once it has run for reportDelay.
+func (s *stepReports) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancel = nil
+	if s.stopped || s.latest == s.written {
+		return
+	}
+	if ran := s.now().Sub(s.latestAt); ran < reportDelay {
+		s.arm(reportDelay - ran)
+		return
+	}
+	s.write(map[string]any{"currentStep": s.latest})
+	s.written = s.latest
+}
+
+// stop ends the reports: what the operation did is written with its outcome.
+func (s *stepReports) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.cancel != nil {
+		s.cancel()
+		s.cancel = nil
+	}
+}
+
+// stepReporter returns the reports of the steps and hooks of an operation on rel (stepReports).
+func (r *Reconciler) stepReporter(ctx context.Context, rel *v1alpha1.Release) *stepReports {
 	return r.operationReporter(ctx, rel, 0)
 }
 
 // operationReporter is stepReporter for an install or upgrade whose watch window lasts window
 // (0: none): when the window's step starts, the Reconciling and Ready conditions say too that the
 // release is Ready and watched (watchingMessage).
-func (r *Reconciler) operationReporter(ctx context.Context, rel *v1alpha1.Release, window time.Duration) func(engine.Event) {
-	var mu sync.Mutex
+func (r *Reconciler) operationReporter(ctx context.Context, rel *v1alpha1.Release, window time.Duration) *stepReports {
 	// The conditions as the operation's start wrote them, which a window's report rewrites.
 	conditions := slices.Clone(rel.Status.Conditions)
 	generation := rel.Generation
-	return func(e engine.Event) {
-		var step string
-		status := map[string]any{}
-		switch e.Type {
-		case engine.StepStarted:
-			if strings.HasPrefix(e.Step, "record/") {
-				return // a write of the release's record: quick, and not worth a write of its own
+	key := client.ObjectKeyFromObject(rel)
+	return &stepReports{
+		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
+		now:   time.Now,
+		watching: func(revision int) map[string]any {
+			return map[string]any{"conditions": watchingConditions(conditions, generation, watchingMessage(revision, window))}
+		},
+		write: func(status map[string]any) {
+			patch, err := json.Marshal(map[string]any{"status": status})
+			if err != nil {
+				return
 			}
-			step = e.Step
-			if e.Message != "" {
-				step += ": " + e.Message
+			target := &v1alpha1.Release{}
+			target.Namespace, target.Name = key.Namespace, key.Name
+			if err := r.Client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				log.FromContext(ctx).Error(err, "report the current step")
 			}
-			if revision, ok := watchStep(e.Step); ok {
-				status["conditions"] = watchingConditions(conditions, generation, watchingMessage(revision, window))
-			}
-		case engine.HookStarted:
-			step = fmt.Sprintf("%s hook %s", e.Step, e.Object)
-		default:
-			return
-		}
-		status["currentStep"] = firstLine(step)
-		patch, err := json.Marshal(map[string]any{"status": status})
-		if err != nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		target := &v1alpha1.Release{}
-		target.Namespace, target.Name = rel.Namespace, rel.Name
-		if err := r.Client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			log.FromContext(ctx).Error(err, "report the current step")
-		}
+		},
 	}
 }
 

@@ -43,9 +43,12 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	Charts   *Charts
 	// Uncached reads past the cache what must be current: a Release's ServiceAccount before
-	// acting as it, and the Release again once its operation holds the lease; nil reads with
-	// Client.
+	// acting as it when Accounts does not hold it, and the Release again once its operation
+	// holds the lease; nil reads with Client.
 	Uncached client.Reader
+	// Accounts reads the metadata of ServiceAccounts from a cache; nil reads them with
+	// Uncached.
+	Accounts client.Reader
 	// Releases reads the Releases of a namespace for their dependsOn: the cache, or the API
 	// server when the controller serves a shard (the Releases depended on may be in another
 	// shard, which the cache does not hold); nil reads with Client.
@@ -261,7 +264,9 @@ func (r *Reconciler) act(bound, ctx context.Context, in *reconciliation, acts []
 	if in.state.Last != nil {
 		seen = in.state.Last.Version
 	}
-	out, runs, err := r.release(bound, ctx, d, in.clients, in.ch, r.operationReporter(ctx, rel, d.watchFor(op)), r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
+	steps := r.operationReporter(ctx, rel, d.watchFor(op))
+	out, runs, err := r.release(bound, ctx, d, in.clients, in.ch, steps.handle, r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
+	steps.stop()
 	// What follows the operation is written under the reconcile's bound: the work's has passed
 	// when the operation ran out of time.
 	if stopping(bound) {
@@ -335,7 +340,9 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 	msg := released(out.Version, reason, out)
 	healthAfter(rel, d, out.Version, d.waits(op))
 	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
-	r.runTests(ctx, rel, d, in.clients, r.stepReporter(ctx, rel), start)
+	steps := r.stepReporter(ctx, rel)
+	r.runTests(ctx, rel, d, in.clients, steps.handle, start)
+	steps.stop()
 	return ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, in.orig, rel)
 }
 
@@ -422,7 +429,9 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	if err != nil {
 		return r.uninstallBlocked(ctx, orig, rel, d, err)
 	}
-	deps := r.depsFor(d, clients, r.stepReporter(ctx, rel))
+	steps := r.stepReporter(ctx, rel)
+	defer steps.stop()
+	deps := r.depsFor(d, clients, steps.handle)
 	state, err := lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
 	status := state.Status()
@@ -458,6 +467,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 			// namespace's deletion forever.
 			SkipHooksInTerminatingNamespace: true,
 		})
+		steps.stop()
 		if status == lifecycle.StatusMissing && errors.Is(err, release.ErrNotFound) {
 			err = nil // what was left behind is gone, and there was no record to uninstall
 		}

@@ -18,8 +18,8 @@ import (
 // Release (one ConfigMap), and to reconcile it again when there is nothing to do. Each object
 // of a chart costs 4 more (a dry run, an apply, a read and a watch).
 const (
-	maxInstallRequests = 23
-	maxNoOpRequests    = 2
+	maxInstallRequests = 19
+	maxNoOpRequests    = 1
 )
 
 // TestReleaseRequestCount pins how many requests the controller makes, from the API server's

@@ -116,14 +116,15 @@ func (d Deps) now() time.Time {
 // clients (and so with their identity), run by holder; events, which may be nil, is told of the
 // engine's progress.
 func NewDeps(clients *kube.Clients, holder release.Holder, events func(engine.Event)) Deps {
+	store := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace)
 	return Deps{
 		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()).WithMetadata(clients.Metadata).WithDiscovery(clients.Client.Discovery()),
-		Store:      release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace),
+		Store:      store,
 		Namespaces: cluster.Namespaces{Client: clients.Client},
 		Events:     events,
 		Lookup:     clients.Config,
 		Leases:     release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace),
-		Journals:   release.NewJournals(clients.Client.CoreV1(), clients.Namespace),
+		Journals:   release.NewJournals(clients.Client.CoreV1(), clients.Namespace).Beside(store),
 		Holder:     holder,
 	}
 }

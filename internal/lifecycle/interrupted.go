@@ -97,22 +97,23 @@ func operationOf(s release.Status) release.Operation {
 	return release.OpUninstall
 }
 
-// findInterrupted reads the release's journal and newest revision and says which operation was
-// left unfinished, if any. Whoever calls it holds the release's lease, or only reads.
+// findInterrupted reads the release's newest revision and journal and says which operation was
+// left unfinished, if any. Whoever calls it holds the release's lease, or only reads. The
+// records are listed first: under the lease, that list holds the journal too (see
+// release.Journals.Beside), which is then read without a request of its own.
 func findInterrupted(ctx context.Context, store release.Reader, journals JournalReader, name string) (*Interrupted, error) {
-	var j *release.Journal
-	if journals != nil {
-		var err error
-		if j, err = journals.Get(ctx, name); err != nil {
-			return nil, err
-		}
-	}
 	last, err := store.Last(ctx, name)
 	if errors.Is(err, release.ErrNotFound) {
 		last, err = nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	var j *release.Journal
+	if journals != nil {
+		if j, err = journals.Get(ctx, name); err != nil {
+			return nil, err
+		}
 	}
 	incomplete, err := incompleteAfter(ctx, store, name, last)
 	if err != nil {

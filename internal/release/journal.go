@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -112,11 +113,35 @@ func (j *Journal) HookSucceeded(event string) bool {
 type Journals struct {
 	secrets   typedcorev1.SecretsGetter
 	namespace string
+	// lists are the lists a store of the namespace's records keeps (see Beside); nil when the
+	// journals are read from none.
+	lists *listMemo
 }
 
 // NewJournals returns the journals of the releases of namespace, kept as Secrets through secrets.
 func NewJournals(secrets typedcorev1.SecretsGetter, namespace string) *Journals {
 	return &Journals{secrets: secrets, namespace: namespace}
+}
+
+// Beside returns the journals of s that read from what store remembers (HelmStore.RememberLists):
+// a store of Secrets lists a release's journal with its records, so that a journal read after
+// that list, while the list is kept, is answered from it with the journal and version it held,
+// without a request of its own. A journal write through them forgets the list. s itself when
+// store does not keep its records in Secrets through the same client as s: its lists do not hold
+// s's journals. Only writes through the journals returned are known to the list: another writer's
+// journal is read once the list is forgotten, as is another writer's record.
+func (s *Journals) Beside(store *HelmStore) *Journals {
+	if store == nil || store.kind != "Secret" || !sameClient(store.secrets, s.secrets) {
+		return s
+	}
+	return &Journals{secrets: s.secrets, namespace: s.namespace, lists: store.memo}
+}
+
+// sameClient reports whether a and b are the same client: pointers to one object.
+func sameClient(a, b typedcorev1.SecretsGetter) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.IsValid() && vb.IsValid() && va.Kind() == reflect.Pointer && va.Type() == vb.Type() &&
+		va.Pointer() == vb.Pointer()
 }
 
 // Get returns the journal of a release; nil when there is none.
@@ -127,7 +152,15 @@ func (s *Journals) Get(ctx context.Context, name string) (*Journal, error) {
 
 // Read returns the journal of a release and the version of it that was read (its Secret's
 // resourceVersion), on which the reader's writes are conditional; nil and "" when there is none.
+// When the journals are beside a store (Beside) that keeps a list of the release's records,
+// that list answers.
 func (s *Journals) Read(ctx context.Context, name string) (*Journal, string, error) {
+	if it, ok := s.lists.journal(s.namespace, name); ok {
+		if it == nil {
+			return nil, "", nil
+		}
+		return s.decode(name, it.journal, it.resourceVersion)
+	}
 	sec, err := s.secrets.Secrets(s.namespace).Get(ctx, JournalKey(name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, "", nil
@@ -135,8 +168,14 @@ func (s *Journals) Read(ctx context.Context, name string) (*Journal, string, err
 	if err != nil {
 		return nil, "", fmt.Errorf("Secret/%s/%s: get journal: %w", s.namespace, JournalKey(name), err)
 	}
-	data := sec.Data[journalDataKey]
-	if z, ok := sec.Data[journalGzipKey]; ok {
+	return s.decode(name, sec.Data, sec.ResourceVersion)
+}
+
+// decode is the journal of release name that a Secret at version with data holds.
+func (s *Journals) decode(name string, secretData map[string][]byte, version string) (*Journal, string, error) {
+	data := secretData[journalDataKey]
+	if z, ok := secretData[journalGzipKey]; ok {
+		var err error
 		if data, err = gunzip(z); err != nil {
 			return nil, "", fmt.Errorf("Secret/%s/%s: decode journal: %w", s.namespace, JournalKey(name), err)
 		}
@@ -145,7 +184,17 @@ func (s *Journals) Read(ctx context.Context, name string) (*Journal, string, err
 	if err := json.Unmarshal(data, &j); err != nil {
 		return nil, "", fmt.Errorf("Secret/%s/%s: decode journal: %w", s.namespace, JournalKey(name), err)
 	}
-	return &j, sec.ResourceVersion, nil
+	return &j, version, nil
+}
+
+// forget forgets the list of the records of release name kept beside the journals, which holds
+// its journal, for a write of it: before (a list under way then is not kept) and after.
+func (s *Journals) forget(name string) (after func()) {
+	if s.lists == nil {
+		return func() {}
+	}
+	s.lists.forgetRelease(s.namespace, name)
+	return func() { s.lists.forgetRelease(s.namespace, name) }
 }
 
 // secret is the Secret that holds the journal of release name, without the journal.
@@ -202,6 +251,7 @@ func (s *Journals) Put(ctx context.Context, j *Journal, version string) (string,
 		}
 		sec.Data = map[string][]byte{journalGzipKey: z}
 	}
+	defer s.forget(j.Release)()
 	client := s.secrets.Secrets(s.namespace)
 	var out *corev1.Secret
 	if version == "" {
@@ -226,6 +276,7 @@ func (s *Journals) Delete(ctx context.Context, name, version string) error {
 	if version == "" {
 		return nil
 	}
+	defer s.forget(name)()
 	err := s.secrets.Secrets(s.namespace).Delete(ctx, JournalKey(name), metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
 	switch {

@@ -23,6 +23,11 @@ type item struct {
 	owners []types.UID
 	// data is a record object's data (the record, in base64) or a part's contents.
 	data []byte
+	// typ is a Secret's type ("" for a ConfigMap); resourceVersion is the version of the object
+	// read.
+	typ, resourceVersion string
+	// journal is the data of a Secret of type JournalSecretType; nil for any other object.
+	journal map[string][]byte
 }
 
 // newItem is an object to write: a record object, or a part owned by the record object owner.
@@ -113,7 +118,12 @@ func secretRecords(c typedcorev1.SecretInterface) recordObjects {
 			if s.Type == PartSecretType {
 				key = partDataKey
 			}
-			return itemOf(&s.ObjectMeta, s.Data[key])
+			it := itemOf(&s.ObjectMeta, s.Data[key])
+			it.typ = string(s.Type)
+			if s.Type == JournalSecretType {
+				it.journal = s.Data
+			}
+			return it
 		},
 		func(o newItem) *corev1.Secret {
 			if o.part {
@@ -145,7 +155,8 @@ func configMapRecords(c typedcorev1.ConfigMapInterface) recordObjects {
 // Helm's) has version 0.
 func itemOf(m *metav1.ObjectMeta, data []byte) *item {
 	v, _ := strconv.Atoi(m.Labels["version"])
-	it := &item{namespace: m.Namespace, name: m.Name, uid: m.UID, version: v, labels: m.Labels, annotations: m.Annotations, data: data}
+	it := &item{namespace: m.Namespace, name: m.Name, uid: m.UID, version: v, labels: m.Labels, annotations: m.Annotations, data: data,
+		resourceVersion: m.ResourceVersion}
 	for _, r := range m.OwnerReferences {
 		it.owners = append(it.owners, r.UID)
 	}

@@ -49,8 +49,16 @@ type reader struct {
 	every, listed bool
 }
 
-// recordsSelector selects the record objects of release name, as Helm's driver labels them.
-func recordsSelector(name string) string { return "owner=helm,name=" + name }
+// recordsSelector selects what a list of the records of release name reads: its record objects,
+// as Helm's driver labels them (owner=helm, name=NAME), and its journal (owner=berth, name=NAME),
+// which a list kept while the store remembers answers the reads of (see Journals.Beside); not the
+// parts of its records (owner=berth too, and large), nor objects of others labelled with its name.
+func recordsSelector(name string) string {
+	return "owner in (berth,helm),name=" + name + ",!" + PartSetLabel
+}
+
+// isRecord reports whether it, of a list by recordsSelector, is a record object.
+func (it *item) isRecord() bool { return it.labels["owner"] == "helm" }
 
 func (s *HelmStore) reader(name string) *reader {
 	return &reader{s: s, objs: s.records(s.namespace), name: name}
@@ -124,6 +132,7 @@ func (r *reader) records(ctx context.Context, more string) ([]item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release %s/%s: list records: %w", r.s.namespace, r.name, err)
 	}
+	list = slices.DeleteFunc(list, func(it item) bool { return !it.isRecord() })
 	slices.SortFunc(list, func(a, b item) int { return cmp.Compare(b.version, a.version) })
 	return list, nil
 }

@@ -13,14 +13,21 @@ import (
 
 // listMemo keeps what a store listed, by namespace and selector, while the store remembers
 // (see HelmStore.RememberLists): the store's own writes and deletes change the lists kept as
-// they change the objects; a write that fails forgets them all.
+// they change the objects; a write that fails forgets them all. A list of a release's records
+// holds its journal too, which the journals beside the store read from it, and whose writes
+// make it unknown there (see Journals.Beside).
 type listMemo struct {
 	mu sync.Mutex
 	// on says lists are kept; lists are those kept.
 	on    int
 	lists map[[2]string][]item
-	// writes counts the writes begun: a list answered while one was under way is not kept.
-	writes int
+	// forgotten counts the writes begun and what was forgotten: a list made while a write was
+	// under way is not kept.
+	forgotten uint64
+	// journalsUnknown are the lists of a release's records whose journal was written since
+	// they were listed: their records still answer a read of one, their journal is read, and
+	// the next list of them asks the API server.
+	journalsUnknown map[[2]string]bool
 }
 
 // RememberLists makes s answer a list of record objects it listed before with what that list
@@ -29,7 +36,9 @@ type listMemo struct {
 // its release's lease, under which no other berth writes the release's records: the newest record
 // read to decide, read again to install, and read again to prune the history is then listed once,
 // not three times, and the records an upgrade supersedes or an uninstall deletes after writing
-// its own are not read again. The calls nest: lists are kept until every forget is called.
+// its own are not read again. The list of a release's records holds its journal too: the
+// journals beside s (Journals.Beside) read it from there, not with a request of their own, until
+// they write it. The calls nest: lists are kept until every forget is called.
 func (s *HelmStore) RememberLists() (forget func()) {
 	m := s.memo
 	m.mu.Lock()
@@ -41,10 +50,25 @@ func (s *HelmStore) RememberLists() (forget func()) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if m.on--; m.on == 0 {
-				m.lists = nil
+				m.lists, m.journalsUnknown = nil, nil
 			}
 		})
 	}
+}
+
+// forgetRelease forgets the journal of release in namespace that the list of its records holds,
+// for a write of the journal: the records listed are still known.
+func (m *listMemo) forgetRelease(namespace, release string) {
+	m.mu.Lock()
+	k := [2]string{namespace, recordsSelector(release)}
+	if _, ok := m.lists[k]; ok {
+		if m.journalsUnknown == nil {
+			m.journalsUnknown = map[[2]string]bool{}
+		}
+		m.journalsUnknown[k] = true
+	}
+	m.forgotten++
+	m.mu.Unlock()
 }
 
 // remembering is objs, whose lists m keeps while it remembers, and whose writes change them.
@@ -54,7 +78,8 @@ func (m *listMemo) remembering(namespace string, objs recordObjects) recordObjec
 		k := [2]string{namespace, selector}
 		m.mu.Lock()
 		kept, ok := m.lists[k]
-		on, writes := m.on > 0, m.writes
+		ok = ok && !m.journalsUnknown[k] // listed anew, to know the journal again
+		on, forgotten := m.on > 0, m.forgotten
 		m.mu.Unlock()
 		if ok {
 			return cloneItems(kept), nil
@@ -64,11 +89,12 @@ func (m *listMemo) remembering(namespace string, objs recordObjects) recordObjec
 			return got, err
 		}
 		m.mu.Lock()
-		if m.on > 0 && m.writes == writes {
+		if m.on > 0 && m.forgotten == forgotten {
 			if m.lists == nil {
 				m.lists = map[[2]string][]item{}
 			}
 			m.lists[k] = cloneItems(got)
+			delete(m.journalsUnknown, k)
 		}
 		m.mu.Unlock()
 		return got, nil
@@ -95,7 +121,7 @@ func (m *listMemo) remembering(namespace string, objs recordObjects) recordObjec
 // begin notes a write under way: a list answered meanwhile may not show it.
 func (m *listMemo) begin() {
 	m.mu.Lock()
-	m.writes++
+	m.forgotten++
 	m.mu.Unlock()
 }
 
@@ -106,7 +132,7 @@ func (m *listMemo) wrote(namespace, name string, it *item, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.lists = nil
+		m.lists, m.journalsUnknown = nil, nil
 		return
 	}
 	for k, list := range m.lists {
@@ -151,8 +177,34 @@ func (m *listMemo) lookup(namespace, release, key string) (*item, bool) {
 		return nil, false
 	}
 	for i := range list {
-		if list[i].name == key {
+		if list[i].name == key && list[i].isRecord() {
 			it := cloneItems(list[i : i+1])[0]
+			return &it, true
+		}
+	}
+	return nil, true
+}
+
+// journal answers a read of the journal of release from the list of the release's records kept,
+// when one is: the journal's Secret (nil when the list has none) and true. A Secret of the
+// journal's name that is not of the journal's type is not known from the list: it is read.
+func (m *listMemo) journal(namespace, release string) (*item, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{namespace, recordsSelector(release)}
+	list, ok := m.lists[k]
+	if !ok || m.journalsUnknown[k] {
+		return nil, false
+	}
+	for i := range list {
+		if list[i].name == JournalKey(release) {
+			if list[i].typ != JournalSecretType {
+				return nil, false
+			}
+			it := list[i]
 			return &it, true
 		}
 	}

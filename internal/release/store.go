@@ -66,6 +66,8 @@ type HelmStore struct {
 	seen *partsSeen
 	// memo keeps lists while the store remembers them (RememberLists).
 	memo *listMemo
+	// secrets is the client of the Secrets that hold the records; nil for a store of another kind.
+	secrets typedcorev1.SecretsGetter
 }
 
 var _ Store = (*HelmStore)(nil)
@@ -73,7 +75,7 @@ var _ Store = (*HelmStore)(nil)
 // NewSecretStore returns the store of the releases of namespace, kept as Secrets through secrets
 // (a clientset's CoreV1()).
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
-	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{},
+	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{}, secrets: secrets,
 		records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}).remembering()
 }
 
@@ -116,7 +118,7 @@ func NewStore(name string, core typedcorev1.CoreV1Interface, namespace string) (
 
 // In returns the store of another namespace on the same backend.
 func (s *HelmStore) In(namespace string) *HelmStore {
-	return &HelmStore{records: s.records, namespace: namespace, kind: s.kind, seen: s.seen, memo: s.memo}
+	return &HelmStore{records: s.records, namespace: namespace, kind: s.kind, seen: s.seen, memo: s.memo, secrets: s.secrets}
 }
 
 // remembering makes s's record objects those its memo keeps the lists of.
