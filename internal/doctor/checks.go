@@ -234,7 +234,7 @@ func converts(crd *apiextensionsv1.CustomResourceDefinition) bool {
 func (r *run) namespaces(ctx context.Context) {
 	var items []unstructured.Unstructured
 	if r.opts.Namespace != "" {
-		ns, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, r.opts.Namespace, metav1.GetOptions{})
+		ns, err := r.namespace(ctx, r.opts.Namespace)
 		if err != nil {
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -94,6 +96,27 @@ type run struct {
 	Cluster
 	opts     Options
 	findings []Finding
+	// namespacesRead are the namespaces read, by name: the checks that need one read it once.
+	namespacesRead map[string]namespaceRead
+}
+
+// namespaceRead is a namespace as it was read, or why it could not be.
+type namespaceRead struct {
+	obj *unstructured.Unstructured
+	err error
+}
+
+// namespace reads the namespace name once a run.
+func (r *run) namespace(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	if got, ok := r.namespacesRead[name]; ok {
+		return got.obj, got.err
+	}
+	obj, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, name, metav1.GetOptions{})
+	if r.namespacesRead == nil {
+		r.namespacesRead = map[string]namespaceRead{}
+	}
+	r.namespacesRead[name] = namespaceRead{obj: obj, err: err}
+	return obj, err
 }
 
 func (r *run) add(f Finding) { r.findings = append(r.findings, f) }

@@ -32,13 +32,13 @@ var selfSubjectReviewGVR = schema.GroupVersionResource{Group: "authentication.k8
 // with the requests it intercepts; otherwise each is reported with what its rules and selectors
 // intercept.
 func (r *run) webhooks(ctx context.Context) {
+	// The gate reads the namespaces of the requests: only once a webhook that fails closed is
+	// found, which most clusters have none of.
 	var g *gate
-	if r.opts.planned {
-		g = r.gate(ctx)
-	}
+	gateOnce := sync.OnceFunc(func() { g = r.gate(ctx) })
 	var nsLabels labels.Set
 	if !r.opts.planned && r.opts.Namespace != "" {
-		if ns, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, r.opts.Namespace, metav1.GetOptions{}); err == nil {
+		if ns, err := r.namespace(ctx, r.opts.Namespace); err == nil {
 			nsLabels = ns.GetLabels()
 		}
 	}
@@ -55,6 +55,9 @@ func (r *run) webhooks(ctx context.Context) {
 					continue
 				}
 				var in interception
+				if r.opts.planned {
+					gateOnce()
+				}
 				switch {
 				case g != nil:
 					in = g.intercepted(ctx, accessor(cfg.Name, kind.gvr == mutatingGVR, w), r.opts.requests)
@@ -177,7 +180,7 @@ func (r *run) gate(ctx context.Context) *gate {
 	var nss []*corev1.Namespace
 	for name := range names {
 		ns := asNamespace(name, nil)
-		if live, err := r.Dynamic.Resource(namespaceGVR).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if live, err := r.namespace(ctx, name); err == nil {
 			ns = asNamespace(name, live.GetLabels())
 		} else if !apierrors.IsNotFound(err) {
 			r.unreadable(namespaceGVR, "Namespace", "", err)

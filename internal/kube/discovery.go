@@ -34,6 +34,11 @@ func (d *Discovery) Client() discovery.CachedDiscoveryInterface { return d.cache
 // Mapper is the REST mapper made of what is kept; its Reset resets d.
 func (d *Discovery) Mapper() meta.ResettableRESTMapper { return d.mapper }
 
+// ServerVersion is the API server's version, asked on first use.
+func (d *Discovery) ServerVersion(ctx context.Context) (*version.Info, error) {
+	return d.cached.ServerVersionWithContext(ctx)
+}
+
 // Reset forgets what was kept: the next read asks the API server again.
 func (d *Discovery) Reset() { d.mapper.Reset() }
 
@@ -55,21 +60,21 @@ type versionCache struct {
 }
 
 func (c *versionCache) ServerVersion() (*version.Info, error) {
+	return c.ServerVersionWithContext(context.Background())
+}
+
+func (c *versionCache) ServerVersionWithContext(ctx context.Context) (*version.Info, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.version != nil {
 		return c.version, nil
 	}
-	v, err := c.CachedDiscoveryInterface.ServerVersion()
+	v, err := discovery.ToServerVersionInterfaceWithContext(c.CachedDiscoveryInterface).ServerVersionWithContext(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.version = v
 	return v, nil
-}
-
-func (c *versionCache) ServerVersionWithContext(ctx context.Context) (*version.Info, error) {
-	return c.ServerVersion()
 }
 
 func (c *versionCache) Invalidate() {

@@ -142,9 +142,10 @@ func (c *Clients) WithDiscovery(d *Discovery) *Clients {
 }
 
 // Reachable asks the API server for its version and returns an error naming the kubeconfig and
-// context when it does not answer.
+// context when it does not answer. Discovery keeps the version it answered, which the
+// operation's capabilities then read without asking again.
 func (c *Clients) Reachable(ctx context.Context) error {
-	err := c.Client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+	_, err := c.Discovery.ServerVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("kubernetes cluster unreachable (%s, server %q): %w", c.Source, c.Config.Host, err)
 	}

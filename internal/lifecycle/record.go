@@ -86,11 +86,17 @@ func copyHooks(hooks []*release.Hook) []*release.Hook {
 // recordedObjects parses a recorded manifest and normalizes its objects. Objects whose kind is
 // no longer served are skipped: there is nothing left of them to act on.
 func (d *operation) recordedObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
+	return d.recordedObjectsOf(d.documents(), rel)
+}
+
+// recordedObjectsOf is recordedObjects parsed through parsed: nil parses every document anew,
+// keeping nothing.
+func (d *operation) recordedObjectsOf(parsed *resource.Parsed, rel *release.Release) ([]*unstructured.Unstructured, error) {
 	if rel == nil {
 		return nil, nil
 	}
 	c := d.Cluster
-	objs, err := d.documents().Manifest(rel.Manifest)
+	objs, err := parsed.Manifest(rel.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
 	}

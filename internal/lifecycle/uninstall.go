@@ -93,8 +93,14 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 				res = &UninstallResult{Name: o.Name} // the interrupted uninstall had removed every record
 				return nil
 			}
+			// With no operation interrupted, nothing was written since the state was read: its
+			// newest record is the one to uninstall, not decoded a second time.
+			var last *release.Release
+			if s.Interrupted == nil {
+				last = s.Last
+			}
 			var err error
-			res, err = d.uninstall(ctx, o)
+			res, err = d.uninstallLast(ctx, o, last)
 			return err
 		})
 	})
@@ -103,9 +109,16 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 
 // uninstall is Uninstall within its operation (or its dry run).
 func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResult, error) {
-	last, err := d.Store.Last(ctx, o.Name)
-	if err != nil {
-		return nil, err
+	return d.uninstallLast(ctx, o, nil)
+}
+
+// uninstallLast is uninstall of the release whose newest record is last, read when nil.
+func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last *release.Release) (*UninstallResult, error) {
+	if last == nil {
+		var err error
+		if last, err = d.Store.Last(ctx, o.Name); err != nil {
+			return nil, err
+		}
 	}
 	if last.Info.Status == release.StatusUninstalled {
 		if o.KeepHistory {
@@ -119,13 +132,15 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 		}
 		return out, d.executeOnce(ctx, release.OpUninstall, last.Version, pl, &runner{d: d, rel: last})
 	}
-	recorded, err := d.recordedObjects(last)
+	// An uninstall parses each recorded manifest once: it keeps no copy of the objects to parse
+	// them again, which would double what the largest part of its memory holds.
+	recorded, err := d.recordedObjectsOf(nil, last)
 	if err != nil {
 		return nil, err
 	}
 	if deployed, derr := deployedOf(ctx, d.Store, last); derr == nil && deployed.Version != last.Version {
 		// A failed upgrade may have left the deployed revision's objects alone: remove them too.
-		objs, err := d.recordedObjects(deployed)
+		objs, err := d.recordedObjectsOf(nil, deployed)
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +149,11 @@ func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*Uninsta
 	before, err := live(ctx, d.Cluster, recorded)
 	if err != nil {
 		return nil, err
+	}
+	for _, obj := range before {
+		// Most of what an object's metadata holds; an uninstall, which only deletes, never
+		// reads them.
+		obj.SetManagedFields(nil)
 	}
 	pl, err := d.planUninstall(last, recorded, before, o)
 	if err != nil {
