@@ -130,6 +130,9 @@ type controllerResults struct {
 	Label string `json:"label,omitempty"`
 	// Fleet are the runs of --shards and --remote.
 	Fleet []fleetRun `json:"fleet,omitempty"`
+	// Interrupted says the harness was stopped (SIGINT, SIGTERM) before every run was made:
+	// the runs are those that ended.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func runControllerBench(args []string) error {
@@ -184,6 +187,15 @@ func runControllerBench(args []string) error {
 
 	res := controllerResults{Machine: describeMachine(config{berth: cfg.berth, helm: ""}), Started: time.Now(), Label: cfg.label}
 	res.Machine.Helm = ""
+	// interrupted writes the runs that ended before the harness was stopped: a long run
+	// (10,000 Releases) stopped in its last part keeps what it measured.
+	interrupted := func() error {
+		res.Finished, res.Interrupted = time.Now(), true
+		if err := res.write(cfg); err != nil {
+			return err
+		}
+		return errInterrupted
+	}
 	for _, qps := range cfg.controllerQPS {
 		for _, n := range cfg.releases {
 			dir := filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d", n, qps))
@@ -193,14 +205,17 @@ func runControllerBench(args []string) error {
 				run.Error = err.Error()
 				fmt.Printf("FAILED: %v\n", err)
 			}
-			res.Runs = append(res.Runs, run)
 			if ctx.Err() != nil {
-				return errInterrupted
+				return interrupted() // the run stopped midway measured nothing whole
 			}
+			res.Runs = append(res.Runs, run)
 			if cfg.shards > 0 {
 				dir := filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d-shards-%d", n, qps, cfg.shards))
 				run, err := runShards(ctx, cfg, n, qps, dir)
 				done(dir)
+				if ctx.Err() != nil {
+					return interrupted()
+				}
 				if err := res.addFleet(run, err); err != nil {
 					return err
 				}
@@ -210,6 +225,9 @@ func runControllerBench(args []string) error {
 			dir := filepath.Join(cfg.work, fmt.Sprintf("controller-%d-qps-%d-remote", cfg.remote, qps))
 			run, err := runRemote(ctx, cfg, cfg.remote, qps, dir)
 			done(dir)
+			if ctx.Err() != nil {
+				return interrupted()
+			}
 			if err := res.addFleet(run, err); err != nil {
 				return err
 			}

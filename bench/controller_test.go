@@ -295,3 +295,13 @@ func TestDurationText(t *testing.T) {
 		}
 	}
 }
+
+func TestControllerResultsSayTheyWereInterrupted(t *testing.T) {
+	md := controllerResults{Interrupted: true}.markdown()
+	if !strings.Contains(md, "Stopped before every run was made") {
+		t.Errorf("the tables of an interrupted run do not say so:\n%s", md)
+	}
+	if md := (controllerResults{}).markdown(); strings.Contains(md, "Stopped before") {
+		t.Errorf("the tables of a whole run say it was interrupted:\n%s", md)
+	}
+}

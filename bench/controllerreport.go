@@ -53,6 +53,9 @@ func (r controllerResults) markdown() string {
 	if r.Label != "" {
 		fmt.Fprintf(&b, "**%s**\n\n", r.Label)
 	}
+	if r.Interrupted {
+		b.WriteString("**Stopped before every run was made: these are the runs that ended.**\n\n")
+	}
 	m := r.Machine
 	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s, %s), %s; %s.", r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth)
 	if len(r.Runs) > 0 {
