@@ -19,7 +19,7 @@ import (
 // of a chart costs 2 more (a dry run, an apply), and a watch when its apply does not answer it
 // ready.
 const (
-	maxInstallRequests = 15
+	maxInstallRequests = 17
 	maxNoOpRequests    = 1
 )
 
