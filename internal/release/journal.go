@@ -193,8 +193,8 @@ func (s *Journals) forget(name string) (after func()) {
 	if s.lists == nil {
 		return func() {}
 	}
-	s.lists.forgetRelease(s.namespace, name)
-	return func() { s.lists.forgetRelease(s.namespace, name) }
+	s.lists.forgetJournal(s.namespace, name)
+	return func() { s.lists.forgetJournal(s.namespace, name) }
 }
 
 // secret is the Secret that holds the journal of release name, without the journal.

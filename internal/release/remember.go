@@ -56,9 +56,9 @@ func (s *HelmStore) RememberLists() (forget func()) {
 	}
 }
 
-// forgetRelease forgets the journal of release in namespace that the list of its records holds,
+// forgetJournal forgets the journal of release in namespace that the list of its records holds,
 // for a write of the journal: the records listed are still known.
-func (m *listMemo) forgetRelease(namespace, release string) {
+func (m *listMemo) forgetJournal(namespace, release string) {
 	m.mu.Lock()
 	k := [2]string{namespace, recordsSelector(release)}
 	if _, ok := m.lists[k]; ok {
