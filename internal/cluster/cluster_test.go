@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berthdev/berth/internal/cluster"
@@ -195,5 +198,34 @@ func TestUnknownKind(t *testing.T) {
 	}
 	if want := "unknown kind Gadget in nothing.example.com/v1"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not say %q", err, want)
+	}
+}
+
+// A wait whose objects the client may not list ends with the API server's refusal, naming the
+// missing permission, instead of retrying the list until its deadline.
+func TestWaitEndsOnARefusedList(t *testing.T) {
+	t.Parallel()
+	env, _ := setup(t)
+	cm := env.Apply(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: unseen}}`)
+	id := resource.IdentityOf(cm)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + env.Namespace + ":default"}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster.New(dyn, env.Mapper)
+	ctx := deadline(t)
+	for name, wait := range map[string]func() error{
+		"ready":  func() error { return c.WaitReady(ctx, []resource.Identity{id}, readiness.Options{}, nil) },
+		"absent": func() error { return c.WaitAbsent(ctx, map[resource.Identity]types.UID{id: cm.GetUID()}, nil) },
+		"window": func() error {
+			return c.WatchWindow(ctx, []resource.Identity{id}, cluster.WindowOptions{For: time.Hour}, nil)
+		},
+	} {
+		err := wait()
+		if !apierrors.IsForbidden(err) || ctx.Err() != nil {
+			t.Errorf("wait %s: %v, want the refusal to list configmaps", name, err)
+		}
 	}
 }

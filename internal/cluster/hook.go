@@ -93,7 +93,10 @@ func (c *Client) RunHook(ctx context.Context, obj *unstructured.Unstructured, op
 	}
 	for waiting := true; waiting; {
 		select {
-		case <-out: // what existed before the creation does not matter
+		case o := <-out: // what existed before the creation does not matter, unless it is a refusal
+			if o.refused != nil {
+				return HookRun{}, fmt.Errorf("%s: watch: %w", id, o.refused)
+			}
 		case <-synced:
 			waiting = false
 		case <-ctx.Done():
@@ -167,6 +170,9 @@ func (f *follower) follow(ctx context.Context, out <-chan observation) (HookRun,
 	for {
 		select {
 		case o := <-out:
+			if o.refused != nil {
+				return run, fmt.Errorf("%s: watch: %w (last seen: %s)", id, o.refused, last.Message)
+			}
 			if o.obj == nil || o.obj.GetUID() != f.created.GetUID() {
 				continue // the absence noted before the creation was seen, or another object
 			}

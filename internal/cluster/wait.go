@@ -29,7 +29,9 @@ type WaitError struct {
 	Expression string
 	// Pending holds each object still not there, with the last thing known about it.
 	Pending map[resource.Identity]string
-	Cause   error
+	// Cause ended the wait when nothing failed: the context's, or the API server's refusal to
+	// list or watch an object's resource.
+	Cause error
 }
 
 func (e *WaitError) Error() string {
@@ -165,6 +167,9 @@ func (c *Client) waitFor(ctx context.Context, want string, targets []resource.Id
 	for len(pending) > 0 {
 		select {
 		case o := <-out:
+			if o.refused != nil {
+				return &WaitError{Want: want, Pending: pending, Cause: o.refused}
+			}
 			last, tracked := pending[o.id]
 			if !tracked {
 				continue

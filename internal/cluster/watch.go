@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,11 +18,13 @@ import (
 )
 
 // observation is what a watch saw of one tracked object: its latest state; when gone, its final
-// state (nil when it was never seen).
+// state (nil when it was never seen). An observation with refused set has no object: the API
+// server refused to list or watch the object's resource, and the watch will never see it.
 type observation struct {
-	id   resource.Identity
-	obj  *unstructured.Unstructured
-	gone bool
+	id      resource.Identity
+	obj     *unstructured.Unstructured
+	gone    bool
+	refused error
 }
 
 // watchGroup is the set of tracked objects reached by one resource in one namespace: they share one
@@ -110,6 +115,18 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 	if err != nil {
 		return
 	}
+	// An informer retries a refused list for ever: a wait on it would hold until its deadline,
+	// hiding the missing permission (or the account, gone with its namespace's deletion).
+	refusal := refusalOnce(ctx, g, out)
+	if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if refused(err) {
+			refusal(err)
+			return
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}); err != nil {
+		return
+	}
 	go inf.Run(ctx.Done())
 	// Wait on the handler's sync channel rather than polling HasSynced: a poll (cache.
 	// WaitForCacheSync checks every 100 ms) would delay every hook and every wait by up to that.
@@ -130,6 +147,29 @@ func (c *Client) observeGroup(ctx context.Context, g *watchGroup, out chan<- obs
 	}
 	synced <- struct{}{}
 	<-ctx.Done()
+}
+
+// refused says the API server refused a list or watch for who asked: no retry changes that
+// until someone grants a permission.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
+}
+
+// refusalOnce returns a func that sends one refusal observation per tracked object of g, the first
+// time it is called.
+func refusalOnce(ctx context.Context, g *watchGroup, out chan<- observation) func(error) {
+	var once sync.Once
+	return func(err error) {
+		once.Do(func() {
+			for _, id := range g.names {
+				select {
+				case out <- observation{id: id, refused: err}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
 }
 
 // unwrap returns the object an informer handed over, and whether it came as the tombstone of a

@@ -100,7 +100,8 @@ func (e *RegressionError) Detail() []string {
 }
 
 // WindowIncompleteError says the watch window did not complete: the operation's deadline (or its
-// cancellation) came first. Nothing regressed until then.
+// cancellation) came first, or the API server refused to list or watch one of its objects (Cause
+// is then the refusal). Nothing regressed until then.
 type WindowIncompleteError struct {
 	// For is the window's length, Left what was left of it.
 	For, Left time.Duration
@@ -202,6 +203,9 @@ func (c *Client) WatchWindow(ctx context.Context, targets []resource.Identity, o
 		now := time.Now()
 		select {
 		case o := <-out:
+			if o.refused != nil {
+				return &WindowIncompleteError{For: opts.For, Left: max(opts.For-time.Since(start), 0), Cause: o.refused}
+			}
 			obj := o.obj
 			if o.gone {
 				obj = nil
