@@ -121,14 +121,14 @@ func (d *operation) Done(id string) bool {
 // Checkpoint is a safe point between steps (engine.Journal).
 func (d *operation) Checkpoint() error { return d.checkpoint() }
 
-// Completed records step i of p as completed (engine.Journal). A run of object steps of one
-// action (apply kind after kind, delete kind after kind) is written once, after its last step:
-// redoing such a step after a crash changes nothing, as an apply of the same object is
-// idempotent, a delete is by UID and finds the object already gone, and a wait that is over ends
-// at once. A watch step is not written: a run that finishes it after its window passed judges
-// the revision once from what it sees, which is what the window's end did. Every other step is
-// written at once, and the plan's last one not at all: the operation ends with it, and its
-// journal is deleted.
+// Completed records step i of p as completed (engine.Journal). An object step (apply, wait-ready,
+// delete, wait-absent) is not written: redoing it after a crash changes nothing, as an apply of
+// the same object is idempotent, a delete is by UID and finds the object already gone, and a wait
+// that is over ends at once. It is noted with the next step that is written, or, when the watch
+// window follows it, written at once, to say when the window started. A watch step is not
+// written: a run that finishes it after its window passed judges the revision once from what it
+// sees, which is what the window's end did. Every other step is written at once, and the plan's
+// last one not at all: the operation ends with it, and its journal is deleted.
 func (d *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
 	if d == nil || d.j == nil {
 		return nil
@@ -139,12 +139,13 @@ func (d *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
 		return nil
 	}
 	next := p.Steps[i+1]
-	if objectStep(step) && next.Action == step.Action {
-		return nil
-	}
 	if next.Action == plan.Watch && d.j.WatchStarted.IsZero() {
 		// The watch window starts now: this write says when, for a run that finishes it.
 		d.j.WatchStarted = d.now()
+		return d.write(ctx)
+	}
+	if objectStep(step) {
+		return nil
 	}
 	return d.write(ctx)
 }
