@@ -19,7 +19,7 @@ import (
 // of a chart costs 2 more (a dry run, an apply), and a watch when its apply does not answer it
 // ready.
 const (
-	maxInstallRequests = 17
+	maxInstallRequests = 15
 	maxNoOpRequests    = 1
 )
 

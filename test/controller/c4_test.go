@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -242,48 +241,20 @@ func c4Converge(t *testing.T, env *testenv.Env, c client.Client, names []string,
 	}
 }
 
-// killTargets are the kinds of moment a kill aims at, by what a Release's status.currentStep
-// says the controller started: a hook, an apply, a wait or a deletion; "any" is any step.
-var killTargets = []string{"hook", "apply", "wait", "delete", "any"}
-
-// targetOf is the kind of moment a step is.
-func targetOf(step string) string {
-	switch _, rest, _ := strings.Cut(step, ": "); {
-	case strings.Contains(step, " hook "):
-		return "hook"
-	case strings.HasPrefix(step, "apply/"):
-		return "apply"
-	case strings.HasPrefix(step, "wait-"):
-		return "wait"
-	case strings.HasPrefix(step, "delete/") || step == "uninstall" || strings.HasPrefix(rest, "finish uninstalling"):
-		return "delete"
-	}
-	return "other"
-}
-
-// killMoment waits for a moment to kill the controller process pid, drawn from rnd and from
-// what the controller does: a kind of step to aim at, how many such steps to let start, and how
-// long to let the last one run. When no such step starts in time (nothing to delete, say), the
-// moment is the end of a random delay. Either way the moment falls within an operation of the
-// process: it waits for one to be under way (its journal written by the process), and it does
-// not let the operations under way all end: once each of them has done every step but its last,
-// one of them while watched, it is the moment at once. It returns what it waited for.
+// killMoment waits for a moment to kill the controller process pid: a random delay, drawn from
+// rnd, after the first operation of the process is seen under way (its journal written by the
+// process). The delay spans a hook, the applies and the waits of an operation of the chart, so
+// the kills land in every kind of step. When no operation is under way as it ends, the moment is
+// the next journal write of an operation (its start); when none starts within c4Idle, the kill
+// lands between operations. It never lets the operations under way all end: once each of them
+// has done every step but its last, one of them while watched, it is the moment at once. It
+// returns what it waited for.
 func killMoment(t *testing.T, env *testenv.Env, rnd *rand.Rand, pid int) string {
 	t.Helper()
-	target := killTargets[rnd.IntN(len(killTargets))]
-	steps := 1 + rnd.IntN(3)
-	after := time.Duration(rnd.Int64N(int64(500 * time.Millisecond)))
-	limit := 2*time.Second + time.Duration(rnd.Int64N(int64(3*time.Second)))
+	after := time.Duration(rnd.Int64N(int64(2 * time.Second)))
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	// Steps are counted from a watch: every status write is seen, however short the step.
-	releases := env.Resource(t, "berth.dev/v1alpha1", "Release")
-	rw, err := releases.Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("watch Releases: %v", err)
-	}
-	defer rw.Stop()
-	// Journals too, from those there now: every write of one is seen.
+	// Journals, from those there now: every write of one is seen.
 	ops := journalsOf{pid: pid, running: map[string]opStage{}}
 	journals, err := env.Client.CoreV1().Secrets(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=berth"})
 	if err != nil {
@@ -297,66 +268,43 @@ func killMoment(t *testing.T, env *testenv.Env, rnd *rand.Rand, pid int) string 
 		t.Fatalf("watch journals: %v", err)
 	}
 	defer jw.Stop()
-	current := map[string]string{}
-	seen, last := 0, ""
-	what := func() string { return fmt.Sprintf("%s steps seen %d of %d (last %q)", target, seen, steps, last) }
-	// armed is when the moment is the end of the delay: once the steps are seen, or at limit.
-	var delay <-chan time.Time
-	arm := func() {
-		if delay == nil {
+	var delay, idle <-chan time.Time
+	for {
+		if delay == nil && ops.underWay() {
 			delay = time.After(after)
 		}
-	}
-	expired := time.After(limit)
-	for {
-		if seen >= steps {
-			arm()
-		}
 		select {
-		case e, ok := <-rw.ResultChan():
-			if !ok {
-				t.Fatalf("the watch of Releases ended (%s)", what())
-			}
-			u, ok := e.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			step, _, _ := unstructured.NestedString(u.Object, "status", "currentStep")
-			if step == "" || step == current[u.GetName()] {
-				continue
-			}
-			current[u.GetName()] = step
-			if target == "any" || targetOf(step) == target {
-				seen++
-				last = u.GetName() + ": " + step
-			}
 		case e, ok := <-jw.ResultChan():
 			if !ok {
-				t.Fatalf("the watch of journals ended (%s)", what())
+				t.Fatalf("the watch of journals ended (%v under way)", ops.names())
 			}
 			if !ops.see(e) {
 				continue
 			}
 			if ops.ending() {
-				return fmt.Sprintf("as the operations under way (%v) each had every step but the last done; %s", ops.names(), what())
+				return fmt.Sprintf("as the operations under way (%v) each had every step but the last done", ops.names())
 			}
-			if delay != nil && ops.underWay() && ops.waited {
-				return fmt.Sprintf("at a journal write of %v, none under way when %s had passed; %s", ops.names(), after, what())
+			if ops.waited && ops.underWay() {
+				return fmt.Sprintf("at a journal write of %v, none under way when %s had passed", ops.names(), after)
 			}
-		case <-expired:
-			expired = nil
-			arm()
 		case <-delay:
 			if ops.underWay() {
-				return fmt.Sprintf("%s after %s", after, what())
+				return fmt.Sprintf("%s after an operation started, with %v under way", after, ops.names())
 			}
 			// None under way: the moment is the next journal write of the process.
 			ops.waited = true
+			idle = time.After(c4Idle)
+		case <-idle:
+			return fmt.Sprintf("between operations: none under way when %s had passed, nor within %s after", after, c4Idle)
 		case <-ctx.Done():
-			t.Fatalf("no operation of the controller was under way within 2m (%s)", what())
+			t.Fatalf("no operation of the controller was under way within 2m")
 		}
 	}
 }
+
+// c4Idle is how long a kill moment waits for an operation to start once the one it aimed at
+// ended.
+const c4Idle = 20 * time.Second
 
 // journalsOf follows the journals that the controller process pid writes: an operation of the
 // process is under way while its journal, last written by the process, is there.
