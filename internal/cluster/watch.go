@@ -154,8 +154,8 @@ func refused(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 }
 
-// refusalOnce returns a func that sends one refusal observation per tracked object of g, the first
-// time it is called.
+// refusalOnce returns a func that sends one refusal observation, for a tracked object of g, the
+// first time it is called: every consumer ends its watch on the first refusal.
 func refusalOnce(ctx context.Context, g *watchGroup, out chan<- observation) func(error) {
 	var once sync.Once
 	return func(err error) {
@@ -164,8 +164,8 @@ func refusalOnce(ctx context.Context, g *watchGroup, out chan<- observation) fun
 				select {
 				case out <- observation{id: id, refused: err}:
 				case <-ctx.Done():
-					return
 				}
+				return
 			}
 		})
 	}
