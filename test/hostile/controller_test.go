@@ -1,13 +1,10 @@
 package hostile_test
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,20 +100,7 @@ func (p *controllerProcess) checkUp() {
 }
 
 // peakRSS is the process's peak resident memory, VmHWM of /proc/PID/status.
-func (p *controllerProcess) peakRSS() (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	s := bufio.NewScanner(bytes.NewReader(data))
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/PID/status")
-}
+func (p *controllerProcess) peakRSS() (int64, error) { return p.status("VmHWM") }
 
 // kill ends the process, if it runs, and waits until it is gone.
 func (p *controllerProcess) kill() {
