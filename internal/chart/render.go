@@ -2,6 +2,7 @@ package chart
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -12,7 +13,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common/util"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/engine"
 	"helm.sh/helm/v4/pkg/postrenderer"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -51,6 +51,8 @@ type RenderOptions struct {
 	// Cluster is the cluster the templates' lookup function reads, as Helm's install and
 	// upgrade do; nil renders offline, with lookup returning nothing, as helm template does.
 	Cluster *rest.Config
+	// Templates runs the template step; nil runs it in this process (InProcess).
+	Templates TemplateRunner
 	// PostRenderer, when set, rewrites the rendered templates before they are split into
 	// resources and hooks, as Helm v4's --post-renderer does.
 	PostRenderer postrenderer.PostRenderer
@@ -132,14 +134,9 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 			return nil, fmt.Errorf("chart %s: %w", name, err)
 		}
 	}
-	var e engine.Engine
-	if opts.Cluster != nil {
-		e = engine.New(opts.Cluster)
-	}
-	e.EnableDNS = opts.EnableDNS
-	files, err := e.RenderWithContext(ctx, ch, top)
+	files, err := runTemplates(ctx, opts.Templates, TemplateStep{Chart: ch, Top: top, Cluster: opts.Cluster, EnableDNS: opts.EnableDNS})
 	if err != nil {
-		return nil, fmt.Errorf("render chart %s: %w", name, templateError(err))
+		return nil, err
 	}
 
 	r := &Rendered{Chart: ch, Config: vals, Notes: takeNotes(files, name, opts.SubchartNotes)}
@@ -165,6 +162,26 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 		return nil, fmt.Errorf("render chart %s: %w", name, err)
 	}
 	return r, nil
+}
+
+// runTemplates runs step with runner (InProcess when nil): a budget's error as it is, the
+// templates' own as a *TemplateError.
+func runTemplates(ctx context.Context, runner TemplateRunner, step TemplateStep) (map[string]string, error) {
+	if runner == nil {
+		runner = InProcess{}
+	}
+	files, err := runner.RunTemplates(ctx, step)
+	var budget *RenderBudgetError
+	var renderer *RendererError
+	switch {
+	case err == nil:
+		return files, nil
+	case errors.As(err, &budget):
+		return nil, err
+	case errors.As(err, &renderer):
+		return nil, fmt.Errorf("render chart %s: %w", step.Chart.Name(), err)
+	}
+	return nil, fmt.Errorf("render chart %s: %w", step.Chart.Name(), templateError(err))
 }
 
 // takeNotes removes the NOTES.txt files from files and returns the chart's notes, followed by

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	helmcli "helm.sh/helm/v4/pkg/cli"
 
+	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/engine"
@@ -59,6 +60,10 @@ func unavailableAPI(err error) bool {
 // Run executes the berth command line args (without the program name).
 // Errors are printed to streams.ErrOut and returned; only main exits.
 func Run(ctx context.Context, streams Streams, args []string) error {
+	if len(args) > 0 && args[0] == chart.RendererCommand {
+		// A render in a sandbox: the child a *chart.Sandbox started, before anything else.
+		return chart.ServeRenderer(args[1:], streams.In, streams.Out)
+	}
 	settings := newSettings(os.Getenv)
 	root := newRootCommand(streams, settings)
 	root.SetArgs(args)
