@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"helm.sh/helm/v4/pkg/chart/common"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -193,13 +195,22 @@ func addDryRunFlag(f *pflag.FlagSet, mode *lifecycle.DryRun) {
 // errHideSecret says --hide-secret was given without --dry-run, as Helm refuses it.
 var errHideSecret = errors.New("hiding Kubernetes secrets requires a dry-run mode: --hide-secret goes with --dry-run=client or --dry-run=server")
 
+// addRenderSandboxFlag adds --render-sandbox, for a chart one does not trust.
+func addRenderSandboxFlag(f *pflag.FlagSet, sandbox *bool) {
+	limits := chart.DefaultRenderLimits()
+	f.BoolVar(sandbox, "render-sandbox", false, fmt.Sprintf(
+		"render the chart's templates in a child process that is stopped when it passes %s of memory, %s of CPU time, %s of output or %d objects, or the --timeout, as berth controller renders tenants' charts; for a chart you do not trust",
+		resource.NewQuantity(limits.Memory, resource.BinarySI), limits.CPU, resource.NewQuantity(limits.Output, resource.BinarySI), limits.Objects))
+}
+
 // addRenderFlags adds Helm's flags of how install and upgrade render and validate the chart
 // (what names the operation, for the help): --skip-schema-validation, --render-subchart-notes,
-// --enable-dns and --disable-openapi-validation.
+// --enable-dns and --disable-openapi-validation; and berth's --render-sandbox.
 func addRenderFlags(f *pflag.FlagSet, r *lifecycle.Rendering, disableOpenAPIValidation *bool, what string) {
 	f.BoolVar(&r.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
 	f.BoolVar(&r.SubchartNotes, "render-subchart-notes", false, "if set, render subchart notes along with the parent")
 	f.BoolVar(&r.EnableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
+	addRenderSandboxFlag(f, &r.Sandbox)
 	f.BoolVar(disableOpenAPIValidation, "disable-openapi-validation", false,
 		"if set, the "+what+" process will not validate rendered templates against the Kubernetes OpenAPI Schema. "+
 			"berth has no validation of its own to turn off: the API server validates every object (a server-side dry run before the first change, then server-side apply), "+

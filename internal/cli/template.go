@@ -32,6 +32,7 @@ type templateFlags struct {
 	useReleaseName       bool
 	postRender           postRenderFlags
 	enableDNS            bool
+	sandbox              bool
 	// dryRun is "client" (the default: nothing is read from a cluster) or "server" (Capabilities
 	// and lookup read the cluster); validate is Helm's deprecated spelling of server.
 	dryRun   string
@@ -81,6 +82,11 @@ Capabilities are its own (--kube-version and --api-versions are ignored).`,
 				EnableDNS:            flags.enableDNS,
 				PostRenderer:         pr,
 			}
+			if flags.sandbox {
+				if render.Templates, err = chart.NewSandbox(chart.DefaultRenderLimits(), 1); err != nil {
+					return err
+				}
+			}
 			if server {
 				if err := withCluster(cmd, &render); err != nil {
 					return err
@@ -123,6 +129,7 @@ Capabilities are its own (--kube-version and --api-versions are ignored).`,
 	f.StringVar(&flags.outputDir, "output-dir", "", "writes the executed templates to files in output-dir instead of stdout")
 	f.BoolVar(&flags.useReleaseName, "release-name", false, "use release name in the output-dir path.")
 	f.BoolVar(&flags.enableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
+	addRenderSandboxFlag(f, &flags.sandbox)
 	f.StringVar(&flags.dryRun, "dry-run", "client", `simulates the operation either client-side or server-side. Must be either: "client", or "server". '--dry-run=client simulates the operation client-side only and avoids cluster connections. '--dry-run=server' simulates/validates the operation on the server, requiring cluster connectivity.`)
 	f.Lookup("dry-run").NoOptDefVal = "unset"
 	f.BoolVar(&flags.validate, "validate", false, "deprecated")

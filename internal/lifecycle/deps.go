@@ -64,6 +64,9 @@ type Deps struct {
 	// Lookup is the cluster that templates read with lookup while an install or upgrade renders
 	// (not with a client dry run, as in Helm); nil renders offline.
 	Lookup *rest.Config
+	// Templates runs the templates of each render; nil runs them in this process. A controller
+	// renders tenants' charts in a *chart.Sandbox.
+	Templates chart.TemplateRunner
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// HealthChecks judge the readiness of the objects of their kinds that their readiness

@@ -23,6 +23,9 @@ type Rendering struct {
 	EnableDNS bool
 	// HideSecret leaves the Secrets out of the manifest a dry run returns; only with a dry run.
 	HideSecret bool
+	// Sandbox renders the templates in a child process under chart.DefaultRenderLimits, as a
+	// controller does, unless Deps.Templates says how.
+	Sandbox bool
 }
 
 // ErrHideSecretNeedsDryRun says Secrets can be hidden only from a dry run's manifest: a
@@ -48,6 +51,14 @@ func (r Rendering) options(o chart.RenderOptions) chart.RenderOptions {
 
 // render renders chart ch with vals for a new revision.
 func (d *operation) render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, r Rendering, o chart.RenderOptions) (contents, error) {
+	o.Templates = d.Templates
+	if o.Templates == nil && r.Sandbox {
+		s, err := chart.NewSandbox(chart.DefaultRenderLimits(), 1)
+		if err != nil {
+			return contents{}, err
+		}
+		o.Templates = s
+	}
 	rendered, err := chart.Render(ctx, ch, vals, r.options(o))
 	if err != nil {
 		return contents{}, err
