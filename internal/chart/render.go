@@ -3,6 +3,7 @@ package chart
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/berthdev/berth/internal/resource"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 const notesFile = "NOTES.txt"
@@ -149,6 +151,9 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 	if v, ok := top["Values"].(common.Values); ok {
 		r.Values = v.AsMap()
 	}
+	if err := checkAliases(files); err != nil {
+		return nil, fmt.Errorf("render chart %s: %w", name, err)
+	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return nil, fmt.Errorf("render chart %s: %w", name, err)
@@ -262,6 +267,18 @@ func (r *Rendered) parse(crds []chartv2.CRD, manifests []releaseutil.Manifest, h
 			if obj != nil {
 				r.CRDs = append(r.CRDs, obj)
 			}
+		}
+	}
+	return nil
+}
+
+// checkAliases refuses a rendered template whose YAML aliases would add more than
+// yamlbound.Tenant once expanded: splitting the manifests parses each document, and every parse
+// after it expands them again.
+func checkAliases(files map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := yamlbound.CheckString(files[name], yamlbound.Tenant); err != nil {
+			return fmt.Errorf("template %s: %w", name, err)
 		}
 	}
 	return nil

@@ -2,10 +2,13 @@ package chart
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/cli/values"
 	"helm.sh/helm/v4/pkg/strvals"
+
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // ValueOptions are the values a user passes on the command line, as Helm's flags take them.
@@ -87,12 +90,44 @@ func (o ValueOptions) check() error {
 		}},
 		{SetLiteralValue, o.LiteralValues, strvals.ParseLiteralInto},
 	}
+	for _, f := range o.ValueFiles {
+		if err := checkValuesFile(f); err != nil {
+			return err
+		}
+	}
 	for _, src := range sources {
 		for _, expr := range src.exprs {
 			if err := src.parse(expr, map[string]any{}); err != nil {
 				return &ValueExprError{Source: src.source, Expr: expr, Err: err}
 			}
 		}
+	}
+	return nil
+}
+
+// ValuesFileError is a values file (-f) that cannot be taken.
+type ValuesFileError struct {
+	Path string
+	Err  error
+}
+
+func (e *ValuesFileError) Error() string { return fmt.Sprintf("values file %s: %v", e.Path, e.Err) }
+
+func (e *ValuesFileError) Unwrap() error { return e.Err }
+
+// checkValuesFile refuses the values file path when its YAML aliases expand it past
+// yamlbound.Local: Helm's reader would expand them all. Standard input ("-") is read once, by
+// Helm, and a file that cannot be read is left for Helm to name.
+func checkValuesFile(path string) error {
+	if path == "-" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	if err := yamlbound.Check(data, yamlbound.Local); err != nil {
+		return &ValuesFileError{Path: path, Err: err}
 	}
 	return nil
 }

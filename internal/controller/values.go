@@ -17,6 +17,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Reasons of values that cannot be read.
@@ -153,6 +154,9 @@ func mergeValues(ns string, sources []valuesSource, spec map[string]any) (map[st
 				return nil, fail(problem, nil)
 			}
 			continue
+		}
+		if err := yamlbound.Check(s.Data, yamlbound.Tenant); err != nil {
+			return nil, fail(err.Error(), err)
 		}
 		vals, err := common.ReadValues(s.Data)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // documentSeparator splits a YAML stream the way Helm splits a release manifest.
@@ -56,6 +58,10 @@ func ParseManifest(manifest string) ([]*unstructured.Unstructured, error) {
 // ParseDocument parses one document into an object. It returns nil, nil for a document that holds
 // only a YAML null (comments, `~`).
 func ParseDocument(doc Document) (*unstructured.Unstructured, error) {
+	// A recorded manifest is parsed too, and a record is whatever its Secret holds.
+	if err := yamlbound.CheckString(doc.Content, yamlbound.Tenant); err != nil {
+		return nil, fmt.Errorf("%s: %w", doc, err)
+	}
 	var content map[string]any
 	if err := yaml.Unmarshal([]byte(doc.Content), &content); err != nil {
 		return nil, fmt.Errorf("%s: parse YAML: %w", doc, err)

@@ -1,12 +1,9 @@
-// Package yamlbound measures what a YAML (or JSON) document expands to once its aliases are
-// expanded, without expanding them, so that a document can be refused before anything converts
-// it: a converter (sigs.k8s.io/yaml, Helm's loaders, client-go's kubeconfig loader) copies an
-// aliased node at every alias, and a small document of a long string and many aliases of it
-// becomes gigabytes.
-//
-// Check parses the document to a node tree (which holds each anchored node once) and counts the
-// nodes and scalar bytes of its expansion, once per anchor: its cost is that of one parse,
-// whatever the document expands to.
+// Package yamlbound bounds what a YAML document becomes once its aliases are resolved. A parser
+// that converts YAML to JSON or to Go values (sigs.k8s.io/yaml, Helm's loaders) copies the node
+// an alias names at every alias: 2,000 aliases of a 500 KiB string are a 1 GB document, though
+// the text is half a megabyte. Check counts the nodes and bytes a document's aliases add to it,
+// on a tree whose aliases stay pointers, before anything converts it. What the text itself holds
+// is bounded by its size, which its reader bounds.
 package yamlbound
 
 import (
@@ -14,178 +11,183 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
+	"regexp"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// Limits bound what a document (all the documents of a stream together) expands to.
+// Limits bound what the aliases of one document (or stream of documents) add to it once they are
+// expanded: the copies of the nodes they name.
 type Limits struct {
-	// Nodes bounds the nodes of the expansion: every scalar, map key, map and list.
+	// Nodes is the most nodes (scalars, mappings, sequences) the aliases may add.
 	Nodes int64
-	// Bytes bounds the bytes of the expansion's scalars (keys and values).
+	// Bytes is the most bytes of scalars (keys and values) the aliases may add.
 	Bytes int64
 }
 
-// DefaultLimits are the bounds of a process that reads its user's own files (the CLI): far above
-// any real values file, index or manifest, and far below what exhausts a workstation.
-func DefaultLimits() Limits {
-	return Limits{Nodes: 8 << 20, Bytes: 256 << 20}
-}
+// Tenant are the limits of what one tenant gives a controller shared by many: far above what the
+// aliases of a values file, kubeconfig or object add (an object of the API server is at most some
+// 1.5 MiB), and far below what would grow the controller.
+var Tenant = Limits{Nodes: 250_000, Bytes: 8 << 20}
 
-// ManyTenantsLimits are the bounds of a process that reads what many tenants write (the
-// controller): a document converted at these bounds costs some tens of MiB while it is
-// converted, and the largest real documents are well within them (an index of 4 MiB, the largest
-// the controller takes, is some 250,000 nodes and 3 MiB of scalars; a chart's values, some
-// thousands of nodes; a large CRD, some 50,000).
-func ManyTenantsLimits() Limits {
-	return Limits{Nodes: 512 << 10, Bytes: 16 << 20}
-}
+// Local are the limits of what a user gives berth on their own machine (values files, charts):
+// what no real document reaches, and what a laptop holds.
+var Local = Limits{Nodes: 4_000_000, Bytes: 256 << 20}
 
-// Less returns the limits left once s was spent of l: what several documents share.
-func (l Limits) Less(s Size) Limits {
-	left := func(limit, spent int64) int64 {
-		if limit == 0 {
-			return 0
-		}
-		return max(limit-spent, 1)
-	}
-	return Limits{Nodes: left(l.Nodes, s.Nodes), Bytes: left(l.Bytes, s.Bytes)}
-}
-
-// Size is what a document expands to.
-type Size struct {
-	Nodes int64
-	Bytes int64
-}
-
-// LimitError says that a document expands to more than a limit. It never holds the document's
-// content.
-type LimitError struct {
-	// Measure is "nodes" or "bytes".
+// ExpansionError is a document whose aliases expand it past a limit.
+type ExpansionError struct {
+	Limits Limits
+	// Measure is "nodes" or "bytes": the limit passed.
 	Measure string
-	// Size is what the document expands to, math.MaxInt64 when that is more than an int64.
-	Size  int64
-	Limit int64
+	// Aliases is how many aliases the document holds.
+	Aliases int64
 }
 
-func (e *LimitError) Error() string {
-	size := strconv.FormatInt(e.Size, 10)
-	if e.Size == math.MaxInt64 {
-		size = "more than " + size
+func (e *ExpansionError) Error() string {
+	limit := e.Limits.Nodes
+	if e.Measure == "bytes" {
+		limit = e.Limits.Bytes
 	}
-	what := "scalar bytes"
-	if e.Measure == "nodes" {
-		what = "nodes"
-	}
-	return fmt.Sprintf("expands to %s %s once its aliases are expanded, over the limit of %d", size, what, e.Limit)
+	return fmt.Sprintf("its YAML aliases (%d so far) add more than the %d %s allowed once expanded", e.Aliases, limit, e.Measure)
 }
 
-// SyntaxError says a document is not YAML. It holds the line only: a parser's message can quote
+// CycleError is a document with an alias inside the node it names: it expands without end.
+type CycleError struct{ Anchor string }
+
+func (e *CycleError) Error() string {
+	return fmt.Sprintf("the YAML anchor %q holds an alias of itself", e.Anchor)
+}
+
+// SyntaxError is a document with anchors and aliases that does not parse, so that what its
+// aliases expand to cannot be counted. Err's message is left out: a parser's message can quote
 // the content.
 type SyntaxError struct {
-	Line int // 0 when unknown
+	// Line is the line of the error, 0 when unknown.
+	Line int
 }
 
 func (e *SyntaxError) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("not YAML: error at line %d (the parser's message is left out, it can quote the content)", e.Line)
+		return fmt.Sprintf("its YAML does not parse (error at line %d), so its aliases cannot be counted", e.Line)
 	}
-	return "not YAML (the parser's message is left out, it can quote the content)"
+	return "its YAML does not parse, so its aliases cannot be counted"
 }
 
-// Check measures what data, a stream of one or more YAML documents, expands to, and returns a
-// *LimitError when it is more than limits allow, or a *SyntaxError when data is not YAML.
-// A zero limit is no limit.
-func Check(data []byte, limits Limits) (Size, error) {
-	var total Size
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+// Check returns nil when the aliases of data, one YAML document or a stream of them, add at most l
+// once they are expanded; otherwise an *ExpansionError, a *CycleError or a *SyntaxError. A
+// document without both an anchor (&) and an alias (*) has nothing to expand and is not parsed.
+// The count costs one parse: each anchored node is sized once, however many aliases name it.
+func Check(data []byte, l Limits) error {
+	if bytes.IndexByte(data, '&') < 0 || bytes.IndexByte(data, '*') < 0 {
+		return nil
+	}
+	return check(bytes.NewReader(data), l)
+}
+
+// CheckString is Check of a string, copying nothing.
+func CheckString(data string, l Limits) error {
+	if strings.IndexByte(data, '&') < 0 || strings.IndexByte(data, '*') < 0 {
+		return nil
+	}
+	return check(strings.NewReader(data), l)
+}
+
+func check(r io.Reader, l Limits) error {
+	dec := yaml.NewDecoder(r)
+	c := counter{limits: l, sizes: map[*yaml.Node]size{}, open: map[*yaml.Node]bool{}}
 	for {
 		var doc yaml.Node
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return total, nil
-		}
-		if err != nil {
-			return total, syntaxError(err)
-		}
-		m := measurer{memo: map[*yaml.Node]*Size{}}
-		s, err := m.measure(&doc)
-		if err != nil {
-			return total, err
-		}
-		total = Size{Nodes: add(total.Nodes, s.Nodes), Bytes: add(total.Bytes, s.Bytes)}
-		if limits.Nodes > 0 && total.Nodes > limits.Nodes {
-			return total, &LimitError{Measure: "nodes", Size: total.Nodes, Limit: limits.Nodes}
-		}
-		if limits.Bytes > 0 && total.Bytes > limits.Bytes {
-			return total, &LimitError{Measure: "bytes", Size: total.Bytes, Limit: limits.Bytes}
-		}
-	}
-}
-
-// errCycle is an alias inside the node it names, which the parser refuses already.
-var errCycle = &SyntaxError{}
-
-// measurer counts a document's expansion, remembering the expansion of each anchored node.
-type measurer struct {
-	// memo holds the size of anchored nodes measured, nil while one is being measured.
-	memo map[*yaml.Node]*Size
-}
-
-// measure returns what n expands to. Its recursion follows the tree as written (an alias is
-// measured once, through memo), so its depth is the document's, which the parser bounds.
-func (m *measurer) measure(n *yaml.Node) (Size, error) {
-	if n.Kind == yaml.AliasNode {
-		if n.Alias == nil {
-			return Size{}, errCycle
-		}
-		return m.measure(n.Alias)
-	}
-	if n.Anchor != "" {
-		if s, seen := m.memo[n]; seen {
-			if s == nil {
-				return Size{}, errCycle
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
 			}
-			return *s, nil
+			return &SyntaxError{Line: lineOf(err)}
 		}
-		m.memo[n] = nil
+		if _, err := c.size(&doc); err != nil {
+			return err
+		}
 	}
-	s := Size{Nodes: 1, Bytes: int64(len(n.Value))}
-	if n.Kind == yaml.DocumentNode {
-		s = Size{}
+}
+
+// size is what a node expands to.
+type size struct{ nodes, bytes int64 }
+
+// add adds b to a, saturating far above any limit.
+func (a size) add(b size) size {
+	const most = 1 << 62
+	a.nodes, a.bytes = min(a.nodes+b.nodes, most), min(a.bytes+b.bytes, most)
+	return a
+}
+
+// counter counts what aliases add, remembering the expanded size of every anchored node.
+type counter struct {
+	limits Limits
+	// added is what the aliases seen so far add: each adds the expanded size of what it names
+	// (itself counted as one node of the text).
+	added   size
+	aliases int64
+	sizes   map[*yaml.Node]size
+	open    map[*yaml.Node]bool
+}
+
+func (c *counter) check() error {
+	s := c.added
+	switch {
+	case s.nodes > c.limits.Nodes:
+		return &ExpansionError{Limits: c.limits, Measure: "nodes", Aliases: c.aliases}
+	case s.bytes > c.limits.Bytes:
+		return &ExpansionError{Limits: c.limits, Measure: "bytes", Aliases: c.aliases}
 	}
-	for _, c := range n.Content {
-		cs, err := m.measure(c)
+	return nil
+}
+
+// size returns what n expands to, and an error as soon as its aliases add more than the limits.
+func (c *counter) size(n *yaml.Node) (size, error) {
+	if n.Kind == yaml.AliasNode {
+		c.aliases++
+		if n.Alias == nil {
+			return size{nodes: 1}, nil
+		}
+		if c.open[n.Alias] {
+			return size{}, &CycleError{Anchor: n.Value}
+		}
+		s, ok := c.sizes[n.Alias]
+		if !ok { // an anchor is defined before its aliases, so this is not reached
+			var err error
+			if s, err = c.size(n.Alias); err != nil {
+				return size{}, err
+			}
+		}
+		c.added = c.added.add(s)
+		return s, c.check()
+	}
+	if s, ok := c.sizes[n]; ok {
+		return s, nil
+	}
+	c.open[n] = true
+	defer delete(c.open, n)
+	s := size{nodes: 1, bytes: int64(len(n.Value))}
+	for _, child := range n.Content {
+		cs, err := c.size(child)
 		if err != nil {
-			return Size{}, err
+			return size{}, err
 		}
-		s = Size{Nodes: add(s.Nodes, cs.Nodes), Bytes: add(s.Bytes, cs.Bytes)}
+		s = s.add(cs)
 	}
 	if n.Anchor != "" {
-		m.memo[n] = &s
+		c.sizes[n] = s
 	}
 	return s, nil
 }
 
-// add adds two sizes, staying at math.MaxInt64 rather than overflowing.
-func add(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
+// yamlLine finds the line number in a YAML parser's message.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-// syntaxError keeps the line of a parser's error and nothing else of it.
-func syntaxError(err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return &SyntaxError{}
-	}
+func lineOf(err error) int {
 	var line int
-	if _, scanErr := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); scanErr != nil {
-		line = 0
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		fmt.Sscan(m[1], &line)
 	}
-	return &SyntaxError{Line: line}
+	return line
 }

@@ -3,21 +3,23 @@ package yamlbound
 import (
 	"errors"
 	"fmt"
-	"math"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
-// laughs is the billion-laughs shape: levels anchors, each a list of ten aliases of the one
-// before.
-func laughs(levels int) string {
+// laughs is the billion laughs: n levels, each a list of ten aliases of the level below.
+func laughs(n int) string {
 	var b strings.Builder
-	b.WriteString("a0: &a0 lol\n")
-	for i := 1; i <= levels; i++ {
+	b.WriteString("a0: &a0 [\"lol\"]\n")
+	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, "a%d: &a%d [", i, i)
-		for j := 0; j < 10; j++ {
+		for j := range 10 {
 			if j > 0 {
-				b.WriteString(",")
+				b.WriteString(", ")
 			}
 			fmt.Fprintf(&b, "*a%d", i-1)
 		}
@@ -26,54 +28,138 @@ func laughs(levels int) string {
 	return b.String()
 }
 
-// bomb is the values document of a tenant: a string of size bytes and n aliases of it.
-func bomb(size, n int) string {
+// bigString is a document of a string of n bytes and k aliases of it.
+func bigString(n, k int) string {
 	var b strings.Builder
-	b.WriteString("big: &big " + strings.Repeat("x", size) + "\nmany:\n")
-	for i := 0; i < n; i++ {
-		b.WriteString("- *big\n")
+	b.WriteString("s: &s " + strings.Repeat("x", n) + "\nlist:\n")
+	for range k {
+		b.WriteString("- *s\n")
 	}
 	return b.String()
 }
 
 func TestCheck(t *testing.T) {
-	tests := []struct {
+	small := Limits{Nodes: 1000, Bytes: 10_000}
+	for _, tc := range []struct {
 		name    string
 		doc     string
-		limits  Limits
-		want    Size
-		measure string // of the *LimitError wanted, "" for none
+		measure string // "" when it passes
 	}{
-		{name: "empty", doc: "", want: Size{}},
-		{name: "scalar", doc: "hello", want: Size{Nodes: 1, Bytes: 5}},
-		{name: "map", doc: "a: b\nc: dd\n", want: Size{Nodes: 5, Bytes: 5}},
-		{name: "json", doc: `{"a": ["b", "c"]}`, want: Size{Nodes: 5, Bytes: 3}},
-		{name: "alias in a map", doc: "a: &x abc\nb: *x\nc: *x\n", want: Size{Nodes: 7, Bytes: 12}},
-		{name: "alias in a sequence", doc: "- &x {k: vv}\n- *x\n- *x\n", want: Size{Nodes: 10, Bytes: 9}},
-		{name: "merge key", doc: "base: &b {k: v, l: w}\nx:\n  <<: *b\n  m: n\n", want: Size{Nodes: 17, Bytes: 17}},
-		{name: "nested anchors", doc: "a: &a [&s xy, *s]\nb: [*a, *a, *s]\n", want: Size{Nodes: 14, Bytes: 16}},
-		{name: "stream", doc: "a: b\n---\nc: d\n---\n", want: Size{Nodes: 7, Bytes: 4}},
-		{name: "stream over the limit together", doc: "a: b\n---\nc: d\n", limits: Limits{Nodes: 5}, want: Size{Nodes: 6, Bytes: 4}, measure: "nodes"},
-		{name: "billion laughs", doc: laughs(9), limits: ManyTenantsLimits(), want: Size{Nodes: 1111111119 + 9, Bytes: 3000000000 + 36}, measure: "nodes"},
-		{name: "laughs past int64", doc: laughs(30), limits: ManyTenantsLimits(), want: Size{Nodes: math.MaxInt64, Bytes: math.MaxInt64}, measure: "nodes"},
-		{name: "string bomb", doc: bomb(500<<10, 2000), limits: Limits{Bytes: 16 << 20}, want: Size{Nodes: 2005, Bytes: 2001*(500<<10) + 7}, measure: "bytes"},
-		{name: "within limits", doc: bomb(10, 10), limits: ManyTenantsLimits(), want: Size{Nodes: 15, Bytes: 117}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := Check([]byte(tt.doc), tt.limits)
-			if tt.measure == "" && err != nil {
-				t.Fatalf("Check: %v", err)
+		{"no aliases", "a: 1\nb: [1, 2, 3]\n", ""},
+		{"an ampersand and an asterisk in strings", "cron: '*/5 * * * *'\nq: 'a & b'\n", ""},
+		{"a text larger than the limits, without aliases", "q:\n" + strings.Repeat("- 'rate(x[5m]) * 2 && y'\n", 2000), ""},
+		{"a few aliases", "base: &b {x: 1, y: 2}\none: *b\ntwo: *b\n", ""},
+		{"merge keys", "base: &b {x: 1}\none:\n  <<: *b\n  y: 2\n", ""},
+		{"laughs, two levels", laughs(2), ""},
+		{"laughs, nine levels", laughs(9), "nodes"},
+		{"a string aliased past the bytes", bigString(1000, 20), "bytes"},
+		{"a stream over the limit only together", strings.Repeat("---\n"+bigString(1000, 4), 4), "bytes"},
+		{"nested anchors", "a: &a {b: &b [1, 2], c: *b}\nd: *a\ne: *b\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check([]byte(tc.doc), small)
+			var exp *ExpansionError
+			switch {
+			case tc.measure == "" && err != nil:
+				t.Fatalf("Check: %v, want nil", err)
+			case tc.measure != "" && (!errors.As(err, &exp) || exp.Measure != tc.measure):
+				t.Fatalf("Check: %v, want an *ExpansionError over the %s", err, tc.measure)
 			}
-			if tt.measure != "" {
-				var le *LimitError
-				if !errors.As(err, &le) || le.Measure != tt.measure {
-					t.Fatalf("Check: %v, want a LimitError on %s", err, tt.measure)
+			if tc.measure == "" {
+				// What passes converts as usual.
+				var v any
+				if err := yaml.Unmarshal([]byte(tc.doc), &v); err != nil {
+					t.Fatalf("convert: %v", err)
 				}
 			}
-			if tt.measure == "" && got != tt.want {
-				t.Errorf("Check = %+v, want %+v", got, tt.want)
-			}
 		})
+	}
+}
+
+func TestCheckCycle(t *testing.T) {
+	err := Check([]byte("a: &a [1, *a]\n"), Tenant)
+	var cycle *CycleError
+	if !errors.As(err, &cycle) || cycle.Anchor != "a" {
+		t.Fatalf("Check: %v, want a *CycleError of anchor a", err)
+	}
+}
+
+func TestCheckSyntaxQuotesNothing(t *testing.T) {
+	err := Check([]byte("a: &a x\nb: *a\nc: [Hunter2-s3cr3t\n"), Tenant)
+	var syntax *SyntaxError
+	if !errors.As(err, &syntax) || syntax.Line == 0 {
+		t.Fatalf("Check: %v, want a *SyntaxError with its line", err)
+	}
+	if strings.Contains(err.Error(), "Hunter2") {
+		t.Errorf("Check: %q quotes the document", err)
+	}
+}
+
+// TestCheckNamesTheBomb: the document that grew the controller to gigabytes, a 500 KiB string
+// and 2,000 aliases of it, is refused by its bytes while it is counted.
+func TestCheckNamesTheBomb(t *testing.T) {
+	doc := []byte(bigString(500<<10, 2000))
+	alloc := allocated(func() {
+		err := Check(doc, Tenant)
+		var exp *ExpansionError
+		if !errors.As(err, &exp) || exp.Measure != "bytes" {
+			t.Errorf("Check: %v, want an *ExpansionError over the bytes", err)
+		}
+	})
+	if alloc > 16*int64(len(doc)) {
+		t.Errorf("Check of %d bytes allocated %d bytes", len(doc), alloc)
+	}
+}
+
+// allocated is what f allocates.
+func allocated(f func()) int64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return int64(after.TotalAlloc - before.TotalAlloc)
+}
+
+// FuzzCheck: whatever the document, one check allocates a bounded multiple of its size and ends
+// quickly; what it lets pass converts to JSON within the limits.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{laughs(3), laughs(7), bigString(100, 50), "a: &a [1, *a]", "base: &b {x: 1}\none: {<<: *b}\n", "---\na: &a 1\n---\nb: *a\n"} {
+		f.Add([]byte(s))
+	}
+	limits := Limits{Nodes: 10_000, Bytes: 100_000}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var err error
+		start := time.Now()
+		alloc := allocated(func() { err = Check(doc, limits) })
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("Check of %d bytes took %v", len(doc), took)
+		}
+		if limit := int64(64<<10) + 200*int64(len(doc)); alloc > limit {
+			t.Fatalf("Check of %d bytes allocated %d bytes, more than %d", len(doc), alloc, limit)
+		}
+		if err != nil {
+			return
+		}
+		out, cerr := yaml.YAMLToJSON(doc)
+		if cerr == nil && int64(len(out)) > 16*(limits.Bytes+limits.Nodes)+int64(len(doc))*4 {
+			t.Fatalf("a document of %d bytes passed and converts to %d bytes of JSON", len(doc), len(out))
+		}
+	})
+}
+
+func BenchmarkCheck(b *testing.B) {
+	// A large values file with anchors: 20,000 entries, each with an alias of a shared map.
+	var sb strings.Builder
+	sb.WriteString("defaults: &d {cpu: 100m, memory: 128Mi, image: registry.example/app:1.2.3}\nservices:\n")
+	for i := range 20_000 {
+		fmt.Fprintf(&sb, "  svc%d: {resources: *d, port: %d, name: service-number-%d}\n", i, 8000+i%1000, i)
+	}
+	doc := []byte(sb.String())
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Check(doc, Local); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
