@@ -188,6 +188,10 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 			return fail(KindOf(err), err)
 		}
 	}
+	if err := chart.CheckAliases(ref, path, r.yamlLimits()); err != nil {
+		undo()
+		return fail(KindNotChart, err)
+	}
 	if _, err := loader.Load(path); err != nil {
 		undo()
 		return fail(KindNotChart, err)
