@@ -14,17 +14,23 @@ import (
 	helmchart "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Load loads a chart from a directory or a packaged .tgz with Helm's loader. Charts of API
 // version v1 and v2 (what Helm v4 calls chart v2) are supported. The chart's dependencies must be
-// present in its charts/ directory.
+// present in its charts/ directory. A YAML file the loader parses whose aliases add more than
+// yamlbound.Local once expanded is an *AliasError, before the loader expands them.
 func Load(path string) (*chartv2.Chart, error) {
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("load chart %s: no such file or directory: give the path of a chart directory or a packaged chart (.tgz)", path)
 		}
 		return nil, fmt.Errorf("load chart %s: %w", path, err)
+	}
+	if err := CheckAliases(path, path, yamlbound.Local); err != nil {
+		return nil, err
 	}
 	loaded, err := loader.Load(path)
 	if err != nil {
@@ -36,6 +42,9 @@ func Load(path string) (*chartv2.Chart, error) {
 // LoadArchive loads a packaged chart (.tgz) from memory with Helm's loader, as Load loads one
 // from a file; name says where the package comes from.
 func LoadArchive(name string, data []byte) (*chartv2.Chart, error) {
+	if err := CheckArchiveAliases(name, bytes.NewReader(data), yamlbound.Local); err != nil {
+		return nil, err
+	}
 	loaded, err := loader.LoadArchive(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w: check that it is a packaged chart (.tgz), as helm package makes it", name, err)

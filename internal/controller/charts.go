@@ -15,6 +15,7 @@ import (
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/source"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Charts fetches charts with Helm's SDK into a cache of the controller's own, never reading or
@@ -102,6 +103,9 @@ func load(path, name string) (*fetched, error) {
 	f.Close()
 	if err != nil {
 		return nil, err
+	}
+	if err := chart.CheckAliases(cmp.Or(name, path), path, yamlbound.Tenant); err != nil {
+		return nil, &InvalidChartError{Err: err}
 	}
 	ch, err := chart.Load(path)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
 	"helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/berthdev/berth/internal/chart"
 )
 
 // PullOptions say where Pull puts a chart: Helm's --destination, --untar, --untardir and
@@ -89,6 +91,9 @@ func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (stri
 	archive, err := archiveIn(staging)
 	if err != nil {
 		return fail(KindUnknown, err)
+	}
+	if err := chart.CheckAliases(ref, archive, r.yamlLimits()); err != nil {
+		return fail(KindNotChart, err)
 	}
 	loaded, err := loader.Load(archive)
 	if err != nil {

@@ -188,6 +188,10 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 			return fail(KindOf(err), err)
 		}
 	}
+	if err := chart.CheckAliases(ref, path, r.yamlLimits()); err != nil {
+		undo()
+		return fail(KindNotChart, err)
+	}
 	if _, err := loader.Load(path); err != nil {
 		undo()
 		return fail(KindNotChart, err)
@@ -201,7 +205,7 @@ func (r *Resolver) checkIndexed(ref, name, version string) error {
 	fail := func(err error) error {
 		return &Error{Ref: ref, RepoName: name, Version: version, Kind: KindNotIndexed, Err: err}
 	}
-	idx, err := repo.LoadIndexFile(filepath.Join(r.Settings.RepositoryCache, helmpath.CacheIndexFile(name)))
+	idx, err := LoadIndexFile(filepath.Join(r.Settings.RepositoryCache, helmpath.CacheIndexFile(name)))
 	if err != nil {
 		return fail(fmt.Errorf("no cached index of repository %s: %w", name, err))
 	}
