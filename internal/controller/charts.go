@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,6 +45,7 @@ func NewCharts(dir string, maxIndexBytes int64) (*Charts, error) {
 	// A tenant's Release reaches a registry with its own credentials or none, never the
 	// controller's, and gets no chart from the cache that its own credentials did not fetch.
 	o.ManyTenants = true
+	o.MaxContentBytes = MaxChartContentBytes
 	return newCharts(dir, o), nil
 }
 
@@ -94,16 +94,7 @@ func load(path, name string) (*fetched, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	err = chart.CheckContentSize(cmp.Or(name, path), f, MaxChartContentBytes)
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	ch, err := chart.Load(path)
+	ch, err := chart.LoadWithin(path, name, MaxChartContentBytes)
 	if err != nil {
 		return nil, err
 	}

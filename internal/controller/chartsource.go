@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -88,10 +87,7 @@ func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error)
 		return nil, err
 	}
 	name := fmt.Sprintf("%s/%s/%s key %s", o.Kind, r.namespace, o.Name, o.Key)
-	if err := chart.CheckContentSize(name, bytes.NewReader(data), MaxChartContentBytes); err != nil {
-		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
-	}
-	ch, err := chart.LoadArchive(name, data)
+	ch, err := chart.LoadArchive(name, data, MaxChartContentBytes)
 	if err != nil {
 		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
 	}
