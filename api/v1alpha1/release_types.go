@@ -65,8 +65,9 @@ type ReleaseSpec struct {
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 
 	// ServiceAccountName is the ServiceAccount of the Release's namespace as which every
-	// cluster call for the release is made; default: the namespace's "default" account. The
-	// controller never acts with its own rights on the release.
+	// cluster call for the release is made; default: the account the controller's
+	// --default-service-account names, else the namespace's "default" account. The controller
+	// never acts with its own rights on the release.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
@@ -95,7 +96,9 @@ type ReleaseSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.interval must be at least 10s (a Go duration like 10s, 5m or 1h)"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
-	// Timeout bounds each operation (install, upgrade, uninstall) as a whole; default 5m.
+	// Timeout bounds each reconcile as a whole: fetching the chart, reading values and the
+	// last record, then the operation (install, upgrade, uninstall) with what is left; default
+	// 5m, and at most the controller's --max-timeout.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
@@ -311,8 +314,9 @@ type OperationSpec struct {
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
 	// RetryBackoff is the wait before the first retry, doubled for each further one; default
-	// 30s.
+	// 30s, at least 1s.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="retryBackoff must be at least 1s (a Go duration like 1s, 30s or 5m)"
 	RetryBackoff *metav1.Duration `json:"retryBackoff,omitempty"`
 }
 
@@ -571,7 +575,8 @@ type ChangeCounts struct {
 // Blocker is what stopped an operation, and what to do about it.
 type Blocker struct {
 	// Kind is webhook, finalizer, dependents, permission, hook, template, immutable, degraded
-	// (a regression in the operation's watch window) or other.
+	// (a regression in the operation's watch window), cluster (a remote cluster that cannot be
+	// reached or used; Object is its host) or other.
 	Kind string `json:"kind"`
 	// Object is the object concerned, as Kind/namespace/name.
 	// +optional

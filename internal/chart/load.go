@@ -14,11 +14,15 @@ import (
 	helmchart "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Load loads a chart from a directory or a packaged .tgz with Helm's loader, within
 // DefaultContentLimit. Charts of API version v1 and v2 (what Helm v4 calls chart v2) are
 // supported. The chart's dependencies must be present in its charts/ directory.
+// A YAML file the loader parses whose aliases add more than yamlbound.Local once expanded is
+// an *AliasError, before the loader expands them.
 func Load(path string) (*chartv2.Chart, error) {
 	return LoadWithin(path, "", DefaultContentLimit)
 }
@@ -39,6 +43,9 @@ func LoadWithin(path, name string, limit int64) (*chartv2.Chart, error) {
 		}
 		return nil, err
 	}
+	if err := CheckAliases(path, path, yamlbound.Local); err != nil {
+		return nil, err
+	}
 	loaded, err := loader.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w: check that it is a chart directory with a valid Chart.yaml or a packaged chart (.tgz)", path, err)
@@ -50,6 +57,9 @@ func LoadWithin(path, name string, limit int64) (*chartv2.Chart, error) {
 // one from a file; name says where the package comes from.
 func LoadArchive(name string, data []byte, limit int64) (*chartv2.Chart, error) {
 	if err := CheckContentSize(name, bytes.NewReader(data), limit); err != nil {
+		return nil, err
+	}
+	if err := CheckArchiveAliases(name, bytes.NewReader(data), yamlbound.Local); err != nil {
 		return nil, err
 	}
 	loaded, err := loader.LoadArchive(bytes.NewReader(data))

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/source"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Charts fetches charts with Helm's SDK into a cache of the controller's own, never reading or
@@ -93,6 +95,18 @@ func load(path, name string) (*fetched, error) {
 	digest, err := fileDigest(path)
 	if err != nil {
 		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	err = chart.CheckContentSize(cmp.Or(name, path), f, MaxChartContentBytes)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := chart.CheckAliases(cmp.Or(name, path), path, yamlbound.Tenant); err != nil {
+		return nil, &InvalidChartError{Err: err}
 	}
 	ch, err := chart.LoadWithin(path, name, MaxChartContentBytes)
 	if err != nil {

@@ -199,7 +199,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
 		Config:   mgr.GetConfig(),
-		Recorder: mgr.GetEventRecorder(Name),
+		Recorder: cutNotes{mgr.GetEventRecorder(Name)},
 		Charts:   charts,
 		Holder:   holder(o.Identity),
 		Uncached: mgr.GetAPIReader(),

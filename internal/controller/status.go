@@ -53,7 +53,7 @@ const logTailLines = 20
 
 // setCondition sets a condition of rel for its current generation.
 func setCondition(rel *v1alpha1.Release, t string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&rel.Status.Conditions, metav1.Condition{
+	putCondition(&rel.Status.Conditions, metav1.Condition{
 		Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: rel.Generation,
 	})
 }

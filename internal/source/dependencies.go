@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // DependencyOptions configure fetching a chart's dependencies: Helm's flags of `dependency
@@ -134,6 +135,9 @@ func dependencyRegistries(dir string) []string {
 	if chart.CheckPath(dir, chart.DefaultContentLimit) != nil {
 		return nil
 	}
+	if chart.CheckAliases(dir, dir, yamlbound.Local) != nil {
+		return nil
+	}
 	loaded, err := loader.Load(dir)
 	if err != nil {
 		return nil
@@ -162,7 +166,7 @@ func dependencyRegistries(dir string) []string {
 // reference, go to no dependency's registry. Its requests are bounded as every fetch of r's
 // Fetcher, without a context of the caller's.
 func (r *Resolver) updateDependencies(ctx context.Context, path string) error {
-	loaded, err := r.load(path)
+	loaded, err := r.load(path, path)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@ import (
 
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // repoAccess is how a fetch reaches a chart repository: its credentials and TLS settings.
@@ -170,7 +172,7 @@ func (f *Fetcher) downloadIndex(ctx context.Context, indexURL string, a repoAcce
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	idx, err := parseIndex(data)
+	idx, err := parseIndex(data, indexURL, f.yamlLimits())
 	<-f.parsing
 	if err != nil {
 		return nil, err
@@ -414,8 +416,21 @@ func (f *Fetcher) readBody(ctx context.Context, resp *http.Response, limit int64
 	return data, nil
 }
 
-// parseIndex loads a repository index as Helm does (entries checked and sorted).
-func parseIndex(data []byte) (*repo.IndexFile, error) {
+// yamlLimits bounds what the YAML aliases of a document f fetches add once expanded.
+func (f *Fetcher) yamlLimits() yamlbound.Limits {
+	if f.opts.ManyTenants {
+		return yamlbound.Tenant
+	}
+	return yamlbound.Local
+}
+
+// parseIndex loads a repository index as Helm does (entries checked and sorted), once what its
+// YAML aliases add is within limits: Helm's loader converts it to JSON, expanding every alias.
+// where names the index in errors.
+func parseIndex(data []byte, where string, limits yamlbound.Limits) (*repo.IndexFile, error) {
+	if err := yamlbound.Check(data, limits); err != nil {
+		return nil, &ExpansionError{What: "repository index", Where: where, Err: err}
+	}
 	// Helm loads indexes from files only.
 	tmp, err := os.CreateTemp("", "berth-index-*.yaml")
 	if err != nil {

@@ -89,7 +89,7 @@ func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (stri
 	if err != nil {
 		return fail(KindUnknown, err)
 	}
-	loaded, err := r.load(archive)
+	loaded, err := r.load(ref, archive)
 	if err != nil {
 		return fail(KindNotChart, err)
 	}

@@ -124,10 +124,13 @@ func (r *Resolver) contentLimit() int64 {
 	return chart.DefaultContentLimit
 }
 
-// load loads the chart at path with Helm's loader, once its content is known to be within
-// r's limit (contentLimit).
-func (r *Resolver) load(path string) (helmchart.Charter, error) {
+// load loads the chart at path, which ref names, with Helm's loader, once its content is known
+// to be within r's limit (contentLimit) and its YAML aliases within r's (yamlLimits).
+func (r *Resolver) load(ref, path string) (helmchart.Charter, error) {
 	if err := chart.CheckPath(path, r.contentLimit()); err != nil {
+		return nil, err
+	}
+	if err := chart.CheckAliases(ref, path, r.yamlLimits()); err != nil {
 		return nil, err
 	}
 	return loader.Load(path)
@@ -206,7 +209,7 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 			return fail(KindOf(err), err)
 		}
 	}
-	if _, err := r.load(path); err != nil {
+	if _, err := r.load(ref, path); err != nil {
 		undo()
 		return fail(KindNotChart, err)
 	}
@@ -219,7 +222,7 @@ func (r *Resolver) checkIndexed(ref, name, version string) error {
 	fail := func(err error) error {
 		return &Error{Ref: ref, RepoName: name, Version: version, Kind: KindNotIndexed, Err: err}
 	}
-	idx, err := repo.LoadIndexFile(filepath.Join(r.Settings.RepositoryCache, helmpath.CacheIndexFile(name)))
+	idx, err := LoadIndexFile(filepath.Join(r.Settings.RepositoryCache, helmpath.CacheIndexFile(name)))
 	if err != nil {
 		return fail(fmt.Errorf("no cached index of repository %s: %w", name, err))
 	}
