@@ -83,7 +83,7 @@ func TestLoadRefusesAliasesBeforeTheLoader(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	_, err := LoadArchive("web.tgz", data)
+	_, err := LoadArchive("web.tgz", data, DefaultContentLimit)
 	runtime.ReadMemStats(&ms)
 	if !errors.As(err, new(*AliasError)) {
 		t.Errorf("LoadArchive: %v, want an *AliasError", err)

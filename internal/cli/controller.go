@@ -30,6 +30,7 @@ type controllerFlags struct {
 	kubeConfigReach         controller.KubeConfigReach
 	maxTimeout              time.Duration
 	maxIndexSize            string
+	recordExpansionLimit    string
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -80,6 +81,10 @@ others.`,
 			if err != nil || maxIndex.Value() <= 0 {
 				return fmt.Errorf("invalid --max-index-size %q: give a positive size like 4Mi or 16Mi", flags.maxIndexSize)
 			}
+			recordLimit, err := resource.ParseQuantity(flags.recordExpansionLimit)
+			if err != nil || recordLimit.Value() <= 0 {
+				return fmt.Errorf("invalid --record-expansion-limit %q: give a positive size like 32Mi or 64Mi", flags.recordExpansionLimit)
+			}
 			// A selector that does not parse is refused before the cluster is touched.
 			if _, err := controller.ParseShard(flags.watchLabelSelector); err != nil {
 				return fmt.Errorf("invalid --watch-label-selector: %w", err)
@@ -109,6 +114,7 @@ others.`,
 				KubeConfigReach:         flags.kubeConfigReach,
 				MaxTimeout:              flags.maxTimeout,
 				MaxIndexBytes:           maxIndex.Value(),
+				MaxRecordExpansion:      recordLimit.Value(),
 			})
 			if err != nil {
 				return err
@@ -131,6 +137,7 @@ others.`,
 	f.BoolVar(&flags.kubeConfigReach.Proxy, strings.TrimPrefix(controller.FlagAllowKubeConfigProxy, "--"), false, "use a Release's kubeconfig whose cluster sets proxy-url (by default refused: the controller would connect through whatever proxy a Release's author names)")
 	f.BoolVar(&flags.kubeConfigReach.PlainHTTP, strings.TrimPrefix(controller.FlagAllowKubeConfigHTTP, "--"), false, "use a Release's kubeconfig whose server is http:// (by default refused: its credentials would go in the clear)")
 	f.StringVar(&flags.maxIndexSize, "max-index-size", "4Mi", "largest Helm repository index.yaml a Release may fetch, e.g. 16Mi; a larger one is refused (ChartUnavailable). Parsing an index takes some 35 times its size in memory, so raise the controller's memory limit with it")
+	f.StringVar(&flags.recordExpansionLimit, "record-expansion-limit", "32Mi", "most a release's record, its parts or its journal may expand to once decompressed, and at most 20 times its compressed size beyond 4Mi; one that expands further is not read (InvalidRecord). A record of 3 MiB, as the largest berth stores, expands to some 26 MiB; decoding one holds about twice that, and the decodes under way share twice this limit")
 	f.DurationVar(&flags.maxTimeout, "max-timeout", controller.DefaultMaxTimeout, "longest spec.timeout a Release is granted: one that asks for more runs each operation with this and has the condition TimeoutCapped. It bounds how long one Release holds a worker (its reconcile ends at most a minute after it); 0 grants any timeout")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd

@@ -47,6 +47,7 @@ func NewCharts(dir string, maxIndexBytes int64) (*Charts, error) {
 	// A tenant's Release reaches a registry with its own credentials or none, never the
 	// controller's, and gets no chart from the cache that its own credentials did not fetch.
 	o.ManyTenants = true
+	o.MaxContentBytes = MaxChartContentBytes
 	return newCharts(dir, o), nil
 }
 
@@ -107,7 +108,7 @@ func load(path, name string) (*fetched, error) {
 	if err := chart.CheckAliases(cmp.Or(name, path), path, yamlbound.Tenant); err != nil {
 		return nil, &InvalidChartError{Err: err}
 	}
-	ch, err := chart.Load(path)
+	ch, err := chart.LoadWithin(path, name, MaxChartContentBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,7 @@ func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error)
 	if err := chart.CheckArchiveAliases(name, bytes.NewReader(data), yamlbound.Tenant); err != nil {
 		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
 	}
-	ch, err := chart.LoadArchive(name, data)
+	ch, err := chart.LoadArchive(name, data, MaxChartContentBytes)
 	if err != nil {
 		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
 	}

@@ -98,6 +98,20 @@ type Options struct {
 	// MaxIndexBytes is the largest Helm repository index a Release may fetch; 0 means
 	// source.ManyTenantsMaxIndexBytes. Parsing an index allocates some 35 times its size.
 	MaxIndexBytes int64
+	// MaxRecordExpansion is the most a release's record (or its parts, or its journal) may
+	// expand to once decompressed; 0 means that of release.ControllerExpansion. The decodes
+	// under way share twice as much.
+	MaxRecordExpansion int64
+}
+
+// recordExpansion is the controller's bound on what records expand to, with at most max bytes
+// for one (0: release.ControllerExpansion's).
+func recordExpansion(maxBytes int64) release.Expansion {
+	e := release.ControllerExpansion()
+	if maxBytes > 0 {
+		e.Max, e.Budget = maxBytes, release.NewBudget(2*maxBytes)
+	}
+	return e
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -196,6 +210,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		StatusChartOutput:     o.StatusChartOutput,
 		KubeConfigReach:       o.KubeConfigReach,
 		MaxTimeout:            o.MaxTimeout,
+		RecordExpansion:       recordExpansion(o.MaxRecordExpansion),
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.

@@ -162,6 +162,8 @@ func reasonOf(err error, failed string) string {
 		return ReasonWatchWindowTooLong
 	case recordTooLarge(err):
 		return ReasonRecordTooLarge
+	case recordInvalid(err):
+		return ReasonInvalidRecord
 	case errors.As(err, &blocked):
 		return ReasonBlocked
 	case errors.As(err, &hook):

@@ -132,6 +132,9 @@ func (r *Resolver) Dependencies(ctx context.Context, dir string, opts Dependency
 // dependencyRegistries are the OCI registries (HOST[:PORT]) the dependencies of the chart
 // directory dir come from, by Chart.yaml and Chart.lock, sorted; none when it does not load.
 func dependencyRegistries(dir string) []string {
+	if chart.CheckPath(dir, chart.DefaultContentLimit) != nil {
+		return nil
+	}
 	if chart.CheckAliases(dir, dir, yamlbound.Local) != nil {
 		return nil
 	}
@@ -163,10 +166,7 @@ func dependencyRegistries(dir string) []string {
 // reference, go to no dependency's registry. Its requests are bounded as every fetch of r's
 // Fetcher, without a context of the caller's.
 func (r *Resolver) updateDependencies(ctx context.Context, path string) error {
-	if err := chart.CheckAliases(path, path, r.yamlLimits()); err != nil {
-		return err
-	}
-	loaded, err := loader.Load(path)
+	loaded, err := r.load(path, path)
 	if err != nil {
 		return err
 	}

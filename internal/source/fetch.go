@@ -33,6 +33,10 @@ type FetchOptions struct {
 	MaxIndexBytes int64
 	// MaxChartBytes is the largest packaged chart taken.
 	MaxChartBytes int64
+	// MaxContentBytes is the most a chart taken may expand to once decompressed, the archives
+	// of its subcharts added up (chart.CheckPath), checked before Helm's loader reads it; 0 is
+	// chart.DefaultContentLimit.
+	MaxContentBytes int64
 	// IndexTTL is how long a repository index whose server gives neither ETag nor
 	// Last-Modified, or an OCI repository's tag list, is used before it is fetched again.
 	// Indexes that have a validator are revalidated at each fetch, with a conditional request.

@@ -9,14 +9,11 @@ import (
 	"strings"
 
 	helmchart "helm.sh/helm/v4/pkg/chart"
-	"helm.sh/helm/v4/pkg/chart/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
 	"helm.sh/helm/v4/pkg/repo/v1"
-
-	"github.com/berthdev/berth/internal/chart"
 )
 
 // PullOptions say where Pull puts a chart: Helm's --destination, --untar, --untardir and
@@ -92,10 +89,7 @@ func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (stri
 	if err != nil {
 		return fail(KindUnknown, err)
 	}
-	if err := chart.CheckAliases(ref, archive, r.yamlLimits()); err != nil {
-		return fail(KindNotChart, err)
-	}
-	loaded, err := loader.Load(archive)
+	loaded, err := r.load(ref, archive)
 	if err != nil {
 		return fail(KindNotChart, err)
 	}
