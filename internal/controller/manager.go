@@ -145,13 +145,12 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 			mo.LeaderElectionNamespace = o.Namespace
 		}
 	}
-	// The ServiceAccounts Releases act as are cached, their metadata alone and without managed
-	// fields: whether one exists is read there (checkAccount).
-	mo.Cache.ByObject = map[client.Object]cache.ByObject{metadataOf("ServiceAccount"): {Transform: cache.TransformStripManagedFields()}}
-	if !shard.All() {
-		// A shard neither watches nor caches the other shards' Releases.
-		mo.Cache.ByObject[&v1alpha1.Release{}] = cache.ByObject{Label: shard.selector}
-	}
+	// What the cache holds of each kind is what the controller reads of it (cachekeep.go): the
+	// ServiceAccounts Releases act as, whose existence checkAccount reads there, the ConfigMaps
+	// and Secrets Releases read (their metadata, watched), and the Releases; anything else
+	// without its managed fields.
+	mo.Cache.ByObject = cacheByObject(shard)
+	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, fmt.Errorf("create controller manager: %w", err)
