@@ -98,6 +98,12 @@ type Options struct {
 	// MaxIndexBytes is the largest Helm repository index a Release may fetch; 0 means
 	// source.ManyTenantsMaxIndexBytes. Parsing an index allocates some 35 times its size.
 	MaxIndexBytes int64
+	// FetchesPerNamespace is how many chart fetches one namespace's Releases may have under way
+	// at once, of the controller's four; 0 means DefaultFetchesPerNamespace.
+	FetchesPerNamespace int
+	// MinFetchRate is the fewest bytes a second a repository's or registry's answer may come at;
+	// slower, the fetch is ended and named. 0 allows any rate (up to the fetch's timeouts).
+	MinFetchRate int64
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -177,7 +183,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		}
 		dir = filepath.Join(base, "berth-controller")
 	}
-	charts, err := NewCharts(dir, o.MaxIndexBytes)
+	charts, err := NewCharts(dir, ChartsOptions{MaxIndexBytes: o.MaxIndexBytes, FetchesPerNamespace: o.FetchesPerNamespace, MinFetchRate: o.MinFetchRate})
 	if err != nil {
 		return nil, err
 	}
