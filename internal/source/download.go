@@ -163,7 +163,7 @@ func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version st
 	}
 	shared := []getter.Option{getter.WithTimeout(timeout)}
 	if r.sharesTransport(ref) {
-		shared = append(shared, getter.WithTransport(f.transport))
+		shared = append(shared, getter.WithTransport(f.helmTransport()))
 	}
 	dl := downloader.ChartDownloader{
 		Out:     r.out(),

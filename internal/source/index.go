@@ -373,6 +373,7 @@ func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header ht
 		}
 		return nil, nil, err
 	}
+	f.watchRate(resp, hostOf(u), u)
 	return resp, func() {
 		resp.Body.Close()
 		closeTransport()
