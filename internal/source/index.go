@@ -238,13 +238,16 @@ func (f *Fetcher) archive(ctx context.Context, cache *chartCache, key [sha256.Si
 	return path, []string{path}, nil
 }
 
-// provenance returns the path in cache of the provenance file of the chart at chartURL (cached
-// under key), and the files it put there.
+// provenance returns the path in cache of the provenance file of the chart at chartURL (of
+// cache key key), and the files it put there. Unlike the archive, which its digest names, a
+// provenance file is whatever its server sends: it is cached under its URL and a's
+// credentials too, so that one repository's (one tenant's) never answers a fetch from another.
 func (f *Fetcher) provenance(ctx context.Context, cache *chartCache, key [sha256.Size]byte, chartURL string, a repoAccess) (string, []string, error) {
+	provURL := chartURL + ".prov"
+	key = sha256.Sum256([]byte(grantKey("provenance", key, provURL, a)))
 	if p, err := cache.Get(key, downloader.CacheProv); err == nil {
 		return p, nil, nil
 	}
-	provURL := chartURL + ".prov"
 	data, err := f.get(ctx, provURL, a, maxProvenanceBytes, "provenance file")
 	if err != nil {
 		if _, ours := fetchKind(err); ours {
