@@ -314,8 +314,9 @@ type OperationSpec struct {
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
 	// RetryBackoff is the wait before the first retry, doubled for each further one; default
-	// 30s.
+	// 30s, at least 1s.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="retryBackoff must be at least 1s (a Go duration like 1s, 30s or 5m)"
 	RetryBackoff *metav1.Duration `json:"retryBackoff,omitempty"`
 }
 

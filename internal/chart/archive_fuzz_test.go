@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -47,7 +49,7 @@ func FuzzChartArchive(f *testing.F) {
 	f.Add([]byte("not gzip"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ch, err := LoadArchive("fuzz", data)
+		ch, err := LoadArchive("fuzz", data, 1<<20)
 		if err == nil && (ch == nil || ch.Metadata == nil) {
 			t.Fatal("a chart without metadata loaded")
 		}
@@ -68,4 +70,79 @@ func TestCheckContentSize(t *testing.T) {
 	if err := CheckContentSize("not gzip", strings.NewReader("x"), 1); err != nil {
 		t.Errorf("not gzip: %v, want it left to the loader", err)
 	}
+}
+
+// nested is a packaged chart of n subcharts (charts/sub-I.tgz), each of size bytes of zeros.
+func nested(t testing.TB, n, size int) []byte {
+	t.Helper()
+	chartYAML := "apiVersion: v2\nname: web\nversion: 1.0.0\n"
+	sub := string(tgz(t, "sub/Chart.yaml", "apiVersion: v2\nname: sub\nversion: 1.0.0\n", "sub/zeros", string(make([]byte, size))))
+	files := []string{"web/Chart.yaml", chartYAML}
+	for i := range n {
+		files = append(files, fmt.Sprintf("web/charts/sub-%d.tgz", i), sub)
+	}
+	return tgz(t, files...)
+}
+
+// allocations is how many bytes f allocates.
+func allocations(f func()) int64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return int64(after.TotalAlloc - before.TotalAlloc)
+}
+
+// TestCheckContentSizeCountsSubcharts: the archives a chart holds count, all levels added up:
+// eight subcharts of 8 MiB of zeros, in a package of a few KiB, pass a limit of 32 MiB, while
+// reading them allocates a few KiB; a chart whose subcharts fit passes, as does one that loads.
+func TestCheckContentSizeCountsSubcharts(t *testing.T) {
+	bomb := nested(t, 8, 8<<20)
+	var err error
+	allocated := allocations(func() { err = CheckContentSize("ConfigMap/ns/web key chart.tgz", bytes.NewReader(bomb), 32<<20) })
+	var tooLarge *ContentSizeError
+	if !errors.As(err, &tooLarge) || tooLarge.Limit != 32<<20 || !strings.HasPrefix(tooLarge.Path, "charts/sub-") {
+		t.Fatalf("a package of %d bytes holding 64 MiB in subcharts: got %v, want a ContentSizeError in a subchart", len(bomb), err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "ConfigMap/ns/web key chart.tgz") || !strings.Contains(msg, "more than 33554432 bytes once decompressed") {
+		t.Errorf("message %q does not name the chart and the limit", msg)
+	}
+	if allocated > 2<<20 {
+		t.Errorf("checking allocated %d bytes", allocated)
+	}
+	small := nested(t, 2, 1<<20)
+	if err := CheckContentSize("small", bytes.NewReader(small), 4<<20); err != nil {
+		t.Errorf("two subcharts of 1 MiB within 4 MiB: %v", err)
+	}
+	if _, err := LoadArchive("small", small, 4<<20); err != nil {
+		t.Errorf("load two subcharts of 1 MiB within 4 MiB: %v", err)
+	}
+	if _, err := LoadArchive("bomb", bomb, 32<<20); !errors.As(err, &tooLarge) {
+		t.Errorf("LoadArchive of the bomb: %v, want a ContentSizeError", err)
+	}
+	deep := tgz(t, "c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
+	for range MaxNesting + 1 {
+		deep = tgz(t, "c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n", "c/charts/c.tgz", string(deep))
+	}
+	if err := CheckContentSize("deep", bytes.NewReader(deep), 32<<20); !errors.As(err, &tooLarge) || tooLarge.Nesting == 0 {
+		t.Errorf("archives %d deep: %v, want a ContentSizeError of nesting", MaxNesting+2, err)
+	}
+}
+
+// FuzzCheckContentSize: whatever a tenant puts in a chart archive, checking it allocates a
+// bounded amount, whatever it expands to.
+func FuzzCheckContentSize(f *testing.F) {
+	f.Add(nested(f, 2, 64<<10))
+	f.Add(nested(f, 8, 4<<20))
+	f.Add(tgz(f, "web/Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n"))
+	f.Add([]byte{0x1f, 0x8b, 0x08})
+	const limit = 1 << 20
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var err error
+		allocated := allocations(func() { err = CheckContentSize("fuzz", bytes.NewReader(data), limit) })
+		// The decompressors of each depth, and a tar header for every 512 bytes read.
+		if bound := int64(2*limit + 4<<20); allocated > bound {
+			t.Fatalf("checking %d bytes allocated %d, more than %d (%v)", len(data), allocated, bound, err)
+		}
+	})
 }

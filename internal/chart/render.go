@@ -153,7 +153,7 @@ func Render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, opts Re
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
-		return nil, fmt.Errorf("render chart %s: %w", name, err)
+		return nil, fmt.Errorf("render chart %s: %w", name, sortError(files, err))
 	}
 	r.ReleaseHooks = hooks
 	crds := ch.CRDObjects()
@@ -299,4 +299,18 @@ func checkAliases(files map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// sortError is the error of Helm's sorting of the rendered files: its words quote the text the
+// YAML parser failed on, which holds values, so only the file it names and the line are kept
+// (resource.SyntaxError).
+func sortError(files map[string]string, err error) error {
+	msg := err.Error()
+	source := ""
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if strings.Contains(msg, "on "+name+":") && len(name) > len(source) {
+			source = name
+		}
+	}
+	return resource.SyntaxErrorOf(source, 0, err)
 }

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -135,7 +136,7 @@ func TestRenderErrors(t *testing.T) {
 		want  []string
 	}{
 		{name: "template error", chart: "badtemplate", want: []string{"badtemplate/templates/cm.yaml:6", `function "nosuchfunc" not defined`}},
-		{name: "invalid YAML", chart: "badyaml", want: []string{"YAML parse error on badyaml/templates/cm.yaml", "line 6"}},
+		{name: "invalid YAML", chart: "badyaml", want: []string{"badyaml/templates/cm.yaml: the rendered document is not valid YAML", "line 6"}},
 		{name: "missing required value", chart: "required", want: []string{"required/templates/cm.yaml:6", "db.host is required"}},
 		{name: "schema violation", chart: "app", vals: map[string]any{"replicas": "many"}, want: []string{"values don't meet the specifications of the schema", "replicas"}},
 		{name: "library chart", chart: "library", want: []string{"chart library: library charts are not installable"}},
@@ -215,6 +216,26 @@ func TestRenderedParsedHoldsTheManifest(t *testing.T) {
 			if !equality.Semantic.DeepEqual(got[i].Object, want[i].Object) {
 				t.Errorf("hide %v: object %d = %v, parsing gives %v", hide, i, got[i].Object, want[i].Object)
 			}
+		}
+	}
+}
+
+// A value that is also YAML syntax, rendered unquoted, breaks its manifest: the error names the
+// template and never quotes the value, whichever way the value breaks it.
+func TestRenderUnquotedValueNotQuoted(t *testing.T) {
+	for _, v := range []string{"*Hunter2-s3cr3t", "Hunter2: s3cr3t", "[Hunter2-s3cr3t", "{Hunter2-s3cr3t: [1}", "&Hunter2-s3cr3t *Hunter2-s3cr3t"} {
+		_, err := renderTestChart(t, "unquoted", map[string]any{"password": v}, RenderOptions{})
+		if err == nil {
+			t.Fatalf("%q: rendered", v)
+		}
+		if strings.Contains(err.Error(), "Hunter2") || strings.Contains(err.Error(), "s3cr3t") {
+			t.Fatalf("%q: the error quotes the value: %v", v, err)
+		}
+		if !strings.Contains(err.Error(), "unquoted/templates/secret.yaml") {
+			t.Fatalf("%q: the error does not name the template unquoted/templates/secret.yaml: %v", v, err)
+		}
+		if se := new(resource.SyntaxError); errors.As(err, &se) && se.Source != "unquoted/templates/secret.yaml" {
+			t.Fatalf("%q: the error names %q", v, se.Source)
 		}
 	}
 }

@@ -30,6 +30,9 @@ type controllerFlags struct {
 	kubeConfigReach         controller.KubeConfigReach
 	maxTimeout              time.Duration
 	maxIndexSize            string
+	recordExpansionLimit    string
+	fetchesPerNamespace     int
+	minFetchRate            string
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -80,6 +83,17 @@ others.`,
 			if err != nil || maxIndex.Value() <= 0 {
 				return fmt.Errorf("invalid --max-index-size %q: give a positive size like 4Mi or 16Mi", flags.maxIndexSize)
 			}
+			recordLimit, err := resource.ParseQuantity(flags.recordExpansionLimit)
+			if err != nil || recordLimit.Value() <= 0 {
+				return fmt.Errorf("invalid --record-expansion-limit %q: give a positive size like 32Mi or 64Mi", flags.recordExpansionLimit)
+			}
+			minRate, err := resource.ParseQuantity(flags.minFetchRate)
+			if err != nil || minRate.Value() < 0 {
+				return fmt.Errorf("invalid --min-fetch-rate %q: give bytes a second like 1Ki, or 0 for no minimum", flags.minFetchRate)
+			}
+			if flags.fetchesPerNamespace < 1 {
+				return fmt.Errorf("invalid --fetches-per-namespace %d: give at least 1", flags.fetchesPerNamespace)
+			}
 			// A selector that does not parse is refused before the cluster is touched.
 			if _, err := controller.ParseShard(flags.watchLabelSelector); err != nil {
 				return fmt.Errorf("invalid --watch-label-selector: %w", err)
@@ -109,6 +123,9 @@ others.`,
 				KubeConfigReach:         flags.kubeConfigReach,
 				MaxTimeout:              flags.maxTimeout,
 				MaxIndexBytes:           maxIndex.Value(),
+				MaxRecordExpansion:      recordLimit.Value(),
+				FetchesPerNamespace:     flags.fetchesPerNamespace,
+				MinFetchRate:            minRate.Value(),
 			})
 			if err != nil {
 				return err
@@ -131,6 +148,9 @@ others.`,
 	f.BoolVar(&flags.kubeConfigReach.Proxy, strings.TrimPrefix(controller.FlagAllowKubeConfigProxy, "--"), false, "use a Release's kubeconfig whose cluster sets proxy-url (by default refused: the controller would connect through whatever proxy a Release's author names)")
 	f.BoolVar(&flags.kubeConfigReach.PlainHTTP, strings.TrimPrefix(controller.FlagAllowKubeConfigHTTP, "--"), false, "use a Release's kubeconfig whose server is http:// (by default refused: its credentials would go in the clear)")
 	f.StringVar(&flags.maxIndexSize, "max-index-size", "4Mi", "largest Helm repository index.yaml a Release may fetch, e.g. 16Mi; a larger one is refused (ChartUnavailable). Parsing an index takes some 35 times its size in memory, so raise the controller's memory limit with it")
+	f.StringVar(&flags.recordExpansionLimit, "record-expansion-limit", "32Mi", "most a release's record, its parts or its journal may expand to once decompressed, and at most 20 times its compressed size beyond 4Mi; one that expands further is not read (InvalidRecord). A record of 3 MiB, as the largest berth stores, expands to some 26 MiB; decoding one holds about twice that, and the decodes under way share twice this limit")
+	f.IntVar(&flags.fetchesPerNamespace, "fetches-per-namespace", controller.DefaultFetchesPerNamespace, "how many of the controller's 4 chart fetches one namespace's Releases may have under way at once; namespaces waiting for a fetch take turns, so that one namespace's slow repositories never hold every fetch")
+	f.StringVar(&flags.minFetchRate, "min-fetch-rate", "1Ki", "fewest bytes a second a repository's or registry's answer may come at, measured over 10-second windows (the first a grace); a slower transfer is ended and its Release says which host, the rate and the minimum (ChartUnavailable). 0: no minimum")
 	f.DurationVar(&flags.maxTimeout, "max-timeout", controller.DefaultMaxTimeout, "longest spec.timeout a Release is granted: one that asks for more runs each operation with this and has the condition TimeoutCapped. It bounds how long one Release holds a worker (its reconcile ends at most a minute after it); 0 grants any timeout")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
 	return cmd

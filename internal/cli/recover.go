@@ -12,8 +12,8 @@ import (
 )
 
 type recoverFlags struct {
-	rollback bool
-	wait     lifecycle.WaitOptions
+	rollback, takeOwnership, noHooks bool
+	wait                             lifecycle.WaitOptions
 }
 
 func newRecoverCommand(streams Streams) *cobra.Command {
@@ -32,7 +32,12 @@ uninstalled, an interrupted upgrade or rollback is rolled back to the deployed
 revision. An uninstall that may have deleted objects cannot be rolled back: it
 is finished.
 
-Any other command on the release does the same recovery (finishing) first.`,
+Any other command on the release does the same recovery (finishing) first.
+
+A journal is a Secret anyone who may write Secrets in the namespace can write:
+what it asks is granted only with the flags that grant it. An operation begun
+with --take-ownership or --no-hooks is finished with the same flag; without it,
+ownership is checked again, and a journal that skips hooks is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := newSession(cmd.Context(), cmd, streams.ErrOut)
@@ -40,7 +45,7 @@ Any other command on the release does the same recovery (finishing) first.`,
 				return err
 			}
 			res, err := lifecycle.Recover(cmd.Context(), s.deps, lifecycle.RecoverOptions{
-				Name: args[0], Rollback: flags.rollback, WaitOptions: flags.wait,
+				Name: args[0], Rollback: flags.rollback, TakeOwnership: flags.takeOwnership, NoHooks: flags.noHooks, WaitOptions: flags.wait,
 			})
 			if err != nil {
 				return err
@@ -50,6 +55,8 @@ Any other command on the release does the same recovery (finishing) first.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&flags.rollback, "rollback", false, "undo the interrupted operation instead of finishing it")
+	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "let the interrupted operation take the objects it applies when another release, or none, owns them, as its journal asks")
+	f.BoolVar(&flags.noHooks, "no-hooks", false, "let the interrupted operation skip the chart's hooks, as its journal asks")
 	f.DurationVar(&flags.wait.Timeout, "timeout", 5*time.Minute, "deadline for the whole operation")
 	f.BoolVar(&flags.wait.WaitForLock, "wait-for-lock", false, "when another berth operation holds the release, wait for it (within --timeout) instead of failing")
 	return cmd

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/berthdev/berth/internal/source"
 )
 
 type repoIndexFlags struct {
@@ -67,7 +69,7 @@ func writeRepoIndex(dir string, flags repoIndexFlags) error {
 		return fmt.Errorf("index %s: %w", dir, err)
 	}
 	if flags.merge != "" {
-		old, err := repo.LoadIndexFile(flags.merge)
+		old, err := source.LoadIndexFile(flags.merge)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			old = repo.NewIndexFile()

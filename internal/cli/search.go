@@ -113,7 +113,7 @@ func searchRepositories(paths repoPaths, args []string, flags searchRepoFlags) (
 	}
 	index := search.NewIndex()
 	for _, e := range rf.Repositories {
-		ind, err := repo.LoadIndexFile(filepath.Join(paths.cache, helmpath.CacheIndexFile(e.Name)))
+		ind, err := source.LoadIndexFile(filepath.Join(paths.cache, helmpath.CacheIndexFile(e.Name)))
 		if err != nil {
 			slog.Warn("repo is corrupt or missing", slog.String("repo", e.Name), slog.Any("error", err))
 			continue

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/source"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Charts fetches charts with Helm's SDK into a cache of the controller's own, never reading or
@@ -33,20 +34,42 @@ type Charts struct {
 // chartCacheBytes bounds the charts the controller keeps on disk.
 const chartCacheBytes = 512 << 20
 
+// ChartsOptions bound the controller's chart fetches.
+type ChartsOptions struct {
+	// MaxIndexBytes is the largest repository index taken; 0 means
+	// source.ManyTenantsMaxIndexBytes.
+	MaxIndexBytes int64
+	// FetchesPerNamespace is how many fetches one namespace's Releases may have under way at
+	// once; 0 means DefaultFetchesPerNamespace.
+	FetchesPerNamespace int
+	// MinFetchRate is the fewest bytes a second a repository's or registry's answer may come
+	// at, measured over source.DefaultRateWindow; slower, the fetch ends with a
+	// source.SlowTransferError. 0 allows any rate.
+	MinFetchRate int64
+}
+
+// DefaultMinFetchRate is the controller's minimum rate of a fetch's answers unless told
+// otherwise: a chart of the largest size taken comes within hours at it, while a server that
+// sends a byte every few seconds is ended after source.DefaultRateWindow.
+const DefaultMinFetchRate = 1 << 10
+
 // NewCharts returns a chart fetcher whose Helm repository index, chart and registry caches are
-// under dir, and which takes repository indexes of maxIndexBytes at most (0:
-// source.ManyTenantsMaxIndexBytes).
-func NewCharts(dir string, maxIndexBytes int64) (*Charts, error) {
-	o := source.DefaultFetchOptions()
-	o.ChartCacheBytes = chartCacheBytes
-	o.MaxIndexBytes, o.IndexCacheBytes = source.ManyTenantsMaxIndexBytes, source.ManyTenantsIndexCacheBytes
-	if maxIndexBytes > 0 {
-		o.MaxIndexBytes = maxIndexBytes
+// under dir, with the bounds of o.
+func NewCharts(dir string, o ChartsOptions) (*Charts, error) {
+	fo := source.DefaultFetchOptions()
+	fo.ChartCacheBytes = chartCacheBytes
+	fo.MaxIndexBytes, fo.IndexCacheBytes = source.ManyTenantsMaxIndexBytes, source.ManyTenantsIndexCacheBytes
+	if o.MaxIndexBytes > 0 {
+		fo.MaxIndexBytes = o.MaxIndexBytes
 	}
+	fo.MinRate = o.MinFetchRate
 	// A tenant's Release reaches a registry with its own credentials or none, never the
 	// controller's, and gets no chart from the cache that its own credentials did not fetch.
-	o.ManyTenants = true
-	return newCharts(dir, o), nil
+	fo.ManyTenants = true
+	fo.MaxContentBytes = MaxChartContentBytes
+	c := newCharts(dir, fo)
+	c.fetches = newFetches(o.FetchesPerNamespace)
+	return c, nil
 }
 
 // newCharts returns a chart fetcher of dir, whose fetches have the bounds of o.
@@ -58,7 +81,7 @@ func newCharts(dir string, o source.FetchOptions) *Charts {
 	s.RegistryConfig = filepath.Join(dir, "registry", "config.json")
 	s.PluginsDirectory = filepath.Join(dir, "plugins")
 	s.Debug = false
-	return &Charts{settings: s, fetcher: source.NewFetcher(o), fetches: newFetches()}
+	return &Charts{settings: s, fetcher: source.NewFetcher(o), fetches: newFetches(0)}
 }
 
 // fetched is a chart and the digest of its package.
@@ -103,7 +126,10 @@ func load(path, name string) (*fetched, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := chart.Load(path)
+	if err := chart.CheckAliases(cmp.Or(name, path), path, yamlbound.Tenant); err != nil {
+		return nil, &InvalidChartError{Err: err}
+	}
+	ch, err := chart.LoadWithin(path, name, MaxChartContentBytes)
 	if err != nil {
 		return nil, err
 	}

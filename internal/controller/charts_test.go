@@ -25,7 +25,7 @@ func TestFetchesShareConnections(t *testing.T) {
 		Metadata:  &chartv2.Metadata{APIVersion: chartv2.APIVersionV2, Name: "web", Version: "0.3.0"},
 		Templates: []*common.File{{Name: "templates/config.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n")}},
 	})
-	charts, err := NewCharts(t.TempDir(), 0)
+	charts, err := NewCharts(t.TempDir(), ChartsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/source"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Reasons of a chart kept in a ConfigMap or Secret that cannot be used.
@@ -91,7 +92,10 @@ func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error)
 	if err := chart.CheckContentSize(name, bytes.NewReader(data), MaxChartContentBytes); err != nil {
 		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
 	}
-	ch, err := chart.LoadArchive(name, data)
+	if err := chart.CheckArchiveAliases(name, bytes.NewReader(data), yamlbound.Tenant); err != nil {
+		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
+	}
+	ch, err := chart.LoadArchive(name, data, MaxChartContentBytes)
 	if err != nil {
 		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
 	}
@@ -148,6 +152,9 @@ func (r *Reconciler) fetchChart(ctx context.Context, rel types.NamespacedName, d
 	if te := new(source.TimeoutError); errors.As(err, &te) {
 		return nil, took, &FetchTimeoutError{Host: te.Host, Timeout: d.Timeout, Err: err}
 	}
+	if errors.As(err, new(*chart.AliasError)) {
+		return nil, took, &InvalidChartError{Err: err}
+	}
 	if err != nil {
 		return nil, took, verificationFailed(authFailed(err, d.Chart, d.Namespace), d.Chart, d.Namespace)
 	}
@@ -201,7 +208,7 @@ func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
 	var accessErr *ChartAccessError
 	var authErr *ChartAuthError
 	var verifyErr *VerificationError
-	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, &valuesErr) || refusedSchema(err) ||
+	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, new(*InvalidChartError)) || errors.As(err, &valuesErr) || refusedSchema(err) ||
 		errors.As(err, &accessErr) || errors.As(err, &authErr) || errors.As(err, &verifyErr)
 	markFailed(rel, reason, err, stalled)
 	if stalled {
@@ -212,3 +219,11 @@ func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
 
 func (e *inputError) conditionReason() string { return e.reason }
 func (e *ChartError) conditionReason() string { return ReasonInvalidChart }
+
+// InvalidChartError is a fetched chart whose content the controller refuses to load (a YAML file
+// whose aliases expand past yamlbound.Tenant): it waits for a change of the chart or the Release.
+type InvalidChartError struct{ Err error }
+
+func (e *InvalidChartError) Error() string           { return e.Err.Error() }
+func (e *InvalidChartError) Unwrap() error           { return e.Err }
+func (e *InvalidChartError) conditionReason() string { return ReasonInvalidChart }

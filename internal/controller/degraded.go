@@ -74,7 +74,7 @@ func regressionOf(err error) *cluster.RegressionError {
 // release's last record to say which revision is deployed, and rel's status then says that
 // revision is (its chart and values are those it had: the rollback's are the revision's it
 // rolled back to).
-func degraded(ctx context.Context, rel *v1alpha1.Release, clients *kube.Clients, name, op string, revision int, err error) error {
+func (r *Reconciler) degraded(ctx context.Context, rel *v1alpha1.Release, clients *kube.Clients, name, op string, revision int, err error) error {
 	re := regressionOf(err)
 	if re == nil {
 		return err
@@ -89,7 +89,7 @@ func degraded(ctx context.Context, rel *v1alpha1.Release, clients *kube.Clients,
 		return de
 	}
 	de.BackTo = rel.Status.Revision
-	state, rerr := lastRecord(ctx, clients, name)
+	state, rerr := r.lastRecord(ctx, clients, name)
 	if last := state.Last; rerr == nil && last != nil && last.Info != nil && last.Info.Status == release.StatusDeployed && last.Version > de.Revision {
 		de.Deployed = last.Version
 		rel.Status.Revision = last.Version

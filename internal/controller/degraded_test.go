@@ -68,13 +68,13 @@ func TestDegradedMessages(t *testing.T) {
 // lifecycle did about it; any other error is left as it is.
 func TestDegradedOf(t *testing.T) {
 	plain := errors.New("wait-ready/2: timed out")
-	if got := degraded(t.Context(), &v1alpha1.Release{}, nil, "web", "upgrade", 2, plain); got != plain {
+	if got := (&Reconciler{}).degraded(t.Context(), &v1alpha1.Release{}, nil, "web", "upgrade", 2, plain); got != plain {
 		t.Errorf("an error of no regression became %v", got)
 	}
 	fe := &lifecycle.FailedError{Release: "web", Revision: 2, What: `Upgrade "web" failed`, Err: fmt.Errorf("watch/2: %w", crashLoop()),
 		Undo: true, UndoErr: errors.New("Deployment web: timed out")}
 	var de *DegradedError
-	if got := degraded(t.Context(), &v1alpha1.Release{}, nil, "web", "upgrade", 0, fe); !errors.As(got, &de) || !de.Undo || de.UndoErr == nil || de.Revision != 2 || !errors.Is(got, fe) {
+	if got := (&Reconciler{}).degraded(t.Context(), &v1alpha1.Release{}, nil, "web", "upgrade", 0, fe); !errors.As(got, &de) || !de.Undo || de.UndoErr == nil || de.Revision != 2 || !errors.Is(got, fe) {
 		t.Fatalf("%#v", got)
 	}
 	if !strings.Contains(errorLine(de), "rolling back failed too: Deployment web: timed out") {

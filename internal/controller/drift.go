@@ -291,7 +291,7 @@ func (r *Reconciler) correct(ctx context.Context, rel *v1alpha1.Release, c drift
 
 // findReleaseDrift reads the release's last record and compares its objects with the live ones.
 func (r *Reconciler) findReleaseDrift(ctx context.Context, c driftCluster, clients *kube.Clients, d *desired, seen func(resource.Identity, *unstructured.Unstructured)) ([]drifted, int, error) {
-	last, err := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Last(ctx, d.ReleaseName)
+	last, err := r.store(clients).Last(ctx, d.ReleaseName)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the records of release %s in namespace %s: %w", d.ReleaseName, clients.Namespace, err)
 	}
@@ -307,7 +307,7 @@ func (r *Reconciler) findReleaseDrift(ctx context.Context, c driftCluster, clien
 func (r *Reconciler) correctReleaseDrift(ctx context.Context, c driftCluster, clients *kube.Clients, d *desired) (corrected []drifted, revision int, err error) {
 	w := lifecycle.WaitOptions{Timeout: d.Timeout}
 	err = lifecycle.Hold(ctx, r.depsFor(d, clients, nil), d.ReleaseName, w, func(ctx context.Context) error {
-		last, err := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Last(ctx, d.ReleaseName)
+		last, err := r.store(clients).Last(ctx, d.ReleaseName)
 		if err != nil {
 			return fmt.Errorf("read the records of release %s in namespace %s: %w", d.ReleaseName, clients.Namespace, err)
 		}

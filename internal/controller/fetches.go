@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/berthdev/berth/internal/par"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -29,6 +31,16 @@ const maxFetch = 10 * time.Minute
 // within its own bounds (the deadlines of the Releases that asked for it).
 const maxFetchesAtOnce = 4
 
+// DefaultFetchesPerNamespace is how many of the maxFetchesAtOnce fetches one namespace's
+// Releases may have under way at once unless told otherwise: half, so that a namespace whose
+// repositories answer slowly leaves the others slots.
+const DefaultFetchesPerNamespace = maxFetchesAtOnce / 2
+
+// freshFor is how long a chart fetched for a key is taken again, without a fetch (nor its slot
+// nor a request), by the Releases that ask for the same key: as long as the fetcher keeps a
+// repository index without validators.
+const freshFor = time.Minute
+
 // fetches runs chart fetches apart from the controller's workers, so that a repository that
 // takes connections and never answers holds no worker for a Release's whole timeout. Releases
 // that ask for one chart with the same credentials share one fetch. A reconcile waits at most
@@ -44,13 +56,27 @@ type fetches struct {
 	// until the controller starts (its Releases are then reconciled at their deadlines).
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 	hold  time.Duration
-	// slots holds a token for each fetch under way, maxFetchesAtOnce at most.
-	slots chan struct{}
+	// slots are the fetches under way: maxFetchesAtOnce at most, at most a share of them for
+	// one namespace, the namespaces waiting taking turns.
+	slots *par.Shares
+	// fresh are the charts fetched in the last freshFor, by key.
+	fresh map[string]freshChart
 }
 
-func newFetches() *fetches {
+// freshChart is a chart fetched at a time.
+type freshChart struct {
+	path string
+	at   time.Time
+}
+
+// newFetches returns fetches of which one namespace's Releases have at most perNamespace
+// under way at once (DefaultFetchesPerNamespace when 0 or less).
+func newFetches(perNamespace int) *fetches {
+	if perNamespace <= 0 {
+		perNamespace = DefaultFetchesPerNamespace
+	}
 	return &fetches{flights: map[string]*chartFlight{}, waits: map[types.NamespacedName]*fetchWait{}, hold: fetchHold,
-		slots: make(chan struct{}, maxFetchesAtOnce)}
+		slots: par.NewShares(maxFetchesAtOnce, perNamespace), fresh: map[string]freshChart{}}
 }
 
 // chartFlight is one fetch under way.
@@ -109,6 +135,12 @@ func (f *fetches) get(ctx context.Context, rel types.NamespacedName, key, repoUR
 	now := time.Now()
 	f.mu.Lock()
 	w := f.waits[rel]
+	if w == nil {
+		if c, ok := f.fresh[key]; ok && now.Sub(c.at) < freshFor && exists(c.path) {
+			f.mu.Unlock()
+			return c.path, 0, nil
+		}
+	}
 	if w != nil && w.key != key {
 		// The spec changed: what was asked before is not waited for anymore.
 		f.leave(rel, w)
@@ -118,7 +150,7 @@ func (f *fetches) get(ctx context.Context, rel types.NamespacedName, key, repoUR
 		w = &fetchWait{key: key, since: now, deadline: now.Add(timeout), timeout: timeout}
 		w.flight = f.flights[key]
 		if w.flight == nil {
-			w.flight = f.start(key, fetch)
+			w.flight = f.start(key, rel.Namespace, fetch)
 		}
 		w.flight.wait(rel, w.deadline)
 		f.waits[rel] = w
@@ -164,8 +196,8 @@ func (f *fetches) get(ctx context.Context, rel types.NamespacedName, key, repoUR
 	return "", time.Since(w.since), source.DeadlineError(repoURL, w.timeout)
 }
 
-// start starts the fetch of key; f.mu is held.
-func (f *fetches) start(key string, fetch func(context.Context) (string, error)) *chartFlight {
+// start starts the fetch of key, for a Release of namespace ns; f.mu is held.
+func (f *fetches) start(key, ns string, fetch func(context.Context) (string, error)) *chartFlight {
 	ctx, cancel := context.WithTimeout(context.Background(), maxFetch)
 	fl := &chartFlight{done: make(chan struct{}), started: time.Now(), cancel: cancel, waiters: map[types.NamespacedName]struct{}{}}
 	fl.timer = time.AfterFunc(maxFetch, cancel)
@@ -173,9 +205,12 @@ func (f *fetches) start(key string, fetch func(context.Context) (string, error))
 	f.sweep()
 	go func() {
 		defer cancel()
-		path, err := f.run(ctx, fetch)
+		path, err := f.run(ctx, ns, fetch)
 		f.mu.Lock()
 		fl.path, fl.err = path, err
+		if err == nil {
+			f.fresh[key] = freshChart{path: path, at: time.Now()}
+		}
 		fl.timer.Stop()
 		if f.flights[key] == fl {
 			delete(f.flights, key)
@@ -199,15 +234,21 @@ func (f *fetches) start(key string, fetch func(context.Context) (string, error))
 	return fl
 }
 
-// run runs fetch once one of the slots is free, or returns ctx's error when ctx ends first.
-func (f *fetches) run(ctx context.Context, fetch func(context.Context) (string, error)) (string, error) {
-	select {
-	case f.slots <- struct{}{}:
-	case <-ctx.Done():
-		return "", ctx.Err()
+// run runs fetch, for a Release of namespace ns, once the slots give ns its turn, or returns
+// ctx's error when ctx ends first.
+func (f *fetches) run(ctx context.Context, ns string, fetch func(context.Context) (string, error)) (string, error) {
+	release, err := f.slots.Acquire(ctx, ns)
+	if err != nil {
+		return "", err
 	}
-	defer func() { <-f.slots }()
+	defer release()
 	return fetch(ctx)
+}
+
+// exists says a file is at path (a cached chart the cache may have evicted since).
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // wait adds rel, whose deadline is until, to those waiting for fl, whose fetch then goes on at
@@ -239,9 +280,14 @@ func (f *fetches) leave(rel types.NamespacedName, w *fetchWait) {
 }
 
 // sweep drops the waits of Releases that did not come back for their fetch's result (deleted,
-// say) by their deadline; f.mu is held.
+// say) by their deadline, and the fresh charts that are fresh no more; f.mu is held.
 func (f *fetches) sweep() {
 	now := time.Now()
+	for key, c := range f.fresh {
+		if now.Sub(c.at) >= freshFor {
+			delete(f.fresh, key)
+		}
+	}
 	for rel, w := range f.waits {
 		select {
 		case <-w.flight.done:

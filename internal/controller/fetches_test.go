@@ -29,7 +29,7 @@ func queueOf(t *testing.T, f *fetches) workqueue.TypedRateLimitingInterface[reco
 // share one fetch; while it is under way each gets a FetchPendingError, both are queued when it
 // ends, and then each gets its path.
 func TestFetchesShareOneFetchOffTheWorkers(t *testing.T) {
-	f := newFetches()
+	f := newFetches(0)
 	f.hold = time.Millisecond
 	q := queueOf(t, f)
 	release := make(chan struct{})
@@ -78,7 +78,7 @@ func TestFetchesShareOneFetchOffTheWorkers(t *testing.T) {
 // deadline with a TimeoutError naming the repository's host, and is canceled when nobody waits
 // for it anymore.
 func TestFetchesDeadlineNamesTheHostAndCancels(t *testing.T) {
-	f := newFetches()
+	f := newFetches(0)
 	f.hold = time.Millisecond
 	canceled := make(chan struct{})
 	fetch := func(ctx context.Context) (string, error) {
@@ -104,7 +104,7 @@ func TestFetchesDeadlineNamesTheHostAndCancels(t *testing.T) {
 // TestFetchesNewAskAfterSpecChange: a Release whose spec changes while its fetch is under way
 // waits for the new one, and the old one, which nobody waits for anymore, is canceled.
 func TestFetchesNewAskAfterSpecChange(t *testing.T) {
-	f := newFetches()
+	f := newFetches(0)
 	f.hold = time.Millisecond
 	canceled := make(chan struct{})
 	hung := func(ctx context.Context) (string, error) {

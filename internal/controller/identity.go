@@ -164,8 +164,8 @@ func sharedDiscovery(cfg *rest.Config) (*kube.Discovery, error) {
 
 // lastRecord reads the state the release's newest Helm record says (lifecycle.StateOf): its
 // status, with no journal or lease read.
-func lastRecord(ctx context.Context, clients *kube.Clients, name string) (lifecycle.State, error) {
-	last, err := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Last(ctx, name)
+func (r *Reconciler) lastRecord(ctx context.Context, clients *kube.Clients, name string) (lifecycle.State, error) {
+	last, err := r.store(clients).Last(ctx, name)
 	if errors.Is(err, release.ErrNotFound) {
 		return lifecycle.State{}, nil
 	}
@@ -173,6 +173,12 @@ func lastRecord(ctx context.Context, clients *kube.Clients, name string) (lifecy
 		return lifecycle.State{}, fmt.Errorf("read the records of release %s in namespace %s: %w", name, clients.Namespace, err)
 	}
 	return lifecycle.StateOf(last), nil
+}
+
+// store is the store of the records of clients' namespace, which it decodes within
+// r.RecordExpansion.
+func (r *Reconciler) store(clients *kube.Clients) *release.HelmStore {
+	return release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Expanding(r.RecordExpansion)
 }
 
 // reasonFor is the Ready reason of deployed revision version.
@@ -200,7 +206,7 @@ func (n ownNamespace) Exists(ctx context.Context, name string) (bool, error) {
 
 // depsFor returns the collaborators of an operation on d's release, made with clients.
 func (r *Reconciler) depsFor(d *desired, clients *kube.Clients, events func(engine.Event)) lifecycle.Deps {
-	deps := lifecycle.NewDeps(clients, r.Holder, events)
+	deps := lifecycle.NewDepsWithin(clients, r.Holder, events, r.RecordExpansion)
 	if d.Remote == nil {
 		// The Release's namespace may not exist in another cluster.
 		deps.Namespaces = ownNamespace{Namespaces: deps.Namespaces, name: d.Namespace}

@@ -167,4 +167,9 @@ func TestBackoffDoublesUpToABound(t *testing.T) {
 			t.Errorf("backoff after %d failures = %v, want %v", failures, got, want)
 		}
 	}
+	// A Release written before the CRD held retryBackoff to 1s still waits 1s.
+	op.RetryBackoff.Duration = time.Nanosecond
+	if got := backoff(op, 1); got != minRetryBackoff {
+		t.Errorf("backoff of 1ns = %v, want %v", got, minRetryBackoff)
+	}
 }

@@ -98,6 +98,26 @@ type Options struct {
 	// MaxIndexBytes is the largest Helm repository index a Release may fetch; 0 means
 	// source.ManyTenantsMaxIndexBytes. Parsing an index allocates some 35 times its size.
 	MaxIndexBytes int64
+	// MaxRecordExpansion is the most a release's record (or its parts, or its journal) may
+	// expand to once decompressed; 0 means that of release.ControllerExpansion. The decodes
+	// under way share twice as much.
+	MaxRecordExpansion int64
+	// FetchesPerNamespace is how many chart fetches one namespace's Releases may have under way
+	// at once, of the controller's four; 0 means DefaultFetchesPerNamespace.
+	FetchesPerNamespace int
+	// MinFetchRate is the fewest bytes a second a repository's or registry's answer may come at;
+	// slower, the fetch is ended and named. 0 allows any rate (up to the fetch's timeouts).
+	MinFetchRate int64
+}
+
+// recordExpansion is the controller's bound on what records expand to, with at most max bytes
+// for one (0: release.ControllerExpansion's).
+func recordExpansion(maxBytes int64) release.Expansion {
+	e := release.ControllerExpansion()
+	if maxBytes > 0 {
+		e.Max, e.Budget = maxBytes, release.NewBudget(2*maxBytes)
+	}
+	return e
 }
 
 // Scheme is the scheme of the controller's clients.
@@ -145,13 +165,12 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 			mo.LeaderElectionNamespace = o.Namespace
 		}
 	}
-	// The ServiceAccounts Releases act as are cached, their metadata alone and without managed
-	// fields: whether one exists is read there (checkAccount).
-	mo.Cache.ByObject = map[client.Object]cache.ByObject{metadataOf("ServiceAccount"): {Transform: cache.TransformStripManagedFields()}}
-	if !shard.All() {
-		// A shard neither watches nor caches the other shards' Releases.
-		mo.Cache.ByObject[&v1alpha1.Release{}] = cache.ByObject{Label: shard.selector}
-	}
+	// What the cache holds of each kind is what the controller reads of it (cachekeep.go): the
+	// ServiceAccounts Releases act as, whose existence checkAccount reads there, the ConfigMaps
+	// and Secrets Releases read (their metadata, watched), and the Releases; anything else
+	// without its managed fields.
+	mo.Cache.ByObject = cacheByObject(shard)
+	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, fmt.Errorf("create controller manager: %w", err)
@@ -178,14 +197,14 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		}
 		dir = filepath.Join(base, "berth-controller")
 	}
-	charts, err := NewCharts(dir, o.MaxIndexBytes)
+	charts, err := NewCharts(dir, ChartsOptions{MaxIndexBytes: o.MaxIndexBytes, FetchesPerNamespace: o.FetchesPerNamespace, MinFetchRate: o.MinFetchRate})
 	if err != nil {
 		return nil, err
 	}
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
 		Config:   mgr.GetConfig(),
-		Recorder: mgr.GetEventRecorder(Name),
+		Recorder: cutNotes{mgr.GetEventRecorder(Name)},
 		Charts:   charts,
 		Holder:   holder(o.Identity),
 		Uncached: mgr.GetAPIReader(),
@@ -196,6 +215,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		StatusChartOutput:     o.StatusChartOutput,
 		KubeConfigReach:       o.KubeConfigReach,
 		MaxTimeout:            o.MaxTimeout,
+		RecordExpansion:       recordExpansion(o.MaxRecordExpansion),
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -177,7 +176,7 @@ func watchingConditions(conditions []metav1.Condition, generation int64, msg str
 		if t == ConditionReady {
 			status = metav1.ConditionUnknown
 		}
-		meta.SetStatusCondition(&out, metav1.Condition{Type: t, Status: status, Reason: ReasonProgressing, Message: msg, ObservedGeneration: generation})
+		putCondition(&out, metav1.Condition{Type: t, Status: status, Reason: ReasonProgressing, Message: msg, ObservedGeneration: generation})
 	}
 	return out
 }

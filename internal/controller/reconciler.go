@@ -68,6 +68,9 @@ type Reconciler struct {
 	// MaxTimeout is the longest spec.timeout granted: a Release asking for more runs with it
 	// (ConditionTimeoutCapped); 0 grants any.
 	MaxTimeout time.Duration
+	// RecordExpansion bounds what a release's record, its parts and its journal expand to once
+	// decompressed: a tenant may write a Secret shaped like a record.
+	RecordExpansion release.Expansion
 
 	// remotes keeps the clients of the clusters of Releases with a spec.kubeConfig.
 	remotes remoteCache
@@ -186,13 +189,13 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 	}
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
-	state, err := lastRecord(ctx, clients, d.ReleaseName)
+	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
 	if res, failed := clusterFailed(rel, d, err); failed {
 		return nil, res, r.patchStatus(ctx, orig, rel)
 	}
 	if err != nil {
-		markFailed(rel, reasonOf(err, ReasonFailed), err, isForbidden(err))
+		markFailed(rel, reasonOf(err, ReasonFailed), err, isForbidden(err) || recordInvalid(err))
 		return nil, ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
 	}
 	return &reconciliation{rel: rel, orig: orig, d: d, clients: clients, ch: ch, state: state}, ctrl.Result{}, nil
@@ -308,7 +311,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 		revision = out.Version
 	}
 	// A regression in the watch window is told as such (Degraded), with what was done about it.
-	err = degraded(ctx, rel, in.clients, d.ReleaseName, op, revision, err)
+	err = r.degraded(ctx, rel, in.clients, d.ReleaseName, op, revision, err)
 	addHistory(rel, operationRecord(op, start, time.Now(), revision, version, err))
 	if held := new(release.HeldError); !errors.As(err, &held) {
 		// What the operation did; an operation refused for another's lease did nothing.
@@ -432,7 +435,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	steps := r.stepReporter(ctx, rel)
 	defer steps.stop()
 	deps := r.depsFor(d, clients, steps.handle)
-	state, err := lastRecord(ctx, clients, d.ReleaseName)
+	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
 	status := state.Status()
 	if err == nil && status == lifecycle.StatusUninstalled {

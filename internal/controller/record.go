@@ -21,7 +21,18 @@ const (
 	// ReasonLargeRecord, of an Event: the deployed revision's record is kept in parts beside its
 	// Secret, or fills most of its Secret.
 	ReasonLargeRecord = "LargeRecord"
+	// ReasonInvalidRecord: a record object of the release, its parts or its journal is not
+	// read: it expands past the controller's limit once decompressed
+	// (--record-expansion-limit), or its record is not the one its object's labels name. A
+	// tenant may write any Secret of its namespace: such an object is input, named, never
+	// trusted.
+	ReasonInvalidRecord = "InvalidRecord"
 )
+
+// recordInvalid says err is a record, parts or journal that was not read, being invalid.
+func recordInvalid(err error) bool {
+	return errors.As(err, new(*release.ExpansionError)) || errors.As(err, new(*release.MismatchError))
+}
 
 // recordTooLarge says err is a release refused for the size of its record.
 func recordTooLarge(err error) bool {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // The reasons of a Release whose cluster (spec.kubeConfig) cannot be reached or used.
@@ -102,7 +103,11 @@ type KubeConfigError struct {
 	Msg   string
 	// Allow is the flag of berth controller that would allow the field, when one would.
 	Allow string
+	// Err is the typed cause, when there is one (a *yamlbound.ExpansionError).
+	Err error
 }
+
+func (e *KubeConfigError) Unwrap() error { return e.Err }
 
 func (e *KubeConfigError) Error() string {
 	where := fmt.Sprintf("kubeconfig in Secret/%s/%s key %s", e.Namespace, e.Secret, e.Key)
@@ -178,13 +183,19 @@ func parseKubeConfig(data []byte, ns, secret, key string) (*rest.Config, error) 
 // one of its own files (certificate-authority, client-certificate, client-key, tokenFile) is
 // refused, whichever context it is in: a Release's author must not do either as the controller.
 // So are, unless allow allows them, a cluster that skips TLS verification, goes through a proxy,
-// or whose server is plain HTTP. A kubeconfig over maxKubeConfig is refused unread.
+// or whose server is plain HTTP. A kubeconfig over maxKubeConfig is refused unread, and one whose
+// YAML aliases expand past yamlbound.Tenant unconverted.
 func readKubeConfig(data []byte, ns, secret, key string, allow KubeConfigReach) (*rest.Config, error) {
 	fail := func(field, format string, args ...any) error {
 		return &KubeConfigError{Namespace: ns, Secret: secret, Key: key, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	if len(data) > maxKubeConfig {
 		return nil, fail("", "is %d bytes, more than %d KiB: a kubeconfig of one cluster is a few KiB", len(data), maxKubeConfig>>10)
+	}
+	// The loader converts the kubeconfig to JSON, expanding every alias: what they add is
+	// counted first.
+	if err := yamlbound.Check(data, yamlbound.Tenant); err != nil {
+		return nil, &KubeConfigError{Namespace: ns, Secret: secret, Key: key, Msg: err.Error(), Err: err}
 	}
 	cfg, err := clientcmd.Load(data)
 	if err != nil {

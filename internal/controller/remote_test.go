@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // kubeconfigWith is a kubeconfig of the server https://workload.example.test:6443 whose cluster
@@ -112,6 +113,27 @@ func TestParseKubeConfigQuotesNothingOfIt(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("error %v, want one that quotes nothing of the kubeconfig", err)
 		}
+	}
+}
+
+func TestParseKubeConfigRefusesAnAliasBomb(t *testing.T) {
+	t.Parallel()
+	// Under maxKubeConfig as written; 12 MiB of tokens once the loader expands the aliases.
+	token := strings.Repeat("s3cret", 400<<10/6)
+	data := "users:\n- name: a\n  user: {token: &t " + token + "}\n" + strings.Repeat("- {name: b, user: {token: *t}}\n", 30)
+	_, err := parseKubeConfig([]byte(data), "team-a", "kc", "value")
+	var kc *KubeConfigError
+	var exp *yamlbound.ExpansionError
+	if !errors.As(err, &kc) || !errors.As(err, &exp) {
+		t.Fatalf("error %v, want a *KubeConfigError of a *yamlbound.ExpansionError", err)
+	}
+	for _, want := range []string{"Secret/team-a/kc key value", fmt.Sprint(yamlbound.Tenant.Bytes)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error %q quotes the kubeconfig", err)
 	}
 }
 

@@ -16,6 +16,12 @@ const ReasonRetriesExhausted = "RetriesExhausted"
 // defaultRetryBackoff is the wait before the first retry when retryBackoff is not set.
 const defaultRetryBackoff = 30 * time.Second
 
+// minRetryBackoff is the shortest retryBackoff taken (the CRD refuses shorter ones too): a retry
+// is a whole install or upgrade again, so a Release whose retries come faster would keep a worker
+// busy failing; 1s still gives quick feedback while trying a chart, and the doubling spaces the
+// retries after it.
+const minRetryBackoff = time.Second
+
 // maxRetryBackoff bounds the doubling of the backoff.
 const maxRetryBackoff = 24 * time.Hour
 
@@ -24,8 +30,8 @@ func checkRetries(field string, op v1alpha1.OperationSpec) error {
 	if op.Retries < 0 {
 		return invalid(field+".retries", "must not be negative")
 	}
-	if op.RetryBackoff != nil && op.RetryBackoff.Duration <= 0 {
-		return invalid(field+".retryBackoff", "must be positive, like 30s")
+	if op.RetryBackoff != nil && op.RetryBackoff.Duration < minRetryBackoff {
+		return invalid(field+".retryBackoff", "must be at least %s, like 30s", minRetryBackoff)
 	}
 	return nil
 }
@@ -44,7 +50,7 @@ func (d *desired) retrySpec(rel *v1alpha1.Release) (string, v1alpha1.OperationSp
 func backoff(op v1alpha1.OperationSpec, failures int32) time.Duration {
 	b := defaultRetryBackoff
 	if op.RetryBackoff != nil {
-		b = op.RetryBackoff.Duration
+		b = max(op.RetryBackoff.Duration, minRetryBackoff)
 	}
 	for i := int32(1); i < failures && b < maxRetryBackoff; i++ {
 		b *= 2

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,6 +166,9 @@ func TestDesiredOf(t *testing.T) {
 		{name: "retry backoff not positive", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.Install = &v1alpha1.InstallSpec{OperationSpec: v1alpha1.OperationSpec{Retries: 1, RetryBackoff: &metav1.Duration{}}}
 		}), wantField: "install.retryBackoff", wantReason: ReasonInvalidSpec},
+		{name: "retry backoff under its floor", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.Upgrade = &v1alpha1.UpgradeSpec{OperationSpec: v1alpha1.OperationSpec{Retries: 1, RetryBackoff: &metav1.Duration{Duration: time.Nanosecond}}}
+		}), wantField: "upgrade.retryBackoff", wantReason: ReasonInvalidSpec},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

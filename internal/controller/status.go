@@ -53,7 +53,7 @@ const logTailLines = 20
 
 // setCondition sets a condition of rel for its current generation.
 func setCondition(rel *v1alpha1.Release, t string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&rel.Status.Conditions, metav1.Condition{
+	putCondition(&rel.Status.Conditions, metav1.Condition{
 		Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: rel.Generation,
 	})
 }
@@ -162,6 +162,8 @@ func reasonOf(err error, failed string) string {
 		return ReasonWatchWindowTooLong
 	case recordTooLarge(err):
 		return ReasonRecordTooLarge
+	case recordInvalid(err):
+		return ReasonInvalidRecord
 	case errors.As(err, &blocked):
 		return ReasonBlocked
 	case errors.As(err, &hook):

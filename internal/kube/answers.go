@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"path"
 	"strings"
 	"unicode/utf8"
 
@@ -65,11 +66,28 @@ func sizeOf(n int64) string {
 //     Status, the fields of one (status, message, reason, details, code), cut: anything else
 //     becomes a fixed sentence naming the host and the code.
 //   - a redirection is not followed: it is an answer that is not a success.
+//
+// /version is recognised under the path prefix of cfg's server, if it has one (a server
+// https://host/prefix is asked /prefix/version).
 func GuardAnswers(cfg *rest.Config) {
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &answerGuard{next: rt} })
+	version := versionPath(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &answerGuard{next: rt, version: version} })
 }
 
-type answerGuard struct{ next http.RoundTripper }
+// versionPath is the path at which cfg's clients ask their server's version: /version under the
+// path of cfg's host.
+func versionPath(cfg *rest.Config) string {
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return "/version"
+	}
+	return path.Join("/", base.Path, "version")
+}
+
+type answerGuard struct {
+	next    http.RoundTripper
+	version string // the path of /version, under the server's path prefix
+}
 
 // WrappedRoundTripper lets client-go see through the wrap.
 func (t *answerGuard) WrappedRoundTripper() http.RoundTripper { return t.next }
@@ -88,7 +106,7 @@ func (t *answerGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	limit := int64(MaxAnswer)
-	if strings.TrimSuffix(req.URL.Path, "/") == "/version" {
+	if p := path.Clean("/" + req.URL.Path); p == t.version || p == "/version" {
 		limit = MaxVersionAnswer
 	}
 	watch := q.Get("watch") == "true" || q.Get("watch") == "1" || strings.Contains(req.URL.Path, "/watch/")

@@ -71,6 +71,30 @@ func TestGuardAnswersCutsWhatIsTooLong(t *testing.T) {
 	}
 }
 
+func TestGuardAnswersCutsVersionUnderAPathPrefix(t *testing.T) {
+	t.Parallel()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"major":"1","minor":"31","gitVersion":"`)
+		stream(w, MaxVersionAnswer)
+		io.WriteString(w, `"}`)
+	}))
+	defer server.Close()
+	for _, prefix := range []string{"/prefix", "/a/b/", "/a/../prefix"} {
+		cfg := &rest.Config{Host: server.URL + prefix}
+		GuardAnswers(cfg)
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Discovery().ServerVersion()
+		var large *AnswerTooLargeError
+		if !errors.As(err, &large) || large.Limit != MaxVersionAnswer {
+			t.Errorf("server %s: /version: error %v, want an *AnswerTooLargeError at 64 KiB", cfg.Host, err)
+		}
+	}
+}
+
 func TestGuardAnswersBoundsEachEventOfAWatch(t *testing.T) {
 	t.Parallel()
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 const (
@@ -76,6 +79,9 @@ type Clients struct {
 // Load reads the kubeconfig and builds the clients. It does not contact the cluster; see Reachable.
 func (f Flags) Load() (*Clients, error) {
 	loader := f.Loader()
+	if err := f.checkAliases(loader); err != nil {
+		return nil, err
+	}
 	source := f.describe(loader)
 	cfg, err := loader.ClientConfig()
 	if err != nil {
@@ -168,6 +174,26 @@ func (f Flags) Loader() clientcmd.ClientConfig {
 		TLSServerName:    &f.TLSServerName,
 		Insecure:         &f.InsecureSkipTLSVerify,
 	}).ToRawKubeConfigLoader()
+}
+
+// checkAliases refuses, by its file, a kubeconfig whose YAML aliases add more than
+// yamlbound.Local once expanded, before the loader expands them. A file that cannot be read is
+// left to the loader to name.
+func (f Flags) checkAliases(loader clientcmd.ClientConfig) error {
+	files := []string{f.Kubeconfig}
+	if f.Kubeconfig == "" {
+		files = loader.ConfigAccess().GetLoadingPrecedence()
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		if err := yamlbound.Check(data, yamlbound.Local); err != nil {
+			return fmt.Errorf("kubeconfig %q: %w", file, err)
+		}
+	}
+	return nil
 }
 
 // describe names the kubeconfig files and the context: kubeconfig "FILE", context "NAME".

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 const twoContexts = `apiVersion: v1
@@ -100,6 +102,8 @@ func TestLoadThrottle(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	path := writeKubeconfig(t, twoContexts)
 	missing := filepath.Join(t.TempDir(), "missing")
+	// 300 MiB once its aliases are expanded, over yamlbound.Local.
+	bomb := writeKubeconfig(t, "users:\n- name: a\n  user: {token: &t "+strings.Repeat("s3cret", 1<<20/6)+"}\n"+strings.Repeat("- {name: b, user: {token: *t}}\n", 300))
 	tests := []struct {
 		name  string
 		flags Flags
@@ -108,6 +112,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown context", Flags{Kubeconfig: path, Context: "nope"}, []string{path, `"nope"`}},
 		{"missing file", Flags{Kubeconfig: missing}, []string{missing}},
 		{"bad file", Flags{Kubeconfig: writeKubeconfig(t, "{not yaml")}, []string{"config"}},
+		{"aliases", Flags{Kubeconfig: bomb}, []string{bomb, "aliases", fmt.Sprint(yamlbound.Local.Bytes)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -119,7 +119,12 @@ func (d Deps) now() time.Time {
 // clients (and so with their identity), run by holder; events, which may be nil, is told of the
 // engine's progress.
 func NewDeps(clients *kube.Clients, holder release.Holder, events func(engine.Event)) Deps {
-	store := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace)
+	return NewDepsWithin(clients, holder, events, release.DefaultExpansion())
+}
+
+// NewDepsWithin is NewDeps whose records and journals are decoded within expansion.
+func NewDepsWithin(clients *kube.Clients, holder release.Holder, events func(engine.Event), expansion release.Expansion) Deps {
+	store := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Expanding(expansion)
 	return Deps{
 		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()).WithMetadata(clients.Metadata).WithDiscovery(clients.Client.Discovery()),
 		Store:      store,
@@ -127,7 +132,7 @@ func NewDeps(clients *kube.Clients, holder release.Holder, events func(engine.Ev
 		Events:     events,
 		Lookup:     clients.Config,
 		Leases:     release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace),
-		Journals:   release.NewJournals(clients.Client.CoreV1(), clients.Namespace).Beside(store),
+		Journals:   release.NewJournals(clients.Client.CoreV1(), clients.Namespace).Expanding(expansion).Beside(store),
 		Holder:     holder,
 	}
 }

@@ -68,7 +68,7 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	if err := o.checkWindow(o.undone()); err != nil {
 		return nil, err
 	}
-	w := Wanted{Operation: release.OpInstall, Values: o.Values}
+	w := Wanted{Operation: release.OpInstall, Values: o.Values, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpInstall)}
 	if o.Chart != nil && o.Chart.Metadata != nil {
 		w.ChartVersion = o.Chart.Metadata.Version
 	}

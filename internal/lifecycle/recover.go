@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
@@ -11,10 +14,10 @@ import (
 )
 
 // finish carries an interrupted operation to its end.
-func (d *operation) finish(ctx context.Context, in *Interrupted) error {
+func (d *operation) finish(ctx context.Context, in *Interrupted, g Grants) error {
 	var jo release.JournalOptions
 	if in.Journal != nil {
-		jo = in.Journal.Options
+		jo = g.narrow(in.Operation, in.Journal.Options)
 	} else {
 		jo.Wait = in.Operation == release.OpUninstall
 	}
@@ -67,7 +70,8 @@ func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
 }
 
 // resumeRevision finishes an interrupted install, upgrade or rollback of the newest revision from
-// its record, skipping what the journal records as done.
+// its record, skipping what the journal records as done. jo are the journal's options as the
+// caller grants them (Grants.narrow).
 func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions) error {
 	rel := in.Last
 	objs, err := resource.ParseManifest(rel.Manifest)
@@ -101,27 +105,50 @@ func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo rele
 	default:
 		pol.said.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
 	}
+	if j := in.Journal; j != nil && pending(rel.Info.Status) && operationOf(rel.Info.Status) != j.Operation {
+		return &JournalRefusedError{Release: rel.Name, Namespace: rel.Namespace, Operation: j.Operation, Revision: j.Revision,
+			Reason: fmt.Sprintf("the record of revision %d is %s", rel.Version, rel.Info.Status)}
+	}
 	if j := in.Journal; j != nil && j.Plan != nil && j.Operation == in.Operation && j.Revision == rel.Version {
-		return d.resumeAsRecorded(ctx, rev, pol, j.Plan)
+		return d.resumeAsRecorded(ctx, rev, pol, j)
 	}
 	return d.carryOut(ctx, rev, pol) // no journal (Helm left the release pending): planned from the record
 }
 
-// resumeAsRecorded goes on with the journalled plan pl of the interrupted revision rev, from its
+// resumeAsRecorded goes on with the plan of journal j of the interrupted revision rev, from its
 // first step not done: nothing is surveyed, validated or planned again, and the deletes go by
 // the UIDs the plan recorded. Only the live objects' metadata is read, to tell what was created
-// from what was configured; the rest is the revision pipeline's (runRevision).
-func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol policy, pl *plan.Plan) error {
+// from what was configured, and whose they are: the journal is input (checkJournal) and
+// ownership is checked again as pol grants it. The rest is the revision pipeline's (runRevision).
+func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol policy, j *release.Journal) error {
 	rel := rev.rel
 	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, rev.crds, rev.objects)
 	if err != nil {
+		return err
+	}
+	var replaced []*unstructured.Unstructured
+	for _, prev := range rev.previous {
+		objs, err := d.recordedObjects(prev)
+		if err != nil {
+			return err
+		}
+		replaced = union(replaced, objs)
+	}
+	scope, err := scopeOf(d.Cluster, pol.op, rel, slices.Concat(p.crds, p.objects), replaced)
+	if err != nil {
+		return err
+	}
+	if err := checkJournal(j, scope, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err != nil {
 		return err
 	}
 	before, err := live(ctx, d.Cluster, p.objects)
 	if err != nil {
 		return err
 	}
-	return d.runRevision(ctx, &planned{revision: rev, policy: pol, p: p, s: survey{before: before}, plan: pl, journalled: true})
+	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, nil, before, pol.takeOwnership); err != nil {
+		return err
+	}
+	return d.runRevision(ctx, &planned{revision: rev, policy: pol, p: p, s: survey{before: before}, plan: j.Plan, journalled: true})
 }
 
 // deleteIncomplete deletes the incomplete record an operation left (Interrupted.Incomplete), its
@@ -139,10 +166,10 @@ func (d *operation) deleteIncomplete(ctx context.Context, in *Interrupted) error
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
 // rolled back to the deployed revision; an uninstall that deleted nothing yet is dropped, one that
 // may have is finished, as deleted objects cannot be brought back.
-func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
+func (d *operation) abandon(ctx context.Context, in *Interrupted, g Grants) error {
 	var jo release.JournalOptions
 	if in.Journal != nil {
-		jo = in.Journal.Options
+		jo = g.narrow(in.Operation, in.Journal.Options)
 	}
 	switch {
 	case in.Stale:
@@ -152,7 +179,7 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted) error {
 		}
 	case in.Operation == release.OpUninstall:
 		if in.Last != nil && in.Last.Info.Status == release.StatusUninstalling {
-			return d.finish(ctx, in)
+			return d.finish(ctx, in, g)
 		}
 		if err := d.abandonHooks(ctx, in); err != nil {
 			return err
@@ -205,6 +232,9 @@ type RecoverOptions struct {
 	Name string
 	// Rollback undoes the interrupted operation instead of finishing it.
 	Rollback bool
+	// TakeOwnership and NoHooks grant what the interrupted operation's journal asks of them
+	// (see Grants); without them, it is taken over no object and skips no hook.
+	TakeOwnership, NoHooks bool
 	WaitOptions
 }
 
@@ -243,7 +273,7 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 			return nil
 		}
 		out.Action = s.Interrupted.Next(o.Rollback)
-		err = d.drive(ctx, Wanted{Rollback: o.Rollback}, nil)
+		err = d.drive(ctx, Wanted{Rollback: o.Rollback, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpInstall, release.OpUpgrade, release.OpRollback, release.OpUninstall)}, nil)
 		out.Release = s.Interrupted.latest(ctx, d.Deps)
 		return err
 	})

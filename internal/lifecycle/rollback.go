@@ -42,7 +42,7 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
 	if err := o.checkWindow(o.CleanupOnFail); err != nil {
 		return nil, err
 	}
-	return d.revisionOperation(ctx, Wanted{Operation: release.OpRollback}, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
+	return d.revisionOperation(ctx, Wanted{Operation: release.OpRollback, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpRollback)}, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
 		return d.rollback(ctx, o)
 	})
 }

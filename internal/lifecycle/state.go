@@ -132,6 +132,9 @@ type Wanted struct {
 	// release and of its own attempts: with it, Next also decides whether an install or upgrade
 	// is needed at all, or only the account is behind.
 	Account *Account
+	// Grants are what the caller allows the resumption of an interrupted operation beyond the
+	// defaults: what its journal asks is taken only where they grant it too.
+	Grants Grants
 }
 
 // Account is what an asker that keeps its own account of a release (the controller, in a
@@ -375,12 +378,12 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 			}
 			return do(ctx, ActUninstall, s)
 		case a == ActFinish:
-			err = d.finish(ctx, in)
+			err = d.finish(ctx, in, w.Grants)
 			if err == nil && last && w.Operation != "" {
 				err = do(ctx, ActFinish, s)
 			}
 		case a == ActUndo:
-			err = d.abandon(ctx, in)
+			err = d.abandon(ctx, in, w.Grants)
 		case a == ActRemoveHooks:
 			// The uninstall that follows replaces the interrupted operation, whose record stays
 			// pending until the uninstall changes it: it goes on without deciding again.

@@ -88,7 +88,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 		}
 	}()
 	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
-		return d.drive(ctx, Wanted{Operation: release.OpUninstall}, func(ctx context.Context, _ Action, s State) error {
+		return d.drive(ctx, Wanted{Operation: release.OpUninstall, Grants: grantsOf(false, o.NoHooks, release.OpUninstall)}, func(ctx context.Context, _ Action, s State) error {
 			if in := s.Interrupted; in != nil && in.Operation == release.OpUninstall && in.Last == nil {
 				res = &UninstallResult{Name: o.Name} // the interrupted uninstall had removed every record
 				return nil
@@ -216,6 +216,15 @@ func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last 
 func (d *operation) planUninstall(last *release.Release, recorded []*unstructured.Unstructured,
 	before map[resource.Identity]*unstructured.Unstructured, o UninstallOptions) (*plan.Plan, error) {
 	if r := d.resume; r != nil && r.Operation == release.OpUninstall && r.Revision == last.Version && r.Plan != nil {
+		// The journal is input: its plan deletes only what the record holds, and skips the
+		// hooks only when o does.
+		scope, err := scopeOf(d.Cluster, release.OpUninstall, last, recorded, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkJournal(r, scope, journalOptions(o.WaitOptions, o.NoHooks, false)); err != nil {
+			return nil, err
+		}
 		return r.Plan, nil
 	}
 	order, err := d.batches(last, o.WaitOptions)

@@ -77,7 +77,10 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	w := Wanted{Operation: release.OpUpgrade, Install: o.Install, Values: o.Values}
+	w := Wanted{Operation: release.OpUpgrade, Install: o.Install, Values: o.Values, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpUpgrade)}
+	if io := o.install(); o.Install && io.NoHooks {
+		w.Grants.NoHooks = append(w.Grants.NoHooks, release.OpInstall)
+	}
 	if o.Chart != nil && o.Chart.Metadata != nil {
 		w.ChartVersion = o.Chart.Metadata.Version
 	}

@@ -116,11 +116,19 @@ type Journals struct {
 	// lists are the lists a store of the namespace's records keeps (see Beside); nil when the
 	// journals are read from none.
 	lists *listMemo
+	// expansion bounds what a journal expands to once decompressed.
+	expansion Expansion
 }
 
 // NewJournals returns the journals of the releases of namespace, kept as Secrets through secrets.
 func NewJournals(secrets typedcorev1.SecretsGetter, namespace string) *Journals {
-	return &Journals{secrets: secrets, namespace: namespace}
+	return &Journals{secrets: secrets, namespace: namespace, expansion: DefaultExpansion()}
+}
+
+// Expanding makes s decode journals within e, and returns s.
+func (s *Journals) Expanding(e Expansion) *Journals {
+	s.expansion = e
+	return s
 }
 
 // Beside returns the journals of s that read from what store remembers (HelmStore.RememberLists):
@@ -134,7 +142,7 @@ func (s *Journals) Beside(store *HelmStore) *Journals {
 	if store == nil || store.kind != "Secret" || !sameClient(store.secrets, s.secrets) {
 		return s
 	}
-	return &Journals{secrets: s.secrets, namespace: s.namespace, lists: store.memo}
+	return &Journals{secrets: s.secrets, namespace: s.namespace, lists: store.memo, expansion: s.expansion}
 }
 
 // sameClient reports whether a and b are the same client: pointers to one object.
@@ -159,7 +167,7 @@ func (s *Journals) Read(ctx context.Context, name string) (*Journal, string, err
 		if it == nil {
 			return nil, "", nil
 		}
-		return s.decode(name, it.journal, it.resourceVersion)
+		return s.decode(ctx, name, it.journal, it.resourceVersion)
 	}
 	sec, err := s.secrets.Secrets(s.namespace).Get(ctx, JournalKey(name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -168,20 +176,18 @@ func (s *Journals) Read(ctx context.Context, name string) (*Journal, string, err
 	if err != nil {
 		return nil, "", fmt.Errorf("Secret/%s/%s: get journal: %w", s.namespace, JournalKey(name), err)
 	}
-	return s.decode(name, sec.Data, sec.ResourceVersion)
+	return s.decode(ctx, name, sec.Data, sec.ResourceVersion)
 }
 
 // decode is the journal of release name that a Secret at version with data holds.
-func (s *Journals) decode(name string, secretData map[string][]byte, version string) (*Journal, string, error) {
+func (s *Journals) decode(ctx context.Context, name string, secretData map[string][]byte, version string) (*Journal, string, error) {
 	data := secretData[journalDataKey]
 	if z, ok := secretData[journalGzipKey]; ok {
-		var err error
-		if data, err = gunzip(z); err != nil {
-			return nil, "", fmt.Errorf("Secret/%s/%s: decode journal: %w", s.namespace, JournalKey(name), err)
-		}
+		data = z
 	}
 	var j Journal
-	if err := json.Unmarshal(data, &j); err != nil {
+	object := fmt.Sprintf("Secret/%s/%s", s.namespace, JournalKey(name))
+	if err := s.expansion.decodeJSON(ctx, object, "journal", data, &j); err != nil {
 		return nil, "", fmt.Errorf("Secret/%s/%s: decode journal: %w", s.namespace, JournalKey(name), err)
 	}
 	return &j, version, nil

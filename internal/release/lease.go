@@ -81,6 +81,14 @@ func (e *HeldError) Error() string {
 		e.Holder.Renewed.Format(time.RFC3339))
 }
 
+// MaxLeaseDuration is the longest a Lease is taken to stay held without renewal, whatever its
+// leaseDurationSeconds says: a Lease is a plain object that anyone who may write Leases in the
+// namespace can write, with a duration of a year. Capping it is safe for a real holder: berth
+// writes DefaultLeaseDuration (30s) and renews every third of it, and a renewal is a change that
+// Acquire sees and that starts the wait anew, so a live holder is never taken over; only a lease
+// left unchanged for the cap is.
+const MaxLeaseDuration = 2 * DefaultLeaseDuration
+
 // DefaultLeasePoll is how often a lease another holds is read while it is watched.
 const DefaultLeasePoll = time.Second
 
@@ -265,12 +273,13 @@ func (s *Leases) duration() time.Duration {
 	return s.Duration
 }
 
-// durationOf is how long h's lease stays held without renewal: as its holder wrote it.
+// durationOf is how long h's lease stays held without renewal: as its holder wrote it, at most
+// MaxLeaseDuration.
 func (s *Leases) durationOf(h Holder) time.Duration {
 	if h.Duration <= 0 {
 		return s.duration()
 	}
-	return h.Duration
+	return min(h.Duration, MaxLeaseDuration)
 }
 
 func (s *Leases) poll() time.Duration {

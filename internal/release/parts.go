@@ -3,6 +3,7 @@ package release
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -443,45 +444,19 @@ func gzipBytes(b []byte, level int) ([]byte, error) {
 var magicGzip = []byte{0x1f, 0x8b, 0x08}
 
 // decode decodes a record object's data as Helm's drivers do: base64, then gunzip when it is
-// gzipped (Helm's oldest records are not), then JSON. It reads at most MaxRecordSize*64 bytes of
-// JSON.
-func decode(data []byte) (*Release, error) {
+// gzipped (Helm's oldest records are not), then JSON, streaming it within e; object names the
+// record object in errors.
+func decode(ctx context.Context, e Expansion, object string, data []byte) (*Release, error) {
 	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
 	n, err := base64.StdEncoding.Decode(b, data)
 	if err != nil {
 		return nil, err
 	}
-	b = b[:n]
-	if bytes.HasPrefix(b, magicGzip) {
-		if b, err = gunzip(b); err != nil {
-			return nil, err
-		}
-	}
 	var rel Release
-	if err := json.Unmarshal(b, &rel); err != nil {
+	if err := e.decodeJSON(ctx, object, "record", b[:n], &rel); err != nil {
 		return nil, err
 	}
 	return &rel, nil
-}
-
-// maxJSON is the most JSON a record (or a remainder) may expand to: a guard against a record
-// made to expand without end.
-const maxJSON = 64 * MaxRecordSize
-
-func gunzip(b []byte) ([]byte, error) {
-	r, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	out, err := io.ReadAll(io.LimitReader(r, maxJSON+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(out) > maxJSON {
-		return nil, fmt.Errorf("the record expands to more than %s", Bytes(maxJSON))
-	}
-	return out, nil
 }
 
 // partsOf parses the PartsAnnotation value s: the number of parts and their sha256.
@@ -530,7 +505,7 @@ func recordParts(it *item) (count int, sum string, ok bool, err error) {
 
 // join puts back into rel, read from a record object, what moved to its parts: parts are the
 // parts' contents in order, whose sha256 must be sum or start with it.
-func join(rel *Release, parts [][]byte, sum string) error {
+func join(ctx context.Context, e Expansion, object string, rel *Release, parts [][]byte, sum string) error {
 	h := sha256.New()
 	for _, p := range parts {
 		h.Write(p)
@@ -538,12 +513,8 @@ func join(rel *Release, parts [][]byte, sum string) error {
 	if got := hex.EncodeToString(h.Sum(nil)); len(sum) < labelSum || !strings.HasPrefix(got, sum) {
 		return fmt.Errorf("the parts' sha256 is %s, the record says %s", got, sum)
 	}
-	b, err := gunzip(bytes.Join(parts, nil))
-	if err != nil {
-		return err
-	}
 	var rest remainder
-	if err := json.Unmarshal(b, &rest); err != nil {
+	if err := e.decodeJSON(ctx, object, "record parts", bytes.Join(parts, nil), &rest); err != nil {
 		return err
 	}
 	if rel.Chart == nil {

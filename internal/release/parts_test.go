@@ -3,6 +3,7 @@ package release
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -275,7 +276,8 @@ func withLabels(r *Release, l map[string]string) *Release {
 }
 
 // FuzzDecodeRecord feeds the record decoder, the parts annotation's parser and the joining of
-// parts with what anyone who can write Secrets in a namespace could leave there.
+// parts with what anyone who can write Secrets in a namespace could leave there: whatever they
+// hold, decoding allocates within a bound of the expansion limit.
 func FuzzDecodeRecord(f *testing.F) {
 	r := large("ns", "big", 1, 4<<10, 1<<10)
 	e, err := encodeWithin(r, 2<<10)
@@ -284,20 +286,30 @@ func FuzzDecodeRecord(f *testing.F) {
 	}
 	f.Add([]byte(e.data), e.partsAnnotation(), bytes.Join(e.parts, nil))
 	f.Add([]byte("H4sI"), "1/00", []byte{0x1f, 0x8b, 0x08})
+	f.Add([]byte(base64.StdEncoding.EncodeToString(bomb(f, 8<<20))), "1/00", bomb(f, 8<<20))
+	exp := Expansion{Max: 1 << 20, Ratio: 20, Floor: 64 << 10}
 	f.Fuzz(func(t *testing.T, data []byte, ann string, joined []byte) {
-		rel, err := decode(data)
-		if err != nil {
-			return
+		ctx := context.Background()
+		allocated := allocations(func() {
+			rel, err := decode(ctx, exp, "Secret/ns/fuzz", data)
+			if err != nil {
+				return
+			}
+			count, sum, err := partsOf(ann)
+			if err != nil {
+				return
+			}
+			parts := make([][]byte, count)
+			for i := range count {
+				parts[i] = joined[len(joined)*i/count : len(joined)*(i+1)/count]
+			}
+			_ = join(ctx, exp, "Secret/ns/fuzz", rel, parts, sum)
+		})
+		// Twice the input (base64, the joined parts), the JSON buffer of each stream as it
+		// grows to its limit, and what it decodes to.
+		if bound := 2*int64(len(data)+len(joined)) + 8*exp.Max + 1<<20; allocated > bound {
+			t.Fatalf("decoding %d bytes and %d of parts allocated %d bytes, more than %d", len(data), len(joined), allocated, bound)
 		}
-		count, sum, err := partsOf(ann)
-		if err != nil {
-			return
-		}
-		parts := make([][]byte, count)
-		for i := range count {
-			parts[i] = joined[len(joined)*i/count : len(joined)*(i+1)/count]
-		}
-		_ = join(rel, parts, sum)
 	})
 }
 

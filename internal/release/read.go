@@ -66,9 +66,16 @@ func (s *HelmStore) reader(name string) *reader {
 
 // load decodes the record object it, with its parts put back.
 func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
-	rel, err := decode(it.data)
+	object := r.s.objectName(it)
+	rel, err := decode(ctx, r.s.expansion, object, it.data)
+	if err == nil {
+		err = matches(object, rel, it)
+	}
+	if named := (*ExpansionError)(nil); errors.As(err, &named) || errors.As(err, new(*MismatchError)) {
+		return nil, err // each names the object
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s/%s/%s: decode record: %w", r.objs.kind, r.s.namespace, it.name, err)
+		return nil, fmt.Errorf("%s: decode record: %w", object, err)
 	}
 	count, sum, ok, err := recordParts(it)
 	if !ok {
@@ -77,8 +84,11 @@ func (r *reader) load(ctx context.Context, it *item) (*Release, error) {
 	if err == nil {
 		var parts [][]byte
 		if parts, err = r.partsOf(ctx, it.name, it.version, count, sum); err == nil {
-			err = join(rel, parts, sum)
+			err = join(ctx, r.s.expansion, object, rel, parts, sum)
 		}
+	}
+	if expanded := new(ExpansionError); errors.As(err, &expanded) {
+		return nil, err // named, never skipped as an incomplete record
 	}
 	if err != nil {
 		incomplete := &IncompleteRecordError{Namespace: r.s.namespace, Name: r.name, Version: it.version, Err: err}

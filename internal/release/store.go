@@ -68,6 +68,14 @@ type HelmStore struct {
 	memo *listMemo
 	// secrets is the client of the Secrets that hold the records; nil for a store of another kind.
 	secrets typedcorev1.SecretsGetter
+	// expansion bounds what a record expands to once decompressed.
+	expansion Expansion
+}
+
+// Expanding makes s decode records within e, and returns s.
+func (s *HelmStore) Expanding(e Expansion) *HelmStore {
+	s.expansion = e
+	return s
 }
 
 var _ Store = (*HelmStore)(nil)
@@ -75,14 +83,14 @@ var _ Store = (*HelmStore)(nil)
 // NewSecretStore returns the store of the releases of namespace, kept as Secrets through secrets
 // (a clientset's CoreV1()).
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
-	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{}, secrets: secrets,
+	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{}, secrets: secrets, expansion: DefaultExpansion(),
 		records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}).remembering()
 }
 
 // NewConfigMapStore returns the store of the releases of namespace, kept as ConfigMaps through
 // configMaps (a clientset's CoreV1()), as Helm's configmap driver keeps them.
 func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
-	return (&HelmStore{namespace: namespace, kind: "ConfigMap", seen: &partsSeen{},
+	return (&HelmStore{namespace: namespace, kind: "ConfigMap", seen: &partsSeen{}, expansion: DefaultExpansion(),
 		records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }}).remembering()
 }
 
@@ -252,7 +260,11 @@ func (s *HelmStore) List(ctx context.Context, opts ListOptions) ([]*Release, err
 	}
 	rels := make([]*Release, 0, len(list))
 	for i := range list {
-		rel, err := decode(list[i].data)
+		object := s.objectName(&list[i])
+		rel, err := decode(ctx, s.expansion, object, list[i].data)
+		if err == nil {
+			err = matches(object, rel, &list[i])
+		}
 		if err != nil {
 			continue // as Helm's driver lists
 		}

@@ -64,21 +64,22 @@ func ParseDocument(doc Document) (*unstructured.Unstructured, error) {
 	}
 	var content map[string]any
 	if err := yaml.Unmarshal([]byte(doc.Content), &content); err != nil {
-		return nil, fmt.Errorf("%s: parse YAML: %w", doc, err)
+		return nil, SyntaxErrorOf(doc.Source, doc.Index, err)
 	}
 	if len(content) == 0 {
 		return nil, nil
 	}
 	obj := &unstructured.Unstructured{Object: content}
-	if err := requireString(content, "apiVersion"); err != nil {
-		return nil, fmt.Errorf("%s: %w", doc, err)
+	if err := requireString(doc, content, "apiVersion"); err != nil {
+		return nil, err
 	}
-	if err := requireString(content, "kind"); err != nil {
-		return nil, fmt.Errorf("%s: %w", doc, err)
+	if err := requireString(doc, content, "kind"); err != nil {
+		return nil, err
 	}
 	name, found, err := unstructured.NestedString(content, "metadata", "name")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s %w", doc, obj.GetKind(), err)
+		// The accessor's error quotes the value.
+		return nil, &SyntaxError{Source: doc.Source, Index: doc.Index, Field: "metadata.name"}
 	}
 	if !found || name == "" {
 		return nil, fmt.Errorf("%s: %s has no metadata.name", doc, obj.GetKind())
@@ -86,17 +87,17 @@ func ParseDocument(doc Document) (*unstructured.Unstructured, error) {
 	return obj, nil
 }
 
-func requireString(content map[string]any, field string) error {
+func requireString(doc Document, content map[string]any, field string) error {
 	v, ok := content[field]
 	if !ok {
-		return fmt.Errorf("object has no %s", field)
+		return fmt.Errorf("%s: object has no %s", doc, field)
 	}
 	s, ok := v.(string)
 	if !ok {
-		return fmt.Errorf("%s is not a string: %v", field, v)
+		return &SyntaxError{Source: doc.Source, Index: doc.Index, Field: field}
 	}
 	if s == "" {
-		return fmt.Errorf("%s is empty", field)
+		return fmt.Errorf("%s: %s is empty", doc, field)
 	}
 	return nil
 }

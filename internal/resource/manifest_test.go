@@ -89,17 +89,17 @@ func TestParseManifestErrors(t *testing.T) {
 		{
 			name:     "invalid YAML",
 			manifest: "---\n# Source: app/templates/bad.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [a\n",
-			want:     []string{"app/templates/bad.yaml", "parse YAML"},
+			want:     []string{"app/templates/bad.yaml", "is not valid YAML"},
 		},
 		{
 			name:     "not a mapping",
 			manifest: "---\n# Source: app/templates/list.yaml\n- a\n- b\n",
-			want:     []string{"app/templates/list.yaml", "parse YAML"},
+			want:     []string{"app/templates/list.yaml", "is not valid YAML"},
 		},
 		{
 			name:     "kind not a string",
 			manifest: "---\n# Source: app/templates/k.yaml\napiVersion: v1\nkind: 3\nmetadata:\n  name: a\n",
-			want:     []string{"app/templates/k.yaml", "kind is not a string: 3"},
+			want:     []string{"app/templates/k.yaml", "has a kind that is not a string"},
 		},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package source
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -100,7 +101,28 @@ func (c *chartCache) Put(key [sha256.Size]byte, data io.Reader, cacheType string
 	c.files[p] = &cachedFile{size: fi.Size(), used: c.now()}
 	c.size += fi.Size()
 	c.evict()
+	if c.size > c.limit {
+		// Everything left was used within evictionGrace: the chart is refused rather than the
+		// cache outgrowing its volume.
+		os.Remove(p)
+		c.size -= fi.Size()
+		delete(c.files, p)
+		return "", &CacheFullError{Root: c.root, Limit: c.limit, Size: fi.Size()}
+	}
 	return p, nil
+}
+
+// CacheFullError is a chart or provenance file refused by the chart cache: it would take the
+// cache over its limit, and every file in it was used too recently to be evicted.
+type CacheFullError struct {
+	// Root is the cache's directory.
+	Root string
+	// Limit is the cache's limit in bytes; Size the size of the file refused.
+	Limit, Size int64
+}
+
+func (e *CacheFullError) Error() string {
+	return fmt.Sprintf("the chart cache %s is full: a file of %d bytes would take it over its limit of %d bytes, and every chart in it was used in the last %s; try again later, or give the cache more room", e.Root, e.Size, e.Limit, evictionGrace)
 }
 
 // evict removes the least recently used files, other than those used within evictionGrace,

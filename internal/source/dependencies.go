@@ -14,6 +14,9 @@ import (
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/registry"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // DependencyOptions configure fetching a chart's dependencies: Helm's flags of `dependency
@@ -129,6 +132,12 @@ func (r *Resolver) Dependencies(ctx context.Context, dir string, opts Dependency
 // dependencyRegistries are the OCI registries (HOST[:PORT]) the dependencies of the chart
 // directory dir come from, by Chart.yaml and Chart.lock, sorted; none when it does not load.
 func dependencyRegistries(dir string) []string {
+	if chart.CheckPath(dir, chart.DefaultContentLimit) != nil {
+		return nil
+	}
+	if chart.CheckAliases(dir, dir, yamlbound.Local) != nil {
+		return nil
+	}
 	loaded, err := loader.Load(dir)
 	if err != nil {
 		return nil
@@ -157,7 +166,7 @@ func dependencyRegistries(dir string) []string {
 // reference, go to no dependency's registry. Its requests are bounded as every fetch of r's
 // Fetcher, without a context of the caller's.
 func (r *Resolver) updateDependencies(ctx context.Context, path string) error {
-	loaded, err := loader.Load(path)
+	loaded, err := r.load(path, path)
 	if err != nil {
 		return err
 	}

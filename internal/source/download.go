@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // download fetches the chart ref names, not on disk, into the content cache, and returns its
@@ -50,6 +51,14 @@ func (r *Resolver) fetcher() *Fetcher {
 		return r.Fetcher
 	}
 	return NewFetcher(DefaultFetchOptions())
+}
+
+// yamlLimits bounds what the YAML aliases of a chart r loads add once expanded: its Fetcher's.
+func (r *Resolver) yamlLimits() yamlbound.Limits {
+	if r.Fetcher != nil {
+		return r.Fetcher.yamlLimits()
+	}
+	return yamlbound.Local
 }
 
 // out is where Helm's messages go.
@@ -154,7 +163,7 @@ func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version st
 	}
 	shared := []getter.Option{getter.WithTimeout(timeout)}
 	if r.sharesTransport(ref) {
-		shared = append(shared, getter.WithTransport(f.transport))
+		shared = append(shared, getter.WithTransport(f.helmTransport()))
 	}
 	dl := downloader.ChartDownloader{
 		Out:     r.out(),

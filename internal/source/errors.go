@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/plugins"
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Error is a chart reference that could not be resolved, fetched or loaded. Kind says what
@@ -186,6 +188,36 @@ type TooLargeError struct {
 
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("%s %s is larger than the %d bytes allowed", e.What, e.URL, e.Limit)
+}
+
+// ExpansionError is a document (a repository index, a chart's values file) whose YAML aliases
+// would expand it past a limit (Err, a *yamlbound.ExpansionError, says which), refused before
+// anything expands them.
+type ExpansionError struct {
+	// What is what the document is: "repository index".
+	What string
+	// Where names it: the index's URL or file.
+	Where string
+	Err   error
+}
+
+func (e *ExpansionError) Error() string {
+	return fmt.Sprintf("%s %s: %v", e.What, e.Where, e.Err)
+}
+
+func (e *ExpansionError) Unwrap() error { return e.Err }
+
+// LoadIndexFile loads the repository index at path as Helm's repo.LoadIndexFile does, once what
+// its YAML aliases add is within yamlbound.Local: a cached index is what a repository served.
+func LoadIndexFile(path string) (*repo.IndexFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return repo.LoadIndexFile(path) // Helm's words for a missing or unreadable index
+	}
+	if err := yamlbound.Check(data, yamlbound.Local); err != nil {
+		return nil, &ExpansionError{What: "repository index", Where: path, Err: err}
+	}
+	return repo.LoadIndexFile(path)
 }
 
 // InsecureCredentialsError is a request that would carry credentials over plain HTTP, which a

@@ -33,6 +33,10 @@ type FetchOptions struct {
 	MaxIndexBytes int64
 	// MaxChartBytes is the largest packaged chart taken.
 	MaxChartBytes int64
+	// MaxContentBytes is the most a chart taken may expand to once decompressed, the archives
+	// of its subcharts added up (chart.CheckPath), checked before Helm's loader reads it; 0 is
+	// chart.DefaultContentLimit.
+	MaxContentBytes int64
 	// IndexTTL is how long a repository index whose server gives neither ETag nor
 	// Last-Modified, or an OCI repository's tag list, is used before it is fetched again.
 	// Indexes that have a validator are revalidated at each fetch, with a conditional request.
@@ -45,6 +49,12 @@ type FetchOptions struct {
 	ChartCacheBytes int64
 	// UserAgent is the User-Agent of every request.
 	UserAgent string
+	// MinRate, when positive, is the fewest bytes a second a response's body may come at: a
+	// window of RateWindow (the first one a grace) that gives fewer ends the transfer with a
+	// SlowTransferError. 0 allows any rate (within RequestTimeout).
+	MinRate int64
+	// RateWindow is the window MinRate is measured over; 0 means DefaultRateWindow.
+	RateWindow time.Duration
 	// ManyTenants is for a process that fetches for many tenants (the controller): registries
 	// get only the credentials a fetch is given (Options' username and password), never those
 	// stored in the registry config file or Docker's; and a chart of a repository's index is
@@ -81,6 +91,10 @@ const (
 	ManyTenantsMaxIndexBytes   = 4 << 20
 	ManyTenantsIndexCacheBytes = 32 << 20
 )
+
+// DefaultRateWindow is the window a minimum rate is measured over, and the grace of a transfer
+// that starts slowly.
+const DefaultRateWindow = 10 * time.Second
 
 // maxProvenanceBytes bounds a provenance file, a signed copy of Chart.yaml and a digest.
 const maxProvenanceBytes = 1 << 20
@@ -184,6 +198,7 @@ func (o FetchOptions) withDefaults() FetchOptions {
 	set(&o.ResponseHeaderTimeout, d.ResponseHeaderTimeout)
 	set(&o.RequestTimeout, d.RequestTimeout)
 	set(&o.IndexTTL, d.IndexTTL)
+	set(&o.RateWindow, DefaultRateWindow)
 	if o.MaxIndexBytes <= 0 {
 		o.MaxIndexBytes = d.MaxIndexBytes
 	}

@@ -182,6 +182,7 @@ func (t *getterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		end()
 		return nil, f.requestError(fetchCtx, err, req.URL.Host, u)
 	}
+	f.watchRate(resp, req.URL.Host, u)
 	limit, what := f.getterLimit(req.URL.Path)
 	if resp.ContentLength > limit {
 		resp.Body.Close()

@@ -17,6 +17,8 @@ import (
 
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // repoAccess is how a fetch reaches a chart repository: its credentials and TLS settings.
@@ -170,7 +172,7 @@ func (f *Fetcher) downloadIndex(ctx context.Context, indexURL string, a repoAcce
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	idx, err := parseIndex(data)
+	idx, err := parseIndex(data, indexURL, f.yamlLimits())
 	<-f.parsing
 	if err != nil {
 		return nil, err
@@ -236,13 +238,16 @@ func (f *Fetcher) archive(ctx context.Context, cache *chartCache, key [sha256.Si
 	return path, []string{path}, nil
 }
 
-// provenance returns the path in cache of the provenance file of the chart at chartURL (cached
-// under key), and the files it put there.
+// provenance returns the path in cache of the provenance file of the chart at chartURL (of
+// cache key key), and the files it put there. Unlike the archive, which its digest names, a
+// provenance file is whatever its server sends: it is cached under its URL and a's
+// credentials too, so that one repository's (one tenant's) never answers a fetch from another.
 func (f *Fetcher) provenance(ctx context.Context, cache *chartCache, key [sha256.Size]byte, chartURL string, a repoAccess) (string, []string, error) {
+	provURL := chartURL + ".prov"
+	key = sha256.Sum256([]byte(grantKey("provenance", key, provURL, a)))
 	if p, err := cache.Get(key, downloader.CacheProv); err == nil {
 		return p, nil, nil
 	}
-	provURL := chartURL + ".prov"
 	data, err := f.get(ctx, provURL, a, maxProvenanceBytes, "provenance file")
 	if err != nil {
 		if _, ours := fetchKind(err); ours {
@@ -371,6 +376,7 @@ func (f *Fetcher) request(ctx context.Context, u string, a repoAccess, header ht
 		}
 		return nil, nil, err
 	}
+	f.watchRate(resp, hostOf(u), u)
 	return resp, func() {
 		resp.Body.Close()
 		closeTransport()
@@ -414,8 +420,21 @@ func (f *Fetcher) readBody(ctx context.Context, resp *http.Response, limit int64
 	return data, nil
 }
 
-// parseIndex loads a repository index as Helm does (entries checked and sorted).
-func parseIndex(data []byte) (*repo.IndexFile, error) {
+// yamlLimits bounds what the YAML aliases of a document f fetches add once expanded.
+func (f *Fetcher) yamlLimits() yamlbound.Limits {
+	if f.opts.ManyTenants {
+		return yamlbound.Tenant
+	}
+	return yamlbound.Local
+}
+
+// parseIndex loads a repository index as Helm does (entries checked and sorted), once what its
+// YAML aliases add is within limits: Helm's loader converts it to JSON, expanding every alias.
+// where names the index in errors.
+func parseIndex(data []byte, where string, limits yamlbound.Limits) (*repo.IndexFile, error) {
+	if err := yamlbound.Check(data, limits); err != nil {
+		return nil, &ExpansionError{What: "repository index", Where: where, Err: err}
+	}
 	// Helm loads indexes from files only.
 	tmp, err := os.CreateTemp("", "berth-index-*.yaml")
 	if err != nil {

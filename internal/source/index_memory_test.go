@@ -1,10 +1,13 @@
 package source
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // bigIndex is a repository index of at least size bytes: charts of many versions, as a large
@@ -35,7 +38,7 @@ func TestIndexParseMemory(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		idx, err := parseIndex(data)
+		idx, err := parseIndex(data, "index.yaml", yamlbound.Tenant)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)
@@ -54,3 +57,56 @@ func TestIndexParseMemory(t *testing.T) {
 }
 
 const maxIndexAllocs = 200 << 20
+
+// TestParseIndexRefusesAnAliasBomb: an index under the controller's limit whose aliases would
+// expand it to 100 MiB is refused by its URL before Helm's loader expands them, having allocated
+// a small multiple of its size.
+func TestParseIndexRefusesAnAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nentries:\n  web:\n  - {name: web, version: 1.0.0, description: &d " + strings.Repeat("x", 1<<20) + "}\n")
+	for v := 1; v <= 100; v++ {
+		fmt.Fprintf(&b, "  - {name: web, version: 1.%d.0, description: *d}\n", v)
+	}
+	data := []byte(b.String())
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := parseIndex(data, "https://charts.example.com/index.yaml", yamlbound.Tenant)
+	runtime.ReadMemStats(&after)
+	var exp *ExpansionError
+	if !errors.As(err, &exp) || exp.Where != "https://charts.example.com/index.yaml" || !errors.As(err, new(*yamlbound.ExpansionError)) {
+		t.Fatalf("parseIndex: %v, want an *ExpansionError naming the index", err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprint(yamlbound.Tenant.Bytes)) {
+		t.Errorf("error %q does not say the limit", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16*uint64(len(data)) {
+		t.Errorf("refusing an index of %d bytes allocated %d bytes", len(data), alloc)
+	}
+}
+
+// BenchmarkIndexCheck is what counting the aliases of the largest index the controller takes
+// costs beside parsing it, when it holds anchors and aliases (without, the count is a scan for
+// '&'): here, every version's keywords are an alias of the first's.
+func BenchmarkIndexCheck(b *testing.B) {
+	keywords := "keywords: [web, server, catalogue]"
+	index := strings.Replace(string(bigIndex(ManyTenantsMaxIndexBytes)), keywords, "keywords: &k [web, server, catalogue]", 1)
+	data := []byte(strings.ReplaceAll(index, keywords, "keywords: *k"))
+	b.Run("count", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := yamlbound.Check(data, yamlbound.Tenant); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("count and parse", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseIndex(data, "index.yaml", yamlbound.Tenant); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

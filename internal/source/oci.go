@@ -152,6 +152,7 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		end()
 		return nil, t.f.requestError(t.ctx, err, req.URL.Host, u)
 	}
+	t.f.watchRate(resp, req.URL.Host, u)
 	limit, what := t.f.limitOf(req.URL.Path)
 	if resp.ContentLength > limit {
 		resp.Body.Close()

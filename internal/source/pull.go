@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	helmchart "helm.sh/helm/v4/pkg/chart"
-	"helm.sh/helm/v4/pkg/chart/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
@@ -90,7 +89,7 @@ func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (stri
 	if err != nil {
 		return fail(KindUnknown, err)
 	}
-	loaded, err := loader.Load(archive)
+	loaded, err := r.load(ref, archive)
 	if err != nil {
 		return fail(KindNotChart, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
+	helmchart "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	helmcli "helm.sh/helm/v4/pkg/cli"
@@ -112,7 +113,27 @@ func (r *Resolver) Load(ctx context.Context, ref string) (*chartv2.Chart, error)
 	if err != nil {
 		return nil, err
 	}
-	return chart.Load(path)
+	return chart.LoadWithin(path, "", r.contentLimit())
+}
+
+// contentLimit is the most a chart r loads may expand to: its Fetcher's MaxContentBytes.
+func (r *Resolver) contentLimit() int64 {
+	if r.Fetcher != nil && r.Fetcher.opts.MaxContentBytes > 0 {
+		return r.Fetcher.opts.MaxContentBytes
+	}
+	return chart.DefaultContentLimit
+}
+
+// load loads the chart at path, which ref names, with Helm's loader, once its content is known
+// to be within r's limit (contentLimit) and its YAML aliases within r's (yamlLimits).
+func (r *Resolver) load(ref, path string) (helmchart.Charter, error) {
+	if err := chart.CheckPath(path, r.contentLimit()); err != nil {
+		return nil, err
+	}
+	if err := chart.CheckAliases(ref, path, r.yamlLimits()); err != nil {
+		return nil, err
+	}
+	return loader.Load(path)
 }
 
 func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
@@ -188,7 +209,7 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 			return fail(KindOf(err), err)
 		}
 	}
-	if _, err := loader.Load(path); err != nil {
+	if _, err := r.load(ref, path); err != nil {
 		undo()
 		return fail(KindNotChart, err)
 	}
@@ -201,7 +222,7 @@ func (r *Resolver) checkIndexed(ref, name, version string) error {
 	fail := func(err error) error {
 		return &Error{Ref: ref, RepoName: name, Version: version, Kind: KindNotIndexed, Err: err}
 	}
-	idx, err := repo.LoadIndexFile(filepath.Join(r.Settings.RepositoryCache, helmpath.CacheIndexFile(name)))
+	idx, err := LoadIndexFile(filepath.Join(r.Settings.RepositoryCache, helmpath.CacheIndexFile(name)))
 	if err != nil {
 		return fail(fmt.Errorf("no cached index of repository %s: %w", name, err))
 	}

@@ -139,6 +139,55 @@ func TestVerifyWithKeyringData(t *testing.T) {
 	}
 }
 
+// TestVerifyProvenanceOfOneRepositoryIsNotAnother's: a tenant that serves a chart (the same
+// archive, so the same digest) with a provenance file of its own, signed by its own key, does
+// not give it to a fetch of that chart from another repository through the same cache.
+func TestVerifyProvenanceOfOneRepositoryIsNotAnothers(t *testing.T) {
+	ca := testca.New(t)
+	signer, tenant := berthtest.NewSigningKey(t, "signer"), berthtest.NewSigningKey(t, "tenant")
+	signed, prov := signedWeb(t, signer)
+	tenantProv := func() []byte {
+		archive := webChart(t, "0.1.0")
+		data, err := os.ReadFile(signed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The very archive signer signed, signed again by the tenant's key.
+		if err := os.WriteFile(archive, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := action.NewPackage()
+		p.Sign, p.Key, p.Keyring = true, tenant.Name, tenant.Secring
+		if err := p.Clearsign(archive); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(archive + ".prov")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}()
+	settings := settingsIn(t)
+	f := source.NewFetcher(source.DefaultFetchOptions())
+	for _, r := range []struct {
+		key  berthtest.SigningKey
+		prov []byte
+	}{{tenant, tenantProv}, {signer, prov}} {
+		pubring, err := os.ReadFile(r.key.Pubring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := startPrivateServer(t, ca, "", "", false)
+		servePackage(t, srv, signed, r.prov)
+		if _, err := fetchFrom(t.Context(), settings, f, srv.URL, "0.1.0", func(o *source.Options) {
+			o.TLS = source.TLSData{CA: ca.PEM}
+			o.Verify, o.KeyringData = true, pubring
+		}); err != nil {
+			t.Fatalf("fetch from %s verified by %s's key: %v", srv.URL, r.key.Name, err)
+		}
+	}
+}
+
 // filesUnder lists the files under dir, none when it does not exist.
 func filesUnder(dir string) []string {
 	var out []string

@@ -7,7 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 )
 
-// TestTemplateTenantLimits: the controller runs with the chart's maxTimeout and maxIndexSize, and with none of
+// TestTemplateTenantLimits: the controller runs with the chart's maxTimeout, maxIndexSize and recordExpansionLimit, and with none of
 // the kubeconfig allowances unless each is set.
 func TestTemplateTenantLimits(t *testing.T) {
 	allowances := []string{"--allow-kubeconfig-insecure-tls", "--allow-kubeconfig-proxy", "--allow-kubeconfig-http"}
@@ -16,10 +16,10 @@ func TestTemplateTenantLimits(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"defaults", nil, []string{"--max-timeout=1h", "--max-index-size=4Mi"}},
+		{"defaults", nil, []string{"--max-timeout=1h", "--max-index-size=4Mi", "--record-expansion-limit=32Mi"}},
 		{"all allowed", []string{"--set", "maxTimeout=30m", "--set", "allowKubeconfig.insecureTLS=true",
-			"--set", "allowKubeconfig.proxy=true", "--set", "allowKubeconfig.http=true", "--set", "maxIndexSize=16Mi"},
-			append([]string{"--max-timeout=30m", "--max-index-size=16Mi"}, allowances...)},
+			"--set", "allowKubeconfig.proxy=true", "--set", "allowKubeconfig.http=true", "--set", "maxIndexSize=16Mi", "--set", "recordExpansionLimit=64Mi"},
+			append([]string{"--max-timeout=30m", "--max-index-size=16Mi", "--record-expansion-limit=64Mi"}, allowances...)},
 		{"proxy only", []string{"--set", "allowKubeconfig.proxy=true"}, []string{"--max-timeout=1h", "--allow-kubeconfig-proxy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,122 @@
+package chart
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/berthdev/berth/internal/yamlbound"
+)
+
+// aliasBomb is a values file of some 100 KiB whose 200 aliases expand it to 20 MiB.
+func aliasBomb() string {
+	return "big: &big " + strings.Repeat("x", 100<<10) + "\nmany: [" + strings.Repeat("*big, ", 199) + "*big]\n"
+}
+
+func TestCheckArchiveAliases(t *testing.T) {
+	chartYAML := "apiVersion: v2\nname: web\nversion: 1.0.0\n"
+	anchored := "defaults: &d {cpu: 100m}\napi: {resources: *d}\nworker: {resources: *d}\n"
+	db := tgz(t, "db/Chart.yaml", "apiVersion: v2\nname: db\nversion: 1.0.0\n", "db/values.yaml", aliasBomb())
+	tests := []struct {
+		name  string
+		files []string
+		file  string // the file an *AliasError names, "" for none
+	}{
+		{"plain", []string{"web/Chart.yaml", chartYAML, "web/values.yaml", "a: 1\n"}, ""},
+		{"anchors of a real chart", []string{"web/Chart.yaml", chartYAML, "web/values.yaml", anchored}, ""},
+		{"values", []string{"web/Chart.yaml", chartYAML, "web/values.yaml", aliasBomb()}, "web/values.yaml"},
+		{"Chart.yaml", []string{"web/Chart.yaml", chartYAML + aliasBomb()}, "web/Chart.yaml"},
+		{"Chart.lock", []string{"web/Chart.yaml", chartYAML, "web/Chart.lock", aliasBomb()}, "web/Chart.lock"},
+		{"a subchart's values", []string{"web/Chart.yaml", chartYAML, "web/charts/db/values.yaml", aliasBomb()}, "web/charts/db/values.yaml"},
+		{"a packaged subchart's values", []string{"web/Chart.yaml", chartYAML, "web/charts/db-1.0.0.tgz", string(db)}, "web/charts/db-1.0.0.tgz: db/values.yaml"},
+		{"a template, left to the renderer", []string{"web/Chart.yaml", chartYAML, "web/templates/cm.yaml", aliasBomb()}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := tgz(t, tt.files...)
+			err := CheckArchiveAliases("ConfigMap/team-a/web key chart.tgz", bytes.NewReader(data), yamlbound.Tenant)
+			if tt.file == "" {
+				if err != nil {
+					t.Fatalf("CheckArchiveAliases: %v", err)
+				}
+				return
+			}
+			var ae *AliasError
+			if !errors.As(err, &ae) || ae.File != tt.file || !errors.As(err, new(*yamlbound.ExpansionError)) {
+				t.Fatalf("CheckArchiveAliases: %v, want an *AliasError of %s", err, tt.file)
+			}
+			if strings.Contains(err.Error(), "xxxx") || !strings.Contains(err.Error(), "ConfigMap/team-a/web key chart.tgz") {
+				t.Errorf("error %q: want the chart named and nothing of the file quoted", err)
+			}
+		})
+	}
+}
+
+func TestLoadRefusesAliasesBeforeTheLoader(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"Chart.yaml":               "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"charts/db/Chart.yaml":     "apiVersion: v2\nname: db\nversion: 1.0.0\n",
+		"charts/db/values.yaml":    aliasBomb(),
+		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := CheckAliases("", dir, yamlbound.Tenant); !errors.As(err, new(*AliasError)) {
+		t.Errorf("CheckAliases of a directory: %v, want an *AliasError", err)
+	}
+	// The CLI's bound is far larger: 20 MiB passes it, 2,000 aliases of a MiB do not.
+	if err := CheckAliases("", dir, yamlbound.Local); err != nil {
+		t.Errorf("CheckAliases at the local bound: %v", err)
+	}
+	huge := "big: &big " + strings.Repeat("x", 1<<20) + "\nmany: [" + strings.Repeat("*big, ", 1999) + "*big]\n"
+	data := tgz(t, "web/Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n", "web/values.yaml", huge)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	_, err := LoadArchive("web.tgz", data, DefaultContentLimit)
+	runtime.ReadMemStats(&ms)
+	if !errors.As(err, new(*AliasError)) {
+		t.Errorf("LoadArchive: %v, want an *AliasError", err)
+	}
+	if alloc := ms.TotalAlloc - before; alloc > 64<<20 {
+		t.Errorf("LoadArchive refused a chart of 2 GiB of values having allocated %d MiB", alloc>>20)
+	}
+}
+
+// FuzzCheckArchiveAliases checks what a tenant can put in a ConfigMap or serve as a chart: one
+// check allocates a bounded multiple of the archive's content, whatever its aliases expand to.
+func FuzzCheckArchiveAliases(f *testing.F) {
+	chartYAML := "apiVersion: v2\nname: web\nversion: 1.0.0\n"
+	f.Add(tgz(f, "web/Chart.yaml", chartYAML, "web/values.yaml", "a: &a [1, 2]\nb: *a\n"))
+	f.Add(tgz(f, "web/Chart.yaml", chartYAML, "web/values.yaml", "a: &a [*a]\n"))
+	f.Add(tgz(f, "web/Chart.yaml", chartYAML, "web/charts/db-1.0.0.tgz", string(tgz(f, "db/values.yaml", "a: &a x\nb: [*a, *a]\n"))))
+	f.Add([]byte("not gzip"))
+	limits := yamlbound.Limits{Nodes: 10_000, Bytes: 100_000}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := CheckArchiveAliases("fuzz", bytes.NewReader(data), limits)
+		runtime.ReadMemStats(&after)
+		// A gzip of n bytes holds at most some 1,032 n bytes; the walk reads each YAML file whole
+		// and parses it, at most MaxAliasCheckBytes together.
+		content := min(1032*int64(len(data))+64<<10, MaxAliasCheckBytes)
+		if alloc := int64(after.TotalAlloc - before.TotalAlloc); alloc > 1<<20+300*content {
+			t.Fatalf("CheckArchiveAliases of %d bytes allocated %d bytes", len(data), alloc)
+		}
+		var ae *AliasError
+		var cs *ContentSizeError
+		if err != nil && !errors.As(err, &ae) && !errors.As(err, &cs) {
+			t.Fatalf("CheckArchiveAliases: %T %v", err, err)
+		}
+	})
+}

@@ -1,0 +1,88 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/berthdev/berth/api/v1alpha1"
+)
+
+// The controller's caches hold what it reads of each object and nothing else: a tenant's
+// annotations, labels and managed fields (kubectl's last-applied-configuration, say) would
+// otherwise be held for as long as the object lives, and any tenant may write as many of them
+// as its quota allows, in objects the controller caches for every namespace.
+
+// AnnotationsDigestKey is the one annotation a cached Release keeps in place of its own: a
+// digest of them, so that a change of an annotation still reconciles the Release (the
+// controller reads no annotation's value).
+const AnnotationsDigestKey = "berth.dev/cached-annotations-digest"
+
+// keepIdentity keeps of a ConfigMap's, Secret's or ServiceAccount's metadata what the
+// controller reads: that it exists (checkAccount), its name and namespace (releasesReading),
+// and what tells one version from another (UID, resourceVersion, deletion). Anything else
+// passes as it came (a tombstone, say).
+func keepIdentity(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	kept := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+	}}
+	return kept, nil
+}
+
+// keepRelease keeps of a Release what the controller reads: its spec, status, name, namespace,
+// generation, finalizers and deletion; its annotations become one digest of them (a change of
+// an annotation reconciles it); its labels (a shard's selector is the API server's to apply),
+// managed fields and owner references are dropped.
+func keepRelease(obj any) (any, error) {
+	rel, ok := obj.(*v1alpha1.Release)
+	if !ok {
+		return obj, nil
+	}
+	rel.ManagedFields = nil
+	rel.Labels = nil
+	rel.OwnerReferences = nil
+	if len(rel.Annotations) > 0 {
+		rel.Annotations = map[string]string{AnnotationsDigestKey: annotationsDigest(rel.Annotations)}
+	}
+	return rel, nil
+}
+
+// annotationsDigest is a digest of annotations, the same for the same keys and values.
+func annotationsDigest(annotations map[string]string) string {
+	keys := make([]string, 0, len(annotations))
+	for k := range annotations {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	d := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(d, "%d:%s%d:%s", len(k), k, len(annotations[k]), annotations[k])
+	}
+	return hex.EncodeToString(d.Sum(nil)[:16])
+}
+
+// cacheByObject is what the controller's cache holds of each kind it caches; shard, when not
+// every Release's, selects the Releases.
+func cacheByObject(shard Shard) map[client.Object]cache.ByObject {
+	rel := cache.ByObject{Transform: keepRelease}
+	if !shard.All() {
+		// A shard neither watches nor caches the other shards' Releases.
+		rel.Label = shard.selector
+	}
+	return map[client.Object]cache.ByObject{
+		&v1alpha1.Release{}:          rel,
+		metadataOf("ConfigMap"):      {Transform: keepIdentity},
+		metadataOf("Secret"):         {Transform: keepIdentity},
+		metadataOf("ServiceAccount"): {Transform: keepIdentity},
+	}
+}
