@@ -19,13 +19,13 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/berthdev/berth/internal/resource"
-	"github.com/berthdev/berth/internal/testenv"
 )
 
 // sharedChart returns the path of one of the real charts in ../shared/charts.
 func sharedChart(t *testing.T, name string) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	// The package's tests run in internal/chart: the repository is two levels up.
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/controller"
 )
 
@@ -33,6 +34,11 @@ type controllerFlags struct {
 	recordExpansionLimit    string
 	fetchesPerNamespace     int
 	minFetchRate            string
+	renderMemory            string
+	renderCPU               time.Duration
+	renderOutput            string
+	renderObjects           int
+	concurrentRenders       int
 }
 
 func newControllerCommand(streams Streams) *cobra.Command {
@@ -94,6 +100,10 @@ others.`,
 			if flags.fetchesPerNamespace < 1 {
 				return fmt.Errorf("invalid --fetches-per-namespace %d: give at least 1", flags.fetchesPerNamespace)
 			}
+			limits, err := flags.renderLimits()
+			if err != nil {
+				return err
+			}
 			// A selector that does not parse is refused before the cluster is touched.
 			if _, err := controller.ParseShard(flags.watchLabelSelector); err != nil {
 				return fmt.Errorf("invalid --watch-label-selector: %w", err)
@@ -126,6 +136,8 @@ others.`,
 				MaxRecordExpansion:      recordLimit.Value(),
 				FetchesPerNamespace:     flags.fetchesPerNamespace,
 				MinFetchRate:            minRate.Value(),
+				RenderLimits:            limits,
+				RenderSlots:             flags.concurrentRenders,
 			})
 			if err != nil {
 				return err
@@ -150,6 +162,12 @@ others.`,
 	f.StringVar(&flags.maxIndexSize, "max-index-size", "4Mi", "largest Helm repository index.yaml a Release may fetch, e.g. 16Mi; a larger one is refused (ChartUnavailable). Parsing an index takes some 35 times its size in memory, so raise the controller's memory limit with it")
 	f.StringVar(&flags.recordExpansionLimit, "record-expansion-limit", "32Mi", "most a release's record, its parts or its journal may expand to once decompressed, and at most 20 times its compressed size beyond 4Mi; one that expands further is not read (InvalidRecord). A record of 3 MiB, as the largest berth stores, expands to some 26 MiB; decoding one holds about twice that, and the decodes under way share twice this limit")
 	f.IntVar(&flags.fetchesPerNamespace, "fetches-per-namespace", controller.DefaultFetchesPerNamespace, "how many of the controller's 4 chart fetches one namespace's Releases may have under way at once; namespaces waiting for a fetch take turns, so that one namespace's slow repositories never hold every fetch")
+	def := chart.DefaultRenderLimits()
+	f.StringVar(&flags.renderMemory, "render-memory", resource.NewQuantity(def.Memory, resource.BinarySI).String(), "memory each render of a Release's chart may take: its templates run in a renderer process of their own, stopped past this (RenderBudgetExceeded)")
+	f.DurationVar(&flags.renderCPU, "render-cpu", def.CPU, "CPU time each render of a Release's chart may spend (whole seconds); a template that loops is stopped past it, and at the Release's timeout in any case")
+	f.StringVar(&flags.renderOutput, "render-output", resource.NewQuantity(def.Output, resource.BinarySI).String(), "most a render of a Release's chart may write, its rendered files together")
+	f.IntVar(&flags.renderObjects, "render-objects", def.Objects, "most YAML documents a render of a Release's chart may write")
+	f.IntVar(&flags.concurrentRenders, "concurrent-renders", chart.DefaultRenderSlots, "how many renders run at once; each may take --render-memory beside the controller's own memory, so the controller's memory limit must hold this many")
 	f.StringVar(&flags.minFetchRate, "min-fetch-rate", "1Ki", "fewest bytes a second a repository's or registry's answer may come at, measured over 10-second windows (the first a grace); a slower transfer is ended and its Release says which host, the rate and the minimum (ChartUnavailable). 0: no minimum")
 	f.DurationVar(&flags.maxTimeout, "max-timeout", controller.DefaultMaxTimeout, "longest spec.timeout a Release is granted: one that asks for more runs each operation with this and has the condition TimeoutCapped. It bounds how long one Release holds a worker (its reconcile ends at most a minute after it); 0 grants any timeout")
 	f.StringVar(&flags.cacheDir, "cache-dir", "", "directory of the controller's chart repository and chart caches (default: berth-controller in the user's cache directory)")
@@ -167,4 +185,25 @@ func podIdentity() string {
 		return ns + "/" + name
 	}
 	return name
+}
+
+// renderLimits are the render budget the flags give, or an error naming the flag at fault.
+func (f *controllerFlags) renderLimits() (chart.RenderLimits, error) {
+	memory, err := resource.ParseQuantity(f.renderMemory)
+	if err != nil || memory.Value() <= 0 {
+		return chart.RenderLimits{}, fmt.Errorf("invalid --render-memory %q: give a positive size like 128Mi", f.renderMemory)
+	}
+	output, err := resource.ParseQuantity(f.renderOutput)
+	if err != nil || output.Value() <= 0 {
+		return chart.RenderLimits{}, fmt.Errorf("invalid --render-output %q: give a positive size like 32Mi", f.renderOutput)
+	}
+	switch {
+	case f.renderCPU < time.Second:
+		return chart.RenderLimits{}, fmt.Errorf("invalid --render-cpu %s: give at least 1s", f.renderCPU)
+	case f.renderObjects < 1:
+		return chart.RenderLimits{}, fmt.Errorf("invalid --render-objects %d: give at least 1", f.renderObjects)
+	case f.concurrentRenders < 1:
+		return chart.RenderLimits{}, fmt.Errorf("invalid --concurrent-renders %d: give at least 1", f.concurrentRenders)
+	}
+	return chart.RenderLimits{Memory: memory.Value(), CPU: f.renderCPU, Output: output.Value(), Objects: f.renderObjects}, nil
 }

@@ -212,5 +212,6 @@ func (r *Reconciler) depsFor(d *desired, clients *kube.Clients, events func(engi
 		deps.Namespaces = ownNamespace{Namespaces: deps.Namespaces, name: d.Namespace}
 	}
 	deps.HealthChecks = d.HealthChecks
+	deps.Templates = r.Templates
 	return deps
 }

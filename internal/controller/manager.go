@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/version"
@@ -108,6 +109,33 @@ type Options struct {
 	// MinFetchRate is the fewest bytes a second a repository's or registry's answer may come at;
 	// slower, the fetch is ended and named. 0 allows any rate (up to the fetch's timeouts).
 	MinFetchRate int64
+	// RenderLimits are the budget of each render of a tenant's chart, run in a renderer process
+	// of its own; zero fields take chart.DefaultRenderLimits'.
+	RenderLimits chart.RenderLimits
+	// RenderSlots is how many renderers run at once; 0 means chart.DefaultRenderSlots.
+	RenderSlots int
+}
+
+// renderSandbox is the sandbox the controller renders tenants' charts in, with o's limits.
+func renderSandbox(o Options) (*chart.Sandbox, error) {
+	limits, d := o.RenderLimits, chart.DefaultRenderLimits()
+	if limits.Memory <= 0 {
+		limits.Memory = d.Memory
+	}
+	if limits.CPU <= 0 {
+		limits.CPU = d.CPU
+	}
+	if limits.Output <= 0 {
+		limits.Output = d.Output
+	}
+	if limits.Objects <= 0 {
+		limits.Objects = d.Objects
+	}
+	slots := o.RenderSlots
+	if slots <= 0 {
+		slots = chart.DefaultRenderSlots
+	}
+	return chart.NewSandbox(limits, slots)
 }
 
 // recordExpansion is the controller's bound on what records expand to, with at most max bytes
@@ -201,15 +229,20 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	templates, err := renderSandbox(o)
+	if err != nil {
+		return nil, err
+	}
 	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Config:   mgr.GetConfig(),
-		Recorder: cutNotes{mgr.GetEventRecorder(Name)},
-		Charts:   charts,
-		Holder:   holder(o.Identity),
-		Uncached: mgr.GetAPIReader(),
-		Accounts: mgr.GetCache(),
-		Releases: mgr.GetClient(),
+		Templates: templates,
+		Client:    mgr.GetClient(),
+		Config:    mgr.GetConfig(),
+		Recorder:  cutNotes{mgr.GetEventRecorder(Name)},
+		Charts:    charts,
+		Holder:    holder(o.Identity),
+		Uncached:  mgr.GetAPIReader(),
+		Accounts:  mgr.GetCache(),
+		Releases:  mgr.GetClient(),
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -71,6 +72,10 @@ type Reconciler struct {
 	// RecordExpansion bounds what a release's record, its parts and its journal expand to once
 	// decompressed: a tenant may write a Secret shaped like a record.
 	RecordExpansion release.Expansion
+	// Templates runs the templates of every render of a tenant's chart: a *chart.Sandbox, whose
+	// renderers are cut at their budget and at the operation's deadline. nil renders in this
+	// process (tests of the controller's own logic).
+	Templates chart.TemplateRunner
 
 	// remotes keeps the clients of the clusters of Releases with a spec.kubeConfig.
 	remotes remoteCache

@@ -43,6 +43,9 @@ const (
 	ReasonChartUnavailable = "ChartUnavailable"
 	ReasonLocked           = "Locked"
 	ReasonFailed           = "Failed"
+	// ReasonRenderBudgetExceeded is a chart whose templates were stopped at a limit of their
+	// render's budget (memory, CPU time, output, objects) or at the operation's deadline.
+	ReasonRenderBudgetExceeded = "RenderBudgetExceeded"
 )
 
 // historyMax is how many operations the status keeps.
@@ -158,6 +161,8 @@ func reasonOf(err error, failed string) string {
 		return spec.Reason
 	case errors.As(err, &reasoned) && reasoned.conditionReason() != "":
 		return reasoned.conditionReason()
+	case errors.As(err, new(*chart.RenderBudgetError)):
+		return ReasonRenderBudgetExceeded
 	case errors.As(err, new(*lifecycle.WindowTooLongError)):
 		return ReasonWatchWindowTooLong
 	case recordTooLarge(err):

@@ -19,6 +19,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berthdev/berth/internal/chart"
 )
 
 const (
@@ -52,7 +54,18 @@ type cluster struct {
 // devcluster binary if needed, starts one cluster for the package, runs the
 // tests, stops the cluster and exits with the tests' exit code. When the
 // cluster cannot start, the package fails; it is never skipped.
+//
+// A test binary started as the renderer of a controller's render sandbox (the berth binary's
+// hidden chart.RendererCommand, which the sandbox runs as this executable) serves that render
+// instead, as berth does.
 func Main(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == chart.RendererCommand {
+		if err := chart.ServeRenderer(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(runMain(m))
 }
 

@@ -1,0 +1,48 @@
+package hostile_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
+	"github.com/berthdev/berth/test/releasetest"
+)
+
+// TestRenderBudget (H5): a template that builds a string of a gigabyte, and one that loops ten
+// billion times, are each stopped at their render's budget and named (RenderBudgetExceeded, with
+// the limit); the controller grows no more than its bound, spends no CPU once they are named, and
+// another namespace's Release is Ready on time.
+func TestRenderBudget(t *testing.T) {
+	env := testenv.New(t)
+	c := releasetest.Client(t, env)
+	releasetest.Deployer(t, env, "deployer")
+	repo := releasetest.ServeCharts(t,
+		berthtest.PackageNewChart(t, "huge", "0.1.0", map[string]string{
+			"templates/huge.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge}\ndata: {x: \"{{ repeat 1073741824 \"x\" }}\"}\n",
+		}),
+		berthtest.PackageNewChart(t, "loops", "0.1.0", map[string]string{
+			"templates/loops.yaml": "{{- range until 100000 }}{{- range until 100000 }}{{- end }}{{- end }}\n",
+		}))
+	p := startController(t, env, "--render-cpu", "2s")
+	q := p.quiet(t, env)
+	for _, name := range []string{"huge", "loops"} {
+		rel := p.release(env.Namespace, name, `
+  serviceAccountName: deployer
+  timeout: 30s
+  chart: {repository: "`+repo+`", name: `+name+`, version: "0.1.0"}`)
+		if err := c.Create(t.Context(), rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.bystander(t)
+	for name, limit := range map[string]string{"huge": "memory limit", "loops": "cpu limit"} {
+		cond := sizesNotReady(t, c, env.Namespace, name)
+		if cond.Reason != controller.ReasonRenderBudgetExceeded || !strings.Contains(cond.Message, limit) || !strings.Contains(cond.Message, "chart "+name) {
+			t.Errorf("Release %s: %s %q, want %s naming chart %s and its %s", name, cond.Reason, cond.Message, controller.ReasonRenderBudgetExceeded, name, limit)
+		}
+	}
+	q.noCPUAfter(t, 5*time.Second)
+}
