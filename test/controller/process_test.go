@@ -27,6 +27,8 @@ type controllerProcess struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	starts int
+	// flags are added to the controller's command line.
+	flags []string
 }
 
 // newController returns a controller for the test's namespace, not started yet. Whatever runs
@@ -51,8 +53,9 @@ func newController(t *testing.T, env *testenv.Env) *controllerProcess {
 func (p *controllerProcess) start() {
 	p.t.Helper()
 	p.starts++
-	cmd := exec.Command(p.bin, "controller", "--kubeconfig", p.env.Kubeconfig, "-n", p.env.Namespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--concurrency", "4")
+	args := append([]string{"controller", "--kubeconfig", p.env.Kubeconfig, "-n", p.env.Namespace,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--concurrency", "4"}, p.flags...)
+	cmd := exec.Command(p.bin, args...)
 	// The controller's chart caches live under the user's cache directory: the test's own,
 	// kept across restarts as a real controller's would be.
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+p.cacheDir)
