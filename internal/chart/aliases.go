@@ -38,10 +38,6 @@ func (e *AliasError) Unwrap() error { return e.Err }
 // packaged inside it, all together: Helm's loader allows as much for one archive.
 const MaxAliasCheckBytes = 100 << 20
 
-// maxNesting bounds how deep charts packaged inside charts are checked; the loader refuses
-// deeper ones on its own bounds.
-const maxNesting = 8
-
 // loaderParses says whether Helm's loader parses a file of this name as YAML when it is at the
 // root of a chart. Files of these names elsewhere are checked too: it costs nothing when they
 // hold no alias.
@@ -143,7 +139,7 @@ func (w *aliasWalk) file(name string, r io.Reader, depth int) error {
 		if err := yamlbound.Check(data, w.limits); err != nil {
 			return &AliasError{Chart: w.chart, File: name, Err: err}
 		}
-	case strings.HasSuffix(name, ".tgz") && strings.Contains("/"+name, "/charts/") && depth < maxNesting:
+	case strings.HasSuffix(name, ".tgz") && strings.Contains("/"+name, "/charts/") && depth < MaxNesting: // deeper ones CheckContentSize refuses
 		return w.archive(name+": ", r, depth+1)
 	}
 	return nil
