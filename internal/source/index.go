@@ -212,7 +212,9 @@ func (f *Fetcher) archive(ctx context.Context, cache *chartCache, key [sha256.Si
 	if p, err := cache.Get(key, downloader.CacheChart); err == nil && f.mayReuse(grant) {
 		return p, nil, nil
 	}
-	flightKey := cache.root + "\x00" + hex.EncodeToString(key[:]) + "\x00" + a.key()
+	// One flight per URL as well: two repositories may list the same digest, and one that
+	// answers slowly (or not at all) must not fail the fetches from the other.
+	flightKey := cache.root + "\x00" + hex.EncodeToString(key[:]) + "\x00" + chartURL + "\x00" + a.key()
 	path, err := f.chartFlights.do(ctx, flightKey, f.opts.RequestTimeout, func(ctx context.Context) (string, error) {
 		// Streamed to disk, never held whole: a chart may be MaxChartBytes.
 		tmp, sum, err := f.download(ctx, chartURL, a, f.opts.MaxChartBytes, "chart", cache.root)
