@@ -5,10 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/berthdev/berth/internal/allocs"
 	"github.com/berthdev/berth/internal/yamlbound"
 )
 
@@ -80,15 +80,12 @@ func TestLoadRefusesAliasesBeforeTheLoader(t *testing.T) {
 	}
 	huge := "big: &big " + strings.Repeat("x", 1<<20) + "\nmany: [" + strings.Repeat("*big, ", 1999) + "*big]\n"
 	data := tgz(t, "web/Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n", "web/values.yaml", huge)
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	before := ms.TotalAlloc
-	_, err := LoadArchive("web.tgz", data, DefaultContentLimit)
-	runtime.ReadMemStats(&ms)
+	var err error
+	alloc := allocs.Of(func() { _, err = LoadArchive("web.tgz", data, DefaultContentLimit) })
 	if !errors.As(err, new(*AliasError)) {
 		t.Errorf("LoadArchive: %v, want an *AliasError", err)
 	}
-	if alloc := ms.TotalAlloc - before; alloc > 64<<20 {
+	if alloc > 64<<20 {
 		t.Errorf("LoadArchive refused a chart of 2 GiB of values having allocated %d MiB", alloc>>20)
 	}
 }
@@ -103,14 +100,12 @@ func FuzzCheckArchiveAliases(f *testing.F) {
 	f.Add([]byte("not gzip"))
 	limits := yamlbound.Limits{Nodes: 10_000, Bytes: 100_000}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		err := CheckArchiveAliases("fuzz", bytes.NewReader(data), limits)
-		runtime.ReadMemStats(&after)
+		var err error
+		alloc := allocs.Of(func() { err = CheckArchiveAliases("fuzz", bytes.NewReader(data), limits) })
 		// A gzip of n bytes holds at most some 1,032 n bytes; the walk reads each YAML file whole
 		// and parses it, at most MaxAliasCheckBytes together.
 		content := min(1032*int64(len(data))+64<<10, MaxAliasCheckBytes)
-		if alloc := int64(after.TotalAlloc - before.TotalAlloc); alloc > 1<<20+300*content {
+		if alloc > 1<<20+300*content {
 			t.Fatalf("CheckArchiveAliases of %d bytes allocated %d bytes", len(data), alloc)
 		}
 		var ae *AliasError

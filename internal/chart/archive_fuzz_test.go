@@ -6,9 +6,10 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/berthdev/berth/internal/allocs"
 )
 
 // tgz packs files (name, content, in order) as a packaged chart.
@@ -84,22 +85,13 @@ func nested(t testing.TB, n, size int) []byte {
 	return tgz(t, files...)
 }
 
-// allocations is how many bytes f allocates.
-func allocations(f func()) int64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return int64(after.TotalAlloc - before.TotalAlloc)
-}
-
 // TestCheckContentSizeCountsSubcharts: the archives a chart holds count, all levels added up:
 // eight subcharts of 8 MiB of zeros, in a package of a few KiB, pass a limit of 32 MiB, while
 // reading them allocates a few KiB; a chart whose subcharts fit passes, as does one that loads.
 func TestCheckContentSizeCountsSubcharts(t *testing.T) {
 	bomb := nested(t, 8, 8<<20)
 	var err error
-	allocated := allocations(func() { err = CheckContentSize("ConfigMap/ns/web key chart.tgz", bytes.NewReader(bomb), 32<<20) })
+	allocated := allocs.Of(func() { err = CheckContentSize("ConfigMap/ns/web key chart.tgz", bytes.NewReader(bomb), 32<<20) })
 	var tooLarge *ContentSizeError
 	if !errors.As(err, &tooLarge) || tooLarge.Limit != 32<<20 || !strings.HasPrefix(tooLarge.Path, "charts/sub-") {
 		t.Fatalf("a package of %d bytes holding 64 MiB in subcharts: got %v, want a ContentSizeError in a subchart", len(bomb), err)
@@ -139,7 +131,7 @@ func FuzzCheckContentSize(f *testing.F) {
 	const limit = 1 << 20
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var err error
-		allocated := allocations(func() { err = CheckContentSize("fuzz", bytes.NewReader(data), limit) })
+		allocated := allocs.Of(func() { err = CheckContentSize("fuzz", bytes.NewReader(data), limit) })
 		// The decompressors of each depth, and a tar header for every 512 bytes read.
 		if bound := int64(2*limit + 4<<20); allocated > bound {
 			t.Fatalf("checking %d bytes allocated %d, more than %d (%v)", len(data), allocated, bound, err)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/berthdev/berth/internal/allocs"
 )
 
 // tenReplaces is 'a' replaced ten times by ten of itself: 10 GB once evaluated.
@@ -75,16 +76,6 @@ func configMap(data map[string]any) *unstructured.Unstructured {
 	}}
 }
 
-// allocated is what f allocates, in bytes.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func TestEvaluationBudget(t *testing.T) {
 	mib := strings.Repeat("a", 1<<20)
 	tests := []struct {
@@ -107,7 +98,7 @@ func TestEvaluationBudget(t *testing.T) {
 			}
 			obj := configMap(tt.data)
 			var got Result
-			n := allocated(func() { got = Compute(obj, Options{Checks: c}) })
+			n := uint64(allocs.Of(func() { got = Compute(obj, Options{Checks: c}) }))
 			if got.State != InProgress || !strings.HasSuffix(got.Message, "("+string(tt.want)+")") {
 				t.Errorf("Compute = %s (%s), want in progress, %s", got.State, got.Message, tt.want)
 			}
@@ -137,7 +128,7 @@ func TestEvaluationBudgetUnestimated(t *testing.T) {
 	e := &celExpression{text: expr, prog: prog}
 	obj := configMap(map[string]any{"x": "a"})
 	var evalErr error
-	n := allocated(func() { _, evalErr = e.holds(map[string]any{"self": obj.Object}) })
+	n := uint64(allocs.Of(func() { _, evalErr = e.holds(map[string]any{"self": obj.Object}) }))
 	if f := failureOf(evalErr); evalErr == nil || f != FailureTooLarge && f != FailureCost {
 		t.Errorf("holds = %v, want %s or %s", evalErr, FailureTooLarge, FailureCost)
 	}

@@ -6,23 +6,15 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-)
 
-// allocations is how many bytes f allocates.
-func allocations(f func()) int64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return int64(after.TotalAlloc - before.TotalAlloc)
-}
+	"github.com/berthdev/berth/internal/allocs"
+)
 
 // bomb is the gzip of a record's JSON whose manifest is n bytes of one letter.
 func bomb(t testing.TB, n int) []byte {
@@ -50,7 +42,7 @@ func TestDecodeStopsAtItsExpansionLimit(t *testing.T) {
 	z := bomb(t, 64<<20)
 	data := []byte(base64.StdEncoding.EncodeToString(z))
 	var err error
-	allocated := allocations(func() { _, err = decode(ctx, exp, "Secret/ns/sh.helm.release.v1.web.v1", data) })
+	allocated := allocs.Of(func() { _, err = decode(ctx, exp, "Secret/ns/sh.helm.release.v1.web.v1", data) })
 	var expanded *ExpansionError
 	if !errors.As(err, &expanded) {
 		t.Fatalf("a record of %d bytes expanding to 64 MiB: got %v, want an ExpansionError", len(z), err)

@@ -22,6 +22,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	helmrelease "helm.sh/helm/v4/pkg/release"
 	"helm.sh/helm/v4/pkg/storage/driver"
+
+	"github.com/berthdev/berth/internal/allocs"
 )
 
 // large is revision version of release name with a chart of files that compress to about size
@@ -290,7 +292,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	exp := Expansion{Max: 1 << 20, Ratio: 20, Floor: 64 << 10}
 	f.Fuzz(func(t *testing.T, data []byte, ann string, joined []byte) {
 		ctx := context.Background()
-		allocated := allocations(func() {
+		allocated := allocs.Of(func() {
 			rel, err := decode(ctx, exp, "Secret/ns/fuzz", data)
 			if err != nil {
 				return

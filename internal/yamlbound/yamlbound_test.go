@@ -3,12 +3,13 @@ package yamlbound
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/allocs"
 )
 
 // laughs is the billion laughs: n levels, each a list of ten aliases of the level below.
@@ -99,7 +100,7 @@ func TestCheckSyntaxQuotesNothing(t *testing.T) {
 // and 2,000 aliases of it, is refused by its bytes while it is counted.
 func TestCheckNamesTheBomb(t *testing.T) {
 	doc := []byte(bigString(500<<10, 2000))
-	alloc := allocated(func() {
+	alloc := allocs.Of(func() {
 		err := Check(doc, Tenant)
 		var exp *ExpansionError
 		if !errors.As(err, &exp) || exp.Measure != "bytes" {
@@ -109,15 +110,6 @@ func TestCheckNamesTheBomb(t *testing.T) {
 	if alloc > 16*int64(len(doc)) {
 		t.Errorf("Check of %d bytes allocated %d bytes", len(doc), alloc)
 	}
-}
-
-// allocated is what f allocates.
-func allocated(f func()) int64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return int64(after.TotalAlloc - before.TotalAlloc)
 }
 
 // FuzzCheck: whatever the document, one check allocates a bounded multiple of its size and ends
@@ -130,7 +122,7 @@ func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		var err error
 		start := time.Now()
-		alloc := allocated(func() { err = Check(doc, limits) })
+		alloc := allocs.Of(func() { err = Check(doc, limits) })
 		if took := time.Since(start); took > 2*time.Second {
 			t.Fatalf("Check of %d bytes took %v", len(doc), took)
 		}
