@@ -17,7 +17,7 @@ func aliasBomb() string {
 	return "big: &big " + strings.Repeat("x", 100<<10) + "\nmany: [" + strings.Repeat("*big, ", 199) + "*big]\n"
 }
 
-func TestCheckArchiveAliases(t *testing.T) {
+func TestCheckArchiveAliasesNamed(t *testing.T) {
 	chartYAML := "apiVersion: v2\nname: web\nversion: 1.0.0\n"
 	anchored := "defaults: &d {cpu: 100m}\napi: {resources: *d}\nworker: {resources: *d}\n"
 	db := tgz(t, "db/Chart.yaml", "apiVersion: v2\nname: db\nversion: 1.0.0\n", "db/values.yaml", aliasBomb())
@@ -38,16 +38,16 @@ func TestCheckArchiveAliases(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := tgz(t, tt.files...)
-			err := CheckArchiveAliases("ConfigMap/team-a/web key chart.tgz", bytes.NewReader(data), yamlbound.Tenant)
+			err := CheckArchive("ConfigMap/team-a/web key chart.tgz", bytes.NewReader(data), Bounds{Content: DefaultContentLimit, Aliases: yamlbound.Tenant})
 			if tt.file == "" {
 				if err != nil {
-					t.Fatalf("CheckArchiveAliases: %v", err)
+					t.Fatalf("CheckArchive: %v", err)
 				}
 				return
 			}
 			var ae *AliasError
 			if !errors.As(err, &ae) || ae.File != tt.file || !errors.As(err, new(*yamlbound.ExpansionError)) {
-				t.Fatalf("CheckArchiveAliases: %v, want an *AliasError of %s", err, tt.file)
+				t.Fatalf("CheckArchive: %v, want an *AliasError of %s", err, tt.file)
 			}
 			if strings.Contains(err.Error(), "xxxx") || !strings.Contains(err.Error(), "ConfigMap/team-a/web key chart.tgz") {
 				t.Errorf("error %q: want the chart named and nothing of the file quoted", err)
@@ -71,17 +71,17 @@ func TestLoadRefusesAliasesBeforeTheLoader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := CheckAliases("", dir, yamlbound.Tenant); !errors.As(err, new(*AliasError)) {
-		t.Errorf("CheckAliases of a directory: %v, want an *AliasError", err)
+	if err := Check("", dir, Bounds{Content: DefaultContentLimit, Aliases: yamlbound.Tenant}); !errors.As(err, new(*AliasError)) {
+		t.Errorf("Check of a directory: %v, want an *AliasError", err)
 	}
 	// The CLI's bound is far larger: 20 MiB passes it, 2,000 aliases of a MiB do not.
-	if err := CheckAliases("", dir, yamlbound.Local); err != nil {
-		t.Errorf("CheckAliases at the local bound: %v", err)
+	if err := Check("", dir, LocalBounds()); err != nil {
+		t.Errorf("Check at the local bound: %v", err)
 	}
 	huge := "big: &big " + strings.Repeat("x", 1<<20) + "\nmany: [" + strings.Repeat("*big, ", 1999) + "*big]\n"
 	data := tgz(t, "web/Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n", "web/values.yaml", huge)
 	var err error
-	alloc := allocs.Of(func() { _, err = LoadArchive("web.tgz", data, DefaultContentLimit) })
+	alloc := allocs.Of(func() { _, err = LoadArchive("web.tgz", data, LocalBounds()) })
 	if !errors.As(err, new(*AliasError)) {
 		t.Errorf("LoadArchive: %v, want an *AliasError", err)
 	}
@@ -90,28 +90,33 @@ func TestLoadRefusesAliasesBeforeTheLoader(t *testing.T) {
 	}
 }
 
-// FuzzCheckArchiveAliases checks what a tenant can put in a ConfigMap or serve as a chart: one
-// check allocates a bounded multiple of the archive's content, whatever its aliases expand to.
-func FuzzCheckArchiveAliases(f *testing.F) {
+// FuzzCheckArchive checks what a tenant can put in a ConfigMap or serve as a chart: one check
+// allocates a bounded multiple of what the archive holds within its content bound, whatever it
+// expands to and whatever its aliases expand to.
+func FuzzCheckArchive(f *testing.F) {
 	chartYAML := "apiVersion: v2\nname: web\nversion: 1.0.0\n"
 	f.Add(tgz(f, "web/Chart.yaml", chartYAML, "web/values.yaml", "a: &a [1, 2]\nb: *a\n"))
 	f.Add(tgz(f, "web/Chart.yaml", chartYAML, "web/values.yaml", "a: &a [*a]\n"))
 	f.Add(tgz(f, "web/Chart.yaml", chartYAML, "web/charts/db-1.0.0.tgz", string(tgz(f, "db/values.yaml", "a: &a x\nb: [*a, *a]\n"))))
+	f.Add(nested(f, 2, 64<<10))
+	f.Add(nested(f, 8, 4<<20))
+	f.Add([]byte{0x1f, 0x8b, 0x08})
 	f.Add([]byte("not gzip"))
-	limits := yamlbound.Limits{Nodes: 10_000, Bytes: 100_000}
+	b := Bounds{Content: 1 << 20, Aliases: yamlbound.Limits{Nodes: 10_000, Bytes: 100_000}}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var err error
-		alloc := allocs.Of(func() { err = CheckArchiveAliases("fuzz", bytes.NewReader(data), limits) })
-		// A gzip of n bytes holds at most some 1,032 n bytes; the walk reads each YAML file whole
-		// and parses it, at most MaxAliasCheckBytes together.
-		content := min(1032*int64(len(data))+64<<10, MaxAliasCheckBytes)
-		if alloc > 1<<20+300*content {
-			t.Fatalf("CheckArchiveAliases of %d bytes allocated %d bytes", len(data), alloc)
+		alloc := allocs.Of(func() { err = CheckArchive("fuzz", bytes.NewReader(data), b) })
+		// A gzip of n bytes holds at most some 1,032 n bytes, and the walk reads at most
+		// b.Content; it keeps a decompressor for each depth, and reads each YAML file whole and
+		// parses it.
+		content := min(1032*int64(len(data))+64<<10, b.Content)
+		if bound := 4<<20 + 300*content; alloc > bound {
+			t.Fatalf("CheckArchive of %d bytes allocated %d bytes, more than %d (%v)", len(data), alloc, bound, err)
 		}
 		var ae *AliasError
 		var cs *ContentSizeError
 		if err != nil && !errors.As(err, &ae) && !errors.As(err, &cs) {
-			t.Fatalf("CheckArchiveAliases: %T %v", err, err)
+			t.Fatalf("CheckArchive: %T %v", err, err)
 		}
 	})
 }

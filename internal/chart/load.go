@@ -14,36 +14,25 @@ import (
 	helmchart "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
-
-	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Load loads a chart from a directory or a packaged .tgz with Helm's loader, within
-// DefaultContentLimit. Charts of API version v1 and v2 (what Helm v4 calls chart v2) are
-// supported. The chart's dependencies must be present in its charts/ directory.
-// A YAML file the loader parses whose aliases add more than yamlbound.Local once expanded is
-// an *AliasError, before the loader expands them.
+// LocalBounds. Charts of API version v1 and v2 (what Helm v4 calls chart v2) are supported. The
+// chart's dependencies must be present in its charts/ directory.
 func Load(path string) (*chartv2.Chart, error) {
-	return LoadWithin(path, "", DefaultContentLimit)
+	return LoadWithin(path, "", LocalBounds())
 }
 
-// LoadWithin is Load of a chart whose content, its subcharts' archives added up, expands to at
-// most limit bytes (CheckPath), checked as it streams before Helm's loader holds any of it: a
-// *ContentSizeError naming it name (path when "").
-func LoadWithin(path, name string, limit int64) (*chartv2.Chart, error) {
+// LoadWithin is Load of a chart within b, checked as it streams before Helm's loader holds any
+// of it (Check): a *ContentSizeError or an *AliasError naming it name (path when "").
+func LoadWithin(path, name string, b Bounds) (*chartv2.Chart, error) {
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("load chart %s: no such file or directory: give the path of a chart directory or a packaged chart (.tgz)", path)
 		}
 		return nil, fmt.Errorf("load chart %s: %w", path, err)
 	}
-	if err := CheckPath(path, limit); err != nil {
-		if tooLarge := new(ContentSizeError); errors.As(err, &tooLarge) && name != "" {
-			tooLarge.Name = name
-		}
-		return nil, err
-	}
-	if err := CheckAliases(path, path, yamlbound.Local); err != nil {
+	if err := Check(name, path, b); err != nil {
 		return nil, err
 	}
 	loaded, err := loader.Load(path)
@@ -55,11 +44,8 @@ func LoadWithin(path, name string, limit int64) (*chartv2.Chart, error) {
 
 // LoadArchive loads a packaged chart (.tgz) from memory with Helm's loader, as LoadWithin loads
 // one from a file; name says where the package comes from.
-func LoadArchive(name string, data []byte, limit int64) (*chartv2.Chart, error) {
-	if err := CheckContentSize(name, bytes.NewReader(data), limit); err != nil {
-		return nil, err
-	}
-	if err := CheckArchiveAliases(name, bytes.NewReader(data), yamlbound.Local); err != nil {
+func LoadArchive(name string, data []byte, b Bounds) (*chartv2.Chart, error) {
+	if err := CheckArchive(name, bytes.NewReader(data), b); err != nil {
 		return nil, err
 	}
 	loaded, err := loader.LoadArchive(bytes.NewReader(data))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -110,6 +111,12 @@ func (c *Charts) locate(ctx context.Context, ref chartRef, a chartAccess) (strin
 // controller's workers may hold one. (Helm's loader allows 100 MiB.)
 const MaxChartContentBytes = 50 << 20
 
+// tenantChartBounds are what a tenant's chart may expand to before it loads, in one pass over
+// its archives: MaxChartContentBytes, and its YAML files' aliases within yamlbound.Tenant.
+func tenantChartBounds() chart.Bounds {
+	return chart.Bounds{Content: MaxChartContentBytes, Aliases: yamlbound.Tenant}
+}
+
 // load loads the packaged chart at path, with its digest, once its content is known to be
 // within MaxChartContentBytes; name names it in errors (path when "").
 func load(path, name string) (*fetched, error) {
@@ -117,19 +124,10 @@ func load(path, name string) (*fetched, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	err = chart.CheckContentSize(cmp.Or(name, path), f, MaxChartContentBytes)
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	if err := chart.CheckAliases(cmp.Or(name, path), path, yamlbound.Tenant); err != nil {
+	ch, err := chart.LoadWithin(path, cmp.Or(name, path), tenantChartBounds())
+	if errors.As(err, new(*chart.AliasError)) {
 		return nil, &InvalidChartError{Err: err}
 	}
-	ch, err := chart.LoadWithin(path, name, MaxChartContentBytes)
 	if err != nil {
 		return nil, err
 	}

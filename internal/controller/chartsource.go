@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,7 +15,6 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/source"
-	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // Reasons of a chart kept in a ConfigMap or Secret that cannot be used.
@@ -89,13 +87,7 @@ func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error)
 		return nil, err
 	}
 	name := fmt.Sprintf("%s/%s/%s key %s", o.Kind, r.namespace, o.Name, o.Key)
-	if err := chart.CheckContentSize(name, bytes.NewReader(data), MaxChartContentBytes); err != nil {
-		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
-	}
-	if err := chart.CheckArchiveAliases(name, bytes.NewReader(data), yamlbound.Tenant); err != nil {
-		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
-	}
-	ch, err := chart.LoadArchive(name, data, MaxChartContentBytes)
+	ch, err := chart.LoadArchive(name, data, tenantChartBounds())
 	if err != nil {
 		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
 	}

@@ -16,7 +16,6 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 
 	"github.com/berthdev/berth/internal/chart"
-	"github.com/berthdev/berth/internal/yamlbound"
 )
 
 // DependencyOptions configure fetching a chart's dependencies: Helm's flags of `dependency
@@ -132,10 +131,7 @@ func (r *Resolver) Dependencies(ctx context.Context, dir string, opts Dependency
 // dependencyRegistries are the OCI registries (HOST[:PORT]) the dependencies of the chart
 // directory dir come from, by Chart.yaml and Chart.lock, sorted; none when it does not load.
 func dependencyRegistries(dir string) []string {
-	if chart.CheckPath(dir, chart.DefaultContentLimit) != nil {
-		return nil
-	}
-	if chart.CheckAliases(dir, dir, yamlbound.Local) != nil {
+	if chart.Check(dir, dir, chart.LocalBounds()) != nil {
 		return nil
 	}
 	loaded, err := loader.Load(dir)

@@ -34,7 +34,7 @@ type FetchOptions struct {
 	// MaxChartBytes is the largest packaged chart taken.
 	MaxChartBytes int64
 	// MaxContentBytes is the most a chart taken may expand to once decompressed, the archives
-	// of its subcharts added up (chart.CheckPath), checked before Helm's loader reads it; 0 is
+	// of its subcharts added up (chart.Check), checked before Helm's loader reads it; 0 is
 	// chart.DefaultContentLimit.
 	MaxContentBytes int64
 	// IndexTTL is how long a repository index whose server gives neither ETag nor

@@ -113,24 +113,23 @@ func (r *Resolver) Load(ctx context.Context, ref string) (*chartv2.Chart, error)
 	if err != nil {
 		return nil, err
 	}
-	return chart.LoadWithin(path, "", r.contentLimit())
+	return chart.LoadWithin(path, "", r.bounds())
 }
 
-// contentLimit is the most a chart r loads may expand to: its Fetcher's MaxContentBytes.
-func (r *Resolver) contentLimit() int64 {
+// bounds are what a chart r loads may expand to: its Fetcher's MaxContentBytes, and its YAML
+// aliases within r's yamlLimits.
+func (r *Resolver) bounds() chart.Bounds {
+	b := chart.Bounds{Content: chart.DefaultContentLimit, Aliases: r.yamlLimits()}
 	if r.Fetcher != nil && r.Fetcher.opts.MaxContentBytes > 0 {
-		return r.Fetcher.opts.MaxContentBytes
+		b.Content = r.Fetcher.opts.MaxContentBytes
 	}
-	return chart.DefaultContentLimit
+	return b
 }
 
 // load loads the chart at path, which ref names, with Helm's loader, once its content is known
 // to be within r's limit (contentLimit) and its YAML aliases within r's (yamlLimits).
 func (r *Resolver) load(ref, path string) (helmchart.Charter, error) {
-	if err := chart.CheckPath(path, r.contentLimit()); err != nil {
-		return nil, err
-	}
-	if err := chart.CheckAliases(ref, path, r.yamlLimits()); err != nil {
+	if err := chart.Check(ref, path, r.bounds()); err != nil {
 		return nil, err
 	}
 	return loader.Load(path)
