@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -85,4 +87,19 @@ func cacheByObject(shard Shard) map[client.Object]cache.ByObject {
 		metadataOf("Secret"):         {Transform: keepIdentity},
 		metadataOf("ServiceAccount"): {Transform: keepIdentity},
 	}
+}
+
+// ErrReleaseUpdate says the controller was about to Update a Release it read from its cache.
+var ErrReleaseUpdate = errors.New("a Release read from the cache is written by a patch of what changed, never by Update: the cache keeps none of its labels, owner references or annotations, which an Update would erase")
+
+// patchesReleases is a client that refuses to Update a Release (ErrReleaseUpdate): what the
+// controller reads of one through its cache is cut (keepRelease), and only a patch of what it
+// changed leaves the rest as its owner wrote it.
+type patchesReleases struct{ client.Client }
+
+func (c patchesReleases) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if _, ok := obj.(*v1alpha1.Release); ok {
+		return ErrReleaseUpdate
+	}
+	return c.Client.Update(ctx, obj, opts...)
 }

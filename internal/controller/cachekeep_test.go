@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berthdev/berth/api/v1alpha1"
 )
@@ -95,5 +99,31 @@ func TestKeepRelease(t *testing.T) {
 	out, _ = keepRelease(none)
 	if a := out.(*v1alpha1.Release).Annotations; a != nil {
 		t.Errorf("a Release without annotations got %v", a)
+	}
+}
+
+// updateRecorder is a client whose Update only records what it was given.
+type updateRecorder struct {
+	client.Client
+	updated []client.Object
+}
+
+func (u *updateRecorder) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	u.updated = append(u.updated, obj)
+	return nil
+}
+
+// TestReleasesArePatched: the controller's client refuses to Update a Release, which it reads
+// cut from its cache, before anything is sent; other objects pass.
+func TestReleasesArePatched(t *testing.T) {
+	inner := &updateRecorder{}
+	c := patchesReleases{inner}
+	rel := &v1alpha1.Release{ObjectMeta: tenantMetadata("web")}
+	if err := c.Update(t.Context(), rel); !errors.Is(err, ErrReleaseUpdate) {
+		t.Errorf("Update of a Release: %v, want ErrReleaseUpdate", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a"}}
+	if err := c.Update(t.Context(), cm); err != nil || len(inner.updated) != 1 || inner.updated[0] != cm {
+		t.Errorf("Update of a ConfigMap: %v, sent %v", err, inner.updated)
 	}
 }

@@ -235,7 +235,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	r := &Reconciler{
 		Templates: templates,
-		Client:    mgr.GetClient(),
+		Client:    patchesReleases{mgr.GetClient()},
 		Config:    mgr.GetConfig(),
 		Recorder:  cutNotes{mgr.GetEventRecorder(Name)},
 		Charts:    charts,
