@@ -9,9 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/internal/controller"
-	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/internal/yamlbound"
-	"github.com/berthdev/berth/test/releasetest"
 )
 
 // TestAliasesValuesFromRefusedByName: a values document of 508 KiB in a ConfigMap named by
@@ -19,12 +17,8 @@ import (
 // by the ConfigMap's name and key and the limit before anything expands it; the controller stays
 // within its memory bound, and another namespace's Release becomes Ready meanwhile.
 func TestAliasesValuesFromRefusedByName(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	releasetest.Deployer(t, env, "deployer")
 	repoURL := sizesWebChart(t)
-	p := startController(t, env)
-	q := p.quiet(t, env)
+	env, c, p, q := attacked(t)
 
 	secret := "hunter2-" + strings.Repeat("x", 500<<10)
 	doc := "big: &big " + secret + "\nmany:\n" + strings.Repeat("- *big\n", 2000)

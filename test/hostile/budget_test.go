@@ -248,3 +248,22 @@ func procStat(pid int) (statFields, error) {
 	s.ppid, s.utime, s.stime, s.cutime, s.cstime = int(nums[0]), nums[1], nums[2], nums[3], nums[4]
 	return s, nil
 }
+
+// attacked sets up an attack: a namespace of its own (env) with the ServiceAccount deployer,
+// a client (c), berth controller started for the test with the extra flags given (p), and its
+// quiet baseline (q).
+func attacked(t *testing.T, flags ...string) (env *testenv.Env, c client.Client, p *controllerProcess, q *quiet) {
+	t.Helper()
+	env = testenv.New(t)
+	c = releasetest.Client(t, env)
+	releasetest.Deployer(t, env, "deployer")
+	p = startController(t, env, flags...)
+	return env, c, p, p.quiet(t, env)
+}
+
+// namedChart is the package of chart web 0.3.0, one ConfigMap named as its release.
+func namedChart(t *testing.T) string {
+	return berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}}\ndata: {greeting: hello}\n",
+	})
+}

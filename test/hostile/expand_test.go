@@ -14,7 +14,6 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller"
-	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/releasetest"
 )
 
@@ -66,12 +65,8 @@ func expandTgz(t *testing.T, files ...string) []byte {
 // at its limit, names it (InvalidRecord, the Secret, the limit), grows less than maxGrowth, and
 // another namespace's Release becomes Ready meanwhile.
 func TestExpandForgedRecord(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	releasetest.Deployer(t, env, "deployer")
 	repoURL := sizesWebChart(t)
-	p := startController(t, env)
-	q := p.quiet(t, env)
+	env, c, p, q := attacked(t)
 
 	// gzip reads members one after another: one that opens the record, then 70 of 10 MB of 'a'.
 	head := fmt.Sprintf(`{"name":"web","namespace":%q,"version":1,"info":{"status":"deployed"},"manifest":"`, env.Namespace)
@@ -113,11 +108,7 @@ func TestExpandForgedRecord(t *testing.T) {
 // eight subcharts (charts/*.tgz) of 100 MiB of zeros each, is refused by name, all its levels
 // counted, before Helm's loader holds any of it; the controller grows less than maxGrowth.
 func TestExpandSubchartsFromConfigMap(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	releasetest.Deployer(t, env, "deployer")
-	p := startController(t, env)
-	q := p.quiet(t, env)
+	env, c, p, q := attacked(t)
 
 	sub := string(expandTgz(t, "zeros/Chart.yaml", "apiVersion: v2\nname: zeros\nversion: 1.0.0\n",
 		"zeros/files/zeros", string(make([]byte, 100<<20))))

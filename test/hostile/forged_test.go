@@ -35,16 +35,12 @@ func forgedReady(t *testing.T, env *testenv.Env, name string) {
 // takeOwnership: the other release's ConfigMap stays as it was, and the Release is refused by
 // name.
 func TestForgedJournalTakesNothing(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	releasetest.Deployer(t, env, "deployer")
 	repoURL := releasetest.ServeCharts(t, berthtest.PackageNewChart(t, "owner", "0.1.0", map[string]string{
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\ndata: {owner: victim}\n",
 	}), berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {greeting: hello}\n",
 	}))
-	p := startController(t, env)
-	q := p.quiet(t, env)
+	env, c, p, q := attacked(t)
 	if err := c.Create(t.Context(), p.release(env.Namespace, "victim", `
   serviceAccountName: deployer
   chart: {repository: "`+repoURL+`", name: owner, version: "0.1.0"}`)); err != nil {
@@ -97,14 +93,8 @@ func TestForgedJournalTakesNothing(t *testing.T) {
 // unchanged for release.MaxLeaseDuration, and installs the Release; meanwhile the two hold the
 // namespace's share of the workers, and another namespace's Release is Ready as quickly as ever.
 func TestForgedLeaseOfAYear(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	releasetest.Deployer(t, env, "deployer")
-	repoURL := releasetest.ServeCharts(t, berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
-		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}}\ndata: {greeting: hello}\n",
-	}))
-	p := startController(t, env)
-	q := p.quiet(t, env)
+	repoURL := releasetest.ServeCharts(t, namedChart(t))
+	env, c, p, q := attacked(t)
 
 	year := int32(365 * 24 * 3600)
 	names := []string{"held-1", "held-2"}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/internal/controller"
-	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 	"github.com/berthdev/berth/test/releasetest"
 )
@@ -17,9 +16,6 @@ import (
 // the limit); the controller grows no more than its bound, spends no CPU once they are named, and
 // another namespace's Release is Ready on time.
 func TestRenderBudget(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	releasetest.Deployer(t, env, "deployer")
 	repo := releasetest.ServeCharts(t,
 		berthtest.PackageNewChart(t, "huge", "0.1.0", map[string]string{
 			"templates/huge.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge}\ndata: {x: \"{{ repeat 1073741824 \"x\" }}\"}\n",
@@ -27,8 +23,7 @@ func TestRenderBudget(t *testing.T) {
 		berthtest.PackageNewChart(t, "loops", "0.1.0", map[string]string{
 			"templates/loops.yaml": "{{- range until 100000 }}{{- range until 100000 }}{{- end }}{{- end }}\n",
 		}))
-	p := startController(t, env, "--render-cpu", "2s")
-	q := p.quiet(t, env)
+	env, c, p, q := attacked(t, "--render-cpu", "2s")
 	for _, name := range []string{"huge", "loops"} {
 		rel := p.release(env.Namespace, name, `
   serviceAccountName: deployer

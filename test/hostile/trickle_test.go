@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/internal/controller"
-	"github.com/berthdev/berth/internal/testenv"
-	"github.com/berthdev/berth/test/berthtest"
 	"github.com/berthdev/berth/test/releasetest"
 )
 
@@ -67,14 +65,8 @@ func trickleRepository(t *testing.T, chartPath, slow string) string {
 // share of the fetches, each ended once its rate is below the minimum and named; another
 // namespace's Release, on a repository that answers at once, is Ready as quickly as ever.
 func TestTrickleRepositories(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	releasetest.Deployer(t, env, "deployer")
-	web := berthtest.PackageNewChart(t, "web", "0.3.0", map[string]string{
-		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}}\ndata: {greeting: hello}\n",
-	})
-	p := startController(t, env)
-	q := p.quiet(t, env)
+	web := namedChart(t)
+	env, c, p, q := attacked(t)
 
 	hosts := map[string]string{}
 	for i := range 12 {
