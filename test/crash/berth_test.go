@@ -19,11 +19,18 @@ type run struct {
 	out    string
 	err    error
 	pid    int
-	killed bool // ended by SIGKILL
+	killed bool // ended by SIGKILL, from the test
 }
+
+// processTimeout is how long a berth process may run: one still running then is a hang.
+const processTimeout = 3 * time.Minute
 
 // process is a berth process that runs in the background.
 type process struct {
+	t    testing.TB
+	args []string
+	// hung says the process still ran at processTimeout, and was killed for it.
+	hung bool
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process ended
 	r    run
@@ -37,7 +44,7 @@ func berthProcess(t testing.TB, env *testenv.Env, vars []string, args ...string)
 	if err != nil {
 		t.Fatalf("build berth: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), processTimeout)
 	cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", env.Kubeconfig, "-n", env.Namespace)...)
 	cmd.Env = append(os.Environ(), vars...)
 	var out bytes.Buffer
@@ -46,13 +53,17 @@ func berthProcess(t testing.TB, env *testenv.Env, vars []string, args ...string)
 		cancel()
 		t.Fatalf("start berth: %v", err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{t: t, args: args, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		defer cancel()
 		err := cmd.Wait()
 		p.r = run{out: out.String(), err: err, pid: cmd.Process.Pid}
 		var ee *exec.ExitError
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			p.hung = true // killed by its timeout, not by the test
+			return
+		}
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 				p.r.killed = true
@@ -66,9 +77,12 @@ func berthProcess(t testing.TB, env *testenv.Env, vars []string, args ...string)
 // already, its outcome says.
 func (p *process) kill() { p.cmd.Process.Kill() }
 
-// wait returns the outcome of the process once it ended.
+// wait returns the outcome of the process once it ended; one that hung fails the test.
 func (p *process) wait() run {
 	<-p.done
+	if p.hung {
+		p.t.Errorf("berth %v still ran after %v: it hung, and was killed for it\n%s", p.args, processTimeout, p.r.out)
+	}
 	return p.r
 }
 
