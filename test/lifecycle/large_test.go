@@ -435,7 +435,9 @@ func TestLargeManifest(t *testing.T) {
 	if got, want := helmList(t, env), []struct{ Name, Revision, Status string }{{name, "1", "deployed"}}; !slices.Equal(got, want) {
 		t.Errorf("helm list: got %+v, want %+v", got, want)
 	}
-	berthtest.MustHelm(t, env, "status", name)
+	if out := berthtest.MustHelm(t, env, "status", name); !strings.Contains(out, "NAME: "+name) || !strings.Contains(out, "STATUS: deployed") || !strings.Contains(out, "REVISION: 1") {
+		t.Errorf("helm status does not say %s is deployed at revision 1:\n%s", name, out)
+	}
 	if out := berthtest.MustHelm(t, env, "get", "manifest", name); strings.TrimSpace(out) != strings.TrimSpace(rev1.manifest) {
 		t.Errorf("helm get manifest:\n%.500s\nwant the record Secret's comment", out)
 	}
@@ -585,7 +587,9 @@ func TestLargeHelmStorableRecord(t *testing.T) {
 	if got := helmList(t, env); len(got) != 2 || got[0].Status != "deployed" || got[1].Status != "deployed" {
 		t.Errorf("helm list: %+v, want both releases deployed", got)
 	}
-	berthtest.MustBerth(t, env, "status", "by-helm")
+	if out, _ := berthtest.MustBerth(t, env, "status", "by-helm"); !strings.Contains(out, "STATUS: deployed") || !strings.Contains(out, "REVISION: 1") {
+		t.Errorf("berth status of helm's release does not say it is deployed at revision 1:\n%s", out)
+	}
 	berthtest.MustBerth(t, env, "upgrade", "by-helm", chart, "--set", "note=upgraded")
 	if a, ok := recordObject(t, env, "by-helm", 2).Annotations[release.PartsAnnotation]; ok {
 		t.Errorf("berth's upgrade of helm's release is split (%q)", a)
