@@ -181,12 +181,40 @@ func TestLargeRecordRefusedBeforeAnythingChanges(t *testing.T) {
 	}
 	assertNoLease(t, env, "huge")
 	waitForEvent(t, env, controller.ReasonRecordTooLarge, release.Bytes(release.MaxRecordSize))
+	// Stalled is final: over three of its retry backoffs it is not tried again.
+	neverRetried(t, c, env.Namespace, "huge", 3*time.Second)
 
 	if err := c.Delete(t.Context(), got); err != nil {
 		t.Fatal(err)
 	}
 	releasetest.WaitGone(t, c, env.Namespace, "huge")
 	ctl.running()
+}
+
+// neverRetried reads the Release name over d and fails the test once it counts another failure
+// than its first, or another attempt.
+func neverRetried(t *testing.T, c client.Client, ns, name string, d time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	end := time.NewTimer(d)
+	defer end.Stop()
+	for {
+		var rel v1alpha1.Release
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &rel); err != nil {
+			t.Fatal(err)
+		}
+		if rel.Status.Failures != 1 || rel.Status.Revision != 0 {
+			t.Fatalf("Release %s/%s was tried again after it stalled: %d failures, revision %d", ns, name, rel.Status.Failures, rel.Status.Revision)
+		}
+		select {
+		case <-end.C:
+			return
+		case <-t.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // assertNoLease checks that release name has no Lease left in the test's namespace.
