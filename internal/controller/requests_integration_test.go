@@ -14,13 +14,18 @@ import (
 	"github.com/berthdev/berth/test/releasetest"
 )
 
-// Most API requests the controller may make in a Release's namespace to install the smallest
-// Release (one ConfigMap), and to reconcile it again when there is nothing to do. Each object
-// of a chart costs 2 more (a dry run, an apply), and a watch when its apply does not answer it
-// ready.
+// Most API requests the controller may make to install the smallest Release (one ConfigMap), and
+// to reconcile it again when there is nothing to do: in the Release's namespace, and on
+// cluster-scoped objects as the Release's ServiceAccount. Each object of a chart costs 2 more (a
+// dry run, an apply), and a watch when its apply does not answer it ready. The install's bound
+// has room over what it makes today (15) for a loaded machine, where an apply may need its
+// watch and a write its retry; fewer than minInstallRequests says the count saw nothing.
 const (
-	maxInstallRequests = 15
+	minInstallRequests = 5
+	maxInstallRequests = 17
 	maxNoOpRequests    = 1
+	// noOpReconciles is how many reconciles with nothing to do are counted, one after another.
+	noOpReconciles = 3
 )
 
 // TestReleaseRequestCount pins how many requests the controller makes, from the API server's
@@ -36,9 +41,13 @@ func TestReleaseRequestCount(t *testing.T) {
 	count := func(since testenv.AuditMark) (int, string) {
 		byRequest := map[string]int{}
 		n := 0
-		for _, ev := range env.AuditEvents(t, since) {
+		account := "system:serviceaccount:" + env.Namespace + ":deployer"
+		for _, ev := range env.ClusterAuditEvents(t, since) {
 			if !strings.HasPrefix(ev.UserAgent, "berth-controller/") {
 				continue
+			}
+			if ev.Namespace == "" && ev.User != account {
+				continue // another test's: cluster-scoped kinds are shared
 			}
 			if ev.Resource == "releases" && ev.Subresource == "" && (ev.Verb == "list" || ev.Verb == "watch") {
 				continue // the manager's informer
@@ -65,20 +74,22 @@ func TestReleaseRequestCount(t *testing.T) {
 	got := waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
 	n, table := count(mark)
 	t.Logf("install: %d requests: %s", n, table)
-	if n > maxInstallRequests {
-		t.Errorf("the install made %d requests, want at most %d: %s", n, maxInstallRequests, table)
+	if n < minInstallRequests || n > maxInstallRequests {
+		t.Errorf("the install made %d requests, want %d to %d: %s", n, minInstallRequests, maxInstallRequests, table)
 	}
 
-	before := reconciles(t)
-	mark = env.AuditMark(t)
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/touched":"1"}}}`))
-	if err := c.Patch(t.Context(), got, patch); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the controller reconciled the annotated Release", func() bool { return reconciles(t) > before })
-	n, table = count(mark)
-	t.Logf("reconcile with nothing to do: %d requests: %s", n, table)
-	if n > maxNoOpRequests {
-		t.Errorf("a reconcile with nothing to do made %d requests, want at most %d: %s", n, maxNoOpRequests, table)
+	for i := range noOpReconciles {
+		before := reconciles(t)
+		mark = env.AuditMark(t)
+		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"example.com/touched":"%d"}}}`, i)))
+		if err := c.Patch(t.Context(), got, patch); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the controller reconciled the annotated Release", func() bool { return reconciles(t) > before })
+		n, table = count(mark)
+		t.Logf("reconcile %d with nothing to do: %d requests: %s", i+1, n, table)
+		if n > maxNoOpRequests {
+			t.Errorf("reconcile %d with nothing to do made %d requests, want at most %d: %s", i+1, n, maxNoOpRequests, table)
+		}
 	}
 }

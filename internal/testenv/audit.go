@@ -34,6 +34,8 @@ type AuditEvent struct {
 	// Name is the object's name; for a create, the name of the object in the request.
 	Name      string
 	UserAgent string
+	// User is who the request acted as: the impersonated user when it impersonated one.
+	User string
 	// DryRun is true when the request asked for a dry run: it changed nothing.
 	DryRun bool
 }
@@ -178,7 +180,13 @@ type auditLine struct {
 	Verb       string `json:"verb"`
 	RequestURI string `json:"requestURI"`
 	UserAgent  string `json:"userAgent"`
-	ObjectRef  *struct {
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser"`
+	ObjectRef *struct {
 		APIGroup    string `json:"apiGroup"`
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
@@ -193,7 +201,10 @@ func parseAuditEvent(line []byte) (AuditEvent, error) {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return AuditEvent{}, fmt.Errorf("parse audit event: %w", err)
 	}
-	ev := AuditEvent{Verb: l.Verb, UserAgent: l.UserAgent}
+	ev := AuditEvent{Verb: l.Verb, UserAgent: l.UserAgent, User: l.User.Username}
+	if l.ImpersonatedUser != nil {
+		ev.User = l.ImpersonatedUser.Username
+	}
 	if l.ObjectRef != nil {
 		ev.APIGroup = l.ObjectRef.APIGroup
 		ev.Resource = l.ObjectRef.Resource
