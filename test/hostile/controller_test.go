@@ -1,6 +1,7 @@
 package hostile_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"sigs.k8s.io/yaml"
 
@@ -130,3 +135,28 @@ func (p *controllerProcess) release(ns, name, spec string) *v1alpha1.Release {
 
 // Output is what the controller has logged so far.
 func (p *controllerProcess) Output() string { return p.log.String() }
+
+// eventsOnceNamed waits until the namespace ns holds an Event of Release name whose note says
+// say (the controller's recorder writes Events after the status), and returns the reason and
+// note of every Event in ns, a line each: what a test then searches for what must not be there.
+func eventsOnceNamed(t *testing.T, env *testenv.Env, ns, name, say string) string {
+	t.Helper()
+	var text strings.Builder
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, releasetest.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := env.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		text.Reset()
+		found := false
+		for _, e := range list.Items {
+			text.WriteString(e.Reason + " " + e.Note + "\n")
+			found = found || e.Regarding.Kind == "Release" && e.Regarding.Name == name && strings.Contains(e.Note, say)
+		}
+		return found, nil
+	})
+	if err != nil {
+		t.Fatalf("no Event of Release %s/%s saying %q: %v; Events:\n%s", ns, name, say, err, text.String())
+	}
+	return text.String()
+}
