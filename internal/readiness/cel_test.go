@@ -185,6 +185,35 @@ func TestRollout(t *testing.T) {
 	}
 }
 
+// TestBerthRelease: a Release of berth controller is ready once Ready for its generation, failed
+// once Stalled for it, in progress before its controller wrote any status and while it works.
+func TestBerthRelease(t *testing.T) {
+	tests := []struct {
+		name, status string
+		want         State
+	}{
+		{"no status", "", InProgress},
+		{"reconciling", `{observedGeneration: 2, conditions: [{type: Ready, status: Unknown, reason: Progressing, observedGeneration: 2}, {type: Reconciling, status: "True", observedGeneration: 2}]}`, InProgress},
+		{"ready", `{observedGeneration: 2, conditions: [{type: Ready, status: "True", reason: UpgradeSucceeded, observedGeneration: 2}]}`, Ready},
+		{"ready, an older generation", `{observedGeneration: 1, conditions: [{type: Ready, status: "True", observedGeneration: 1}]}`, InProgress},
+		{"failed, to be retried", `{observedGeneration: 2, conditions: [{type: Ready, status: "False", reason: UpgradeFailed, observedGeneration: 2}]}`, InProgress},
+		{"stalled", `{observedGeneration: 2, conditions: [{type: Ready, status: "False", reason: UpgradeFailed, observedGeneration: 2}, {type: Stalled, status: "True", reason: RetriesExhausted, message: 3 attempts failed, observedGeneration: 2}]}`, Failed},
+		{"stalled, an older generation", `{observedGeneration: 1, conditions: [{type: Stalled, status: "True", observedGeneration: 1}]}`, InProgress},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			y := "{apiVersion: berth.dev/v1alpha1, kind: Release, metadata: {name: web, generation: 2}"
+			if tt.status != "" {
+				y += ", status: " + tt.status
+			}
+			got := Compute(obj(t, y+"}"), Options{})
+			if got.State != tt.want || got.Message == "" {
+				t.Errorf("Compute = %s (%s), want %s", got.State, got.Message, tt.want)
+			}
+		})
+	}
+}
+
 // TestBuiltinIgnoresAnnotations: hooks are judged by the built-in rules alone.
 func TestBuiltinIgnoresAnnotations(t *testing.T) {
 	job := obj(t, `{apiVersion: batch/v1, kind: Job, metadata: {name: j, annotations: {helm.sh/readiness-failure: '["{.status.active} >= 1"]'}}, status: {active: 1}}`)

@@ -71,6 +71,8 @@ func Builtin(obj *unstructured.Unstructured, opts Options) Result {
 		return pod(obj)
 	case "Rollout.argoproj.io":
 		return rollout(obj)
+	case "Release.berth.dev":
+		return berthRelease(obj)
 	}
 	res, err := status.Compute(obj)
 	if err != nil {
@@ -155,6 +157,53 @@ func rollout(obj *unstructured.Unstructured) Result {
 		return Result{State: InProgress, Message: "Rollout has no phase yet"}
 	}
 	return Result{State: InProgress, Message: strings.TrimSuffix(fmt.Sprintf("Rollout is %s: %s", phase, msg), ": ")}
+}
+
+// berthRelease is the readiness of a Release of berth controller: ready when its Ready condition
+// is True for its generation, failed when Stalled is (it is not tried again until its spec
+// changes), in progress otherwise: before the controller wrote any status (kstatus would take an
+// object with no status as current), and while it works on the generation. A chart that holds
+// Releases is thus waited for until the releases they make are.
+func berthRelease(obj *unstructured.Unstructured) Result {
+	gen := obj.GetGeneration()
+	if _, ok := unobserved(obj); ok {
+		return Result{State: InProgress, Message: fmt.Sprintf("Release generation %d not reconciled yet", gen)}
+	}
+	var ready, stalled map[string]any
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		switch m["type"] {
+		case "Ready":
+			ready = m
+		case "Stalled":
+			stalled = m
+		}
+	}
+	current := func(m map[string]any) bool {
+		if m == nil || m["status"] != "True" {
+			return false
+		}
+		observed, ok := m["observedGeneration"].(int64)
+		if f, isFloat := m["observedGeneration"].(float64); isFloat {
+			observed, ok = int64(f), true
+		}
+		return !ok || gen == 0 || observed == gen
+	}
+	say := func(m map[string]any) string {
+		reason, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return strings.TrimSuffix(reason+": "+msg, ": ")
+	}
+	switch {
+	case current(stalled):
+		return Result{State: Failed, Message: "Release is Stalled: " + say(stalled)}
+	case current(ready):
+		return Result{State: Ready, Message: "Release is Ready: " + say(ready)}
+	case ready == nil:
+		return Result{State: InProgress, Message: "Release not reconciled yet"}
+	}
+	return Result{State: InProgress, Message: "Release is not Ready: " + say(ready)}
 }
 
 // unobserved returns obj's generation when its status says which generation its controller
