@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts a local control plane with bin/berth-devcluster, takes the example
 # chart examples/charts/shop through its lifecycle with bin/berth (install,
-# status, upgrade, history, rollback, uninstall, list), and stops the cluster.
+# status, upgrade, history, rollback, uninstall, list), then again as a Release
+# of berth controller (install, upgrade, a failed upgrade rolled back,
+# deletion), and stops the cluster.
 # Every step must succeed. berth prints its progress (steps, hooks, objects) to
 # stderr and its results to stdout; both are shown. Run it with `make demo`,
 # which builds the binaries first.
@@ -15,6 +17,7 @@ namespace=shop
 ready_timeout=${READY_TIMEOUT:-120}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/berth-demo.XXXXXX")
 pid=
+controller=
 
 say() { printf '\n==> %s\n' "$*"; }
 
@@ -47,13 +50,17 @@ berth() {
 
 cleanup() {
 	local rc=$?
+	if [[ -n $controller ]] && kill -0 "$controller" 2>/dev/null; then
+		kill -TERM "$controller" 2>/dev/null || true
+		wait "$controller" 2>/dev/null || true
+	fi
 	if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
 		kill -TERM "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	fi
 	if [[ $rc -ne 0 ]]; then
 		echo "demo failed; cluster state and logs kept in $dir" >&2
-		for log in "$dir"/logs/*; do
+		for log in "$dir"/logs/* "$dir"/controller.log; do
 			[[ -f $log ]] || continue
 			echo "--- $log (last 20 lines)" >&2
 			tail -n 20 "$log" >&2
@@ -107,6 +114,43 @@ if [[ -n $left ]]; then
 	exit 1
 fi
 echo "no release left"
+
+# The same chart as a Release of berth controller. The controller's chart
+# installs the Release CRD and the controller's rights; the controller itself
+# runs here, out of the cluster (replicas=0: no container runs on this cluster).
+berth install berth-controller charts/berth-controller -n berth-system --create-namespace --set replicas=0
+say "berth controller, in the background (its log: $dir/controller.log)"
+bin/berth controller --metrics-bind-address 0 --health-probe-bind-address 0 >"$dir/controller.log" 2>&1 &
+controller=$!
+
+# examples/charts/shop-release holds the Release shop, the account it acts as
+# and the packaged shop chart; berth waits for the Release as for any object.
+cp -r examples/charts/shop-release "$dir/shop-release"
+bin/berth package "$chart" -d "$dir/shop-release" >/dev/null
+berth install shop-release "$dir/shop-release" -n shop-ctl --create-namespace --wait=ordered
+berth history "$release" -n shop-ctl
+berth upgrade shop-release "$dir/shop-release" -n shop-ctl --set shop.replicaCount=3 --wait=ordered
+berth history "$release" -n shop-ctl
+# The shop's Pods crash-loop 3 s after they are Ready: within the upgrade's
+# watch window, so the controller rolls the shop back, and the Release is
+# Stalled (it has no retries): berth upgrade fails, naming it.
+say "berth upgrade shop-release, whose shop crash-loops in its watch window"
+if bin/berth upgrade shop-release "$dir/shop-release" -n shop-ctl --wait=ordered --timeout 3m --set watchFor=15s \
+	--set-string 'shop.podAnnotations.devcluster\.berth\.dev/outcome=crashloop' \
+	--set-string 'shop.podAnnotations.devcluster\.berth\.dev/run=3s'; then
+	echo "the upgrade whose Pods crash-loop succeeded" >&2
+	exit 1
+fi
+berth history "$release" -n shop-ctl
+berth uninstall shop-release -n shop-ctl --wait=ordered
+berth list -A
+if [[ -n $(bin/berth list -n shop-ctl --short) ]]; then
+	echo "releases left in shop-ctl after the Release was deleted" >&2
+	exit 1
+fi
+kill -TERM "$controller"
+wait "$controller" || true
+controller=
 
 say "stopping the cluster"
 kill -TERM "$pid"
