@@ -297,10 +297,11 @@ func firstLine(s string) string {
 // maxEventNote is the longest note an Event may have (events.k8s.io/v1: under 1 kB).
 const maxEventNote = 1000
 
-// eventNote is err's message, as errorText gives it, cut to fit an Event; the status keeps the
+// eventNote is err's message, as errorText gives it without the values r knows, cut to fit an
+// Event (after the values are taken out: a cut value would not be found); the status keeps the
 // details.
-func eventNote(err error) string {
-	msg := errorText(err)
+func eventNote(r *valueRedactor, err error) string {
+	msg := r.Error(err)
 	if len(msg) <= maxEventNote {
 		return msg
 	}
