@@ -175,6 +175,8 @@ func reasonOf(err error, failed string) string {
 		return ReasonHookFailed
 	case lifecycle.NamespaceTerminating(err):
 		return ReasonNamespaceTerminating
+	case impersonationForbidden(err):
+		return ReasonImpersonationForbidden
 	case isForbidden(err):
 		return ReasonPermissionDenied
 	default:
@@ -230,6 +232,9 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 		}
 		if d := status.Status().Details; d != nil {
 			b.Object = strings.Trim(d.Kind+"/"+d.Name, "/")
+		}
+		if impersonationForbidden(err) {
+			b.Next = impersonationNext(rel.Namespace)
 		}
 		return []v1alpha1.Blocker{b}
 	}
