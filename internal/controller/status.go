@@ -163,6 +163,8 @@ func reasonOf(err error, failed string) string {
 		return reasoned.conditionReason()
 	case errors.As(err, new(*chart.RenderBudgetError)):
 		return ReasonRenderBudgetExceeded
+	case errors.As(err, new(*lifecycle.JournalRefusedError)):
+		return ReasonJournalRefused
 	case errors.As(err, new(*lifecycle.WindowTooLongError)):
 		return ReasonWatchWindowTooLong
 	case recordTooLarge(err):
@@ -209,6 +211,10 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 			Next:    "fix the hook or what it depends on, then change the Release (or set install/upgrade.disableHooks, uninstall.disableHooks)",
 			LogTail: logTail(hook.Logs),
 		}}
+	}
+	var refused *lifecycle.JournalRefusedError
+	if errors.As(err, &refused) {
+		return []v1alpha1.Blocker{journalBlocker(refused)}
 	}
 	var tmpl *chart.TemplateError
 	if errors.As(err, &tmpl) {
