@@ -205,7 +205,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 		return nil, inputFailed(rel, d, err), r.patchStatus(ctx, orig, rel)
 	}
 	// The values are known: what is written from here on goes without them.
-	redact := newValueRedactor(d.Values, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace)
+	redact := newValueRedactor(d.Values, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace, d.ServiceAccount, ch.chart.Name())
 	ctx = redacting(ctx, redact)
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))

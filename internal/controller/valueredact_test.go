@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -158,4 +159,40 @@ func BenchmarkValueRedactor(b *testing.B) {
 	for b.Loop() {
 		r.Text(msg)
 	}
+}
+
+// FuzzValueRedactor redacts a message (the tenant's rendered text, in its error) with values the
+// tenant chose: a value of the bytes looked for is never left whole in the result, which is no
+// longer than the message allows, and one call allocates a bounded amount, whatever the values
+// and the message.
+func FuzzValueRedactor(f *testing.F) {
+	f.Add("password", "near *Hunter2-s3cr3t here", "*Hunter2-s3cr3t", "line\nMIIBVQIBADANBgkq")
+	f.Add("a", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"+cutMark, "aaaa", "aaaaa")
+	f.Add("k", `{"v":"pa\"ss\\word"}`, `pa"ss\word`, "red]acted")
+	f.Fuzz(func(t *testing.T, key, msg, v1, v2 string) {
+		// Half of the messages repeated up to twice the longest looked through, as an error can
+		// quote a long rendered text.
+		if n := len(msg); n > 0 && len(key)%2 == 1 {
+			msg = strings.Repeat(msg, max(1, 2*maxRedactedMessage/n))
+		}
+		r := newValueRedactor(map[string]any{key: v1, key + "2": []any{v2, map[string]any{"x": v1 + v2}}})
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got := r.Text(msg)
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("redacting %d bytes allocated %d KiB", len(msg), n>>10)
+		}
+		if len(got) > maxRedactedMessage+len(cutMark)+len(redactedMark)*(maxRedactedMessage/minRedactedValue+1) {
+			t.Errorf("redacted %d bytes into %d", len(msg), len(got))
+		}
+		for _, v := range []string{v1, v2} {
+			// A value that holds the mark's characters can be made again by the mark and its
+			// neighbours: only values without them are checked.
+			if len(v) >= minRedactedValue && len(v) <= maxRedactedForm && !isKeyword(v) && !strings.ContainsAny(v, "[]redacted") &&
+				len(msg) <= maxRedactedMessage && strings.Contains(got, v) {
+				t.Errorf("Text(%.80q) = %.200q holds %q", msg, got, v)
+			}
+		}
+	})
 }
