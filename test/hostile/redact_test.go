@@ -28,9 +28,7 @@ const redactPassword = "*Hunter2-s3cr3t-db-password"
 // the messages still name the template and the policy. Another namespace's Release becomes Ready
 // meanwhile.
 func TestT2SecretValueNeverQuoted(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	releasetest.Deployer(t, env, "deployer")
+	env, c, p, q := attacked(t)
 	ns := env.Namespace
 	repoURL := releasetest.ServeCharts(t,
 		berthtest.PackageNewChart(t, "unquoted", "0.1.0", map[string]string{
@@ -47,8 +45,6 @@ func TestT2SecretValueNeverQuoted(t *testing.T) {
 	if err := c.Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	p := startController(t, env)
-	q := p.quiet(t, env)
 
 	for _, name := range []string{"unquoted", "quoted"} {
 		rel := p.release(ns, name, `
