@@ -48,6 +48,10 @@ func explainOperationError(err error) error {
 	if errors.As(err, &ie) {
 		hints = append(hints, fmt.Sprintf("run berth recover %s to finish it (or berth recover %s --rollback to undo it), or run the command again", ie.Release, ie.Release))
 	}
+	var jr *lifecycle.JournalRefusedError
+	if errors.As(err, &jr) {
+		hints = append(hints, journalHint(jr))
+	}
 	var nd *lifecycle.NoDeployedError
 	if errors.As(err, &nd) {
 		hints = append(hints, fmt.Sprintf("berth recover %s finishes the %s instead", nd.Release, nd.Operation))
@@ -84,6 +88,20 @@ func explainOperationError(err error) error {
 		return &hintedError{err: err, hint: hints[0]}
 	}
 	return fmt.Errorf("%w\n%s", err, strings.Join(hints, "\n"))
+}
+
+// journalHint says how to resume a refused journal: with berth recover and the flags that grant
+// what it asks, when a grant would do; otherwise by deleting its Secret.
+func journalHint(e *lifecycle.JournalRefusedError) string {
+	secret := fmt.Sprintf("kubectl delete secret -n %s %s", e.Namespace, release.JournalKey(e.Release))
+	if !e.Granted() {
+		return fmt.Sprintf("no flag resumes it: if no berth operation wrote it, %s, and the release's record alone says what was interrupted", secret)
+	}
+	flags := "--no-hooks"
+	if e.Grant.TakeOwnership {
+		flags += " --take-ownership"
+	}
+	return fmt.Sprintf("if a berth operation wrote it, berth recover %s -n %s %s resumes it as it asks; otherwise %s", e.Release, e.Namespace, flags, secret)
 }
 
 // readinessHint says what to change in a chart whose readiness annotation berth refused.

@@ -308,5 +308,5 @@ func (r *Reconciler) warnAuthFailed(rel *v1alpha1.Release, err error) {
 	if c := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonAuthenticationFailed {
 		return
 	}
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonAuthenticationFailed, "fetch", "%s", eventNote(err))
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonAuthenticationFailed, "fetch", "%s", eventNote(nil, err))
 }

@@ -90,7 +90,7 @@ func TestDegradedStatus(t *testing.T) {
 	for _, chartOutput := range []bool{false, true} {
 		rel := &v1alpha1.Release{}
 		markFailed(rel, reasonOf(de, ReasonUpgradeFailed), de, true)
-		redactStatus(rel, chartOutput)
+		redactStatus(rel, chartOutput, nil)
 		c := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonDegraded || !strings.Contains(c.Message, "Pod web-7d4b9-x2x") || !strings.Contains(c.Message, "back on revision 1") {
 			t.Errorf("Ready: %+v", c)
@@ -109,7 +109,7 @@ func TestDegradedStatus(t *testing.T) {
 			t.Errorf("--status-chart-output %v: logTail %q", chartOutput, b.LogTail)
 		}
 	}
-	if note := eventNote(de); strings.Contains(note, "hunter2") || !strings.HasPrefix(note, "revision 2 of release web degraded") {
+	if note := eventNote(nil, de); strings.Contains(note, "hunter2") || !strings.HasPrefix(note, "revision 2 of release web degraded") {
 		t.Errorf("event note: %s", note)
 	}
 }

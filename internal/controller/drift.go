@@ -213,17 +213,17 @@ func (r *Reconciler) checkDrift(ctx context.Context, rel *v1alpha1.Release, d *d
 	c := cluster.New(clients.Dynamic, clients.Mapper)
 	found, revision, err := r.findReleaseDrift(ctx, c, clients, d, tally.see)
 	if d.Drift.Mode == v1alpha1.DriftDisabled {
-		r.reportHealth(rel, tally, revision, err)
+		r.reportHealth(ctx, rel, tally, revision, err)
 		return
 	}
 	if err != nil {
-		r.reportHealth(rel, tally, revision, err)
+		r.reportHealth(ctx, rel, tally, revision, err)
 		setCondition(rel, ConditionDrifted, metav1.ConditionUnknown, ReasonDriftCheckFailed, errorLine(err))
 		return
 	}
 	prev := meta.FindStatusCondition(rel.Status.Conditions, ConditionDrifted)
 	if len(found) == 0 || d.Drift.Mode == v1alpha1.DriftDetect {
-		r.reportHealth(rel, tally, revision, nil)
+		r.reportHealth(ctx, rel, tally, revision, nil)
 	}
 	if len(found) == 0 {
 		// A correction stays the last word until something drifts again.
@@ -237,7 +237,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, rel *v1alpha1.Release, d *d
 	if d.Drift.Mode == v1alpha1.DriftDetect {
 		msg := fmt.Sprintf("%d object(s) differ from revision %d: %s", len(found), revision, what)
 		if prev == nil || prev.Status != metav1.ConditionTrue || prev.Message != msg {
-			r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonDriftDetected, "drift", "%s", cutNote(msg))
+			r.event(ctx, rel, corev1.EventTypeWarning, ReasonDriftDetected, "drift", msg)
 		}
 		setCondition(rel, ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected, msg)
 		return
@@ -257,7 +257,7 @@ func (r *Reconciler) checkHealth(ctx context.Context, rel *v1alpha1.Release, d *
 	readOnly := *d
 	readOnly.Drift = driftRules{Mode: v1alpha1.DriftDisabled}
 	_, revision, err := r.findReleaseDrift(ctx, cluster.New(clients.Dynamic, clients.Mapper), clients, &readOnly, tally.see)
-	r.reportHealth(rel, tally, revision, err)
+	r.reportHealth(ctx, rel, tally, revision, err)
 }
 
 // correct puts the drifted objects found in revision back (correctReleaseDrift), and says how that
@@ -272,11 +272,11 @@ func (r *Reconciler) correct(ctx context.Context, rel *v1alpha1.Release, c drift
 		}
 		tally.forget(ids)
 	}
-	r.reportHealth(rel, tally, revision, nil)
+	r.reportHealth(ctx, rel, tally, revision, nil)
 	switch {
 	case err != nil:
 		msg := fmt.Sprintf("%d object(s) differ from revision %d: %s; correcting them failed: %s", len(found), revision, driftMessage(found), errorLine(err))
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonDriftCorrectionFailed, "drift", "%s", cutNote(msg))
+		r.event(ctx, rel, corev1.EventTypeWarning, ReasonDriftCorrectionFailed, "drift", msg)
 		setCondition(rel, ConditionDrifted, metav1.ConditionTrue, ReasonDriftCorrectionFailed, msg)
 	case len(corrected) == 0:
 		// An operation put the objects back meanwhile.
@@ -284,7 +284,7 @@ func (r *Reconciler) correct(ctx context.Context, rel *v1alpha1.Release, c drift
 			fmt.Sprintf("the objects of release %s are as revision %d records them", d.ReleaseName, at))
 	default:
 		msg := fmt.Sprintf("put %d object(s) back as revision %d records them: %s", len(corrected), at, driftMessage(corrected))
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, ReasonDriftCorrected, "drift", "%s", cutNote(msg))
+		r.event(ctx, rel, corev1.EventTypeNormal, ReasonDriftCorrected, "drift", msg)
 		setCondition(rel, ConditionDrifted, metav1.ConditionFalse, ReasonDriftCorrected, msg)
 	}
 }
@@ -355,9 +355,6 @@ func joinBounded(items []string, n int) string {
 	}
 	return s
 }
-
-// cutNote cuts a message to fit an Event.
-func cutNote(msg string) string { return cut(msg, maxEventNote) }
 
 // cut cuts s to at most n bytes, ending it with "..." when it is cut.
 func cut(s string, n int) string {

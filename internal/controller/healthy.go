@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -152,7 +153,7 @@ func healthVerdict(t *healthTally, revision int, err error) (metav1.ConditionSta
 // reportHealth sets rel's Healthy condition from tally t of revision's objects (err: what kept
 // some from being read), and records an Event when it turns False (Degraded) and when it turns
 // True again after it was False; none while it stays as it is, whatever its message says.
-func (r *Reconciler) reportHealth(rel *v1alpha1.Release, t *healthTally, revision int, err error) {
+func (r *Reconciler) reportHealth(ctx context.Context, rel *v1alpha1.Release, t *healthTally, revision int, err error) {
 	if t == nil || errors.Is(err, release.ErrNotFound) {
 		// Not reported, or no revision is recorded (an install undone): nothing to judge.
 		meta.RemoveStatusCondition(&rel.Status.Conditions, ConditionHealthy)
@@ -166,9 +167,9 @@ func (r *Reconciler) reportHealth(rel *v1alpha1.Release, t *healthTally, revisio
 	setCondition(rel, ConditionHealthy, status, reason, msg)
 	switch {
 	case status == metav1.ConditionFalse && was != metav1.ConditionFalse:
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonDegraded, "health", "%s", cutNote(msg))
+		r.event(ctx, rel, corev1.EventTypeWarning, ReasonDegraded, "health", msg)
 	case status == metav1.ConditionTrue && was == metav1.ConditionFalse:
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, ReasonHealthy, "health", "%s", cutNote(msg))
+		r.event(ctx, rel, corev1.EventTypeNormal, ReasonHealthy, "health", msg)
 	}
 }
 

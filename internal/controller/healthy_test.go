@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -186,15 +187,15 @@ func TestReportHealthEvents(t *testing.T) {
 			}
 		}
 	}
-	r.reportHealth(rel, judge(availableDeployment), 1, nil)
+	r.reportHealth(context.Background(), rel, judge(availableDeployment), 1, nil)
 	if e := got(); len(e) != 0 {
 		t.Errorf("healthy from the start: events %q", e)
 	}
-	r.reportHealth(rel, judge(availableDeployment, unavailableDeployment), 1, nil)
+	r.reportHealth(context.Background(), rel, judge(availableDeployment, unavailableDeployment), 1, nil)
 	if e := got(); len(e) != 1 || !strings.HasPrefix(e[0], "Warning Degraded 1 object(s) of revision 1 are not ready: Deployment.apps/apps/api") {
 		t.Errorf("turned False: events %q", e)
 	}
-	r.reportHealth(rel, judge(availableDeployment, unavailableDeployment, failedJob), 1, nil)
+	r.reportHealth(context.Background(), rel, judge(availableDeployment, unavailableDeployment, failedJob), 1, nil)
 	if e := got(); len(e) != 0 {
 		t.Errorf("stayed False: events %q", e)
 	}
@@ -202,11 +203,11 @@ func TestReportHealthEvents(t *testing.T) {
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonDegraded || !strings.Contains(c.Message, "backfill") {
 		t.Errorf("Healthy: %+v", c)
 	}
-	r.reportHealth(rel, judge(availableDeployment), 1, nil)
+	r.reportHealth(context.Background(), rel, judge(availableDeployment), 1, nil)
 	if e := got(); len(e) != 1 || !strings.HasPrefix(e[0], "Normal Healthy the 1 object(s) of revision 1 are ready") {
 		t.Errorf("turned True: events %q", e)
 	}
-	r.reportHealth(rel, judge(availableDeployment), 1, fmt.Errorf("read the records: %w", release.ErrNotFound))
+	r.reportHealth(context.Background(), rel, judge(availableDeployment), 1, fmt.Errorf("read the records: %w", release.ErrNotFound))
 	if c := meta.FindStatusCondition(rel.Status.Conditions, ConditionHealthy); c != nil {
 		t.Errorf("no revision recorded: Healthy %+v", c)
 	}

@@ -103,6 +103,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if in == nil {
 		return res, err
 	}
+	// From here on, what the reconcile writes and logs goes without the release's values, and
+	// so does the error controller-runtime logs.
+	ctx, bound = redacting(ctx, in.redact), redacting(bound, in.redact)
+	res, err = r.next(bound, ctx, in)
+	return res, in.redact.redactError(err)
+}
+
+// next acts on what lifecycle.Next decides for the release in: its work under ctx, what it
+// writes after under bound (see Reconcile).
+func (r *Reconciler) next(bound, ctx context.Context, in *reconciliation) (ctrl.Result, error) {
 	acts, wait, err := decide(in.rel, in.state, in.d, in.version(), time.Now())
 	if err != nil {
 		return ctrl.Result{}, err
@@ -128,6 +138,8 @@ type reconciliation struct {
 	ch      *fetched
 	// state is what the release's newest record says.
 	state lifecycle.State
+	// redact removes the release's values from what the reconcile writes.
+	redact *valueRedactor
 }
 
 // version is the chart version the spec resolves to.
@@ -192,6 +204,9 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 		r.warnAuthFailed(rel, err)
 		return nil, inputFailed(rel, d, err), r.patchStatus(ctx, orig, rel)
 	}
+	// The values are known: what is written from here on goes without them.
+	redact := newValueRedactor(d.Values, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace, d.ServiceAccount, ch.chart.Name())
+	ctx = redacting(ctx, redact)
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
 	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
@@ -203,7 +218,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 		markFailed(rel, reasonOf(err, ReasonFailed), err, isForbidden(err) || recordInvalid(err))
 		return nil, ctrl.Result{RequeueAfter: d.Interval}, r.patchStatus(ctx, orig, rel)
 	}
-	return &reconciliation{rel: rel, orig: orig, d: d, clients: clients, ch: ch, state: state}, ctrl.Result{}, nil
+	return &reconciliation{rel: rel, orig: orig, d: d, clients: clients, ch: ch, state: state, redact: redact}, ctrl.Result{}, nil
 }
 
 // report says in the status that the release is what the spec asks (lifecycle.ActReport), of
@@ -338,7 +353,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 		requeue := attemptFailed(rel, d, reason, err)
 		setCondition(rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
 		healthUnknown(rel, d, fmt.Sprintf("the %s failed: the next check of the Release, within spec.interval, says whether its objects are ready", op))
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, op, "%s", eventNote(err))
+		r.event(ctx, rel, corev1.EventTypeWarning, reason, op, eventNote(redactorOf(ctx), err))
 		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, in.orig, rel)
 	}
 	reason := ReasonInstallSucceeded
@@ -347,7 +362,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 	}
 	msg := released(out.Version, reason, out)
 	healthAfter(rel, d, out.Version, d.waits(op))
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, reason, op, "%s", msg)
+	r.event(ctx, rel, corev1.EventTypeNormal, reason, op, msg)
 	steps := r.stepReporter(ctx, rel)
 	r.runTests(ctx, rel, d, in.clients, steps.handle, start)
 	steps.stop()
@@ -442,6 +457,11 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	deps := r.depsFor(d, clients, steps.handle)
 	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
+	if state.Last != nil {
+		// The values the release was deployed with are left out of what the uninstall writes.
+		redact := newValueRedactor(state.Last.Config, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace)
+		ctx, bound = redacting(ctx, redact), redacting(bound, redact)
+	}
 	status := state.Status()
 	if err == nil && status == lifecycle.StatusUninstalled {
 		return ctrl.Result{}, true, nil // uninstalled, its history kept
@@ -504,14 +524,14 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	if err != nil {
 		reason := reasonOf(err, ReasonUninstallFailed)
 		markFailed(rel, reason, err, false)
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reason, "uninstall", "%s", eventNote(err))
+		r.event(ctx, rel, corev1.EventTypeWarning, reason, "uninstall", eventNote(redactorOf(ctx), err))
 		return ctrl.Result{RequeueAfter: uninstallBackoff(rel.Status.History)}, false, r.patchStatus(ctx, orig, rel)
 	}
 	msg := fmt.Sprintf("release %s uninstalled from namespace %s", d.ReleaseName, d.TargetNamespace)
 	if noJournal {
 		msg += ", without a journal: the namespace, being deleted, refused it"
 	}
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, "UninstallSucceeded", "uninstall", "%s", msg)
+	r.event(ctx, rel, corev1.EventTypeNormal, "UninstallSucceeded", "uninstall", msg)
 	return ctrl.Result{}, true, nil
 }
 
@@ -537,7 +557,7 @@ func (r *Reconciler) waitForDependents(ctx context.Context, rel *v1alpha1.Releas
 		})
 	}
 	if c := meta.FindStatusCondition(orig.Status.Conditions, ConditionReady); c == nil || c.Reason != ReasonDependentsExist || c.Message != msg {
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, ReasonDependentsExist, "uninstall", "%s", msg)
+		r.event(ctx, rel, corev1.EventTypeNormal, ReasonDependentsExist, "uninstall", msg)
 	}
 	// The dependents' deletion wakes this Release; the requeue is a fallback.
 	return ctrl.Result{RequeueAfter: retryAfter}, true, r.patchStatus(ctx, orig, rel)
@@ -581,7 +601,7 @@ func cascade(p string) string {
 // nothing writes nothing. The write is made within statusGrace even when ctx has ended: the
 // status says what held the Release, and the Release's timeout is what ends its work.
 func (r *Reconciler) patchStatus(ctx context.Context, orig, rel *v1alpha1.Release) error {
-	redactStatus(rel, r.StatusChartOutput)
+	redactStatus(rel, r.StatusChartOutput, redactorOf(ctx))
 	if equality.Semantic.DeepEqual(orig.Status, rel.Status) {
 		return nil
 	}

@@ -153,12 +153,22 @@ func templateBlocker(t *chart.TemplateError) v1alpha1.Blocker {
 }
 
 // redactStatus removes from rel's status what a chart's own code output (status.blockers[].
-// logTail: a hook's logs, a template's message) unless chartOutput allows it.
-func redactStatus(rel *v1alpha1.Release, chartOutput bool) {
-	if chartOutput {
-		return
+// logTail: a hook's logs, a template's message) unless chartOutput allows it, and the values r
+// knows from every message (conditions, blockers, history): every status the controller writes
+// goes through it (patchStatus).
+func redactStatus(rel *v1alpha1.Release, chartOutput bool, r *valueRedactor) {
+	s := &rel.Status
+	for i := range s.Blockers {
+		b := &s.Blockers[i]
+		if !chartOutput {
+			b.LogTail = ""
+		}
+		b.Object, b.Message, b.Next = r.Text(b.Object), r.Text(b.Message), r.Text(b.Next)
 	}
-	for i := range rel.Status.Blockers {
-		rel.Status.Blockers[i].LogTail = ""
+	for i := range s.Conditions {
+		s.Conditions[i].Message = r.Text(s.Conditions[i].Message)
+	}
+	for i := range s.History {
+		s.History[i].Message = r.Text(s.History[i].Message)
 	}
 }

@@ -102,7 +102,7 @@ func TestErrorTextLeavesValuesOut(t *testing.T) {
 			if !strings.HasPrefix(got, tt.want) {
 				t.Errorf("errorText =\n%s\nwant it to start with\n%s", got, tt.want)
 			}
-			for what, text := range map[string]string{"errorText": got, "errorLine": errorLine(tt.err), "eventNote": eventNote(tt.err)} {
+			for what, text := range map[string]string{"errorText": got, "errorLine": errorLine(tt.err), "eventNote": eventNote(nil, tt.err)} {
 				if strings.Contains(text, "Sup3r") {
 					t.Errorf("%s holds the secret: %s", what, text)
 				}
@@ -148,11 +148,11 @@ func TestFailedStatusLeavesValuesOut(t *testing.T) {
 			}
 			// With --status-chart-output, the chart's own output is in logTail, and only there.
 			allowed := rel.DeepCopy()
-			redactStatus(allowed, true)
+			redactStatus(allowed, true, nil)
 			if !strings.Contains(allowed.Status.Blockers[0].LogTail, tt.wantLogTail) {
 				t.Errorf("logTail with the chart's output allowed: %q, want it to hold %q", allowed.Status.Blockers[0].LogTail, tt.wantLogTail)
 			}
-			redactStatus(rel, false)
+			redactStatus(rel, false, nil)
 			if b := rel.Status.Blockers[0]; b.LogTail != "" {
 				t.Errorf("logTail %q without the chart's output allowed", b.LogTail)
 			}

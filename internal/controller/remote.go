@@ -497,7 +497,7 @@ func (r *Reconciler) uninstallBlocked(ctx context.Context, orig, rel *v1alpha1.R
 	for i := range rel.Status.Blockers {
 		rel.Status.Blockers[i].Next += "; " + hatch
 	}
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, reasonOf(err, ReasonClusterUnreachable), "uninstall", "%s; %s", eventNote(err), hatch)
+	r.event(ctx, rel, corev1.EventTypeWarning, reasonOf(err, ReasonClusterUnreachable), "uninstall", eventNote(redactorOf(ctx), err)+"; "+hatch)
 	return ctrl.Result{RequeueAfter: uninstallBackoff(rel.Status.History)}, false, r.patchStatus(ctx, orig, rel)
 }
 

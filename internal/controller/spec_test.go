@@ -209,7 +209,7 @@ func TestValuesDigestIgnoresKeyOrder(t *testing.T) {
 func TestEventNoteFitsAnEvent(t *testing.T) {
 	for _, n := range []int{10, maxEventNote, maxEventNote + 1, 5000} {
 		msg := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
-		got := eventNote(errors.New(msg))
+		got := eventNote(nil, errors.New(msg))
 		if len(got) > maxEventNote || !utf8.ValidString(got) {
 			t.Errorf("note of a %d-byte error: %d bytes, valid UTF-8 %v", len(msg), len(got), utf8.ValidString(got))
 		}

@@ -163,6 +163,8 @@ func reasonOf(err error, failed string) string {
 		return reasoned.conditionReason()
 	case errors.As(err, new(*chart.RenderBudgetError)):
 		return ReasonRenderBudgetExceeded
+	case errors.As(err, new(*lifecycle.JournalRefusedError)):
+		return ReasonJournalRefused
 	case errors.As(err, new(*lifecycle.WindowTooLongError)):
 		return ReasonWatchWindowTooLong
 	case recordTooLarge(err):
@@ -175,6 +177,8 @@ func reasonOf(err error, failed string) string {
 		return ReasonHookFailed
 	case lifecycle.NamespaceTerminating(err):
 		return ReasonNamespaceTerminating
+	case impersonationForbidden(err):
+		return ReasonImpersonationForbidden
 	case isForbidden(err):
 		return ReasonPermissionDenied
 	default:
@@ -208,6 +212,10 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 			LogTail: logTail(hook.Logs),
 		}}
 	}
+	var refused *lifecycle.JournalRefusedError
+	if errors.As(err, &refused) {
+		return []v1alpha1.Blocker{journalBlocker(refused)}
+	}
 	var tmpl *chart.TemplateError
 	if errors.As(err, &tmpl) {
 		return []v1alpha1.Blocker{templateBlocker(tmpl)}
@@ -230,6 +238,9 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 		}
 		if d := status.Status().Details; d != nil {
 			b.Object = strings.Trim(d.Kind+"/"+d.Name, "/")
+		}
+		if impersonationForbidden(err) {
+			b.Next = impersonationNext(rel.Namespace)
 		}
 		return []v1alpha1.Blocker{b}
 	}
@@ -297,10 +308,11 @@ func firstLine(s string) string {
 // maxEventNote is the longest note an Event may have (events.k8s.io/v1: under 1 kB).
 const maxEventNote = 1000
 
-// eventNote is err's message, as errorText gives it, cut to fit an Event; the status keeps the
+// eventNote is err's message, as errorText gives it without the values r knows, cut to fit an
+// Event (after the values are taken out: a cut value would not be found); the status keeps the
 // details.
-func eventNote(err error) string {
-	msg := errorText(err)
+func eventNote(r *valueRedactor, err error) string {
+	msg := r.Error(err)
 	if len(msg) <= maxEventNote {
 		return msg
 	}

@@ -38,7 +38,7 @@ func (r *Reconciler) reportSkippedHooks(ctx context.Context, orig, rel *v1alpha1
 			Kind: "hook", Object: h.Hook.String(), Message: fmt.Sprintf("%s hook skipped: %s", h.Event, firstLine(h.Reason)),
 		})
 	}
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonNamespaceTerminating, "uninstall", "%s", msg)
+	r.event(ctx, rel, corev1.EventTypeWarning, ReasonNamespaceTerminating, "uninstall", msg)
 	if err := r.patchStatus(ctx, orig, rel); err != nil {
 		log.FromContext(ctx).Error(err, "report the hooks skipped")
 	}
@@ -82,7 +82,7 @@ func (r *Reconciler) letGo(ctx context.Context, orig, rel *v1alpha1.Release, d *
 		StartedAt: metav1.Now(), Message: msg})
 	setCondition(rel, ConditionReady, metav1.ConditionFalse, ReasonNamespaceTerminating, msg)
 	log.FromContext(ctx).Info("uninstall skipped", "reason", ReasonNamespaceTerminating, "message", msg)
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonNamespaceTerminating, "uninstall", "%s", msg)
+	r.event(ctx, rel, corev1.EventTypeWarning, ReasonNamespaceTerminating, "uninstall", msg)
 	if err := r.patchStatus(ctx, orig, rel); err != nil {
 		log.FromContext(ctx).Error(err, "report the uninstall skipped")
 	}

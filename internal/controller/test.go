@@ -70,12 +70,12 @@ func (r *Reconciler) runTests(ctx context.Context, rel *v1alpha1.Release, d *des
 	}
 	if err != nil {
 		markTestFailed(rel, err)
-		r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonTestFailed, "test", "%s", eventNote(err))
+		r.event(ctx, rel, corev1.EventTypeWarning, ReasonTestFailed, "test", eventNote(redactorOf(ctx), err))
 		return
 	}
 	msg := testSummary(res.Release, began)
 	setCondition(rel, ConditionTested, metav1.ConditionTrue, ReasonTestSucceeded, msg)
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeNormal, ReasonTestSucceeded, "test", "%s", msg)
+	r.event(ctx, rel, corev1.EventTypeNormal, ReasonTestSucceeded, "test", msg)
 }
 
 // markTestFailed says that the tests of the deployed revision failed, and which.

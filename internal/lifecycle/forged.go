@@ -63,6 +63,15 @@ type JournalRefusedError struct {
 	// Reason says what was refused; Objects, when some, are the objects it names.
 	Reason  string
 	Objects []resource.Identity
+	// Grant is what the caller would have to grant for the journal to be resumed (it skips
+	// hooks: NoHooks for its operation, and TakeOwnership when it asks that too); empty when no
+	// grant would do (its plan or its revision is refused).
+	Grant Grants
+}
+
+// Granted says a grant would let the journal be resumed.
+func (e *JournalRefusedError) Granted() bool {
+	return e.Grant.TakeOwnership || len(e.Grant.NoHooks) > 0
 }
 
 func (e *JournalRefusedError) Error() string {
@@ -124,11 +133,18 @@ func idSet(objs []*unstructured.Unstructured) map[resource.Identity]bool {
 // options the caller does not grant, a plan that names objects outside the scope, that records
 // another revision, or that leaves out the hooks of the operation.
 func checkJournal(j *release.Journal, s journalScope, jo release.JournalOptions) error {
-	refuse := func(reason string, ids ...resource.Identity) error {
+	refuse := func(reason string, ids ...resource.Identity) *JournalRefusedError {
 		return &JournalRefusedError{Release: j.Release, Namespace: s.namespace, Operation: j.Operation, Revision: j.Revision, Reason: reason, Objects: ids}
 	}
+	// A journal that skips hooks is resumed when the caller skips them too (and takes ownership,
+	// when it asks that as well).
+	grantable := func(reason string) *JournalRefusedError {
+		e := refuse(reason)
+		e.Grant = Grants{NoHooks: []release.Operation{j.Operation}, TakeOwnership: j.Options.TakeOwnership && !jo.TakeOwnership}
+		return e
+	}
 	if j.Options.NoHooks && !jo.NoHooks {
-		return refuse("it skips the release's hooks, which the caller does not (--no-hooks, or the Release's disableHooks)")
+		return grantable("it skips the release's hooks, which the caller does not (--no-hooks, or the Release's disableHooks)")
 	}
 	if j.Plan == nil {
 		return nil
@@ -155,7 +171,7 @@ func checkJournal(j *release.Journal, s journalScope, jo release.JournalOptions)
 	if !jo.NoHooks {
 		for _, event := range s.hookEvents {
 			if !ran[string(event)] {
-				return refuse(fmt.Sprintf("its plan leaves out the release's %s hooks", event))
+				return grantable(fmt.Sprintf("its plan leaves out the release's %s hooks", event))
 			}
 		}
 	}

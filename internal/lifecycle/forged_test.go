@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +73,10 @@ func TestCheckJournal(t *testing.T) {
 			var refused *JournalRefusedError
 			if !errors.As(err, &refused) || !strings.Contains(err.Error(), tc.refuse) || !strings.Contains(err.Error(), "Secret/ns/berth.journal.app") {
 				t.Fatalf("got %v, want a *JournalRefusedError naming Secret/ns/berth.journal.app and %q", err, tc.refuse)
+			}
+			// Only a journal that skips hooks is resumed by a grant: skipping them too.
+			if hooks := strings.Contains(tc.refuse, "hooks"); refused.Granted() != hooks || hooks && !slices.Equal(refused.Grant.NoHooks, []release.Operation{release.OpUpgrade}) {
+				t.Errorf("grant %+v, want skipping the upgrade's hooks: %v", refused.Grant, hooks)
 			}
 		})
 	}
