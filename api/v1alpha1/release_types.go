@@ -574,7 +574,8 @@ type ChangeCounts struct {
 
 // Blocker is what stopped an operation, and what to do about it.
 type Blocker struct {
-	// Kind is webhook, finalizer, dependents, permission, hook, template, immutable, degraded
+	// Kind is webhook, finalizer, dependents, permission, admission (a webhook or admission
+	// policy that refused an object), hook, template, immutable, degraded
 	// (a regression in the operation's watch window), cluster (a remote cluster that cannot be
 	// reached or used; Object is its host) or other.
 	Kind string `json:"kind"`

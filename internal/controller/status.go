@@ -179,6 +179,8 @@ func reasonOf(err error, failed string) string {
 		return ReasonNamespaceTerminating
 	case impersonationForbidden(err):
 		return ReasonImpersonationForbidden
+	case admissionDenied(err):
+		return ReasonAdmissionDenied
 	case isForbidden(err):
 		return ReasonPermissionDenied
 	default:
@@ -238,6 +240,9 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 		}
 		if d := status.Status().Details; d != nil {
 			b.Object = strings.Trim(d.Kind+"/"+d.Name, "/")
+		}
+		if admissionDenied(err) {
+			return []v1alpha1.Blocker{admissionBlocker(b.Object, b.Message)}
 		}
 		if impersonationForbidden(err) {
 			b.Next = impersonationNext(rel.Namespace)
