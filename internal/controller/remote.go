@@ -41,6 +41,10 @@ const (
 	// ReasonClusterAnswerTooLarge: the cluster's server answered more than the controller reads
 	// of an answer (kube.MaxAnswer, kube.MaxVersionAnswer for /version).
 	ReasonClusterAnswerTooLarge = "ClusterAnswerTooLarge"
+	// ReasonClusterDiscoveryTooLarge: the cluster's server lists more API group versions, or
+	// answers more bytes of discovery together, than the controller reads of a cluster
+	// (kube.MaxDiscoveryGroupVersions, kube.MaxDiscoveryBytes).
+	ReasonClusterDiscoveryTooLarge = "ClusterDiscoveryTooLarge"
 )
 
 // maxKubeConfig bounds the kubeconfig a Release's Secret holds: a kubeconfig with a CA bundle
@@ -137,9 +141,12 @@ func (e *ClusterError) Error() string {
 	what := fmt.Sprintf("did not answer within %s", e.Timeout)
 	var status apierrors.APIStatus
 	var large *kube.AnswerTooLargeError
+	var discovery *kube.DiscoveryTooLargeError
 	switch {
 	case e.Reason == ReasonClusterAuthenticationFailed:
 		what = "refused the kubeconfig's credentials"
+	case errors.As(e.Err, &discovery):
+		return fmt.Sprintf("cluster %s (kubeconfig in Secret %s) serves more discovery than the controller reads: %s", e.Host, e.Secret, discovery.Error())
 	case errors.As(e.Err, &large):
 		return fmt.Sprintf("cluster %s (kubeconfig in Secret %s) answered more than the controller reads: %s", e.Host, e.Secret, large.Error())
 	case errors.As(e.Err, &status) && status.Status().Code != 0:
@@ -387,10 +394,22 @@ func clusterError(c *kube.Clients, d *desired, err error) *ClusterError {
 	switch {
 	case apierrors.IsUnauthorized(err):
 		reason = ReasonClusterAuthenticationFailed
+	case errors.As(err, new(*kube.DiscoveryTooLargeError)):
+		reason = ReasonClusterDiscoveryTooLarge
 	case errors.As(err, new(*kube.AnswerTooLargeError)):
 		reason = ReasonClusterAnswerTooLarge
 	}
 	return &ClusterError{Host: hostOf(c.Config.Host), Secret: d.Namespace + "/" + d.Remote.Secret, Timeout: d.Timeout, Reason: reason, Err: err}
+}
+
+// discoveryError is err, of reading the discovery of the cluster of c, as a *ClusterError naming
+// the cluster when its discovery is larger than the controller reads (a
+// *kube.DiscoveryTooLargeError) and the cluster is a Release's (d.Remote); else err.
+func discoveryError(c *kube.Clients, d *desired, err error) error {
+	if d.Remote == nil || !errors.As(err, new(*kube.DiscoveryTooLargeError)) {
+		return err
+	}
+	return clusterError(c, d, err)
 }
 
 // checkRemoteAccount makes sure the account d.Remote names exists in its cluster, reading it as

@@ -22,9 +22,11 @@ type Discovery struct {
 }
 
 // NewDiscovery returns the discovery of the API server d asks, which asks nothing until it is
-// read.
-func NewDiscovery(d discovery.DiscoveryInterface) *Discovery {
-	cached := &versionCache{CachedDiscoveryInterface: memory.NewMemCacheClient(d), reset: time.Now()}
+// read. It asks within DefaultDiscoveryLimits: more group versions than they allow, or more
+// bytes when d's clients count them (NewClients), fail with a *DiscoveryTooLargeError.
+func NewDiscovery(d discovery.DiscoveryInterfaces) *Discovery {
+	bounded := boundDiscovery(d, DefaultDiscoveryLimits())
+	cached := &versionCache{CachedDiscoveryInterface: memory.NewMemCacheClient(bounded), reset: time.Now()}
 	return &Discovery{cached: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
 }
 

@@ -111,6 +111,7 @@ func NewClients(cfg *rest.Config, namespace string) (*Clients, error) {
 func newClients(cfg *rest.Config, namespace, source string) (*Clients, error) {
 	throttle(cfg)
 	BoundRequests(cfg)
+	countDiscovery(cfg)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = userAgent
 	}
