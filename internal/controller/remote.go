@@ -340,7 +340,7 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 	}
 	key.Namespace, key.Account = d.Namespace, d.Remote.Account
 	as, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) {
-		return kube.NewClients(impersonate(own.Config, d.Namespace, d.Remote.Account), d.TargetNamespace)
+		return kube.NewClientsWithin(impersonate(own.Config, d.Namespace, d.Remote.Account), d.TargetNamespace, kube.RemoteDiscoveryLimits())
 	})
 	if err != nil {
 		return nil, err
@@ -350,8 +350,8 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 
 // remoteConfig builds the clients of the kubeconfig data, as its own identity: dialing bounded
 // by d.Timeout, each request by kube.RequestTimeout, what is read of each answer by
-// kube.GuardAnswers. Clients that cannot be built from it (TLS data that does not parse) are a
-// *KubeConfigError.
+// kube.GuardAnswers, its discovery by kube.RemoteDiscoveryLimits. Clients that cannot be built
+// from it (TLS data that does not parse) are a *KubeConfigError.
 func remoteConfig(data []byte, d *desired, allow KubeConfigReach) (*kube.Clients, error) {
 	cfg, err := readKubeConfig(data, d.Namespace, d.Remote.Secret, d.Remote.Key, allow)
 	if err != nil {
@@ -360,7 +360,7 @@ func remoteConfig(data []byte, d *desired, allow KubeConfigReach) (*kube.Clients
 	cfg.UserAgent = UserAgent()
 	cfg.Dial = (&net.Dialer{Timeout: d.Timeout, KeepAlive: 30 * time.Second}).DialContext
 	kube.GuardAnswers(cfg)
-	c, err := kube.NewClients(cfg, d.TargetNamespace)
+	c, err := kube.NewClientsWithin(cfg, d.TargetNamespace, kube.RemoteDiscoveryLimits())
 	if err != nil {
 		return nil, &KubeConfigError{Namespace: d.Namespace, Secret: d.Remote.Secret, Key: d.Remote.Key, Msg: "cannot be used: " + causeOf(err)}
 	}

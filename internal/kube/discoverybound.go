@@ -19,15 +19,20 @@ import (
 // The limits of what one API server's discovery may be, read once a discovery (the server's
 // groups, versions and resources, for the REST mapper and a chart's .Capabilities). A server
 // another party names (a Release's kubeconfig) could list any number of group versions, each
-// read with a request of its own.
+// read with a request of its own: RemoteDiscoveryLimits. The cluster of a kubeconfig the user
+// or the platform gives is bounded too, far above any real cluster: DefaultDiscoveryLimits.
 const (
-	// MaxDiscoveryGroupVersions bounds the group versions a server lists: a cluster with many
-	// CRDs serves a few hundred, devcluster about thirty.
+	// MaxDiscoveryGroupVersions bounds the group versions a server another party names lists: a
+	// cluster with many CRDs serves a few hundred, devcluster about thirty.
 	MaxDiscoveryGroupVersions = 1000
-	// MaxDiscoveryBytes bounds the bytes of all the answers of one discovery together, counted
-	// as they are read: a cluster of a thousand group versions serves about one MiB (some 300
-	// bytes a resource), and what is read is decoded, about twice as large, four workers at once.
+	// MaxDiscoveryBytes bounds the bytes of all the answers of one discovery of such a server
+	// together, counted as they are read: a cluster of a thousand group versions serves about
+	// one MiB (some 300 bytes a resource), and what is read is decoded, about twice as large,
+	// four workers at once.
 	MaxDiscoveryBytes = 4 << 20
+	// localDiscoveryGroupVersions and localDiscoveryBytes are DefaultDiscoveryLimits'.
+	localDiscoveryGroupVersions = 10_000
+	localDiscoveryBytes         = 64 << 20
 	// discoveryFetches bounds the group versions whose resources are asked at once, when the
 	// server does not serve them all in one answer (aggregated discovery).
 	discoveryFetches = 8
@@ -47,10 +52,10 @@ type DiscoveryTooLargeError struct {
 
 func (e *DiscoveryTooLargeError) Error() string {
 	if e.GroupVersions > 0 {
-		return fmt.Sprintf("server %s lists %d API group versions, more than %d, the most the controller discovers of a cluster: not read further",
+		return fmt.Sprintf("server %s lists %d API group versions, more than %d, the limit of a cluster's discovery: not read further",
 			e.Host, e.GroupVersions, e.MaxGroupVersions)
 	}
-	return fmt.Sprintf("the discovery answers of server %s are longer than %s together, the most the controller reads of a cluster's discovery: not read further",
+	return fmt.Sprintf("the discovery answers of server %s are longer than %s together, the limit of a cluster's discovery: not read further",
 		e.Host, sizeOf(e.MaxBytes))
 }
 
@@ -62,9 +67,16 @@ type DiscoveryLimits struct {
 	Fetches int
 }
 
-// DefaultDiscoveryLimits are MaxDiscoveryGroupVersions, MaxDiscoveryBytes and discoveryFetches.
-func DefaultDiscoveryLimits() DiscoveryLimits {
+// RemoteDiscoveryLimits are the limits of the discovery of a server another party names:
+// MaxDiscoveryGroupVersions, MaxDiscoveryBytes and discoveryFetches.
+func RemoteDiscoveryLimits() DiscoveryLimits {
 	return DiscoveryLimits{GroupVersions: MaxDiscoveryGroupVersions, Bytes: MaxDiscoveryBytes, Fetches: discoveryFetches}
+}
+
+// DefaultDiscoveryLimits are the limits of the discovery of a cluster the user or the platform
+// names: ten times RemoteDiscoveryLimits' group versions, sixteen times its bytes.
+func DefaultDiscoveryLimits() DiscoveryLimits {
+	return DiscoveryLimits{GroupVersions: localDiscoveryGroupVersions, Bytes: localDiscoveryBytes, Fetches: discoveryFetches}
 }
 
 // boundedDiscovery asks its server's groups and resources within limits: it lists the groups
@@ -162,10 +174,13 @@ func (b *boundedDiscovery) fetch(ctx context.Context, gvs []schema.GroupVersion,
 // hostOfClient is the host of d's server, or "" when d has no REST client.
 func hostOfClient(d discovery.DiscoveryInterfaces) string {
 	rc, ok := d.RESTClient().(*rest.RESTClient)
-	if !ok || rc == nil || rc.Get().URL() == nil {
+	if !ok || rc == nil {
 		return ""
 	}
-	return rc.Get().URL().Host
+	if u := rc.Get().URL(); u != nil {
+		return u.Host
+	}
+	return ""
 }
 
 // discoveryBudgetKey carries a *discoveryBudget in the context of a discovery's requests.

@@ -83,7 +83,8 @@ func (s *fakeAPIServer) list(w http.ResponseWriter, aggregated bool) {
 // TestDiscoveryBounded: a server that lists more group versions than MaxDiscoveryGroupVersions
 // is refused before any of them is asked; one whose answers pass MaxDiscoveryBytes together is
 // refused as they are read, and asked no further; the group versions are asked at most
-// discoveryFetches at once; a cluster of a usual size is read whole.
+// discoveryFetches at once; a cluster of a usual size is read whole. A cluster the user names
+// is read within DefaultDiscoveryLimits, ten times as many group versions.
 func TestDiscoveryBounded(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -93,6 +94,8 @@ func TestDiscoveryBounded(t *testing.T) {
 		bytes         bool
 		// maxAsked bounds the group versions asked.
 		maxAsked int64
+		// local reads it within DefaultDiscoveryLimits, as a cluster the user names.
+		local bool
 	}{
 		{name: "5,000 group versions", server: &fakeAPIServer{groups: 5_000}, groupVersions: 5_000},
 		{name: "5,000 group versions, aggregated", server: &fakeAPIServer{groups: 5_000, aggregated: true}, groupVersions: 5_000},
@@ -103,12 +106,18 @@ func TestDiscoveryBounded(t *testing.T) {
 		{name: "a large cluster", server: &fakeAPIServer{groups: 400, pad: 1 << 10}, maxAsked: 400},
 		{name: "devcluster's size", server: &fakeAPIServer{groups: 30}, maxAsked: 30},
 		{name: "a large cluster, aggregated", server: &fakeAPIServer{groups: 400, aggregated: true}},
+		{name: "5,000 group versions of a cluster the user names", server: &fakeAPIServer{groups: 5_000, aggregated: true}, local: true},
+		{name: "50,000 group versions of a cluster the user names", server: &fakeAPIServer{groups: 50_000}, groupVersions: 50_000, local: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(c.server)
 			defer srv.Close()
-			clients, err := NewClients(&rest.Config{Host: srv.URL}, "default")
+			limits, limitBytes := RemoteDiscoveryLimits(), "4 MiB"
+			if c.local {
+				limits, limitBytes = DefaultDiscoveryLimits(), "64 MiB"
+			}
+			clients, err := NewClientsWithin(&rest.Config{Host: srv.URL}, "default", limits)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,8 +133,8 @@ func TestDiscoveryBounded(t *testing.T) {
 				if large.Host != host || large.GroupVersions != c.groupVersions {
 					t.Errorf("error %+v, want host %s and %d group versions", large, host, c.groupVersions)
 				}
-				if !strings.Contains(err.Error(), host) || (c.bytes && !strings.Contains(err.Error(), "4 MiB")) ||
-					(!c.bytes && !strings.Contains(err.Error(), "1000")) {
+				if !strings.Contains(err.Error(), host) || (c.bytes && !strings.Contains(err.Error(), limitBytes)) ||
+					(!c.bytes && !strings.Contains(err.Error(), fmt.Sprint(limits.GroupVersions))) {
 					t.Errorf("error %q, want it to name %s and the limit", err, host)
 				}
 				if _, err := clients.Mapper.RESTMapping(schema.GroupKind{Group: "g1.example.com", Kind: "Thing"}); !errors.As(err, &large) {
