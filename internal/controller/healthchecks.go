@@ -9,8 +9,9 @@ import (
 )
 
 // ReasonInvalidHealthCheck says a health check of spec.healthChecks cannot be used: it is
-// incomplete, is not CEL, does not type-check, is too long, or its estimated cost is over
-// the limit. Nothing of it was evaluated.
+// incomplete, is not CEL, does not type-check, is too long, matches a pattern that does not
+// parse or compiles to too large a program, or its estimated cost is over the limit. Nothing of
+// it was evaluated.
 const ReasonInvalidHealthCheck = "InvalidHealthCheck"
 
 // healthChecksOf compiles spec.healthChecks; a check the controller cannot use is an invalid
@@ -28,10 +29,13 @@ func healthChecksOf(in []v1alpha1.HealthCheckExpressions) (*readiness.Checks, er
 		field := fmt.Sprintf("healthChecks[%d].%s", ce.Index, ce.Field)
 		var cost *readiness.CostError
 		var long *readiness.TooLongError
+		var regex *readiness.RegexError
 		switch {
 		case errors.As(err, &cost):
-			return nil, invalidHealthCheck(field, "%q has an estimated cost of %d, over the limit of %d (the estimate is for an object of the largest size): loop over fewer lists, or build smaller strings",
+			return nil, invalidHealthCheck(field, "%q has an estimated cost of %d, over the limit of %d (the estimate is for an object of the largest size): loop over fewer lists, build smaller strings, or match simpler patterns",
 				ce.Expression, cost.Estimated, cost.Limit)
+		case errors.As(err, &regex):
+			return nil, invalidHealthCheck(field, "%q: %v", ce.Expression, regex)
 		case errors.As(err, &long):
 			return nil, invalidHealthCheck(field, "the expression is %d bytes long, over the limit of %d", long.Length, long.Max)
 		case ce.Expression != "":

@@ -49,6 +49,10 @@ func TestDesiredOfHealthChecks(t *testing.T) {
 		{"a kind twice", []v1alpha1.HealthCheckExpressions{widget, widget}, "healthChecks[1].kind", "already"},
 		{"too costly", []v1alpha1.HealthCheckExpressions{{APIVersion: "example.com/v1", Kind: "Widget", Current: tenReplaces}},
 			"healthChecks[0].current", "estimated cost of"},
+		{"a pattern too large", []v1alpha1.HealthCheckExpressions{{APIVersion: "example.com/v1", Kind: "Widget", Current: "self.status.phase.matches('(a|b){1000}')"}},
+			"healthChecks[0].current", "compiles to more than 1000 RE2 instructions"},
+		{"a match too costly", []v1alpha1.HealthCheckExpressions{{APIVersion: "example.com/v1", Kind: "Widget", Current: "self.status.phase.matches('[ab]*a[ab]{500}c')"}},
+			"healthChecks[0].current", "match simpler patterns"},
 		{"too long", []v1alpha1.HealthCheckExpressions{{APIVersion: "example.com/v1", Kind: "Widget", Current: "'" + strings.Repeat("a", readiness.MaxExpressionLength) + "' == ''"}},
 			"healthChecks[0].current", "over the limit of 1024"},
 	}

@@ -103,6 +103,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if in == nil {
 		return res, err
 	}
+	if in.d.Remote != nil {
+		// The next reconcile asks a remote cluster's discovery again (reach): it is not kept
+		// between reconciles, so that the clusters whose clients are kept cost no more than
+		// their connections.
+		defer in.clients.Mapper.Reset()
+	}
 	// From here on, what the reconcile writes and logs goes without the release's values, and
 	// so does the error controller-runtime logs.
 	ctx, bound = redacting(ctx, in.redact), redacting(bound, in.redact)
@@ -380,7 +386,7 @@ func (r *Reconciler) release(ctx, work context.Context, d *desired, clients *kub
 	deps.Precondition = func(ctx context.Context) error { return precondition(ctx, deps.Store) }
 	caps, err := lifecycle.Capabilities(work, clients)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, discoveryError(clients, d, err)
 	}
 	install, upgrade := d.Install, d.Upgrade
 	// An interrupted install or upgrade of what the spec still asks for is finished, not done

@@ -41,6 +41,10 @@ const (
 	// ReasonClusterAnswerTooLarge: the cluster's server answered more than the controller reads
 	// of an answer (kube.MaxAnswer, kube.MaxVersionAnswer for /version).
 	ReasonClusterAnswerTooLarge = "ClusterAnswerTooLarge"
+	// ReasonClusterDiscoveryTooLarge: the cluster's server lists more API group versions, or
+	// answers more bytes of discovery together, than the controller reads of a cluster
+	// (kube.MaxDiscoveryGroupVersions, kube.MaxDiscoveryBytes).
+	ReasonClusterDiscoveryTooLarge = "ClusterDiscoveryTooLarge"
 )
 
 // maxKubeConfig bounds the kubeconfig a Release's Secret holds: a kubeconfig with a CA bundle
@@ -137,9 +141,12 @@ func (e *ClusterError) Error() string {
 	what := fmt.Sprintf("did not answer within %s", e.Timeout)
 	var status apierrors.APIStatus
 	var large *kube.AnswerTooLargeError
+	var discovery *kube.DiscoveryTooLargeError
 	switch {
 	case e.Reason == ReasonClusterAuthenticationFailed:
 		what = "refused the kubeconfig's credentials"
+	case errors.As(e.Err, &discovery):
+		return fmt.Sprintf("cluster %s (kubeconfig in Secret %s) serves more discovery than the controller reads: %s", e.Host, e.Secret, discovery.Error())
 	case errors.As(e.Err, &large):
 		return fmt.Sprintf("cluster %s (kubeconfig in Secret %s) answered more than the controller reads: %s", e.Host, e.Secret, large.Error())
 	case errors.As(e.Err, &status) && status.Status().Code != 0:
@@ -333,7 +340,7 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 	}
 	key.Namespace, key.Account = d.Namespace, d.Remote.Account
 	as, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) {
-		return kube.NewClients(impersonate(own.Config, d.Namespace, d.Remote.Account), d.TargetNamespace)
+		return kube.NewClientsWithin(impersonate(own.Config, d.Namespace, d.Remote.Account), d.TargetNamespace, kube.RemoteDiscoveryLimits())
 	})
 	if err != nil {
 		return nil, err
@@ -343,8 +350,8 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 
 // remoteConfig builds the clients of the kubeconfig data, as its own identity: dialing bounded
 // by d.Timeout, each request by kube.RequestTimeout, what is read of each answer by
-// kube.GuardAnswers. Clients that cannot be built from it (TLS data that does not parse) are a
-// *KubeConfigError.
+// kube.GuardAnswers, its discovery by kube.RemoteDiscoveryLimits. Clients that cannot be built
+// from it (TLS data that does not parse) are a *KubeConfigError.
 func remoteConfig(data []byte, d *desired, allow KubeConfigReach) (*kube.Clients, error) {
 	cfg, err := readKubeConfig(data, d.Namespace, d.Remote.Secret, d.Remote.Key, allow)
 	if err != nil {
@@ -353,7 +360,7 @@ func remoteConfig(data []byte, d *desired, allow KubeConfigReach) (*kube.Clients
 	cfg.UserAgent = UserAgent()
 	cfg.Dial = (&net.Dialer{Timeout: d.Timeout, KeepAlive: 30 * time.Second}).DialContext
 	kube.GuardAnswers(cfg)
-	c, err := kube.NewClients(cfg, d.TargetNamespace)
+	c, err := kube.NewClientsWithin(cfg, d.TargetNamespace, kube.RemoteDiscoveryLimits())
 	if err != nil {
 		return nil, &KubeConfigError{Namespace: d.Namespace, Secret: d.Remote.Secret, Key: d.Remote.Key, Msg: "cannot be used: " + causeOf(err)}
 	}
@@ -387,10 +394,22 @@ func clusterError(c *kube.Clients, d *desired, err error) *ClusterError {
 	switch {
 	case apierrors.IsUnauthorized(err):
 		reason = ReasonClusterAuthenticationFailed
+	case errors.As(err, new(*kube.DiscoveryTooLargeError)):
+		reason = ReasonClusterDiscoveryTooLarge
 	case errors.As(err, new(*kube.AnswerTooLargeError)):
 		reason = ReasonClusterAnswerTooLarge
 	}
 	return &ClusterError{Host: hostOf(c.Config.Host), Secret: d.Namespace + "/" + d.Remote.Secret, Timeout: d.Timeout, Reason: reason, Err: err}
+}
+
+// discoveryError is err, of reading the discovery of the cluster of c, as a *ClusterError naming
+// the cluster when its discovery is larger than the controller reads (a
+// *kube.DiscoveryTooLargeError) and the cluster is a Release's (d.Remote); else err.
+func discoveryError(c *kube.Clients, d *desired, err error) error {
+	if d.Remote == nil || !errors.As(err, new(*kube.DiscoveryTooLargeError)) {
+		return err
+	}
+	return clusterError(c, d, err)
 }
 
 // checkRemoteAccount makes sure the account d.Remote names exists in its cluster, reading it as

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/kube"
@@ -163,6 +164,29 @@ func TestClusterErrorNamesTheHostOnly(t *testing.T) {
 		Err: errors.New("connect: connection refused")}
 	if msg := e.Error(); strings.Contains(msg, "s3cret") || !strings.Contains(msg, "cluster workload.example.test:6443") || !strings.Contains(msg, "1m0s") {
 		t.Errorf("message %q, want the host and timeout and no credentials", msg)
+	}
+}
+
+// TestDiscoveryTooLargeIsNamed: a remote cluster's discovery over the controller's limits is
+// ClusterDiscoveryTooLarge, naming the cluster, its Secret, what it served and the limit; the
+// same error of the controller's own cluster is left as it is, with a reason of its own.
+func TestDiscoveryTooLargeIsNamed(t *testing.T) {
+	t.Parallel()
+	large := &kube.DiscoveryTooLargeError{Host: "workload.example.test:6443", GroupVersions: 5001, MaxGroupVersions: kube.MaxDiscoveryGroupVersions}
+	err := fmt.Errorf("discover the API server's resources: %w", large)
+	c := &kube.Clients{Config: &rest.Config{Host: "https://workload.example.test:6443"}}
+	remote := &desired{Namespace: "team-a", Remote: &remoteRef{Secret: "kc"}, Timeout: time.Minute}
+	got := discoveryError(c, remote, err)
+	if reason := reasonOf(got, ReasonInstallFailed); reason != ReasonClusterDiscoveryTooLarge {
+		t.Errorf("reason %s, want %s", reason, ReasonClusterDiscoveryTooLarge)
+	}
+	for _, want := range []string{"cluster workload.example.test:6443", "Secret team-a/kc", "5001 API group versions", "more than 1000"} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("message %q does not say %q", got, want)
+		}
+	}
+	if local := discoveryError(c, &desired{Namespace: "team-a"}, err); local != err || reasonOf(local, ReasonInstallFailed) != ReasonClusterDiscoveryTooLarge {
+		t.Errorf("the controller's own cluster: %v (%s), want the error as it was, %s", local, reasonOf(local, ReasonInstallFailed), ReasonClusterDiscoveryTooLarge)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
 )
 
@@ -165,6 +166,8 @@ func reasonOf(err error, failed string) string {
 		return ReasonRenderBudgetExceeded
 	case errors.As(err, new(*lifecycle.JournalRefusedError)):
 		return ReasonJournalRefused
+	case errors.As(err, new(*kube.DiscoveryTooLargeError)):
+		return ReasonClusterDiscoveryTooLarge
 	case errors.As(err, new(*lifecycle.WindowTooLongError)):
 		return ReasonWatchWindowTooLong
 	case recordTooLarge(err):

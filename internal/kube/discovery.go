@@ -22,9 +22,16 @@ type Discovery struct {
 }
 
 // NewDiscovery returns the discovery of the API server d asks, which asks nothing until it is
-// read.
-func NewDiscovery(d discovery.DiscoveryInterface) *Discovery {
-	cached := &versionCache{CachedDiscoveryInterface: memory.NewMemCacheClient(d), reset: time.Now()}
+// read, within DefaultDiscoveryLimits.
+func NewDiscovery(d discovery.DiscoveryInterfaces) *Discovery {
+	return NewDiscoveryWithin(d, DefaultDiscoveryLimits())
+}
+
+// NewDiscoveryWithin is NewDiscovery within limits: more group versions than they allow, or
+// more bytes when d's clients count them (NewClients), fail with a *DiscoveryTooLargeError.
+func NewDiscoveryWithin(d discovery.DiscoveryInterfaces, limits DiscoveryLimits) *Discovery {
+	bounded := boundDiscovery(d, limits)
+	cached := &versionCache{CachedDiscoveryInterface: memory.NewMemCacheClient(bounded), reset: time.Now()}
 	return &Discovery{cached: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}
 }
 

@@ -98,19 +98,26 @@ func (f Flags) Load() (*Clients, error) {
 		ns = "default"
 	}
 	cfg.QPS, cfg.Burst = f.QPS, f.Burst
-	return newClients(cfg, ns, source)
+	return newClients(cfg, ns, source, DefaultDiscoveryLimits())
 }
 
 // NewClients builds clients from a ready configuration (tests use this with a test cluster's config).
 // Its QPS and Burst are taken as Flags takes them.
 func NewClients(cfg *rest.Config, namespace string) (*Clients, error) {
-	return newClients(rest.CopyConfig(cfg), namespace, fmt.Sprintf("server %q", cfg.Host))
+	return NewClientsWithin(cfg, namespace, DefaultDiscoveryLimits())
 }
 
-// newClients builds the clients of cfg, which it may change.
-func newClients(cfg *rest.Config, namespace, source string) (*Clients, error) {
+// NewClientsWithin is NewClients whose discovery is bounded by limits (RemoteDiscoveryLimits
+// for a server another party names).
+func NewClientsWithin(cfg *rest.Config, namespace string, limits DiscoveryLimits) (*Clients, error) {
+	return newClients(rest.CopyConfig(cfg), namespace, fmt.Sprintf("server %q", cfg.Host), limits)
+}
+
+// newClients builds the clients of cfg, which it may change, their discovery within limits.
+func newClients(cfg *rest.Config, namespace, source string, limits DiscoveryLimits) (*Clients, error) {
 	throttle(cfg)
 	BoundRequests(cfg)
+	countDiscovery(cfg)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = userAgent
 	}
@@ -126,7 +133,7 @@ func newClients(cfg *rest.Config, namespace, source string) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create metadata client for %s: %w", source, err)
 	}
-	disc := NewDiscovery(client.Discovery())
+	disc := NewDiscoveryWithin(client.Discovery(), limits)
 	return &Clients{
 		Config:    cfg,
 		Namespace: namespace,

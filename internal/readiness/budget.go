@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/functions"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -72,6 +73,9 @@ func (costEstimator) EstimateSize(checker.AstNode) *checker.SizeEstimate {
 }
 
 func (costEstimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if function == "matches" {
+		return estimateMatches(target, args)
+	}
 	if target == nil {
 		return nil
 	}
@@ -108,6 +112,29 @@ func (costEstimator) EstimateCallCost(function, overloadID string, target *check
 	return nil
 }
 
+// estimateMatches is the cost of s.matches(pattern) (or matches(s, pattern)) on the longest s:
+// matchesCost of the size of pattern's program when the expression spells it out (checkRegexes
+// refused it if it is over MaxRegexProgram), else of MaxRegexProgram, beyond which it is refused
+// as it runs.
+func estimateMatches(target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if target == nil {
+		if len(args) != 2 {
+			return nil
+		}
+		target, args = &args[0], args[1:]
+	}
+	if len(args) != 1 {
+		return nil
+	}
+	size := MaxRegexProgram
+	if pattern, ok := literalString(args[0].Expr()); ok {
+		if n, err := regexProgram(pattern); err == nil {
+			size = n
+		}
+	}
+	return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: matchesCost(sizeOf(*target).Max, size)}}
+}
+
 func sizeOf(n checker.AstNode) checker.SizeEstimate {
 	if s := n.ComputedSize(); s != nil {
 		return *s
@@ -134,7 +161,8 @@ func mulSat(a, b uint64) uint64 {
 }
 
 // costTracker charges, as an evaluation runs, the string functions by the bytes they read and
-// build and the items of the lists they build (cel-go charges them one unit a call).
+// build and the items of the lists they build (cel-go charges them one unit a call), and
+// matches by matchesCost, as estimated.
 type costTracker struct{}
 
 func (costTracker) CallCost(function, _ string, args []ref.Val, result ref.Val) *uint64 {
@@ -144,6 +172,17 @@ func (costTracker) CallCost(function, _ string, args []ref.Val, result ref.Val) 
 		n = 1 + uint64(math.Ceil(float64(valueSize(args...)+valueSize(result))*stringCostFactor))
 	case "split":
 		n = 1 + uint64(math.Ceil(float64(valueSize(args...))*stringCostFactor)) + listItemCost*valueSize(result)
+	case "matches":
+		// A call guard refused, before it ran, cost nothing: its error says why.
+		if len(args) != 2 || types.IsError(result) {
+			return nil
+		}
+		pattern, _ := args[1].(types.String)
+		size, err := regexProgram(string(pattern))
+		if err != nil {
+			return nil
+		}
+		n = matchesCost(valueSize(args[0]), size)
 	default:
 		return nil
 	}
@@ -167,25 +206,28 @@ func valueSize(vals ...ref.Val) uint64 {
 }
 
 // guard is a decorator of the program that checks, before a string function builds its result,
-// that the result is within maxStringSize (or, for split, maxSplitItems): cel-go charges a call
-// only once it returned, too late for one that builds gigabytes. Functions whose result cannot
-// be bounded so (format, strings.quote) are refused.
+// that the result is within maxStringSize (or, for split, maxSplitItems), and before matches
+// runs, that its pattern and cost are within the budget (matchesWithin): cel-go charges a call
+// only once it returned, too late for one that builds gigabytes or matches for seconds.
+// Functions whose result cannot be bounded so (format, strings.quote) are refused.
 func guard(env *cel.Env) interpreter.InterpretableDecorator {
 	return func(i interpreter.Interpretable) (interpreter.Interpretable, error) {
 		call, ok := i.(interpreter.InterpretableCall)
 		if !ok {
 			return i, nil
 		}
-		var bound func(args []ref.Val) bool
+		var bound func(args []ref.Val) error
 		switch call.Function() {
 		case "format", "strings.quote":
 			return nil, fmt.Errorf("%s is not available in a health check: what it builds has no bound", call.Function())
 		case "replace":
-			bound = replaceWithin
+			bound = within(replaceWithin)
 		case "join":
-			bound = joinWithin
+			bound = within(joinWithin)
 		case "split":
-			bound = splitWithin
+			bound = within(splitWithin)
+		case "matches":
+			bound = matchesWithin
 		default:
 			return i, nil
 		}
@@ -194,12 +236,22 @@ func guard(env *cel.Env) interpreter.InterpretableDecorator {
 			return nil, err
 		}
 		guarded := func(args ...ref.Val) ref.Val {
-			if !bound(args) {
-				return types.WrapErr(fmt.Errorf("%s: %w", call.Function(), ErrTooLarge))
+			if err := bound(args); err != nil {
+				return types.WrapErr(fmt.Errorf("%s: %w", call.Function(), err))
 			}
 			return impl(args...)
 		}
 		return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), guarded), nil
+	}
+}
+
+// within is ErrTooLarge when bound says a call's result is larger than the budget allows.
+func within(bound func(args []ref.Val) bool) func(args []ref.Val) error {
+	return func(args []ref.Val) error {
+		if !bound(args) {
+			return ErrTooLarge
+		}
+		return nil
 	}
 }
 
@@ -214,14 +266,17 @@ func implementation(env *cel.Env, call interpreter.InterpretableCall) (func(...r
 	if err != nil {
 		return nil, err
 	}
-	name := call.OverloadID()
-	if name == "" {
-		name = call.Function()
-	}
-	for _, b := range bindings {
-		if b.Operator != name {
-			continue
+	// The overload's own binding, else the function's, which dispatches between its overloads
+	// (matches has one for both of its forms).
+	var b *functions.Overload
+	for _, name := range []string{call.OverloadID(), call.Function()} {
+		for _, o := range bindings {
+			if b == nil && name != "" && o.Operator == name {
+				b = o
+			}
 		}
+	}
+	if b != nil {
 		return func(args ...ref.Val) ref.Val {
 			switch {
 			case len(args) == 1 && b.Unary != nil:
@@ -234,7 +289,7 @@ func implementation(env *cel.Env, call interpreter.InterpretableCall) (func(...r
 			return types.NoSuchOverloadErr()
 		}, nil
 	}
-	return nil, fmt.Errorf("function %s has no implementation %s", call.Function(), name)
+	return nil, fmt.Errorf("function %s has no implementation %s", call.Function(), call.OverloadID())
 }
 
 // replaceWithin says whether s.replace(old, new[, n]) builds at most maxStringSize bytes.

@@ -150,7 +150,7 @@ func TestEvaluationErrorsQuoteNoData(t *testing.T) {
 		"self.data[self.data.password] == 'x'",
 		"int(self.data.password) == 1",
 		"self.data.password + 1 == 2",
-		"self.data.password.matches('(')",
+		"'x'.matches(self.data.password + '(')",
 		"self.data.password",
 		"timestamp(self.data.password) > timestamp('2020-01-01T00:00:00Z')",
 		"self.data.password.substring(100) == ''",

@@ -139,9 +139,10 @@ func withFields(env *cel.Env, parsed *cel.Ast) (*cel.Env, error) {
 
 // CompileChecks compiles health checks, and returns a *CheckError for the first that cannot be
 // used: without apiVersion, kind or current, given twice for a kind, or with an expression that
-// is not CEL, does not type-check, is longer than MaxExpressionLength (a *TooLongError), or whose
-// estimated cost is more than EstimatedCostLimit (a *CostError); a *TooManyError for more than
-// MaxChecks. Nothing is evaluated.
+// is not CEL, does not type-check, is longer than MaxExpressionLength (a *TooLongError), spells
+// out a pattern of matches that does not parse or compiles to more than MaxRegexProgram
+// instructions (a *RegexError), or whose estimated cost is more than EstimatedCostLimit (a
+// *CostError); a *TooManyError for more than MaxChecks. Nothing is evaluated.
 func CompileChecks(in []HealthCheck) (*Checks, error) {
 	if len(in) == 0 {
 		return nil, nil
@@ -208,6 +209,9 @@ func compile(env *cel.Env, text string) (*celExpression, error) {
 	ast, iss := env.Check(parsed)
 	if iss.Err() != nil {
 		return nil, iss.Err()
+	}
+	if err := checkRegexes(ast); err != nil {
+		return nil, err
 	}
 	est, err := env.EstimateCost(ast, costEstimator{})
 	if err != nil {
@@ -321,6 +325,7 @@ const (
 	FailureCost         Failure = "cost limit exceeded"
 	FailureTimeout      Failure = "timed out"
 	FailureTooLarge     Failure = "result too large"
+	FailureRegex        Failure = "regular expression too large"
 	FailureDivision     Failure = "division by zero"
 	FailureRange        Failure = "index out of range"
 	FailureOther        Failure = "evaluation error"
@@ -334,6 +339,10 @@ func failureOf(err error) Failure {
 		return FailureNotABool
 	case errors.Is(err, ErrTooLarge):
 		return FailureTooLarge
+	case errors.Is(err, ErrRegexTooLarge):
+		return FailureRegex
+	case errors.Is(err, ErrTooCostly):
+		return FailureCost
 	case errors.As(err, &cancelled):
 		if cancelled.Cause == interpreter.CostLimitExceeded {
 			return FailureCost
