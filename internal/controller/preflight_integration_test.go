@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,12 +20,16 @@ import (
 )
 
 // deadConfigMapWebhook creates a MutatingWebhookConfiguration whose one webhook (failurePolicy
-// Fail) calls a service that does not exist, on CREATE of ConfigMaps in the test's namespace
-// alone (other tests' namespaces share the cluster), and deletes it when the test ends. It
-// returns the configuration's name.
-func deadConfigMapWebhook(t *testing.T, env *testenv.Env) string {
+// Fail) calls a service that does not exist, on op (CREATE by default) of ConfigMaps in the
+// test's namespace alone (other tests' namespaces share the cluster), and deletes it when the
+// test ends. It returns the configuration's name.
+func deadConfigMapWebhook(t *testing.T, env *testenv.Env, op ...string) string {
 	t.Helper()
 	name := "dead-" + env.Namespace
+	ops := "CREATE"
+	if len(op) > 0 {
+		ops = op[0]
+	}
 	env.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingWebhookConfiguration
 metadata: {name: %[1]s}
@@ -36,8 +41,8 @@ webhooks:
   timeoutSeconds: 5
   clientConfig: {service: {namespace: %[2]s, name: nobody-home}}
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[2]s}}
-  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
-`, name, env.Namespace))
+  rules: [{operations: [%[3]s], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+`, name, env.Namespace, ops))
 	t.Cleanup(func() {
 		_ = env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
@@ -157,4 +162,48 @@ func TestReleasePreflightLeavesOutWhatTheAccountMayNotRead(t *testing.T) {
 	waitFor(t, c, env.Namespace, "web", "is installed", readyAt(1))
 	waitForEvent(t, env, controller.ReasonPreflightIncomplete, "MutatingWebhookConfiguration.admissionregistration.k8s.io")
 	waitForEvent(t, env, controller.ReasonPreflightIncomplete, "APIService.apiregistration.k8s.io")
+}
+
+// TestReleasePreflightBlocksAnUninstall: a dead webhook would intercept the deletion of the
+// release's ConfigMap. Deleting the Release runs the uninstall's preflight, which stops it
+// before anything is deleted (PreflightBlocked, the ConfigMap and the record still there); once
+// the webhook is gone, the uninstall is tried again by itself and the Release goes.
+func TestReleasePreflightBlocksAnUninstall(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	ns := env.Namespace
+	deployer(t, env, "deployer")
+	mayReadWebhooks(t, env, "deployer")
+	rel := smallestRelease(t, ns, releasetest.ServeCharts(t, webChart(t)), "deployer")
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, ns, "web", "is installed", readyAt(1))
+	webhook := deadConfigMapWebhook(t, env, "DELETE")
+
+	if err := c.Delete(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, c, ns, "web", "has its uninstall blocked by its preflight", func(rel *v1alpha1.Release) bool {
+		r := condition(rel, controller.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == controller.ReasonPreflightBlocked
+	})
+	msg := condition(got, controller.ConditionReady).Message
+	for _, want := range []string{"uninstall of release web", webhook, "DELETE of ConfigMap/" + ns + "/web-config", "tried again by itself"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Ready message does not say %q:\n%s", want, msg)
+		}
+	}
+	assertReplicas(t, env, "2")
+	if record := berthtest.LastRecord(t, env, "web"); record.Version != 1 {
+		t.Errorf("record: revision %d, want 1", record.Version)
+	}
+
+	if err := env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(t.Context(), webhook, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the Release is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(got), &v1alpha1.Release{}))
+	})
+	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
 }
