@@ -90,6 +90,14 @@ type ReleaseSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// SkipPreflight goes on with an install, upgrade or uninstall that its preflight finds
+	// blocked, as berth's --skip-preflight does. The preflight (berth doctor's checks of the
+	// admission webhooks, APIServices and namespace the operation's requests meet, read as the
+	// Release's ServiceAccount) otherwise stops the operation before it changes anything, with
+	// Ready=False reason PreflightBlocked naming what blocks it. Off by default.
+	// +optional
+	SkipPreflight bool `json:"skipPreflight,omitempty"`
+
 	// Interval is how often the Release is checked against its chart source and cluster;
 	// default 10m, at least 10s.
 	// +optional
@@ -577,7 +585,8 @@ type Blocker struct {
 	// Kind is webhook, finalizer, dependents, permission, admission (a webhook or admission
 	// policy that refused an object), hook, template, immutable, degraded
 	// (a regression in the operation's watch window), cluster (a remote cluster that cannot be
-	// reached or used; Object is its host) or other.
+	// reached or used; Object is its host), apiservice or namespace (with webhook: what the
+	// operation's preflight found would block it) or other.
 	Kind string `json:"kind"`
 	// Object is the object concerned, as Kind/namespace/name.
 	// +optional

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/cli/output"
 
-	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
@@ -79,7 +78,7 @@ Exit code: 0 nothing found, 1 warnings, 2 blockers.`,
 			if cmd.Flags().Changed("namespace") || os.Getenv("HELM_NAMESPACE") != "" || flags.release != "" {
 				opts.Namespace = clients.Namespace
 			}
-			rep := doctor.Run(cmd.Context(), doctorCluster(clients, store), opts)
+			rep := doctor.Run(cmd.Context(), doctor.ClusterOf(clients, store), opts)
 			if err := flags.output.Write(streams.Out, doctorWriter{rep}); err != nil {
 				return err
 			}
@@ -111,21 +110,6 @@ func doctorExitCode(err error) (int, bool) {
 	return 0, false
 }
 
-// doctorCluster is what berth doctor's checks read, through clients.
-func doctorCluster(clients *kube.Clients, store *release.HelmStore) doctor.Cluster {
-	return doctor.Cluster{
-		Dynamic: clients.Dynamic, Metadata: clients.Metadata, Discovery: clients.Client.Discovery(), Mapper: clients.Mapper,
-		Backend:  cluster.New(clients.Dynamic, clients.Mapper).WebhookBackend,
-		Releases: func(ns string) release.Reader { return store.In(ns) },
-		Footprints: func(ctx context.Context, ns string) (*release.Footprints, error) {
-			return store.In(ns).Footprints(ctx, ns == "")
-		},
-		LeaseHolder: func(ctx context.Context, ns, name string) (*release.Holder, bool, error) {
-			return release.NewLeases(clients.Client.CoordinationV1(), ns).Holder(ctx, name)
-		},
-	}
-}
-
 // skipPreflightFlag is the flag of install, upgrade, rollback and uninstall that goes on past
 // what their preflight finds.
 const skipPreflightFlag = "skip-preflight"
@@ -145,7 +129,7 @@ func preflightFor(cmd *cobra.Command, clients *kube.Clients, store *release.Helm
 	if skip, _ := cmd.Flags().GetBool(skipPreflightFlag); skip {
 		return nil
 	}
-	c := doctorCluster(clients, store)
+	c := doctor.ClusterOf(clients, store)
 	return func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error {
 		warnings, perr := doctor.Preflight(ctx, c, op, clients.Namespace, name, reqs)
 		for _, f := range warnings {

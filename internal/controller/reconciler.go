@@ -294,7 +294,7 @@ func (r *Reconciler) act(bound, ctx context.Context, in *reconciliation, acts []
 		seen = in.state.Last.Version
 	}
 	steps := r.operationReporter(ctx, rel, d.watchFor(op))
-	out, runs, err := r.release(bound, ctx, d, in.clients, in.ch, steps.handle, r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
+	out, runs, err := r.release(bound, ctx, rel, d, in.clients, in.ch, steps.handle, r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
 	steps.stop()
 	// What follows the operation is written under the reconcile's bound: the work's has passed
 	// when the operation ran out of time.
@@ -379,10 +379,11 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 // that exists (installed by berth, Helm or Flux) is adopted and upgraded, not installed again.
 // It returns the revision recorded and the plans the operation executed. The operation's
 // deadline is d.Timeout; ctx ending stops it as the controller stopping does; what it reads
-// before it starts, it reads under work.
-func (r *Reconciler) release(ctx, work context.Context, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
+// before it starts, it reads under work. Its preflight runs unless rel's spec.skipPreflight.
+func (r *Reconciler) release(ctx, work context.Context, rel *v1alpha1.Release, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
 	precondition func(context.Context, release.Reader) error) (*release.Release, []lifecycle.Run, error) {
 	deps := r.depsFor(d, clients, events)
+	deps.Preflight = r.preflightFor(rel, clients, deps.Store)
 	deps.Precondition = func(ctx context.Context) error { return precondition(ctx, deps.Store) }
 	caps, err := lifecycle.Capabilities(work, clients)
 	if err != nil {
@@ -461,6 +462,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	steps := r.stepReporter(ctx, rel)
 	defer steps.stop()
 	deps := r.depsFor(d, clients, steps.handle)
+	deps.Preflight = r.preflightFor(rel, clients, deps.Store)
 	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
 	if state.Last != nil {

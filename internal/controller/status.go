@@ -191,8 +191,8 @@ func reasonOf(err error, failed string) string {
 	}
 }
 
-// blockersOf names what stopped an operation, as the CLI names it: the blockers of a blocked
-// deletion, a failed hook with the end of its logs, a template that failed with its message, or
+// blockersOf names what stopped an operation, as the CLI names it: what its preflight found
+// would block it, the blockers of a blocked deletion, a failed hook with the end of its logs, a template that failed with its message, or
 // a missing permission of the Release's account (permissionNext). The logs and the message are
 // in logTail, which redactStatus removes unless the controller may show them.
 func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
@@ -200,6 +200,10 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 	var degraded *DegradedError
 	if errors.As(err, &degraded) {
 		return []v1alpha1.Blocker{degradedBlocker(degraded.Regression)}
+	}
+	var preflight *PreflightBlockedError
+	if errors.As(err, &preflight) {
+		return preflight.blockers()
 	}
 	var blocked *engine.BlockedError
 	if errors.As(err, &blocked) {
