@@ -96,3 +96,29 @@ func TestRequestRetriesExhausted(t *testing.T) {
 		t.Errorf("the request handled, failed again: %v %v, want a wait", acts, err)
 	}
 }
+
+// FuzzReconcileRequest: whatever a tenant writes in the annotation, what the cache and the
+// status keep of it is at most 128 bytes (or a 71-byte digest), the same for the same value,
+// and handling it again changes nothing.
+func FuzzReconcileRequest(f *testing.F) {
+	f.Add("2026-01-02T03:04:05.000000006Z")
+	f.Add("")
+	f.Add(strings.Repeat("x", v1alpha1.MaxReconcileRequestLength+1))
+	f.Fuzz(func(t *testing.T, value string) {
+		got := reconcileRequest(value)
+		if len(got) > v1alpha1.MaxReconcileRequestLength {
+			t.Fatalf("%d bytes kept of a %d-byte value", len(got), len(value))
+		}
+		if reconcileRequest(got) != got {
+			t.Fatalf("kept %q becomes %q when kept again", got, reconcileRequest(got))
+		}
+		if len(value) <= v1alpha1.MaxReconcileRequestLength && got != value {
+			t.Fatalf("a %d-byte value kept as %q", len(value), got)
+		}
+		rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.ReconcileRequestAnnotation: value}}}
+		takeRequest(rel)
+		if rel.Status.LastHandledReconcileAt != got || takeRequest(rel) {
+			t.Fatalf("status %q after a request %q, or handled twice", rel.Status.LastHandledReconcileAt, got)
+		}
+	})
+}
