@@ -89,7 +89,8 @@ func TestReconcileRelease(t *testing.T) {
 }
 
 // TestReconcileReleaseRefusals: a Release that does not exist, or is suspended, is refused
-// without waiting.
+// without waiting; a request no controller handles by --timeout is an UnhandledError, and
+// --wait=false only asks.
 func TestReconcileReleaseRefusals(t *testing.T) {
 	env := testenv.New(t)
 	c := releasetest.Client(t, env)
@@ -105,5 +106,19 @@ func TestReconcileReleaseRefusals(t *testing.T) {
 	var suspended *reconcile.SuspendedError
 	if !errors.As(err, &suspended) || !strings.Contains(err.Error(), "spec.suspend to false") {
 		t.Errorf("berth reconcile release of a suspended Release: %v, want a SuspendedError saying what to do", err)
+	}
+	// No controller runs: the request is not handled by the deadline, and the error says so.
+	unserved := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "unserved", Namespace: env.Namespace}}
+	unserved.Spec.Chart.Repository, unserved.Spec.Chart.Name = "https://charts.example.invalid", "web"
+	if err := c.Create(t.Context(), unserved); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = berthtest.Berth(t, env, "reconcile", "release", "unserved", "--timeout", "1s")
+	var unhandled *reconcile.UnhandledError
+	if !errors.As(err, &unhandled) || unhandled.Handled != "" || !strings.Contains(err.Error(), "was not handled") || !strings.Contains(err.Error(), "berth doctor") {
+		t.Errorf("berth reconcile release with no controller: %v, want an UnhandledError naming berth doctor", err)
+	}
+	if _, _, err := berthtest.Berth(t, env, "reconcile", "release", "unserved", "--wait=false"); err != nil {
+		t.Errorf("berth reconcile release --wait=false: %v", err)
 	}
 }
