@@ -530,6 +530,11 @@ type ReleaseStatus struct {
 	// +optional
 	LastAttemptedValuesDigest string `json:"lastAttemptedValuesDigest,omitempty"`
 
+	// LastHandledReconcileAt is the last value of the annotation reconcile.berth.dev/requestedAt
+	// the controller handled (a value longer than 128 characters as "sha256:" and its digest).
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+
 	// Failures is how many installs or upgrades of the last attempted generation, chart
 	// version and values failed in a row; a success or a change of them resets it.
 	// +optional

@@ -20,9 +20,10 @@ import (
 // otherwise be held for as long as the object lives, and any tenant may write as many of them
 // as its quota allows, in objects the controller caches for every namespace.
 
-// AnnotationsDigestKey is the one annotation a cached Release keeps in place of its own: a
-// digest of them, so that a change of an annotation still reconciles the Release (the
-// controller reads no annotation's value).
+// AnnotationsDigestKey is the annotation a cached Release keeps in place of its own: a digest
+// of them, so that a change of an annotation still reconciles the Release. The controller reads
+// the value of one annotation only, v1alpha1.ReconcileRequestAnnotation, which is kept beside it
+// (bounded: reconcileRequest).
 const AnnotationsDigestKey = "berth.dev/cached-annotations-digest"
 
 // keepIdentity keeps of a ConfigMap's, Secret's or ServiceAccount's metadata what the
@@ -43,7 +44,7 @@ func keepIdentity(obj any) (any, error) {
 
 // keepRelease keeps of a Release what the controller reads: its spec, status, name, namespace,
 // generation, finalizers and deletion; its annotations become one digest of them (a change of
-// an annotation reconciles it); its labels (a shard's selector is the API server's to apply),
+// an annotation reconciles it) and its reconcile request; its labels (a shard's selector is the API server's to apply),
 // managed fields and owner references are dropped.
 func keepRelease(obj any) (any, error) {
 	rel, ok := obj.(*v1alpha1.Release)
@@ -54,7 +55,11 @@ func keepRelease(obj any) (any, error) {
 	rel.Labels = nil
 	rel.OwnerReferences = nil
 	if len(rel.Annotations) > 0 {
-		rel.Annotations = map[string]string{AnnotationsDigestKey: annotationsDigest(rel.Annotations)}
+		kept := map[string]string{AnnotationsDigestKey: annotationsDigest(rel.Annotations)}
+		if v, ok := rel.Annotations[v1alpha1.ReconcileRequestAnnotation]; ok {
+			kept[v1alpha1.ReconcileRequestAnnotation] = reconcileRequest(v)
+		}
+		rel.Annotations = kept
 	}
 	return rel, nil
 }

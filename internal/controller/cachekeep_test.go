@@ -57,8 +57,8 @@ func TestKeepIdentity(t *testing.T) {
 }
 
 // TestKeepRelease: of a Release the cache keeps its spec, status and the metadata the
-// controller reads; its annotations become one digest that changes when they change; labels,
-// managed fields and owner references go.
+// controller reads; its annotations become one digest that changes when they change, and its
+// reconcile request, bounded; labels, managed fields and owner references go.
 func TestKeepRelease(t *testing.T) {
 	in := &v1alpha1.Release{ObjectMeta: tenantMetadata("app")}
 	in.Spec.Chart.Name = "app"
@@ -94,6 +94,28 @@ func TestKeepRelease(t *testing.T) {
 	// A key and value that run into each other are not the same annotations.
 	if annotationsDigest(map[string]string{"ab": "c"}) == annotationsDigest(map[string]string{"a": "bc"}) {
 		t.Error("annotations ab=c and a=bc have one digest")
+	}
+	// The reconcile request is kept as it is, bounded, beside the digest, and a new one changes
+	// the digest: the Release is reconciled.
+	asked := in.DeepCopy()
+	asked.Annotations[v1alpha1.ReconcileRequestAnnotation] = "2026-01-02T03:04:05.000000006Z"
+	out, _ = keepRelease(asked.DeepCopy())
+	wantAnnotations := map[string]string{
+		AnnotationsDigestKey:                annotationsDigest(asked.Annotations),
+		v1alpha1.ReconcileRequestAnnotation: "2026-01-02T03:04:05.000000006Z",
+	}
+	if diff := cmp.Diff(wantAnnotations, out.(*v1alpha1.Release).Annotations); diff != "" {
+		t.Errorf("kept annotations with a reconcile request (-want +got):\n%s", diff)
+	}
+	again := asked.DeepCopy()
+	again.Annotations[v1alpha1.ReconcileRequestAnnotation] = "2026-01-02T03:04:06Z"
+	if a, b := out.(*v1alpha1.Release).Annotations[AnnotationsDigestKey], annotationsDigest(again.Annotations); a == b {
+		t.Error("a new reconcile request left the digest as it was: the Release would not be reconciled")
+	}
+	asked.Annotations[v1alpha1.ReconcileRequestAnnotation] = strings.Repeat("r", 250<<10)
+	out, _ = keepRelease(asked)
+	if v := out.(*v1alpha1.Release).Annotations[v1alpha1.ReconcileRequestAnnotation]; len(v) > v1alpha1.MaxReconcileRequestLength {
+		t.Errorf("a reconcile request of 250 KiB is kept as %d bytes", len(v))
 	}
 	none := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}
 	out, _ = keepRelease(none)

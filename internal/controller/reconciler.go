@@ -156,6 +156,7 @@ func (in *reconciliation) version() string { return in.ch.chart.Metadata.Version
 // then returns no reconciliation, and what the reconcile returns.
 func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.Release) (*reconciliation, ctrl.Result, error) {
 	orig := rel.DeepCopy()
+	takeRequest(rel)
 	d, err := desiredOf(rel)
 	if err != nil {
 		// Nothing happens until the spec changes: no requeue.
@@ -178,6 +179,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 			return nil, ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		orig = rel.DeepCopy()
+		takeRequest(rel)
 	}
 	// After the finalizer's patch, whose answer replaced the status read.
 	r.limitEvents(rel, withLimits(rel, d, r.MaxTimeout))
