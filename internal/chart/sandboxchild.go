@@ -25,7 +25,10 @@ func ServeRenderer(args []string, in io.Reader, out io.Writer) error {
 		return err
 	}
 	runtime.GOMAXPROCS(rendererProcs)
-	debug.SetMemoryLimit(*memory)
+	// The kernel bounds the renderer's address space (setLimits), which the Go runtime takes in
+	// arenas of 64 MiB: the collector keeps the heap within half the budget, so that the arena
+	// a collection could have spared is never the one the kernel refuses.
+	debug.SetMemoryLimit(*memory / 2)
 	if err := setLimits(*memory, *cpu); err != nil {
 		return err
 	}
