@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/berthdev/berth/internal/kube/kubetest"
 )
 
 // fakeAPIServer pretends to be an API server that lists groups group versions
@@ -26,8 +28,6 @@ type fakeAPIServer struct {
 	asked, inFlight, most atomic.Int64
 }
 
-const aggregatedType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-
 func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	aggregated := s.aggregated && strings.Contains(r.Header.Get("Accept"), "as=APIGroupDiscoveryList")
 	switch {
@@ -35,13 +35,13 @@ func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"major":"1","minor":"31","gitVersion":"v1.31.0"}`)
 	case r.URL.Path == "/api" && aggregated:
-		w.Header().Set("Content-Type", aggregatedType)
+		w.Header().Set("Content-Type", kubetest.AggregatedType)
 		io.WriteString(w, `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[]}`)
 	case r.URL.Path == "/api":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"kind":"APIVersions","versions":[]}`)
 	case r.URL.Path == "/apis":
-		s.list(w, aggregated)
+		kubetest.WriteGroups(w, s.groups, aggregated)
 	case strings.HasPrefix(r.URL.Path, "/apis/"):
 		n := s.inFlight.Add(1)
 		defer s.inFlight.Add(-1)
@@ -55,29 +55,6 @@ func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
-}
-
-// list writes /apis, streamed.
-func (s *fakeAPIServer) list(w http.ResponseWriter, aggregated bool) {
-	if aggregated {
-		w.Header().Set("Content-Type", aggregatedType)
-		io.WriteString(w, `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[`)
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"kind":"APIGroupList","apiVersion":"v1","groups":[`)
-	}
-	for i := range s.groups {
-		if i > 0 {
-			io.WriteString(w, ",")
-		}
-		g := fmt.Sprintf("g%d.example.com", i)
-		if aggregated {
-			fmt.Fprintf(w, `{"metadata":{"name":%q},"versions":[{"version":"v1","resources":[{"resource":"things","responseKind":{"group":%q,"version":"v1","kind":"Thing"},"scope":"Namespaced","verbs":["get"]}]}]}`, g, g)
-		} else {
-			fmt.Fprintf(w, `{"name":%q,"versions":[{"groupVersion":"%s/v1","version":"v1"}],"preferredVersion":{"groupVersion":"%s/v1","version":"v1"}}`, g, g, g)
-		}
-	}
-	io.WriteString(w, "]}")
 }
 
 // TestDiscoveryBounded: a server that lists more group versions than MaxDiscoveryGroupVersions

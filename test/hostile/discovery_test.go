@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthdev/berth/internal/controller"
 	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/kube/kubetest"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/releasetest"
 )
@@ -43,7 +44,7 @@ func (s *discoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/api":
 		json("application/json", `{"kind":"APIVersions","versions":["v1"]}`)
 	case p == "/apis":
-		s.list(w, aggregated)
+		kubetest.WriteGroups(w, s.groups, aggregated)
 	case strings.HasPrefix(p, "/apis/"):
 		s.asked.Add(1)
 		json("application/json", fmt.Sprintf(`{"kind":"APIResourceList","groupVersion":%q,"resources":[]}`, strings.TrimPrefix(p, "/apis/")))
@@ -56,29 +57,6 @@ func (s *discoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
 	}
-}
-
-// list writes /apis, streamed: s.groups groups of one version.
-func (s *discoveryServer) list(w http.ResponseWriter, aggregated bool) {
-	if aggregated {
-		w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
-		io.WriteString(w, `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[`)
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"kind":"APIGroupList","apiVersion":"v1","groups":[`)
-	}
-	for i := range s.groups {
-		if i > 0 {
-			io.WriteString(w, ",")
-		}
-		g := fmt.Sprintf("g%d.example.com", i)
-		if aggregated {
-			fmt.Fprintf(w, `{"metadata":{"name":%q},"versions":[{"version":"v1","resources":[{"resource":"things","responseKind":{"group":%q,"version":"v1","kind":"Thing"},"scope":"Namespaced","verbs":["get"]}]}]}`, g, g)
-		} else {
-			fmt.Fprintf(w, `{"name":%q,"versions":[{"groupVersion":"%s/v1","version":"v1"}],"preferredVersion":{"groupVersion":"%s/v1","version":"v1"}}`, g, g, g)
-		}
-	}
-	io.WriteString(w, "]}")
 }
 
 // TestDiscoveryOfRemoteClusterBounded gives two Releases the kubeconfigs of HTTPS servers a
