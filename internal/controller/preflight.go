@@ -43,32 +43,11 @@ func (r *Reconciler) preflightFor(rel *v1alpha1.Release, clients *kube.Clients, 
 	return func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error {
 		findings, err := doctor.Preflight(ctx, c, op, clients.Namespace, name, reqs)
 		r.reportPreflight(rel, op, findings)
-		if err != nil && op == release.OpUninstall {
-			err = withoutTerminating(err)
-		}
 		if err != nil {
 			return &PreflightBlockedError{PreflightError: err}
 		}
 		return nil
 	}
-}
-
-// withoutTerminating is err without its finding that the namespace is Terminating, nil when
-// nothing else blocks: the uninstall of a Release whose namespace is being deleted is what that
-// deletion asks for, and goes on without the hooks it can no longer create (NamespaceTerminating).
-func withoutTerminating(err *doctor.PreflightError) *doctor.PreflightError {
-	var left []doctor.Finding
-	for _, f := range err.Findings {
-		if f.Check != "namespace" {
-			left = append(left, f)
-		}
-	}
-	if len(left) == 0 {
-		return nil
-	}
-	out := *err
-	out.Findings = left
-	return &out
 }
 
 // reportPreflight writes the preflight's findings that do not block as Events on rel: what the

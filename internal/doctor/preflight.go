@@ -19,7 +19,9 @@ import (
 // changes anything, against the requests the operation will make (its plan's objects and hooks;
 // the Pods and other objects their controllers make are added here): admission webhooks the API
 // server would call for one of them and that cannot answer, APIServices that are not Available
-// and serve what the operation touches, and the namespace itself Terminating. It returns the
+// and serve what the operation touches, and the namespace itself Terminating (but for an
+// uninstall, which that deletion asks for, and which goes on without the hooks it can no longer
+// create). It returns the
 // warnings found (a webhook that may apply, an APIService whose discovery fails) and, when there
 // are blockers, an error that names them. CRDs' conversion webhooks are left to berth doctor:
 // reading every CRD on every operation costs more than it finds.
@@ -31,7 +33,9 @@ func Preflight(ctx context.Context, c Cluster, op release.Operation, namespace, 
 	}
 	r.webhooks(ctx)
 	r.apiServices(ctx)
-	r.namespaces(ctx)
+	if op != release.OpUninstall {
+		r.namespaces(ctx)
+	}
 	rep := Report{Scope: r.opts.scope(), Findings: r.findings}
 	rep.sort()
 	i := slices.IndexFunc(rep.Findings, func(f Finding) bool { return f.Severity != Blocker })
