@@ -16,7 +16,7 @@ import (
 const (
 	// ReasonPreflightBlocked: the preflight of an install, upgrade or uninstall found what
 	// would block it (an admission webhook that cannot answer, an APIService that is not
-	// Available, the namespace Terminating) and stopped it before it changed anything.
+	// Available, the namespace of an install or upgrade Terminating) and stopped it before it changed anything.
 	ReasonPreflightBlocked = "PreflightBlocked"
 	// ReasonPreflightWarning (an Event): the preflight found what may get in the operation's
 	// way without blocking it (a webhook that may be called, a slow one), or could not read.
