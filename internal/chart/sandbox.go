@@ -138,9 +138,10 @@ func classify(exit exitInfo, limits RenderLimits) (BudgetLimit, bool) {
 	return "", false
 }
 
-// outOfMemory says the renderer's standard error is Go's runtime failing to allocate.
+// outOfMemory says the renderer's standard error is Go's runtime failing to allocate, or to
+// start a thread beyond those whose stacks its address space allows.
 func outOfMemory(stderr string) bool {
-	for _, s := range []string{"out of memory", "cannot allocate memory", "failed to create new OS thread"} {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "failed to create new OS thread", "thread exhaustion"} {
 		if strings.Contains(stderr, s) {
 			return true
 		}

@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,14 +21,38 @@ func signaled(st *os.ProcessState) bool {
 	return ok && ws.Signaled()
 }
 
-// setLimits limits this process: its address space to what it holds now plus memory, its CPU
-// time to cpu (rounded up to a second; the kernel kills it there).
+// spareThreads is how many threads the renderer may start once it is limited. The runtime starts
+// one when a thread blocks in a system call or a processor would otherwise idle, more often on a
+// busy machine; linked with the C library, each takes a stack of the stack limit's size (8 MiB
+// by default) of address space, which is not the template's memory.
+const spareThreads = 8
+
+// defaultThreadStack is the C library's thread stack when the stack limit is unlimited.
+const defaultThreadStack = 32 << 20
+
+// setLimits limits this process: its address space to what it holds now plus memory plus the
+// stacks of spareThreads more threads, its threads to that many more, and its CPU time to cpu
+// (rounded up to a second; the kernel kills it there).
 func setLimits(memory int64, cpu time.Duration) error {
 	held, err := addressSpace()
 	if err != nil {
 		return err
 	}
-	as := uint64(held + memory)
+	threads, err := threadCount()
+	if err != nil {
+		return err
+	}
+	var stack syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &stack); err != nil {
+		return fmt.Errorf("read the stack limit: %w", err)
+	}
+	perThread := int64(defaultThreadStack)
+	if stack.Cur > 0 && stack.Cur < defaultThreadStack {
+		perThread = int64(stack.Cur)
+	}
+	perThread += int64(os.Getpagesize()) // the stack's guard page
+	debug.SetMaxThreads(threads + spareThreads)
+	as := uint64(held + memory + spareThreads*perThread)
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 		return fmt.Errorf("limit memory: %w", err)
 	}
@@ -36,6 +61,20 @@ func setLimits(memory int64, cpu time.Duration) error {
 		return fmt.Errorf("limit CPU time: %w", err)
 	}
 	return nil
+}
+
+// threadCount is how many threads this process runs.
+func threadCount() (int, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if n, ok := strings.CutPrefix(line, "Threads:"); ok {
+			return strconv.Atoi(strings.TrimSpace(n))
+		}
+	}
+	return 0, fmt.Errorf("read /proc/self/status: no Threads line")
 }
 
 // addressSpace is the size of this process's address space, in bytes.
