@@ -130,7 +130,7 @@ const completionTimeout = 5 * time.Second
 
 // completionStore is the release store of the namespace the flags select, without checking
 // that the cluster answers.
-func completionStore(cmd *cobra.Command) (*release.HelmStore, error) {
+func completionStore(cmd *cobra.Command) (release.Store, error) {
 	clients, err := kubeFlags(cmd).Load()
 	if err != nil {
 		return nil, err

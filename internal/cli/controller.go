@@ -108,6 +108,11 @@ others.`,
 			if _, err := controller.ParseShard(flags.watchLabelSelector); err != nil {
 				return fmt.Errorf("invalid --watch-label-selector: %w", err)
 			}
+			// So is a storage driver the controller keeps no records with.
+			driver, err := controller.ParseStorageDriver(os.Getenv(controller.EnvStorageDriver))
+			if err != nil {
+				return err
+			}
 			logger := logr.FromSlogHandler(slog.NewTextHandler(streams.ErrOut, nil))
 			ctrllog.SetLogger(logger)
 			kf := kubeFlags(cmd)
@@ -134,6 +139,7 @@ others.`,
 				MaxTimeout:              flags.maxTimeout,
 				MaxIndexBytes:           maxIndex.Value(),
 				MaxRecordExpansion:      recordLimit.Value(),
+				StorageDriver:           driver,
 				FetchesPerNamespace:     flags.fetchesPerNamespace,
 				MinFetchRate:            minRate.Value(),
 				RenderLimits:            limits,

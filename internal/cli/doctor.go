@@ -122,7 +122,7 @@ func addSkipPreflightFlag(f *pflag.FlagSet) {
 // requests the operation's plan will make, unless cmd has none or --skip-preflight says to go on
 // anyway. What it warns of (a webhook that may apply, an APIService whose discovery fails) is
 // written to errOut; what blocks stops the operation.
-func preflightFor(cmd *cobra.Command, clients *kube.Clients, store *release.HelmStore, errOut io.Writer) func(context.Context, release.Operation, string, []doctor.Request) error {
+func preflightFor(cmd *cobra.Command, clients *kube.Clients, store release.Store, errOut io.Writer) func(context.Context, release.Operation, string, []doctor.Request) error {
 	if cmd.Flags().Lookup(skipPreflightFlag) == nil {
 		return nil
 	}

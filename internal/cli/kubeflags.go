@@ -44,7 +44,7 @@ func loadClients(ctx context.Context, cmd *cobra.Command) (*kube.Clients, error)
 }
 
 // releaseStore returns the release store of the namespace the flags select.
-func releaseStore(ctx context.Context, cmd *cobra.Command) (*release.HelmStore, error) {
+func releaseStore(ctx context.Context, cmd *cobra.Command) (release.Store, error) {
 	clients, err := loadClients(ctx, cmd)
 	if err != nil {
 		return nil, err
@@ -54,10 +54,10 @@ func releaseStore(ctx context.Context, cmd *cobra.Command) (*release.HelmStore, 
 
 // storeOf returns the release store of clients' namespace on the storage driver HELM_DRIVER
 // names (Secrets by default), as helm chooses it.
-func storeOf(clients *kube.Clients) (*release.HelmStore, error) {
-	store, err := release.NewStore(os.Getenv("HELM_DRIVER"), clients.Client.CoreV1(), clients.Namespace)
+func storeOf(clients *kube.Clients) (release.Store, error) {
+	driver, err := release.ParseDriver(os.Getenv("HELM_DRIVER"))
 	if err != nil {
 		return nil, fmt.Errorf("HELM_DRIVER: %w", err)
 	}
-	return store, nil
+	return release.Open(driver, clients.Client, clients.Namespace, release.DefaultExpansion())
 }

@@ -45,9 +45,7 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 	if err != nil {
 		return nil, err
 	}
-	deps := lifecycle.NewDeps(clients, release.Self(operationCommand(cmd)), progressFor(errOut))
-	deps.Store = store
-	deps.Journals = release.NewJournals(clients.Client.CoreV1(), clients.Namespace).Beside(store)
+	deps := lifecycle.NewDeps(clients, store, release.Self(operationCommand(cmd)), progressFor(errOut))
 	deps.Preflight = preflightFor(cmd, clients, store, errOut)
 	deps.JournalWritten = written
 	// A live view shows what hooks write as they run. Plain output does not follow the logs (a

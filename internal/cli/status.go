@@ -66,8 +66,7 @@ The status consists of:
 				rel.Info.Resources = liveByGroup(w.objects)
 			}
 			if flags.revision <= 0 {
-				in, err := lifecycle.Inspect(cmd.Context(), store, release.NewJournals(clients.Client.CoreV1(), clients.Namespace),
-					release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace), args[0])
+				in, err := lifecycle.Inspect(cmd.Context(), store, store.Journals(), store.Leases(), args[0])
 				if err != nil {
 					return err
 				}

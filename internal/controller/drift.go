@@ -291,7 +291,11 @@ func (r *Reconciler) correct(ctx context.Context, rel *v1alpha1.Release, c drift
 
 // findReleaseDrift reads the release's last record and compares its objects with the live ones.
 func (r *Reconciler) findReleaseDrift(ctx context.Context, c driftCluster, clients *kube.Clients, d *desired, seen func(resource.Identity, *unstructured.Unstructured)) ([]drifted, int, error) {
-	last, err := r.store(clients).Last(ctx, d.ReleaseName)
+	store, err := r.store(clients)
+	if err != nil {
+		return nil, 0, err
+	}
+	last, err := store.Last(ctx, d.ReleaseName)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the records of release %s in namespace %s: %w", d.ReleaseName, clients.Namespace, err)
 	}
@@ -303,11 +307,16 @@ func (r *Reconciler) findReleaseDrift(ctx context.Context, c driftCluster, clien
 // as an operation does (berth's CLI, or this controller's own operations, may be changing the
 // release): it finds the drift again under the lease, from the release's last record, which must
 // be deployed (an operation that did not finish is finished first, by the next upgrade or
-// recover). It returns what it put back, none when nothing has drifted any more.
+// recover). It returns what it put back, none when nothing has drifted any more. It reads the
+// record through the store that holds the lease, which remembers what it lists under it.
 func (r *Reconciler) correctReleaseDrift(ctx context.Context, c driftCluster, clients *kube.Clients, d *desired) (corrected []drifted, revision int, err error) {
 	w := lifecycle.WaitOptions{Timeout: d.Timeout}
-	err = lifecycle.Hold(ctx, r.depsFor(d, clients, nil), d.ReleaseName, w, func(ctx context.Context) error {
-		last, err := r.store(clients).Last(ctx, d.ReleaseName)
+	deps, err := r.depsFor(d, clients, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	err = lifecycle.Hold(ctx, deps, d.ReleaseName, w, func(ctx context.Context) error {
+		last, err := deps.Store.Last(ctx, d.ReleaseName)
 		if err != nil {
 			return fmt.Errorf("read the records of release %s in namespace %s: %w", d.ReleaseName, clients.Namespace, err)
 		}

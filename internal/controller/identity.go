@@ -165,7 +165,11 @@ func sharedDiscovery(cfg *rest.Config) (*kube.Discovery, error) {
 // lastRecord reads the state the release's newest Helm record says (lifecycle.StateOf): its
 // status, with no journal or lease read.
 func (r *Reconciler) lastRecord(ctx context.Context, clients *kube.Clients, name string) (lifecycle.State, error) {
-	last, err := r.store(clients).Last(ctx, name)
+	store, err := r.store(clients)
+	if err != nil {
+		return lifecycle.State{}, err
+	}
+	last, err := store.Last(ctx, name)
 	if errors.Is(err, release.ErrNotFound) {
 		return lifecycle.State{}, nil
 	}
@@ -175,10 +179,10 @@ func (r *Reconciler) lastRecord(ctx context.Context, clients *kube.Clients, name
 	return lifecycle.StateOf(last), nil
 }
 
-// store is the store of the records of clients' namespace, which it decodes within
-// r.RecordExpansion.
-func (r *Reconciler) store(clients *kube.Clients) *release.HelmStore {
-	return release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Expanding(r.RecordExpansion)
+// store is the store of the releases of clients' namespace on r.Driver, reached through clients
+// (as the Release's account), which decodes records and journals within r.RecordExpansion.
+func (r *Reconciler) store(clients *kube.Clients) (release.Store, error) {
+	return release.Open(r.Driver, clients.Client, clients.Namespace, r.RecordExpansion)
 }
 
 // reasonFor is the Ready reason of deployed revision version.
@@ -204,14 +208,19 @@ func (n ownNamespace) Exists(ctx context.Context, name string) (bool, error) {
 	return n.Namespaces.Exists(ctx, name)
 }
 
-// depsFor returns the collaborators of an operation on d's release, made with clients.
-func (r *Reconciler) depsFor(d *desired, clients *kube.Clients, events func(engine.Event)) lifecycle.Deps {
-	deps := lifecycle.NewDepsWithin(clients, r.Holder, events, r.RecordExpansion)
+// depsFor returns the collaborators of an operation on d's release, made with clients, its
+// records, journal and lease those of r.store.
+func (r *Reconciler) depsFor(d *desired, clients *kube.Clients, events func(engine.Event)) (lifecycle.Deps, error) {
+	store, err := r.store(clients)
+	if err != nil {
+		return lifecycle.Deps{}, err
+	}
+	deps := lifecycle.NewDeps(clients, store, r.Holder, events)
 	if d.Remote == nil {
 		// The Release's namespace may not exist in another cluster.
 		deps.Namespaces = ownNamespace{Namespaces: deps.Namespaces, name: d.Namespace}
 	}
 	deps.HealthChecks = d.HealthChecks
 	deps.Templates = r.Templates
-	return deps
+	return deps, nil
 }

@@ -99,6 +99,9 @@ type Options struct {
 	// MaxIndexBytes is the largest Helm repository index a Release may fetch; 0 means
 	// source.ManyTenantsMaxIndexBytes. Parsing an index allocates some 35 times its size.
 	MaxIndexBytes int64
+	// StorageDriver is where the releases' records are kept (ParseStorageDriver): "" and
+	// release.DriverSecret in Secrets, release.DriverConfigMap in ConfigMaps.
+	StorageDriver release.Driver
 	// MaxRecordExpansion is the most a release's record (or its parts, or its journal) may
 	// expand to once decompressed; 0 means that of release.ControllerExpansion. The decodes
 	// under way share twice as much.
@@ -163,6 +166,10 @@ func Scheme() (*runtime.Scheme, error) {
 // NewManager returns a manager running the Release controller against the cluster of cfg.
 func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	shard, err := ParseShard(o.WatchLabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	driver, err := ParseStorageDriver(string(o.StorageDriver))
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +256,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		KubeConfigReach:       o.KubeConfigReach,
 		MaxTimeout:            o.MaxTimeout,
 		RecordExpansion:       recordExpansion(o.MaxRecordExpansion),
+		Driver:                driver,
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.

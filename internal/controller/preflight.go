@@ -35,11 +35,7 @@ func (r *Reconciler) preflightFor(rel *v1alpha1.Release, clients *kube.Clients, 
 	if rel.Spec.SkipPreflight {
 		return nil
 	}
-	records, ok := store.(*release.HelmStore)
-	if !ok {
-		records = r.store(clients)
-	}
-	c := doctor.ClusterOf(clients, records)
+	c := doctor.ClusterOf(clients, store)
 	return func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error {
 		findings, err := doctor.Preflight(ctx, c, op, clients.Namespace, name, reqs)
 		r.reportPreflight(rel, op, findings)

@@ -72,6 +72,9 @@ type Reconciler struct {
 	// RecordExpansion bounds what a release's record, its parts and its journal expand to once
 	// decompressed: a tenant may write a Secret shaped like a record.
 	RecordExpansion release.Expansion
+	// Driver is where the releases' records are kept, as HELM_DRIVER names it for helm: ""
+	// and release.DriverSecret in Secrets, release.DriverConfigMap in ConfigMaps.
+	Driver release.Driver
 	// Templates runs the templates of every render of a tenant's chart: a *chart.Sandbox, whose
 	// renderers are cut at their budget and at the operation's deadline. nil renders in this
 	// process (tests of the controller's own logic).
@@ -238,9 +241,12 @@ func (r *Reconciler) report(ctx context.Context, in *reconciliation, a lifecycle
 		// The controller released this very spec and stopped before its status said so, perhaps
 		// before its operation removed its journal and gave up its lease: recovering removes what
 		// is left (and finds nothing else to do, the revision being recorded).
-		_, err := lifecycle.Recover(ctx, r.depsFor(d, in.clients, nil), lifecycle.RecoverOptions{
-			Name: d.ReleaseName, WaitOptions: lifecycle.WaitOptions{Timeout: d.Timeout},
-		})
+		deps, err := r.depsFor(d, in.clients, nil)
+		if err == nil {
+			_, err = lifecycle.Recover(ctx, deps, lifecycle.RecoverOptions{
+				Name: d.ReleaseName, WaitOptions: lifecycle.WaitOptions{Timeout: d.Timeout},
+			})
+		}
 		if held := new(release.HeldError); errors.As(err, &held) {
 			// The stopped operation's lease has not expired yet: the status stays as it is
 			// (Reconciling) until it has.
@@ -384,7 +390,10 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 // before it starts, it reads under work. Its preflight runs unless rel's spec.skipPreflight.
 func (r *Reconciler) release(ctx, work context.Context, rel *v1alpha1.Release, d *desired, clients *kube.Clients, ch *fetched, events func(engine.Event),
 	precondition func(context.Context, release.Reader) error) (*release.Release, []lifecycle.Run, error) {
-	deps := r.depsFor(d, clients, events)
+	deps, err := r.depsFor(d, clients, events)
+	if err != nil {
+		return nil, nil, err
+	}
 	deps.Preflight = r.preflightFor(rel, clients, deps.Store)
 	deps.Precondition = func(ctx context.Context) error { return precondition(ctx, deps.Store) }
 	caps, err := lifecycle.Capabilities(work, clients)
@@ -463,7 +472,10 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	}
 	steps := r.stepReporter(ctx, rel)
 	defer steps.stop()
-	deps := r.depsFor(d, clients, steps.handle)
+	deps, err := r.depsFor(d, clients, steps.handle)
+	if err != nil {
+		return r.uninstallBlocked(ctx, orig, rel, d, err)
+	}
 	deps.Preflight = r.preflightFor(rel, clients, deps.Store)
 	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)

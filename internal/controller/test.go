@@ -62,9 +62,13 @@ func (r *Reconciler) runTests(ctx context.Context, rel *v1alpha1.Release, d *des
 		left = time.Nanosecond
 	}
 	began := time.Now()
-	res, err := lifecycle.Test(ctx, r.depsFor(d, clients, events), lifecycle.TestOptions{
-		Name: d.ReleaseName, Timeout: left, Include: d.Test.Include, Exclude: d.Test.Exclude, WaitForLock: true,
-	})
+	deps, err := r.depsFor(d, clients, events)
+	var res *lifecycle.TestResult
+	if err == nil {
+		res, err = lifecycle.Test(ctx, deps, lifecycle.TestOptions{
+			Name: d.ReleaseName, Timeout: left, Include: d.Test.Include, Exclude: d.Test.Exclude, WaitForLock: true,
+		})
+	}
 	if ctx.Err() != nil {
 		return // the controller is stopping: nothing is known of the tests
 	}

@@ -11,7 +11,7 @@ import (
 // ClusterOf is what the checks read through clients, and so with their identity: the CLI's
 // user's for berth doctor and the CLI's preflight, a Release's ServiceAccount for the
 // controller's. store reads the release records (those of the operation, for a preflight).
-func ClusterOf(clients *kube.Clients, store *release.HelmStore) Cluster {
+func ClusterOf(clients *kube.Clients, store release.Store) Cluster {
 	return Cluster{
 		Dynamic: clients.Dynamic, Metadata: clients.Metadata, Discovery: clients.Client.Discovery(), Mapper: clients.Mapper,
 		Backend:  cluster.New(clients.Dynamic, clients.Mapper).WebhookBackend,

@@ -115,26 +115,27 @@ func (d Deps) now() time.Time {
 	return d.Now()
 }
 
-// NewDeps returns the collaborators of operations on the releases of clients.Namespace, made with
-// clients (and so with their identity), run by holder; events, which may be nil, is told of the
-// engine's progress.
-func NewDeps(clients *kube.Clients, holder release.Holder, events func(engine.Event)) Deps {
-	return NewDepsWithin(clients, holder, events, release.DefaultExpansion())
-}
-
-// NewDepsWithin is NewDeps whose records and journals are decoded within expansion.
-func NewDepsWithin(clients *kube.Clients, holder release.Holder, events func(engine.Event), expansion release.Expansion) Deps {
-	store := release.NewSecretStore(clients.Client.CoreV1(), clients.Namespace).Expanding(expansion)
-	return Deps{
+// NewDeps returns the collaborators of operations on the releases of store's namespace, made
+// with clients (and so with their identity), run by holder: the records, journals and leases are
+// store's (release.Open), which clients reach; events, which may be nil, is told of the engine's
+// progress.
+func NewDeps(clients *kube.Clients, store release.Store, holder release.Holder, events func(engine.Event)) Deps {
+	d := Deps{
 		Cluster:    cluster.New(clients.Dynamic, clients.Mapper).WithPodLogs(clients.Client.CoreV1()).WithMetadata(clients.Metadata).WithDiscovery(clients.Client.Discovery()),
 		Store:      store,
 		Namespaces: cluster.Namespaces{Client: clients.Client},
 		Events:     events,
 		Lookup:     clients.Config,
-		Leases:     release.NewLeases(clients.Client.CoordinationV1(), clients.Namespace),
-		Journals:   release.NewJournals(clients.Client.CoreV1(), clients.Namespace).Expanding(expansion).Beside(store),
 		Holder:     holder,
 	}
+	// A nil pointer in an interface would not read as "none".
+	if j := store.Journals(); j != nil {
+		d.Journals = j
+	}
+	if l := store.Leases(); l != nil {
+		d.Leases = l
+	}
+	return d
 }
 
 // Capabilities returns the capabilities of the cluster of clients (its version and the API

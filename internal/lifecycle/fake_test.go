@@ -201,6 +201,9 @@ func (m *memoryJournals) Get(ctx context.Context, name string) (*release.Journal
 	return j, err
 }
 
+// Object is nil: the journals are kept outside the cluster.
+func (m *memoryJournals) Object(string) *unstructured.Unstructured { return nil }
+
 func (m *memoryJournals) Read(_ context.Context, name string) (*release.Journal, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

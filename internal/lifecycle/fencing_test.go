@@ -108,7 +108,11 @@ func leasedDeps(t *testing.T, env *testenv.Env) lifecycle.Deps {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := lifecycle.NewDeps(clients, release.Self("berth upgrade web"), nil)
+	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := lifecycle.NewDeps(clients, store, release.Self("berth upgrade web"), nil)
 	leases := release.NewLeases(clients.Client.CoordinationV1(), env.Namespace)
 	leases.Duration = 3 * time.Second
 	d.Leases = leases

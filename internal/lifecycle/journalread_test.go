@@ -19,7 +19,11 @@ func TestOperationReadsJournalFromRecordsList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := lifecycle.NewDeps(clients, release.Self("berth install web"), nil)
+	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := lifecycle.NewDeps(clients, store, release.Self("berth install web"), nil)
 	ch, err := chart.Load(writeChart(t, map[string]string{
 		"Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {n: {{ .Values.n | default 0 | quote }}}\n",
@@ -52,8 +56,8 @@ func TestOperationReadsJournalFromRecordsList(t *testing.T) {
 
 	// A journal left by an operation that did not end, after its last revision: the list under
 	// the next operation's lease holds it, and the operation deletes it.
-	store := release.NewSecretStore(env.Client.CoreV1(), env.Namespace)
-	last, err := store.Last(ctx, "web")
+	records := release.NewSecretStore(env.Client.CoreV1(), env.Namespace)
+	last, err := records.Last(ctx, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +72,7 @@ func TestOperationReadsJournalFromRecordsList(t *testing.T) {
 	if j, err := release.NewJournals(env.Client.CoreV1(), env.Namespace).Get(ctx, "web"); err != nil || j != nil {
 		t.Errorf("journal after the upgrade: %+v (%v), want the one left deleted", j, err)
 	}
-	if last, err := store.Last(ctx, "web"); err != nil || last.Version != 3 || last.Info.Status != release.StatusDeployed {
+	if last, err := records.Last(ctx, "web"); err != nil || last.Version != 3 || last.Info.Status != release.StatusDeployed {
 		t.Errorf("last revision after the upgrade: %v (%v), want revision 3 deployed", last, err)
 	}
 }

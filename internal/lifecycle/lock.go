@@ -35,6 +35,9 @@ type JournalStore interface {
 	Put(ctx context.Context, j *release.Journal, version string) (string, error)
 	// Delete deletes the journal at version.
 	Delete(ctx context.Context, name, version string) error
+	// Object is the object that holds the journal of release name, without the journal, which
+	// the preflight matches webhooks against; nil for journals kept outside the cluster.
+	Object(name string) *unstructured.Unstructured
 }
 
 // ErrInterrupted is the cause of an operation stopped by a signal.
@@ -142,17 +145,13 @@ func (d *operation) hold(ctx, run context.Context, w WaitOptions, fn func(contex
 			cancel()
 		}()
 	}
-	if r, ok := d.Store.(listRememberer); ok && lease != nil {
+	if lease != nil {
 		// Under the lease no other operation of berth's writes the release's records: what the
 		// operation listed stays true until it writes (and is forgotten before the lease goes).
-		defer r.RememberLists()()
+		defer d.Store.RememberLists()()
 	}
 	return fn(work, d)
 }
-
-// listRememberer is a store that can keep what it lists until it writes
-// (release.HelmStore.RememberLists).
-type listRememberer interface{ RememberLists() (forget func()) }
 
 // lock acquires the release's lease, waiting for it with wait until ctx ends. Acquire watches a
 // held lease until its holder shows it is live, so waiting is trying again at once.

@@ -73,49 +73,36 @@ func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, a
 	return out
 }
 
-// Stores that keep records and journals as API objects say what those objects look like, so that
-// the preflight sees the operation's own writes too.
-type (
-	recordObjects interface {
-		RecordObject(name string, version int, status release.Status) *unstructured.Unstructured
-	}
-	journalObjects interface {
-		Object(name string) *unstructured.Unstructured
-	}
-)
-
 // bookkeeping are the requests of an operation's own writes: the records its Record steps write
 // (a pending revision created, revisions updated, every record deleted when purged) and its
 // journal, created, updated after each step and deleted at the end.
 func (d *operation) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
 	var out []doctor.Request
-	if rs, ok := d.Store.(recordObjects); ok {
-		record := func(op admissionv1.OperationType, version int, status release.Status) {
-			if obj := rs.RecordObject(name, version, status); obj != nil {
-				out = append(out, doctor.Request{Operation: op, Object: obj, Old: obj,
-					What: fmt.Sprintf("the record of revision %d (%s)", version, resource.IdentityOf(obj))})
-			}
-		}
-		for _, step := range pl.Steps {
-			if step.Action != plan.Record {
-				continue
-			}
-			status := release.Status(step.Status)
-			switch status {
-			case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
-				record(admissionv1.Create, step.Revision, status)
-			case statusPurged:
-				record(admissionv1.Delete, step.Revision, release.StatusUninstalling)
-			default:
-				record(admissionv1.Update, step.Revision, status)
-			}
-			for _, v := range step.Supersedes {
-				record(admissionv1.Update, v, release.StatusSuperseded)
-			}
+	record := func(op admissionv1.OperationType, version int, status release.Status) {
+		if obj := d.Store.RecordObject(name, version, status); obj != nil {
+			out = append(out, doctor.Request{Operation: op, Object: obj, Old: obj,
+				What: fmt.Sprintf("the record of revision %d (%s)", version, resource.IdentityOf(obj))})
 		}
 	}
-	if js, ok := d.Journals.(journalObjects); ok && len(pl.Steps) > 0 {
-		if obj := js.Object(name); obj != nil {
+	for _, step := range pl.Steps {
+		if step.Action != plan.Record {
+			continue
+		}
+		status := release.Status(step.Status)
+		switch status {
+		case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
+			record(admissionv1.Create, step.Revision, status)
+		case statusPurged:
+			record(admissionv1.Delete, step.Revision, release.StatusUninstalling)
+		default:
+			record(admissionv1.Update, step.Revision, status)
+		}
+		for _, v := range step.Supersedes {
+			record(admissionv1.Update, v, release.StatusSuperseded)
+		}
+	}
+	if d.Journals != nil && len(pl.Steps) > 0 {
+		if obj := d.Journals.Object(name); obj != nil {
 			what := fmt.Sprintf("the operation's journal (%s)", resource.IdentityOf(obj))
 			for _, op := range []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete} {
 				out = append(out, doctor.Request{Operation: op, Object: obj, Old: obj, What: what})

@@ -43,19 +43,12 @@ func (d *operation) finish(ctx context.Context, in *Interrupted, g Grants) error
 	return d.end(ctx, true)
 }
 
-// partSweeper deletes the parts of a revision that its record does not name (see
-// release.HelmStore.SweepParts).
-type partSweeper interface {
-	SweepParts(ctx context.Context, name string, version int) ([]string, error)
-}
-
 // sweepParts deletes, once the operation journal j records is finished or undone, the parts that
 // the records of its revision, and of the revisions its last step supersedes, do not name: an
 // update of one of those records stopped midway leaves them. A part it cannot delete is owned by
 // its record object, and goes with it.
 func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
-	sweeper, ok := d.Store.(partSweeper)
-	if !ok || j == nil {
+	if j == nil {
 		return
 	}
 	versions := []int{j.Revision}
@@ -65,7 +58,7 @@ func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
 		}
 	}
 	for _, v := range versions {
-		_, _ = sweeper.SweepParts(ctx, j.Release, v)
+		_, _ = d.Store.SweepParts(ctx, j.Release, v)
 	}
 }
 

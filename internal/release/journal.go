@@ -118,6 +118,8 @@ type Journals struct {
 	lists *listMemo
 	// expansion bounds what a journal expands to once decompressed.
 	expansion Expansion
+	// inMemory says the Secrets are kept in a memory store's memory, not in the cluster.
+	inMemory bool
 }
 
 // NewJournals returns the journals of the releases of namespace, kept as Secrets through secrets.
@@ -214,8 +216,11 @@ func (s *Journals) secret(name string) *corev1.Secret {
 }
 
 // Object is the Secret that holds the journal of release name, without the journal: what the
-// preflight matches webhooks against.
+// preflight matches webhooks against; nil for the journals of a memory store.
 func (s *Journals) Object(name string) *unstructured.Unstructured {
+	if s.inMemory {
+		return nil
+	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s.secret(name))
 	if err != nil {
 		return nil

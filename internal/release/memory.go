@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,11 +17,15 @@ import (
 )
 
 // NewMemoryStore returns a store of the releases of namespace held in memory for as long as the
-// process lives (HELM_DRIVER=memory, and tests). It keeps Secrets in memory as the API server
-// would (names, UIDs, labels selected as a list selects them), so records are encoded, labelled
-// and queried exactly as in a cluster; use In for other namespaces on the same memory.
+// process lives (HELM_DRIVER=memory, and tests), their journals with them; it keeps no leases
+// (Open's memory store keeps them in the cluster). It keeps Secrets in memory as the API server
+// would (names, UIDs, resource versions, labels selected as a list selects them), so records are
+// encoded, labelled and queried exactly as in a cluster; use In for other namespaces on the same
+// memory.
 func NewMemoryStore(namespace string) *HelmStore {
-	return NewSecretStore(&memorySecrets{objs: map[string]*corev1.Secret{}}, namespace)
+	s := NewSecretStore(&memorySecrets{objs: map[string]*corev1.Secret{}}, namespace)
+	s.inMemory = true
+	return s
 }
 
 // memorySecrets holds Secrets by namespace and name. It answers what the store asks of Secrets
@@ -29,6 +34,14 @@ func NewMemoryStore(namespace string) *HelmStore {
 type memorySecrets struct {
 	mu   sync.Mutex
 	objs map[string]*corev1.Secret // by namespace/name
+	// version is the resource version of the last write.
+	version uint64
+}
+
+// nextVersion is the resource version of a new write; m.mu is held.
+func (m *memorySecrets) nextVersion() string {
+	m.version++
+	return strconv.FormatUint(m.version, 10)
 }
 
 func (m *memorySecrets) Secrets(namespace string) typedcorev1.SecretInterface {
@@ -84,7 +97,7 @@ func (s *memorySecretsIn) Create(_ context.Context, obj *corev1.Secret, _ metav1
 		return nil, apierrors.NewAlreadyExists(secretsResource, obj.Name)
 	}
 	obj = obj.DeepCopy()
-	obj.Namespace, obj.UID = s.namespace, uuid.NewUUID()
+	obj.Namespace, obj.UID, obj.ResourceVersion = s.namespace, uuid.NewUUID(), s.m.nextVersion()
 	s.m.objs[s.key(obj.Name)] = obj
 	return obj.DeepCopy(), nil
 }
@@ -96,8 +109,11 @@ func (s *memorySecretsIn) Update(_ context.Context, obj *corev1.Secret, _ metav1
 	if !ok {
 		return nil, apierrors.NewNotFound(secretsResource, obj.Name)
 	}
+	if obj.ResourceVersion != "" && obj.ResourceVersion != old.ResourceVersion {
+		return nil, apierrors.NewConflict(secretsResource, obj.Name, errVersionPrecondition)
+	}
 	obj = obj.DeepCopy()
-	obj.Namespace, obj.UID = s.namespace, old.UID
+	obj.Namespace, obj.UID, obj.ResourceVersion = s.namespace, old.UID, s.m.nextVersion()
 	s.m.objs[s.key(obj.Name)] = obj
 	return obj.DeepCopy(), nil
 }
@@ -112,9 +128,16 @@ func (s *memorySecretsIn) Delete(_ context.Context, name string, opts metav1.Del
 	if p := opts.Preconditions; p != nil && p.UID != nil && *p.UID != "" && *p.UID != obj.UID {
 		return apierrors.NewConflict(secretsResource, name, errUIDPrecondition)
 	}
+	if p := opts.Preconditions; p != nil && p.ResourceVersion != nil && *p.ResourceVersion != obj.ResourceVersion {
+		return apierrors.NewConflict(secretsResource, name, errVersionPrecondition)
+	}
 	delete(s.m.objs, s.key(name))
 	return nil
 }
 
-// errUIDPrecondition is why a delete of a Secret that is no longer the one named fails.
-var errUIDPrecondition = errors.New("the UID in the precondition does not match the UID of the object")
+// errUIDPrecondition is why a delete of a Secret that is no longer the one named fails;
+// errVersionPrecondition, why a write of a Secret changed since its writer read it fails.
+var (
+	errUIDPrecondition     = errors.New("the UID in the precondition does not match the UID of the object")
+	errVersionPrecondition = errors.New("the object has been modified; please apply your changes to the latest version and try again")
+)

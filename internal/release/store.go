@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	relutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -45,12 +46,51 @@ type Writer interface {
 	Purge(ctx context.Context, name string) ([]int, error)
 }
 
-// Store reads and writes the revisions of the releases of one namespace.
+// Store is everything berth keeps of the releases of one namespace, and the one contract the CLI
+// and the controller operate through (lifecycle.Deps.Store). Open builds it on a storage driver
+// (secret, configmap or memory, as HELM_DRIVER chooses for helm); every driver keeps the same
+// promises:
+//
+//   - Records: each revision of a release is one record in Helm's format, readable and writable
+//     by helm on the same driver (Reader, Writer). A record larger than one object can hold keeps
+//     the rest in parts beside it, which its record object names and owns: a read never returns
+//     a revision whose parts are missing, a delete removes them, and SweepParts removes those a
+//     write stopped midway left behind.
+//   - Journal: the journal of the operation under way on a release lives beside its records
+//     (Journals), and every write of it is conditional on the version its writer last saw.
+//   - Lease: one operation at a time holds a release's lease (Leases).
+//   - Remembered lists: while an operation holds the lease, RememberLists makes the store answer
+//     a list it made before from memory, changed by its own writes; the journals the store
+//     returns read from those lists too.
+//   - The cluster's view: RecordObject is the object a record is kept in, so that the preflight
+//     matches webhooks against the operation's own writes.
 type Store interface {
 	Reader
 	Writer
 	// Namespace is the namespace whose releases the store holds.
 	Namespace() string
+	// In returns the store of the releases of namespace on the same driver, clients and bounds,
+	// sharing the parts seen and the lists remembered.
+	In(namespace string) Store
+	// Footprints measures what the records take, without decoding them (berth doctor).
+	Footprints(ctx context.Context, allNamespaces bool) (*Footprints, error)
+	// RecordObject is the object that holds revision version of release name with status,
+	// without the record; nil for a driver that keeps its records outside the cluster.
+	RecordObject(name string, version int, status Status) *unstructured.Unstructured
+	// SweepParts deletes the parts of a revision that its record object does not name, and
+	// returns their names.
+	SweepParts(ctx context.Context, name string, version int) ([]string, error)
+	// RememberLists keeps the lists the store makes until forget is called; the calls nest.
+	RememberLists() (forget func())
+	// Journals are the journals of the namespace's releases, kept beside the records: in
+	// Secrets for the secret and configmap drivers (Helm ignores them), in the store's memory
+	// for the memory driver. Never nil for a store Open returns.
+	Journals() *Journals
+	// Leases are the leases of the namespace's releases, kept in the cluster whatever the driver:
+	// they guard the release's objects, which are in the cluster. Nil for a store made without
+	// a cluster (NewMemoryStore, NewSecretStore, NewConfigMapStore alone); never nil for a store
+	// Open returns.
+	Leases() *Leases
 }
 
 // HelmStore keeps revisions in Helm's format: in Secrets (Helm's default), in ConfigMaps, or in
@@ -62,71 +102,73 @@ type HelmStore struct {
 	namespace string
 	// kind is the kind of the objects that hold the records: Secret or ConfigMap.
 	kind string
+	// inMemory says the objects are kept in the process's memory, not in the cluster.
+	inMemory bool
 	// seen are the parts of the records this store wrote or read.
 	seen *partsSeen
 	// memo keeps lists while the store remembers them (RememberLists).
 	memo *listMemo
 	// secrets is the client of the Secrets that hold the records; nil for a store of another kind.
 	secrets typedcorev1.SecretsGetter
+	// journals is the client of the Secrets that hold the journals; nil: the store keeps none.
+	journals typedcorev1.SecretsGetter
+	// leases is the client of the release's Leases; nil: the store keeps none.
+	leases typedcoordinationv1.LeasesGetter
 	// expansion bounds what a record expands to once decompressed.
 	expansion Expansion
 }
 
-// Expanding makes s decode records within e, and returns s.
+// Expanding makes s decode records and journals within e, and returns s.
 func (s *HelmStore) Expanding(e Expansion) *HelmStore {
 	s.expansion = e
 	return s
 }
 
+// Every driver is a HelmStore over the objects it keeps records in (Secrets, ConfigMaps, or
+// Secrets in memory).
 var _ Store = (*HelmStore)(nil)
 
 // NewSecretStore returns the store of the releases of namespace, kept as Secrets through secrets
-// (a clientset's CoreV1()).
+// (a clientset's CoreV1()), its journals beside them; it keeps no leases. Open is what operations
+// use.
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
-	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{}, secrets: secrets, expansion: DefaultExpansion(),
+	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{}, secrets: secrets, journals: secrets, expansion: DefaultExpansion(),
 		records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}).remembering()
 }
 
 // NewConfigMapStore returns the store of the releases of namespace, kept as ConfigMaps through
-// configMaps (a clientset's CoreV1()), as Helm's configmap driver keeps them.
+// configMaps (a clientset's CoreV1()), as Helm's configmap driver keeps them; it keeps no
+// journals and no leases. Open is what operations use.
 func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
 	return (&HelmStore{namespace: namespace, kind: "ConfigMap", seen: &partsSeen{}, expansion: DefaultExpansion(),
 		records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }}).remembering()
 }
 
-// Drivers are the names HELM_DRIVER takes, as helm takes them.
-const (
-	DriverSecret    = "secret"
-	DriverConfigMap = "configmap"
-	DriverMemory    = "memory"
-)
-
-// UnknownDriverError is a storage driver name helm does not know.
-type UnknownDriverError struct{ Name string }
-
-func (e *UnknownDriverError) Error() string {
-	return fmt.Sprintf("unknown release storage driver %q: use %s, %s or %s", e.Name, DriverSecret, DriverConfigMap, DriverMemory)
+// In returns the store of another namespace on the same backend, clients and bounds.
+func (s *HelmStore) In(namespace string) Store {
+	c := *s
+	c.namespace = namespace
+	return &c
 }
 
-// NewStore returns the store of the releases of namespace on the driver name ("" or "secret(s)"
-// for Secrets, "configmap(s)", "memory"), as helm chooses its driver from HELM_DRIVER. A memory
-// store lives as long as the process.
-func NewStore(name string, core typedcorev1.CoreV1Interface, namespace string) (*HelmStore, error) {
-	switch name {
-	case "", DriverSecret, "secrets":
-		return NewSecretStore(core, namespace), nil
-	case DriverConfigMap, "configmaps":
-		return NewConfigMapStore(core, namespace), nil
-	case DriverMemory:
-		return NewMemoryStore(namespace), nil
-	default:
-		return nil, &UnknownDriverError{Name: name}
+// Journals returns the journals of the store's namespace, kept beside its records and read from
+// the lists it remembers when they are kept in the same Secrets (Journals.Beside); nil when the
+// store keeps none.
+func (s *HelmStore) Journals() *Journals {
+	if s.journals == nil {
+		return nil
 	}
+	j := NewJournals(s.journals, s.namespace).Expanding(s.expansion).Beside(s)
+	j.inMemory = s.inMemory
+	return j
 }
 
-// In returns the store of another namespace on the same backend.
-func (s *HelmStore) In(namespace string) *HelmStore {
-	return &HelmStore{records: s.records, namespace: namespace, kind: s.kind, seen: s.seen, memo: s.memo, secrets: s.secrets}
+// Leases returns the leases of the store's namespace; nil when the store keeps none.
+func (s *HelmStore) Leases() *Leases {
+	if s.leases == nil {
+		return nil
+	}
+	return NewLeases(s.leases, s.namespace)
 }
 
 // remembering makes s's record objects those its memo keeps the lists of.
@@ -139,9 +181,9 @@ func (s *HelmStore) remembering() *HelmStore {
 
 // RecordObject is the object that holds revision version of release name with status, as Helm's
 // driver writes it (name, type and Helm's labels, without the record itself); nil for a store that
-// keeps its records outside the cluster. The preflight matches webhooks against it.
+// keeps its records outside the cluster (memory). The preflight matches webhooks against it.
 func (s *HelmStore) RecordObject(name string, version int, status Status) *unstructured.Unstructured {
-	if s.kind == "" {
+	if s.kind == "" || s.inMemory {
 		return nil
 	}
 	obj := &unstructured.Unstructured{}

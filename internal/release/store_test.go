@@ -178,7 +178,7 @@ func TestMemoryStoreAllNamespaces(t *testing.T) {
 	a := NewMemoryStore("a")
 	b := a.In("b")
 	for _, r := range []*Release{rev("a", "web", 1, StatusDeployed), rev("b", "web", 1, StatusFailed)} {
-		s := a
+		var s Store = a
 		if r.Namespace == "b" {
 			s = b
 		}
@@ -187,7 +187,7 @@ func TestMemoryStoreAllNamespaces(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		store *HelmStore
+		store Store
 		all   bool
 		want  []string
 	}{

@@ -84,7 +84,11 @@ func TestUninstallInTerminatingNamespaceSkipsHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := berthlifecycle.NewDeps(clients, release.Self("berth"), nil)
+	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := berthlifecycle.NewDeps(clients, store, release.Self("berth"), nil)
 	opts := berthlifecycle.UninstallOptions{Name: "web", WaitOptions: berthlifecycle.WaitOptions{Wait: true, Timeout: time.Minute}}
 
 	_, err = berthlifecycle.Uninstall(ctx, deps, opts)
