@@ -275,6 +275,31 @@ func TestTemplateDeployment(t *testing.T) {
 	}
 }
 
+// TestTemplateStorageDriver: the value storageDriver is the controller's HELM_DRIVER, secret by
+// default; memory, which the controller refuses, is refused when the chart renders.
+func TestTemplateStorageDriver(t *testing.T) {
+	driver := func(args ...string) string {
+		t.Helper()
+		d := find[appsv1.Deployment](t, renderChart(t, args...), "Deployment", "berth-system", "ctl-berth-controller")
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "HELM_DRIVER" {
+				return e.Value
+			}
+		}
+		return "(unset)"
+	}
+	if got := driver(); got != "secret" {
+		t.Errorf("HELM_DRIVER by default: %q, want secret", got)
+	}
+	if got := driver("--set", "storageDriver=configmap"); got != "configmap" {
+		t.Errorf("HELM_DRIVER with storageDriver=configmap: %q", got)
+	}
+	_, stderr, err := berthtest.RunBerth(t, "template", "ctl", chartDir(t), "--kube-version", "1.33.0", "--set", "storageDriver=memory")
+	if err == nil || !strings.Contains(stderr+err.Error(), `storageDriver "memory": use secret (the default) or configmap`) {
+		t.Errorf("storageDriver=memory: %v\n%s; want it refused, naming the value and the drivers", err, stderr)
+	}
+}
+
 // renderChart renders the chart as release ctl of namespace berth-system with berth template. The
 // Kubernetes version is given: in a test binary, Helm's default is v1.20, older than the chart
 // supports.

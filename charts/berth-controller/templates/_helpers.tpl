@@ -108,3 +108,15 @@ berth-controller-HASH.berth.dev, HASH the first 8 hex digits of its selector's S
 {{- join ", " $names }}
 {{- end }}
 {{- end }}
+
+{{/*
+The storage driver of the releases' records (storageDriver): secret or configmap. memory is
+refused: the controller would forget every release when it restarts.
+*/}}
+{{- define "berth-controller.storageDriver" -}}
+{{- $d := .Values.storageDriver | default "secret" -}}
+{{- if not (has $d (list "secret" "configmap")) -}}
+{{- fail (printf "storageDriver %q: use secret (the default) or configmap; memory would lose every record when the controller restarts" $d) -}}
+{{- end -}}
+{{- $d -}}
+{{- end }}
