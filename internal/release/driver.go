@@ -19,9 +19,6 @@ const (
 	DriverMemory Driver = "memory"
 )
 
-// Drivers are the drivers Open accepts.
-func Drivers() []Driver { return []Driver{DriverSecret, DriverConfigMap, DriverMemory} }
-
 // UnknownDriverError is a storage driver name helm does not know.
 type UnknownDriverError struct{ Name string }
 

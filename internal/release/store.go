@@ -51,8 +51,8 @@ type Writer interface {
 // (secret, configmap or memory, as HELM_DRIVER chooses for helm); every driver keeps the same
 // promises:
 //
-//   - Records: each revision of a release is one record in Helm's format, readable and writable
-//     by helm on the same driver (Reader, Writer). A record larger than one object can hold keeps
+//   - Records: each revision of a release is one record in Helm's format (Reader, Writer), in
+//     the objects helm's driver of the same name reads and writes. A record larger than one object can hold keeps
 //     the rest in parts beside it, which its record object names and owns: a read never returns
 //     a revision whose parts are missing, a delete removes them, and SweepParts removes those a
 //     write stopped midway left behind.
