@@ -44,7 +44,8 @@ type Cluster interface {
 // nothing of its caller's; what it owns as it goes lives in its own value (operation).
 type Deps struct {
 	Cluster Cluster
-	Store   release.Store
+	// Store keeps the releases' records (release.Open); NewDeps takes Journals and Leases from it.
+	Store release.Store
 	// Namespaces creates and removes the release namespace (--create-namespace).
 	Namespaces Namespaces
 	// Events is told of the engine's progress; may be nil.
