@@ -76,6 +76,10 @@ func TestOpenKeepsWhatEachDriverKeeps(t *testing.T) {
 			if j == nil || s.Leases() == nil {
 				t.Fatalf("Journals %v, Leases %v: want both", j, s.Leases())
 			}
+			// Journals kept in the records' Secrets are read from the lists the store remembers.
+			if shared := j.lists == s.(*HelmStore).memo; shared != (tt.driver != DriverConfigMap) {
+				t.Errorf("journals read from the store's remembered lists: %v", shared)
+			}
 			version, err := j.Put(ctx, &Journal{Release: "web", Operation: OpUpgrade, Revision: 2}, "")
 			if err != nil {
 				t.Fatal(err)
