@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
-	"github.com/berthdev/berth/internal/resource"
 )
 
 // finish carries an interrupted operation to its end.
@@ -73,25 +69,31 @@ func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
 // its record, skipping what the journal records as done. jo are the journal's options as the
 // caller grants them (Grants.narrow).
 func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions) error {
+	_, err := d.carryOut(ctx, resumeOp{in: in, jo: jo})
+	return err
+}
+
+// resumeOp is the finishing of an interrupted install, upgrade or rollback as the revision
+// pipeline carries it out: its recorded revision as it is, with the plan its journal recorded
+// (or, when Helm left it pending without one, planned from the record).
+type resumeOp struct {
+	in *Interrupted
+	jo release.JournalOptions
+}
+
+// read reads the revisions the recorded one replaces: the deployed and the one before it.
+func (op resumeOp) read(ctx context.Context, d *operation) (draft, policy, error) {
+	in, jo := op.in, op.jo
 	rel := in.Last
-	objs, err := resource.ParseManifest(rel.Manifest)
-	if err != nil {
-		return fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
-	}
-	crds, err := crdObjects(rel)
-	if err != nil {
-		return err
-	}
-	var previous []*release.Release
+	dr := draft{name: rel.Name, namespace: rel.Namespace, number: rel.Version, recorded: rel}
 	if dep, err := d.Store.Deployed(ctx, rel.Name); err == nil && dep.Version != rel.Version {
-		previous = append(previous, dep)
+		dr.previous = append(dr.previous, dep)
 	}
 	if rel.Version > 1 {
 		if prev, err := d.Store.Get(ctx, rel.Name, rel.Version-1); err == nil {
-			previous = append(previous, prev)
+			dr.previous = append(dr.previous, prev)
 		}
 	}
-	rev := revision{rel: rel, recorded: true, previous: previous, crds: crds, objects: objs}
 	pol := policy{op: in.Operation,
 		settings: settings{wait: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered},
 			noHooks: jo.NoHooks, takeOwnership: jo.TakeOwnership},
@@ -105,50 +107,15 @@ func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo rele
 	default:
 		pol.said.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
 	}
-	if j := in.Journal; j != nil && pending(rel.Info.Status) && operationOf(rel.Info.Status) != j.Operation {
-		return &JournalRefusedError{Release: rel.Name, Namespace: rel.Namespace, Operation: j.Operation, Revision: j.Revision,
+	j := in.Journal
+	if j != nil && pending(rel.Info.Status) && operationOf(rel.Info.Status) != j.Operation {
+		return dr, pol, &JournalRefusedError{Release: rel.Name, Namespace: rel.Namespace, Operation: j.Operation, Revision: j.Revision,
 			Reason: fmt.Sprintf("the record of revision %d is %s", rel.Version, rel.Info.Status)}
 	}
-	if j := in.Journal; j != nil && j.Plan != nil && j.Operation == in.Operation && j.Revision == rel.Version {
-		return d.resumeAsRecorded(ctx, rev, pol, j)
+	if j != nil && j.Plan != nil && j.Operation == in.Operation && j.Revision == rel.Version {
+		dr.journal = j
 	}
-	return d.carryOut(ctx, rev, pol) // no journal (Helm left the release pending): planned from the record
-}
-
-// resumeAsRecorded goes on with the plan of journal j of the interrupted revision rev, from its
-// first step not done: nothing is surveyed, validated or planned again, and the deletes go by
-// the UIDs the plan recorded. Only the live objects' metadata is read, to tell what was created
-// from what was configured, and whose they are: the journal is input (checkJournal) and
-// ownership is checked again as pol grants it. The rest is the revision pipeline's (runRevision).
-func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol policy, j *release.Journal) error {
-	rel := rev.rel
-	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, rev.crds, rev.objects)
-	if err != nil {
-		return err
-	}
-	var replaced []*unstructured.Unstructured
-	for _, prev := range rev.previous {
-		objs, err := d.recordedObjects(prev)
-		if err != nil {
-			return err
-		}
-		replaced = union(replaced, objs)
-	}
-	scope, err := scopeOf(d.Cluster, pol.op, rel, slices.Concat(p.crds, p.objects), replaced)
-	if err != nil {
-		return err
-	}
-	if err := checkJournal(j, scope, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err != nil {
-		return err
-	}
-	before, err := live(ctx, d.Cluster, p.objects)
-	if err != nil {
-		return err
-	}
-	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, nil, before, pol.takeOwnership); err != nil {
-		return err
-	}
-	return d.runRevision(ctx, &planned{revision: rev, policy: pol, p: p, s: survey{before: before}, plan: j.Plan, journalled: true})
+	return dr, pol, nil
 }
 
 // deleteIncomplete deletes the incomplete record an operation left (Interrupted.Incomplete), its
