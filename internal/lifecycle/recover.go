@@ -17,7 +17,7 @@ func (d *operation) finish(ctx context.Context, in *Interrupted, g Grants) error
 	} else {
 		jo.Wait = in.Operation == release.OpUninstall
 	}
-	d.resume, d.recovering = in.Journal, true
+	d.takeOver(in.Journal)
 	switch {
 	case in.Stale:
 	case in.Incomplete > 0:
@@ -224,15 +224,15 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 	out := &RecoverResult{Name: o.Name}
 	op := d.start(o.Name, ctx)
 	defer func() { out.Runs = op.runs.all() }()
-	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
-		s, err := d.readState(ctx, o.Name)
+	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context) error {
+		s, err := op.readState(ctx, o.Name)
 		if err != nil {
 			return err
 		}
 		out.Interrupted = s.Interrupted
 		if s.Interrupted == nil {
 			if s.Last == nil {
-				_, err := d.Store.Last(ctx, o.Name) // says the release is not found
+				_, err := op.Store.Last(ctx, o.Name) // says the release is not found
 				return err
 			}
 			out.Release = s.Last
@@ -240,8 +240,8 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 			return nil
 		}
 		out.Action = s.Interrupted.Next(o.Rollback)
-		err = d.drive(ctx, Wanted{Rollback: o.Rollback, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpInstall, release.OpUpgrade, release.OpRollback, release.OpUninstall)}, nil)
-		out.Release = s.Interrupted.latest(ctx, d.Deps)
+		err = op.drive(ctx, Wanted{Rollback: o.Rollback, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpInstall, release.OpUpgrade, release.OpRollback, release.OpUninstall)}, nil)
+		out.Release = s.Interrupted.latest(ctx, op.Deps)
 		return err
 	})
 	return out, err
