@@ -68,6 +68,15 @@ type Window struct {
 	Restarts int `json:"restarts,omitempty"`
 }
 
+// Left is what is left at now of the window that started at started; all of it when it has not
+// started (started is zero), nothing once it is over.
+func (w Window) Left(started, now time.Time) time.Duration {
+	if started.IsZero() {
+		return w.For
+	}
+	return max(w.For-now.Sub(started), 0)
+}
+
 // Step is one unit of work. Steps run in order; the objects of one step are independent of each
 // other.
 type Step struct {
