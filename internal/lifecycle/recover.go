@@ -47,21 +47,31 @@ type partSweeper interface {
 
 // sweepParts deletes, once the operation journal j records is finished or undone, the parts that
 // the records of its revision, and of the revisions its last step supersedes, do not name: an
-// update of one of those records stopped midway leaves them. A part it cannot delete is owned by
-// its record object, and goes with it.
+// update of one of those records stopped midway leaves them. It is a plan of one record step
+// (sweepStep), run again in full if interrupted.
 func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
-	sweeper, ok := d.Store.(partSweeper)
-	if !ok || j == nil {
+	if j == nil {
 		return
 	}
-	versions := []int{j.Revision}
+	var superseded []int
 	if j.Plan != nil && len(j.Plan.Steps) > 0 {
 		if last := j.Plan.Steps[len(j.Plan.Steps)-1]; last.Action == plan.Record {
-			versions = append(versions, last.Supersedes...)
+			superseded = last.Supersedes
 		}
 	}
+	// What it cannot sweep is owned by its record object, and goes with it: nothing to report.
+	_ = d.executeOnce(ctx, j.Operation, j.Revision, &plan.Plan{Steps: []plan.Step{sweepStep(j.Revision, superseded)}}, &runner{d: d})
+}
+
+// sweep deletes the parts of each revision of versions that its record does not name; what it
+// cannot delete is owned by its record object, and goes with it.
+func (d *operation) sweep(ctx context.Context, versions []int) {
+	sweeper, ok := d.Store.(partSweeper)
+	if !ok {
+		return
+	}
 	for _, v := range versions {
-		_, _ = sweeper.SweepParts(ctx, j.Release, v)
+		_, _ = sweeper.SweepParts(ctx, d.name, v)
 	}
 }
 
@@ -122,12 +132,18 @@ func (op resumeOp) read(ctx context.Context, d *operation) (draft, policy, error
 // parts with it. Nothing else of that operation had changed: finishing it and undoing it alike
 // come to this.
 func (d *operation) deleteIncomplete(ctx context.Context, in *Interrupted) error {
-	_, err := d.Store.Delete(ctx, in.Release, in.Incomplete)
+	return d.executeOnce(ctx, in.Operation, in.Incomplete, &plan.Plan{Steps: []plan.Step{deleteRecordStep(in.Incomplete)}}, &runner{d: d})
+}
+
+// deleteRecord deletes the incomplete record of revision (a deleteRecordStep), its parts with it;
+// one already gone is deleted.
+func (d *operation) deleteRecord(ctx context.Context, revision int) error {
+	_, err := d.Store.Delete(ctx, d.name, revision)
 	var incomplete *release.IncompleteRecordError
 	if err == nil || errors.As(err, &incomplete) || errors.Is(err, release.ErrNotFound) {
 		return nil
 	}
-	return err
+	return &RecordError{Release: d.name, Revision: revision, Status: statusDeleted, Err: err}
 }
 
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback

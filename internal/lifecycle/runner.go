@@ -198,6 +198,11 @@ func (r *runner) record(ctx context.Context, step plan.Step) error {
 		return nil
 	case statusPurged:
 		return d.purge(ctx, rel.Name)
+	case statusDeleted:
+		return d.deleteRecord(ctx, step.Revision)
+	case statusSwept:
+		d.sweep(ctx, append([]int{step.Revision}, step.Supersedes...))
+		return nil
 	case statusStopped:
 		if err := d.Store.Update(ctx, rel); err != nil {
 			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: rel.Info.Status, Err: err}
