@@ -194,21 +194,6 @@ func joinOnce(err, then error) error {
 	return errors.Join(err, then)
 }
 
-// Hold runs fn while it holds the lease of release name, as an operation does, for a change that
-// is not one (drift correction): it takes the lease (waiting for it with w.WaitForLock), renews
-// it while fn runs and gives it back at the end. fn's context ends at the deadline w.Timeout,
-// which starts here, when ctx ends, or when the lease is lost (its cause is then a
-// *release.LostError): fn must make no change once it has ended.
-func Hold(ctx context.Context, d Deps, name string, w WaitOptions, fn func(context.Context) error) error {
-	o := d.operationOn(name, ctx, nil) // no journal: nothing to resume
-	work, closeSession, err := o.open(ctx, ctx, w)
-	if err != nil {
-		return err
-	}
-	defer closeSession()
-	return fn(work)
-}
-
 // open opens the operation's session: it takes the release's lease (waiting until ctx or the
 // deadline ends) and renews it until closed. It returns the context of the work, made from run
 // with the deadline w.Timeout, which starts here; that context also ends when the lease is
