@@ -198,6 +198,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 		return nil, ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
 	}
 	if res, failed := clusterFailed(rel, d, err); failed {
+		r.clusterEvent(ctx, orig, rel, err)
 		return nil, res, r.patchStatus(ctx, orig, rel)
 	}
 	if err != nil {
@@ -220,6 +221,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
 	if res, failed := clusterFailed(rel, d, err); failed {
+		r.clusterEvent(ctx, orig, rel, err)
 		return nil, res, r.patchStatus(ctx, orig, rel)
 	}
 	if err != nil {
