@@ -58,6 +58,22 @@ const (
 	Watch Action = "watch"
 )
 
+// Change is what an operation does, or would do, to one object: the one vocabulary of the
+// engine's change sets, the counts a Release's status keeps and berth diff.
+type Change string
+
+const (
+	Created    Change = "created"
+	Configured Change = "configured"
+	Unchanged  Change = "unchanged"
+	Deleted    Change = "deleted"
+	// Kept objects leave the release but stay in the cluster (helm.sh/resource-policy: keep):
+	// nothing is done to them.
+	Kept Change = "kept"
+	// Gone: an object to delete was gone already.
+	Gone Change = "already gone"
+)
+
 // Window is how a Watch step watches its objects.
 type Window struct {
 	// For is how long the window lasts, from when it starts.
