@@ -37,7 +37,11 @@ func TestLinksResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, "../README.md")
+	guides, err := filepath.Glob("guides/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(append(pages, guides...), "../README.md")
 	for _, page := range pages {
 		text, err := os.ReadFile(page)
 		if err != nil {

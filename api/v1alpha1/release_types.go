@@ -590,8 +590,9 @@ type Blocker struct {
 	// Kind is webhook, finalizer, dependents, permission, admission (a webhook or admission
 	// policy that refused an object), hook, template, immutable, degraded
 	// (a regression in the operation's watch window), cluster (a remote cluster that cannot be
-	// reached or used; Object is its host), apiservice or namespace (with webhook: what the
-	// operation's preflight found would block it) or other.
+	// reached or used; Object is its host), journal (the refused journal of an interrupted
+	// operation; Object is its Secret), apiservice or namespace
+	// (with webhook: what the operation's preflight found would block it) or other.
 	Kind string `json:"kind"`
 	// Object is the object concerned, as Kind/namespace/name.
 	// +optional

@@ -3,17 +3,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/berthdev/berth/internal/cli"
-	"github.com/berthdev/berth/internal/lifecycle"
 )
-
-// exitInterrupted is the exit code of an operation stopped by SIGINT or SIGTERM (128+SIGINT).
-const exitInterrupted = 130
 
 func main() {
 	// The first SIGINT or SIGTERM asks the operation under way to stop at its next safe point and
@@ -24,9 +19,5 @@ func main() {
 	err := cli.Run(ctx, cli.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
 	stop()
 	writeProfiles()
-	code := cli.ExitCode(err)
-	if errors.Is(err, lifecycle.ErrInterrupted) {
-		code = exitInterrupted
-	}
-	os.Exit(code)
+	os.Exit(cli.ExitCode(err))
 }

@@ -50,14 +50,14 @@ func TestChangesAreTheRunsChangeSets(t *testing.T) {
 			{Operation: release.OpRollback, Revision: 3, Changes: set(
 				engine.ChangeSetEntry{Object: deploy, Change: engine.Created},
 				engine.ChangeSetEntry{Object: cm, Change: engine.Unchanged},
-				engine.ChangeSetEntry{Object: old, Change: engine.Skipped},
+				engine.ChangeSetEntry{Object: old, Change: engine.Kept},
 			)},
 		},
 		want: []objectChange{
 			{Object: cm, Change: engine.Configured, Operation: release.OpUpgrade, Revision: 2},
 			{Object: deploy, Change: engine.Created, Operation: release.OpRollback, Revision: 3},
 			{Object: cm, Change: engine.Unchanged, Operation: release.OpRollback, Revision: 3},
-			{Object: old, Change: engine.Skipped, Operation: release.OpRollback, Revision: 3},
+			{Object: old, Change: engine.Kept, Operation: release.OpRollback, Revision: 3},
 		},
 	}}
 	for _, tt := range tests {

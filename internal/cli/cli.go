@@ -15,6 +15,7 @@ import (
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/lifecycle"
 )
 
 // Streams are the standard streams a command reads from and writes to.
@@ -30,6 +31,9 @@ const (
 	// missing permission); berth named the blocker, and running the command again once it is
 	// fixed goes on.
 	ExitBlocked = 3
+	// ExitInterrupted: an operation was stopped by SIGINT or SIGTERM (128+SIGINT) at a step its
+	// journal records; the next command on the release, or berth recover, goes on from there.
+	ExitInterrupted = 130
 )
 
 // ExitCode is the process exit code for what Run returned.
@@ -38,6 +42,8 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, lifecycle.ErrInterrupted):
+		return ExitInterrupted
 	case errors.As(err, new(changesFound)):
 		return ExitChanges
 	case errors.As(err, new(doctorFound)):

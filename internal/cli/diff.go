@@ -48,7 +48,7 @@ their YAML), adopted (fields Helm applied client-side), kept and deleted, and th
 then a summary line. Secret values are masked (each shows only whether it
 changes) unless --show-secrets is given. Colours are used on a terminal only.
 
-With -o json the result follows the schema berth.dev/diff/v1 (see README).
+With -o json the result follows the schema berth.dev/diff/v2 (see docs/diff.md).
 With --detailed-exitcode the exit code is 0 when nothing would be created,
 changed or deleted, 2 when something would, and 1 on error.`,
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/berthdev/berth/internal/plan"
 	"io"
 	"slices"
 	"strings"
@@ -96,7 +97,7 @@ func TestDiffUpgrade(t *testing.T) {
 		if strings.Contains(out, "@@") || strings.Contains(out, "---") {
 			t.Errorf("berth diff upgrade without changes printed a diff:\n%s", out)
 		}
-		if !strings.Contains(out, "0 created, 0 changed, 0 deleted, 3 unchanged") {
+		if !strings.Contains(out, "0 created, 0 configured, 0 deleted, 3 unchanged") {
 			t.Errorf("berth diff upgrade printed no summary line:\n%s", out)
 		}
 	})
@@ -106,7 +107,7 @@ func TestDiffUpgrade(t *testing.T) {
 		if ExitCode(err) != ExitChanges {
 			t.Fatalf("berth diff upgrade --detailed-exitcode with a change: exit code %d (%v), want %d", ExitCode(err), err, ExitChanges)
 		}
-		if got := objectsWith(r, diff.Changed); !cmp.Equal(got, []resource.Identity{cm}) {
+		if got := objectsWith(r, plan.Configured); !cmp.Equal(got, []resource.Identity{cm}) {
 			t.Fatalf("changed objects = %v, want only %s", got, cm)
 		}
 		want := []string{`-  mode: fast`, `+  mode: slow`}
@@ -129,7 +130,7 @@ func TestDiffUpgrade(t *testing.T) {
 			t.Fatalf("berth diff upgrade: %v", err)
 		}
 		i := slices.IndexFunc(r.Objects, func(o diff.Object) bool { return o.Identity == secret })
-		if i < 0 || r.Objects[i].Change != diff.Changed {
+		if i < 0 || r.Objects[i].Change != plan.Configured {
 			t.Fatalf("objects = %+v, want %s changed", r.Objects, secret)
 		}
 		want := []string{`-  password: (masked, before)`, `+  password: (masked, changed)`}
@@ -164,7 +165,7 @@ func TestDiffUpgrade(t *testing.T) {
 		if err != nil {
 			t.Fatalf("berth diff upgrade: %v", err)
 		}
-		if got := objectsWith(r, diff.Changed); !cmp.Equal(got, []resource.Identity{deploy}) {
+		if got := objectsWith(r, plan.Configured); !cmp.Equal(got, []resource.Identity{deploy}) {
 			t.Fatalf("changed objects = %v, want only %s", got, deploy)
 		}
 		i := slices.IndexFunc(r.Objects, func(o diff.Object) bool { return o.Identity == deploy })
@@ -223,7 +224,7 @@ func TestDiffUninstall(t *testing.T) {
 			planned = append(planned, s.Objects...)
 		}
 	}
-	if got := objectsWith(r, diff.Deleted); len(planned) != 3 || !cmp.Equal(got, planned) {
+	if got := objectsWith(r, plan.Deleted); len(planned) != 3 || !cmp.Equal(got, planned) {
 		t.Errorf("deleted objects = %v, want uninstall's order %v", got, planned)
 	}
 	if r.Record.Status != "removed" {
@@ -255,7 +256,7 @@ func TestDiffRollback(t *testing.T) {
 		t.Fatalf("berth diff rollback: %v", err)
 	}
 	cm := resource.Identity{Kind: "ConfigMap", Namespace: env.Namespace, Name: "settings"}
-	if got := objectsWith(r, diff.Changed); !cmp.Equal(got, []resource.Identity{cm}) {
+	if got := objectsWith(r, plan.Configured); !cmp.Equal(got, []resource.Identity{cm}) {
 		t.Fatalf("changed objects = %v, want only %s", got, cm)
 	}
 	want := []string{`-  mode: slow`, `+  mode: fast`}
@@ -297,11 +298,11 @@ spec:
 	for _, o := range r.Objects {
 		byKind[o.Kind] = o
 	}
-	if o := byKind["CustomResourceDefinition"]; o.Change != diff.Created || o.NotDryRun {
+	if o := byKind["CustomResourceDefinition"]; o.Change != plan.Created || o.NotDryRun {
 		t.Errorf("CRD: %+v, want created and dry-run", o)
 	}
 	o := byKind["Gadget"]
-	if o.Change != diff.Created || !o.NotDryRun || !strings.Contains(o.Diff, "+  size: 3") {
+	if o.Change != plan.Created || !o.NotDryRun || !strings.Contains(o.Diff, "+  size: 3") {
 		t.Errorf("Gadget: %+v, want created as rendered, not dry-run", o)
 	}
 	out, err := berthIn(t, env, "diff", "install", "gadgets", ch)
@@ -333,8 +334,8 @@ func TestDiffAdoptFromHelm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("berth diff upgrade: %v", err)
 	}
-	if r.Summary.Adopted != 3 || r.Summary.Changed != 1 {
-		t.Errorf("summary = %+v, want 3 adopted from Helm, 1 changed", r.Summary)
+	if r.Summary.Adopted != 3 || r.Summary.Configured != 1 {
+		t.Errorf("summary = %+v, want 3 adopted from Helm, 1 configured", r.Summary)
 	}
 	out, err := berthIn(t, env, "diff", "upgrade", "dock", ch, "--color", "always")
 	if err != nil {
@@ -390,10 +391,10 @@ func TestDiffUpgradeDeletesAndKeeps(t *testing.T) {
 	}
 	old := resource.Identity{Kind: "ConfigMap", Namespace: env.Namespace, Name: "old"}
 	keep := resource.Identity{Kind: "Secret", Namespace: env.Namespace, Name: "keep"}
-	if got := objectsWith(r, diff.Deleted); !cmp.Equal(got, []resource.Identity{old}) {
+	if got := objectsWith(r, plan.Deleted); !cmp.Equal(got, []resource.Identity{old}) {
 		t.Errorf("deleted = %v, want %s", got, old)
 	}
-	if got := objectsWith(r, diff.Kept); !cmp.Equal(got, []resource.Identity{keep}) {
+	if got := objectsWith(r, plan.Kept); !cmp.Equal(got, []resource.Identity{keep}) {
 		t.Errorf("kept = %v, want %s", got, keep)
 	}
 	i := slices.IndexFunc(r.Objects, func(o diff.Object) bool { return o.Identity == old })

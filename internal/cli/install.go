@@ -263,7 +263,7 @@ func summarize(res *lifecycle.Result) string {
 		counts[c.Change]++
 	}
 	var parts []string
-	for _, c := range []engine.Change{engine.Created, engine.Configured, engine.Unchanged, engine.Skipped, engine.Deleted, engine.Gone} {
+	for _, c := range []engine.Change{engine.Created, engine.Configured, engine.Unchanged, engine.Kept, engine.Deleted, engine.Gone} {
 		if counts[c] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[c], c))
 		}

@@ -186,7 +186,7 @@ func (f dryRunFlag) Set(s string) error {
 
 func addDryRunFlag(f *pflag.FlagSet, mode *lifecycle.DryRun) {
 	flag := f.VarPF(dryRunFlag{mode}, "dry-run", "",
-		`simulate the operation: "client" renders only, "server" also validates every object with the API server; nothing is changed`)
+		`simulate the operation: "client" renders only, "server" also validates with the API server every object that would change; nothing is changed`)
 	flag.NoOptDefVal = "client"
 }
 
@@ -211,6 +211,6 @@ func addRenderFlags(f *pflag.FlagSet, r *lifecycle.Rendering, disableOpenAPIVali
 	addRenderSandboxFlag(f, &r.Sandbox)
 	f.BoolVar(disableOpenAPIValidation, "disable-openapi-validation", false,
 		"if set, the "+what+" process will not validate rendered templates against the Kubernetes OpenAPI Schema. "+
-			"berth has no validation of its own to turn off: the API server validates every object (a server-side dry run before the first change, then server-side apply), "+
+			"berth has no validation of its own to turn off: the API server validates every object berth sends (a server-side dry run before the first change, then server-side apply; an object already as the chart sets it is not sent), "+
 			"and server-side apply refuses a field the object's schema does not declare whatever this flag says, as Helm v4's does")
 }

@@ -180,18 +180,6 @@ func driftOfObject(ctx context.Context, c driftCluster, rel *release.Release, ob
 	return &drifted{ID: id, Fields: fields, Desired: obj}, nil
 }
 
-// correctDrift applies each drifted object again with berth's field manager, creating those
-// that are missing.
-func correctDrift(ctx context.Context, c driftCluster, found []drifted) error {
-	var errs []error
-	for _, d := range found {
-		if _, err := c.Apply(ctx, d.Desired.DeepCopy(), cluster.ApplyOptions{}); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // checkDrift compares the deployed revision's objects with the live ones, as the Release's
 // ServiceAccount, and says so in the Drifted condition; in correct mode it applies the drifted
 // objects again, without a new revision, holding the release's lease (correctReleaseDrift).
@@ -303,32 +291,38 @@ func (r *Reconciler) findReleaseDrift(ctx context.Context, c driftCluster, clien
 	return found, last.Version, err
 }
 
-// correctReleaseDrift puts the release's drifted objects back while it holds the release's lease,
-// as an operation does (berth's CLI, or this controller's own operations, may be changing the
-// release): it finds the drift again under the lease, from the release's last record, which must
-// be deployed (an operation that did not finish is finished first, by the next upgrade or
-// recover). It returns what it put back, none when nothing has drifted any more. It reads the
-// record through the store that holds the lease, which remembers what it lists under it.
+// correctReleaseDrift puts the release's drifted objects back as an operation of the lifecycle
+// (lifecycle.CorrectDrift): holding the release's lease (berth's CLI, or this controller's own
+// operations, may be changing the release), it finds the drift again under the lease, from the
+// release's last record, which must be deployed (an operation that did not finish is finished
+// first, by the next upgrade or recover), and applies the drifted objects through the engine as
+// a journalled plan. It returns what it put back, none when nothing has drifted any more.
 func (r *Reconciler) correctReleaseDrift(ctx context.Context, c driftCluster, clients *kube.Clients, d *desired) (corrected []drifted, revision int, err error) {
-	w := lifecycle.WaitOptions{Timeout: d.Timeout}
 	deps, err := r.depsFor(d, clients, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	err = lifecycle.Hold(ctx, deps, d.ReleaseName, w, func(ctx context.Context) error {
-		last, err := deps.Store.Last(ctx, d.ReleaseName)
-		if err != nil {
-			return fmt.Errorf("read the records of release %s in namespace %s: %w", d.ReleaseName, clients.Namespace, err)
-		}
-		revision = last.Version
-		if last.Info.Status != release.StatusDeployed {
-			return fmt.Errorf("release %s revision %d is %s: drift is corrected once it is deployed", d.ReleaseName, last.Version, last.Info.Status)
-		}
-		if corrected, err = findDrift(ctx, c, last, d.Drift, nil); err != nil || len(corrected) == 0 {
-			return err
-		}
-		return correctDrift(ctx, c, corrected)
+	res, err := lifecycle.CorrectDrift(ctx, deps, lifecycle.CorrectOptions{
+		Name: d.ReleaseName, WaitOptions: lifecycle.WaitOptions{Timeout: d.Timeout},
+		Find: func(ctx context.Context, last *release.Release) ([]*unstructured.Unstructured, error) {
+			found, err := findDrift(ctx, c, last, d.Drift, nil)
+			if err != nil {
+				return nil, err
+			}
+			corrected = found
+			objs := make([]*unstructured.Unstructured, len(found))
+			for i, f := range found {
+				objs[i] = f.Desired.DeepCopy()
+			}
+			return objs, nil
+		},
 	})
+	if res != nil {
+		revision = res.Revision
+	}
+	if res == nil || len(res.Corrected) == 0 {
+		corrected = nil
+	}
 	return corrected, revision, err
 }
 

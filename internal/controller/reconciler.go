@@ -201,6 +201,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 		return nil, ctrl.Result{RequeueAfter: retryAfter}, r.patchStatus(ctx, orig, rel)
 	}
 	if res, failed := clusterFailed(rel, d, err); failed {
+		r.clusterEvent(ctx, orig, rel, err)
 		return nil, res, r.patchStatus(ctx, orig, rel)
 	}
 	if err != nil {
@@ -223,6 +224,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
 	err = unanswered(d, clients, err)
 	if res, failed := clusterFailed(rel, d, err); failed {
+		r.clusterEvent(ctx, orig, rel, err)
 		return nil, res, r.patchStatus(ctx, orig, rel)
 	}
 	if err != nil {
@@ -402,9 +404,11 @@ func (r *Reconciler) release(ctx, work context.Context, rel *v1alpha1.Release, d
 	}
 	install, upgrade := d.Install, d.Upgrade
 	// An interrupted install or upgrade of what the spec still asks for is finished, not done
-	// again; one of something else is finished and then upgraded (lifecycle.Next).
+	// again; one of something else is finished and then upgraded (lifecycle.Next). The spec's
+	// values are all the release's values: none of an earlier revision's are kept, even when
+	// the spec gives none (as Flux's HelmRelease).
 	return revisionOf(lifecycle.Upgrade(ctx, deps, lifecycle.UpgradeOptions{
-		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values,
+		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values, ValuesStrategy: chart.ValuesReset,
 		Install: true, HistoryMax: d.HistoryMax, Capabilities: caps,
 		WaitOptions: d.wait(upgrade.OperationSpec, d.UpgradeWatch), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
 		CreateNamespace: install.CreateNamespace, CRDs: crdPolicy(upgrade.CRDs), ForceReplace: upgrade.Force,

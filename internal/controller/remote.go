@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -474,6 +475,20 @@ func clusterFailed(rel *v1alpha1.Release, d *desired, err error) (res ctrl.Resul
 		return ctrl.Result{RequeueAfter: d.Interval}, true
 	}
 	return ctrl.Result{RequeueAfter: retryAfter}, true
+}
+
+// clusterEvent records a Warning Event of err, which keeps the controller from rel's cluster,
+// when it is news: the Ready condition it set (clusterFailed) says something else than it did in
+// orig. A cluster that keeps failing the same way is one Event, not one each retry.
+func (r *Reconciler) clusterEvent(ctx context.Context, orig, rel *v1alpha1.Release, err error) {
+	now := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady)
+	if now == nil {
+		return
+	}
+	if was := meta.FindStatusCondition(orig.Status.Conditions, ConditionReady); was != nil && was.Reason == now.Reason && was.Message == now.Message {
+		return
+	}
+	r.event(ctx, rel, corev1.EventTypeWarning, now.Reason, "reach", eventNote(redactorOf(ctx), err))
 }
 
 // isClusterError says err keeps the controller from a Release's cluster (spec.kubeConfig): a

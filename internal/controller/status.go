@@ -312,8 +312,16 @@ func logTail(logs map[string]string) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// firstLine is the first line of s, for a condition's message. A line that ends in a colon
+// introduces what follows (a validation's failures, say): the next line goes with it.
 func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
+	line, rest, _ := strings.Cut(s, "\n")
+	for strings.HasSuffix(line, ":") && strings.TrimSpace(rest) != "" {
+		// The line introduces what follows (a validation's failures): the first of it goes with it.
+		var next string
+		next, rest, _ = strings.Cut(rest, "\n")
+		line += " " + strings.TrimSpace(next)
+	}
 	return line
 }
 

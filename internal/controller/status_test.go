@@ -64,3 +64,17 @@ func TestPermissionBlockerOfARemoteRelease(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstLineKeepsWhatAColonIntroduces(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"one line", "one line"},
+		{"first\nsecond", "first"},
+		{"validation failed, nothing was changed:\nConfigMap/ns/a: spec is invalid\nConfigMap/ns/b: too", "validation failed, nothing was changed: ConfigMap/ns/a: spec is invalid"},
+		{"nested:\n  inner:\n    detail\nmore", "nested: inner: detail"},
+		{"ends with a colon:\n", "ends with a colon:"},
+	} {
+		if got := firstLine(c.in); got != c.want {
+			t.Errorf("firstLine(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

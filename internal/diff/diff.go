@@ -21,19 +21,11 @@ import (
 
 // SchemaVersion names the JSON form of a Result. It changes whenever a field changes meaning or
 // goes away; new fields may be added within one version.
-const SchemaVersion = "berth.dev/diff/v1"
+const SchemaVersion = "berth.dev/diff/v2"
 
-// Change is what an operation would do to an object.
-type Change string
-
-const (
-	Created   Change = "created"
-	Changed   Change = "changed"
-	Unchanged Change = "unchanged"
-	Deleted   Change = "deleted"
-	// Kept objects leave the release and stay in the cluster (helm.sh/resource-policy: keep).
-	Kept Change = "kept"
-)
+// Change is what an operation would do to an object, in the vocabulary of what the engine says
+// it did (plan.Change): created, configured, unchanged, deleted or kept.
+type Change = plan.Change
 
 // Options change how a diff is computed.
 type Options struct {
@@ -111,17 +103,17 @@ type Record struct {
 
 // Summary counts the objects by change.
 type Summary struct {
-	Created   int `json:"created"`
-	Changed   int `json:"changed"`
-	Deleted   int `json:"deleted"`
-	Unchanged int `json:"unchanged"`
-	Kept      int `json:"kept"`
-	Adopted   int `json:"adoptedFromHelm"`
+	Created    int `json:"created"`
+	Configured int `json:"configured"`
+	Deleted    int `json:"deleted"`
+	Unchanged  int `json:"unchanged"`
+	Kept       int `json:"kept"`
+	Adopted    int `json:"adoptedFromHelm"`
 }
 
 // HasChanges reports whether the operation would create, change or delete an object.
 func (r *Result) HasChanges() bool {
-	return r.Summary.Created+r.Summary.Changed+r.Summary.Deleted > 0
+	return r.Summary.Created+r.Summary.Configured+r.Summary.Deleted > 0
 }
 
 // Compute turns a preview into a Result.
@@ -156,19 +148,19 @@ func Compute(pv *lifecycle.Preview, o Options) (*Result, error) {
 		}
 	}
 	for _, id := range pv.Plan.Kept {
-		r.Objects = append(r.Objects, Object{Identity: id, Change: Kept})
+		r.Objects = append(r.Objects, Object{Identity: id, Change: plan.Kept})
 	}
 	for _, obj := range r.Objects {
 		switch obj.Change {
-		case Created:
+		case plan.Created:
 			r.Summary.Created++
-		case Changed:
-			r.Summary.Changed++
-		case Deleted:
+		case plan.Configured:
+			r.Summary.Configured++
+		case plan.Deleted:
 			r.Summary.Deleted++
-		case Unchanged:
+		case plan.Unchanged:
 			r.Summary.Unchanged++
-		case Kept:
+		case plan.Kept:
 			r.Summary.Kept++
 		}
 		if obj.AdoptedFromHelm {
@@ -203,7 +195,7 @@ func object(pv *lifecycle.Preview, step plan.Step, id resource.Identity, o Optio
 	var after *unstructured.Unstructured
 	afterLabel := fmt.Sprintf("%s (%s, server-side dry run)", id, pv.Operation)
 	if step.Action == plan.Delete {
-		out.Change = Deleted
+		out.Change = plan.Deleted
 		afterLabel = fmt.Sprintf("%s (deleted)", id)
 	} else {
 		after = pv.Applied[id]
@@ -211,9 +203,9 @@ func object(pv *lifecycle.Preview, step plan.Step, id resource.Identity, o Optio
 			after, out.NotDryRun = pv.Objects[id], true
 			afterLabel = fmt.Sprintf("%s (%s, as rendered: its kind is not served yet, so it was not dry-run)", id, pv.Operation)
 		}
-		out.Change = Changed
+		out.Change = plan.Configured
 		if live == nil {
-			out.Change = Created
+			out.Change = plan.Created
 		}
 	}
 	before, afterClean := clean(live), clean(after)
@@ -229,8 +221,8 @@ func object(pv *lifecycle.Preview, step plan.Step, id resource.Identity, o Optio
 		return out, fmt.Errorf("%s: %w", id, err)
 	}
 	if a == b {
-		if out.Change == Changed {
-			out.Change = Unchanged
+		if out.Change == plan.Configured {
+			out.Change = plan.Unchanged
 		}
 		return out, nil
 	}
@@ -360,11 +352,11 @@ func (r *Result) Text(color bool) string {
 		pick  func(Object) bool
 		diff  bool
 	}{
-		{"Created:", func(o Object) bool { return o.Change == Created }, true},
-		{"Changed:", func(o Object) bool { return o.Change == Changed }, true},
+		{"Created:", func(o Object) bool { return o.Change == plan.Created }, true},
+		{"Configured:", func(o Object) bool { return o.Change == plan.Configured }, true},
 		{"Adopted (fields applied client-side or by berth's former field manager move to the shared one):", func(o Object) bool { return o.AdoptedFromHelm }, false},
-		{"Kept (helm.sh/resource-policy: keep):", func(o Object) bool { return o.Change == Kept }, false},
-		{"Deleted:", func(o Object) bool { return o.Change == Deleted }, true},
+		{"Kept (helm.sh/resource-policy: keep):", func(o Object) bool { return o.Change == plan.Kept }, false},
+		{"Deleted:", func(o Object) bool { return o.Change == plan.Deleted }, true},
 	}
 	for _, s := range sections {
 		var objs []Object
@@ -392,7 +384,7 @@ func (r *Result) Text(color bool) string {
 		b.WriteString(p.bold("Record:") + " " + r.recordLine() + "\n")
 	}
 	s := r.Summary
-	fmt.Fprintf(&b, "%d created, %d changed, %d deleted, %d unchanged", s.Created, s.Changed, s.Deleted, s.Unchanged)
+	fmt.Fprintf(&b, "%d created, %d configured, %d deleted, %d unchanged", s.Created, s.Configured, s.Deleted, s.Unchanged)
 	if s.Kept > 0 {
 		fmt.Fprintf(&b, ", %d kept", s.Kept)
 	}

@@ -193,7 +193,7 @@ func TestSummary(t *testing.T) {
 		want       Summary
 		hasChanges bool
 	}{
-		{name: "upgrade", preview: upgradePreview, want: Summary{Created: 2, Changed: 2, Deleted: 1, Unchanged: 1, Kept: 1, Adopted: 1}, hasChanges: true},
+		{name: "upgrade", preview: upgradePreview, want: Summary{Created: 2, Configured: 2, Deleted: 1, Unchanged: 1, Kept: 1, Adopted: 1}, hasChanges: true},
 		{name: "uninstall", preview: uninstallPreview, want: Summary{Deleted: 2}, hasChanges: true},
 		{name: "nothing", preview: func(*testing.T) *lifecycle.Preview {
 			return &lifecycle.Preview{Operation: release.OpUpgrade, Plan: &plan.Plan{}}

@@ -124,18 +124,17 @@ type StepRun struct {
 	Duration time.Duration `json:"duration"`
 }
 
-// Change is what happened to one object.
-type Change string
+// Change is what happened to one object, in the vocabulary berth diff says what would happen in.
+type Change = plan.Change
 
+// The changes of a ChangeSet's entries (see plan.Change).
 const (
-	Created    Change = "created"
-	Configured Change = "configured"
-	Unchanged  Change = "unchanged"
-	// Skipped objects leave the release but stay in the cluster (helm.sh/resource-policy: keep):
-	// nothing is done to them.
-	Skipped Change = "skipped"
-	Deleted Change = "deleted"
-	Gone    Change = "already gone"
+	Created    = plan.Created
+	Configured = plan.Configured
+	Unchanged  = plan.Unchanged
+	Kept       = plan.Kept
+	Deleted    = plan.Deleted
+	Gone       = plan.Gone
 )
 
 // ChangeSet is what an execution did to objects: an entry for each object, in the order of the
@@ -222,7 +221,7 @@ func Execute(ctx context.Context, c Cluster, p *plan.Plan, opts Options) (*Resul
 		return x.res, err
 	}
 	for _, id := range p.Kept {
-		x.res.Changes.add([]ChangeSetEntry{{Object: id, Change: Skipped}})
+		x.res.Changes.add([]ChangeSetEntry{{Object: id, Change: Kept}})
 	}
 	return x.res, nil
 }

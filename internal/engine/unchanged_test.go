@@ -97,7 +97,7 @@ func TestExecuteLeavesUnchangedObjectsAlone(t *testing.T) {
 
 // TestChangeSetOfAReplacement deletes an object and applies it again, as a replacement does, and
 // keeps another: the change set has one entry for the replaced object, created, in the apply's
-// place, and the kept one last, skipped.
+// place, and the kept one last, kept.
 func TestChangeSetOfAReplacement(t *testing.T) {
 	a, b, kept := cm("a", ""), cm("b", ""), resource.IdentityOf(cm("kept", ""))
 	ida, idb := resource.IdentityOf(a), resource.IdentityOf(b)
@@ -116,7 +116,7 @@ func TestChangeSetOfAReplacement(t *testing.T) {
 	want := []ChangeSetEntry{
 		{Object: idb, Change: Configured, Step: "apply/ConfigMap/b"},
 		{Object: ida, Change: Created, Step: "apply/ConfigMap/a"},
-		{Object: kept, Change: Skipped},
+		{Object: kept, Change: Kept},
 	}
 	if diff := cmp.Diff(want, res.Changes.Entries, cmpopts.IgnoreFields(ChangeSetEntry{}, "Took")); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)

@@ -98,15 +98,23 @@ type Namespaces interface {
 // ending): it stops at its next safe point, and its waits on the cluster are cut short
 // (interruptible). It keeps the release's journal in d.Journals.
 func (d Deps) start(name string, stop context.Context) *operation {
-	o := &operation{Deps: d, name: name, jstore: d.Journals, runs: &runs{}, stop: stop}
-	o.Cluster = interruptible{Cluster: d.Cluster, stop: stop}
-	return o
+	return d.operationOn(name, stop, d.Journals)
 }
 
 // dryRun returns the operation of a dry run on release name: it keeps no journal, holds no lease
 // and stops only at its deadline.
 func (d Deps) dryRun(name string) *operation {
-	return &operation{Deps: d, name: name, runs: &runs{}}
+	return d.operationOn(name, nil, nil)
+}
+
+// operationOn returns an operation on release name, made with d, whose session stops on stop
+// (nil: only at its deadline) and keeps the release's journal in journals (nil: none).
+func (d Deps) operationOn(name string, stop context.Context, journals JournalStore) *operation {
+	o := &operation{Deps: d, name: name, runs: &runs{}, session: session{stop: stop, jstore: journals}}
+	if stop != nil {
+		o.Cluster = interruptible{Cluster: d.Cluster, stop: stop}
+	}
+	return o
 }
 
 func (d Deps) now() time.Time {

@@ -15,7 +15,7 @@ func TestGraceEndsGraceAfterTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	cancel() // ended, as at the deadline or a signal
 
-	var o *operation // a dry run's: no fence
+	o := &operation{} // a dry run's: no fence
 	gctx, gcancel := o.graceContext(ctx)
 	defer gcancel()
 	if gctx.Err() != nil {
@@ -37,7 +37,7 @@ func TestGraceEndsGraceAfterTheDeadline(t *testing.T) {
 	// With a fence, the grace ends when the lease is lost.
 	fence, lose := context.WithCancelCause(context.Background())
 	lost := errors.New("lost")
-	f := &operation{fence: fence}
+	f := &operation{session: session{fence: fence}}
 	fctx, fcancel := f.graceContext(ctx)
 	defer fcancel()
 	lose(lost)

@@ -72,8 +72,8 @@ func Install(ctx context.Context, d Deps, o InstallOptions) (*Result, error) {
 	if o.Chart != nil && o.Chart.Metadata != nil {
 		w.ChartVersion = o.Chart.Metadata.Version
 	}
-	return d.revisionOperation(ctx, w, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
-		return d.install(ctx, o)
+	return d.revisionOperation(ctx, w, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, op *operation, _ Action) (*release.Release, error) {
+		return op.install(ctx, o)
 	})
 }
 
@@ -86,44 +86,47 @@ func (o InstallOptions) undone() bool {
 // install is Install within its operation (or its dry run): the revision pipeline, replacing
 // nothing, with the release namespace checked (or created) first.
 func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Release, error) {
-	revision, replaced := 1, 0
+	return d.carryOut(ctx, installOp{o})
+}
+
+// installOp is an install as the revision pipeline carries it out.
+type installOp struct{ o InstallOptions }
+
+// read takes the release's name: a new release, or, with Replace, the next revision of one
+// uninstalled with its history kept or failed.
+func (op installOp) read(ctx context.Context, d *operation) (draft, policy, error) {
+	o := op.o
+	dr := draft{name: o.Name, namespace: o.Namespace, number: 1, entry: entry{labels: o.Labels},
+		ensureNamespace: true, createNamespace: o.CreateNamespace,
+		// As in Helm, an install renders .Release.Revision 1, whatever revision it records.
+		render: &renderInput{chart: o.Chart, values: o.Values, rendering: o.Rendering, options: chart.RenderOptions{
+			ReleaseName: o.Name, Namespace: o.Namespace, Revision: 1, Capabilities: o.Capabilities,
+			Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
+		}},
+	}
 	if o.DryRun != ClientDryRun {
 		last, err := d.Store.Last(ctx, o.Name)
 		switch {
 		case errors.Is(err, release.ErrNotFound):
 		case err != nil:
-			return nil, err
+			return dr, policy{}, err
 		case !o.Replace || !replaceable(last.Info.Status):
-			return nil, &NameInUseError{Release: o.Name, Namespace: o.Namespace, Revision: last.Version, Status: last.Info.Status}
+			return dr, policy{}, &NameInUseError{Release: o.Name, Namespace: o.Namespace, Revision: last.Version, Status: last.Info.Status}
 		default:
-			revision = last.Version + 1
+			dr.number = last.Version + 1
 			if last.Info.Status == release.StatusUninstalled {
-				replaced = last.Version
+				dr.replaced = last.Version
 			}
 		}
 	}
-	// As in Helm, an install renders .Release.Revision 1, whatever revision it records.
-	c, err := d.render(ctx, o.Chart, o.Values, o.Rendering, chart.RenderOptions{
-		ReleaseName: o.Name, Namespace: o.Namespace, Revision: 1, Capabilities: o.Capabilities,
-		Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
-	})
-	if err != nil {
-		return nil, err
-	}
 	if err := release.CheckLabels(o.Labels); err != nil {
-		return nil, err
-	}
-	rev := d.pendingRevision(release.OpInstall, o.Name, o.Namespace, revision, c, entry{labels: o.Labels})
-	rev.replaced = replaced
-	rel := rev.rel
-	if o.DryRun == ClientDryRun {
-		rel.Info.Description = "Dry run complete"
-		return rel, nil
+		return dr, policy{}, err
 	}
 	pol := policy{op: release.OpInstall,
 		settings: settings{wait: o.WaitOptions, dryRun: o.DryRun, noHooks: o.NoHooks, takeOwnership: o.TakeOwnership,
 			crds: o.CRDs, forceReplace: o.ForceReplace, preview: o.preview},
-		said: descriptions{success: cmp.Or(o.Description, "Install complete"), failure: fmt.Sprintf("Release %q failed", o.Name)},
+		said: descriptions{success: cmp.Or(o.Description, "Install complete"), failure: fmt.Sprintf("Release %q failed", o.Name),
+			clientDryRun: "Dry run complete"},
 	}
 	// Rolling back on failure (or a regression's remediation) uninstalls what was installed.
 	pol.undo.onFailure, pol.undo.onRegression = o.Watch.undoes(o.RollbackOnFailure)
@@ -131,22 +134,7 @@ func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Rel
 		_, err := d.uninstall(ctx, UninstallOptions{Name: o.Name, NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}})
 		return err
 	}
-
-	createdNamespace, err := d.ensureNamespace(ctx, o.Namespace, o.CreateNamespace && o.DryRun == NoDryRun)
-	if err != nil {
-		return nil, err
-	}
-	pr, err := d.planRevision(ctx, rev, pol)
-	if err != nil {
-		if createdNamespace {
-			// Nothing else changed: the namespace goes, within a grace of its own.
-			dctx, cancel := d.writeContext(ctx)
-			defer cancel()
-			d.executeOnce(dctx, release.OpInstall, revision, namespacePlan(plan.DeleteNamespace, o.Namespace), &runner{d: d})
-		}
-		return nil, err
-	}
-	return rel, d.runRevision(ctx, pr)
+	return dr, pol, nil
 }
 
 // NameInUseError says an install found the release's name taken by a release that is not

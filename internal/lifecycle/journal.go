@@ -190,6 +190,13 @@ func (d *operation) options() release.JournalOptions {
 	return d.j.Options
 }
 
+// takeOver readies the operation to finish the interrupted operation whose journal is j (nil: one
+// that left none): the steps and hooks j records as done are skipped, and hook objects the
+// interrupted run left are removed before their event runs again.
+func (s *session) takeOver(j *release.Journal) {
+	s.resume, s.recovering = j, true
+}
+
 // end deletes the journal of an operation that ended (succeeded or failed: the release's record
 // then says what it is) and readies the operation for the next one. With force, the journal is
 // deleted even when this operation did not write it (it finished or undid an interrupted one).

@@ -209,6 +209,8 @@ func TestInterruptedPlanResumesFromItsJournal(t *testing.T) {
 				}
 			}
 		}
+		// Then it sweeps the parts no record names, as a plan step of its own.
+		want = append(want, fmt.Sprintf("record/parts-swept/%d", j.Revision))
 		res, err := lifecycle.Recover(t.Context(), d, lifecycle.RecoverOptions{Name: "web", WaitOptions: wait})
 		if err != nil {
 			t.Fatalf("signal after journal write %d: recover: %v", stop, err)

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
-	"github.com/berthdev/berth/internal/resource"
 )
 
 // finish carries an interrupted operation to its end.
@@ -21,7 +17,7 @@ func (d *operation) finish(ctx context.Context, in *Interrupted, g Grants) error
 	} else {
 		jo.Wait = in.Operation == release.OpUninstall
 	}
-	d.resume, d.recovering = in.Journal, true
+	d.takeOver(in.Journal)
 	switch {
 	case in.Stale:
 	case in.Incomplete > 0:
@@ -45,20 +41,27 @@ func (d *operation) finish(ctx context.Context, in *Interrupted, g Grants) error
 
 // sweepParts deletes, once the operation journal j records is finished or undone, the parts that
 // the records of its revision, and of the revisions its last step supersedes, do not name: an
-// update of one of those records stopped midway leaves them. A part it cannot delete is owned by
-// its record object, and goes with it.
+// update of one of those records stopped midway leaves them. It is a plan of one record step
+// (sweepStep), run again in full if interrupted.
 func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
 	if j == nil {
 		return
 	}
-	versions := []int{j.Revision}
+	var superseded []int
 	if j.Plan != nil && len(j.Plan.Steps) > 0 {
 		if last := j.Plan.Steps[len(j.Plan.Steps)-1]; last.Action == plan.Record {
-			versions = append(versions, last.Supersedes...)
+			superseded = last.Supersedes
 		}
 	}
+	// What it cannot sweep is owned by its record object, and goes with it: nothing to report.
+	_ = d.executeOnce(ctx, j.Operation, j.Revision, &plan.Plan{Steps: []plan.Step{sweepStep(j.Revision, superseded)}}, &runner{d: d})
+}
+
+// sweep deletes the parts of each revision of versions that its record does not name; what it
+// cannot delete is owned by its record object, and goes with it.
+func (d *operation) sweep(ctx context.Context, versions []int) {
 	for _, v := range versions {
-		_, _ = d.Store.SweepParts(ctx, j.Release, v)
+		_, _ = d.Store.SweepParts(ctx, d.name, v)
 	}
 }
 
@@ -66,25 +69,31 @@ func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
 // its record, skipping what the journal records as done. jo are the journal's options as the
 // caller grants them (Grants.narrow).
 func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions) error {
+	_, err := d.carryOut(ctx, resumeOp{in: in, jo: jo})
+	return err
+}
+
+// resumeOp is the finishing of an interrupted install, upgrade or rollback as the revision
+// pipeline carries it out: its recorded revision as it is, with the plan its journal recorded
+// (or, when Helm left it pending without one, planned from the record).
+type resumeOp struct {
+	in *Interrupted
+	jo release.JournalOptions
+}
+
+// read reads the revisions the recorded one replaces: the deployed and the one before it.
+func (op resumeOp) read(ctx context.Context, d *operation) (draft, policy, error) {
+	in, jo := op.in, op.jo
 	rel := in.Last
-	objs, err := resource.ParseManifest(rel.Manifest)
-	if err != nil {
-		return fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
-	}
-	crds, err := crdObjects(rel)
-	if err != nil {
-		return err
-	}
-	var previous []*release.Release
+	dr := draft{name: rel.Name, namespace: rel.Namespace, number: rel.Version, recorded: rel}
 	if dep, err := d.Store.Deployed(ctx, rel.Name); err == nil && dep.Version != rel.Version {
-		previous = append(previous, dep)
+		dr.previous = append(dr.previous, dep)
 	}
 	if rel.Version > 1 {
 		if prev, err := d.Store.Get(ctx, rel.Name, rel.Version-1); err == nil {
-			previous = append(previous, prev)
+			dr.previous = append(dr.previous, prev)
 		}
 	}
-	rev := revision{rel: rel, recorded: true, previous: previous, crds: crds, objects: objs}
 	pol := policy{op: in.Operation,
 		settings: settings{wait: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered},
 			noHooks: jo.NoHooks, takeOwnership: jo.TakeOwnership},
@@ -98,62 +107,33 @@ func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo rele
 	default:
 		pol.said.success = fmt.Sprintf("Rollback to %d", rel.Info.RollbackRevision)
 	}
-	if j := in.Journal; j != nil && pending(rel.Info.Status) && operationOf(rel.Info.Status) != j.Operation {
-		return &JournalRefusedError{Release: rel.Name, Namespace: rel.Namespace, Operation: j.Operation, Revision: j.Revision,
+	j := in.Journal
+	if j != nil && pending(rel.Info.Status) && operationOf(rel.Info.Status) != j.Operation {
+		return dr, pol, &JournalRefusedError{Release: rel.Name, Namespace: rel.Namespace, Operation: j.Operation, Revision: j.Revision,
 			Reason: fmt.Sprintf("the record of revision %d is %s", rel.Version, rel.Info.Status)}
 	}
-	if j := in.Journal; j != nil && j.Plan != nil && j.Operation == in.Operation && j.Revision == rel.Version {
-		return d.resumeAsRecorded(ctx, rev, pol, j)
+	if j != nil && j.Plan != nil && j.Operation == in.Operation && j.Revision == rel.Version {
+		dr.journal = j
 	}
-	return d.carryOut(ctx, rev, pol) // no journal (Helm left the release pending): planned from the record
-}
-
-// resumeAsRecorded goes on with the plan of journal j of the interrupted revision rev, from its
-// first step not done: nothing is surveyed, validated or planned again, and the deletes go by
-// the UIDs the plan recorded. Only the live objects' metadata is read, to tell what was created
-// from what was configured, and whose they are: the journal is input (checkJournal) and
-// ownership is checked again as pol grants it. The rest is the revision pipeline's (runRevision).
-func (d *operation) resumeAsRecorded(ctx context.Context, rev revision, pol policy, j *release.Journal) error {
-	rel := rev.rel
-	p, err := prepare(d.Cluster, rel.Name, rel.Namespace, rev.crds, rev.objects)
-	if err != nil {
-		return err
-	}
-	var replaced []*unstructured.Unstructured
-	for _, prev := range rev.previous {
-		objs, err := d.recordedObjects(prev)
-		if err != nil {
-			return err
-		}
-		replaced = union(replaced, objs)
-	}
-	scope, err := scopeOf(d.Cluster, pol.op, rel, slices.Concat(p.crds, p.objects), replaced)
-	if err != nil {
-		return err
-	}
-	if err := checkJournal(j, scope, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err != nil {
-		return err
-	}
-	before, err := live(ctx, d.Cluster, p.objects)
-	if err != nil {
-		return err
-	}
-	if err := checkOwnership(rel.Name, rel.Namespace, p.objects, nil, before, pol.takeOwnership); err != nil {
-		return err
-	}
-	return d.runRevision(ctx, &planned{revision: rev, policy: pol, p: p, s: survey{before: before}, plan: j.Plan, journalled: true})
+	return dr, pol, nil
 }
 
 // deleteIncomplete deletes the incomplete record an operation left (Interrupted.Incomplete), its
 // parts with it. Nothing else of that operation had changed: finishing it and undoing it alike
 // come to this.
 func (d *operation) deleteIncomplete(ctx context.Context, in *Interrupted) error {
-	_, err := d.Store.Delete(ctx, in.Release, in.Incomplete)
+	return d.executeOnce(ctx, in.Operation, in.Incomplete, &plan.Plan{Steps: []plan.Step{deleteRecordStep(in.Incomplete)}}, &runner{d: d})
+}
+
+// deleteRecord deletes the incomplete record of revision (a deleteRecordStep), its parts with it;
+// one already gone is deleted.
+func (d *operation) deleteRecord(ctx context.Context, revision int) error {
+	_, err := d.Store.Delete(ctx, d.name, revision)
 	var incomplete *release.IncompleteRecordError
 	if err == nil || errors.As(err, &incomplete) || errors.Is(err, release.ErrNotFound) {
 		return nil
 	}
-	return err
+	return &RecordError{Release: d.name, Revision: revision, Status: statusDeleted, Err: err}
 }
 
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
@@ -250,15 +230,15 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 	out := &RecoverResult{Name: o.Name}
 	op := d.start(o.Name, ctx)
 	defer func() { out.Runs = op.runs.all() }()
-	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
-		s, err := d.readState(ctx, o.Name)
+	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context) error {
+		s, err := op.readState(ctx, o.Name)
 		if err != nil {
 			return err
 		}
 		out.Interrupted = s.Interrupted
 		if s.Interrupted == nil {
 			if s.Last == nil {
-				_, err := d.Store.Last(ctx, o.Name) // says the release is not found
+				_, err := op.Store.Last(ctx, o.Name) // says the release is not found
 				return err
 			}
 			out.Release = s.Last
@@ -266,8 +246,8 @@ func Recover(ctx context.Context, d Deps, o RecoverOptions) (*RecoverResult, err
 			return nil
 		}
 		out.Action = s.Interrupted.Next(o.Rollback)
-		err = d.drive(ctx, Wanted{Rollback: o.Rollback, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpInstall, release.OpUpgrade, release.OpRollback, release.OpUninstall)}, nil)
-		out.Release = s.Interrupted.latest(ctx, d.Deps)
+		err = op.drive(ctx, Wanted{Rollback: o.Rollback, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpInstall, release.OpUpgrade, release.OpRollback, release.OpUninstall)}, nil)
+		out.Release = s.Interrupted.latest(ctx, op.Deps)
 		return err
 	})
 	return out, err

@@ -42,47 +42,52 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
 	if err := o.checkWindow(o.CleanupOnFail); err != nil {
 		return nil, err
 	}
-	return d.revisionOperation(ctx, Wanted{Operation: release.OpRollback, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpRollback)}, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, _ Action) (*release.Release, error) {
-		return d.rollback(ctx, o)
+	return d.revisionOperation(ctx, Wanted{Operation: release.OpRollback, Grants: grantsOf(o.TakeOwnership, o.NoHooks, release.OpRollback)}, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, op *operation, _ Action) (*release.Release, error) {
+		return op.rollback(ctx, o)
 	})
 }
 
 // rollback is Rollback within its operation (or its dry run): the revision pipeline with the
 // contents of an earlier revision, replacing the deployed and the last revision.
 func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.Release, error) {
+	return d.carryOut(ctx, rollbackOp{o})
+}
+
+// rollbackOp is a rollback as the revision pipeline carries it out.
+type rollbackOp struct{ o RollbackOptions }
+
+// read reads the last revision and the one to go back to (by default, the one before the
+// last), whose contents the next revision takes.
+func (op rollbackOp) read(ctx context.Context, d *operation) (draft, policy, error) {
+	o := op.o
 	last, err := d.Store.Last(ctx, o.Name)
 	if err != nil {
-		return nil, err
+		return draft{}, policy{}, err
 	}
 	version := o.Version
 	if version == 0 {
 		version = last.Version - 1
 	}
 	if version < 1 {
-		return nil, fmt.Errorf("release %s has no revision before %d to roll back to", o.Name, last.Version)
+		return draft{}, policy{}, fmt.Errorf("release %s has no revision before %d to roll back to", o.Name, last.Version)
 	}
 	target, err := d.Store.Get(ctx, o.Name, version)
 	if err != nil {
-		return nil, err
+		return draft{}, policy{}, err
 	}
 	deployed, _ := deployedOf(ctx, d.Store, last)
-
 	c, err := d.contentsOf(target)
 	if err != nil {
-		return nil, err
+		return draft{}, policy{}, err
 	}
 	description := cmp.Or(o.Description, fmt.Sprintf("Rollback to %d", version))
-	rev := d.pendingRevision(release.OpRollback, o.Name, o.Namespace, last.Version+1, c, entry{labels: maps.Clone(target.Labels),
-		firstDeployed: last.Info.FirstDeployed, description: description, rollbackTo: version})
-	rev.previous = []*release.Release{deployed, last}
-	if o.DryRun == ClientDryRun {
-		return rev.rel, nil
-	}
-	return rev.rel, d.carryOut(ctx, rev, policy{op: release.OpRollback,
+	dr := draft{name: o.Name, namespace: o.Namespace, number: last.Version + 1, contents: c, previous: []*release.Release{deployed, last},
+		entry: entry{labels: maps.Clone(target.Labels), firstDeployed: last.Info.FirstDeployed, description: description, rollbackTo: version}}
+	return dr, policy{op: release.OpRollback,
 		settings: settings{wait: o.WaitOptions, dryRun: o.DryRun, noHooks: o.NoHooks, takeOwnership: o.TakeOwnership,
 			forceReplace: o.ForceReplace, historyMax: o.HistoryMax, preview: o.preview},
 		said: descriptions{success: description, failure: fmt.Sprintf("Rollback %q failed", o.Name), dryRun: o.Description},
 		// As Helm's rollback: what it created is deleted only when applying fails.
 		undo: undo{cleanupOnFail: o.CleanupOnFail, onlyApplying: true},
-	})
+	}, nil
 }

@@ -84,9 +84,9 @@ func (r *runner) watch(ctx context.Context, step plan.Step) error {
 	if w == nil {
 		return fmt.Errorf("%s: a watch step without a window", step.ID)
 	}
-	left := w.For
-	if started, resumed := r.d.watchStarted(); !started.IsZero() {
-		left = max(w.For-r.d.now().Sub(started), 0)
+	started, resumed := r.d.watchStarted()
+	left := w.Left(started, r.d.now())
+	if !started.IsZero() {
 		// A window this run started began as the step before it ended, a moment ago: only one
 		// an earlier run started is told of.
 		if resumed {
@@ -198,6 +198,11 @@ func (r *runner) record(ctx context.Context, step plan.Step) error {
 		return nil
 	case statusPurged:
 		return d.purge(ctx, rel.Name)
+	case statusDeleted:
+		return d.deleteRecord(ctx, step.Revision)
+	case statusSwept:
+		d.sweep(ctx, append([]int{step.Revision}, step.Supersedes...))
+		return nil
 	case statusStopped:
 		if err := d.Store.Update(ctx, rel); err != nil {
 			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: rel.Info.Status, Err: err}

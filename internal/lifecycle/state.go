@@ -360,7 +360,7 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 		}
 		a, last := acts[0], len(acts) == 1
 		in := s.Interrupted
-		d.acted = append(d.acted, a)
+		d.act(a)
 		switch a {
 		case ActFinish, ActUndo, ActRemoveHooks:
 			d.notify(fmt.Sprintf("release %s: %s: %s", d.name, in.Describe(), in.Next(a == ActUndo)))
@@ -374,7 +374,7 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 					return err
 				}
 			} else {
-				d.resume, d.recovering = in.Journal, true
+				d.takeOver(in.Journal)
 			}
 			return do(ctx, ActUninstall, s)
 		case a == ActFinish:
@@ -391,7 +391,7 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 				err = d.end(ctx, true)
 			}
 			if err == nil && !last {
-				d.acted = append(d.acted, acts[1])
+				d.act(acts[1])
 				return do(ctx, acts[1], s)
 			}
 		default:

@@ -124,6 +124,28 @@ func purgeStep() plan.Step {
 // statusPurged is the Status of the Record step that deletes every record of a release.
 const statusPurged = "purged"
 
+// statusDeleted is the Status of the Record step that deletes the incomplete record an
+// interrupted operation left, its parts with it; statusSwept, of the one that deletes the parts
+// that the records of its revisions do not name.
+const (
+	statusDeleted = "deleted"
+	statusSwept   = "parts-swept"
+)
+
+// deleteRecordStep deletes the incomplete record of revision, which an operation interrupted
+// while it wrote it left: nothing else of that operation had changed.
+func deleteRecordStep(revision int) plan.Step {
+	return plan.Step{ID: fmt.Sprintf("record/%s/%d", statusDeleted, revision), Action: plan.Record, Status: statusDeleted, Revision: revision,
+		Reason: fmt.Sprintf("revision %d was interrupted while its record was written: the incomplete record is deleted", revision)}
+}
+
+// sweepStep deletes the parts that the records of revision and of the revisions it superseded do
+// not name: an update of one of those records stopped midway leaves them.
+func sweepStep(revision int, superseded []int) plan.Step {
+	return plan.Step{ID: fmt.Sprintf("record/%s/%d", statusSwept, revision), Action: plan.Record, Status: statusSwept, Revision: revision,
+		Supersedes: superseded, Reason: "the parts no record names, left by an update stopped midway, are deleted"}
+}
+
 func recordStep(status release.Status, revision int, why string) plan.Step {
 	return plan.Step{ID: fmt.Sprintf("record/%s/%d", status, revision), Action: plan.Record, Status: string(status), Revision: revision,
 		Reason: fmt.Sprintf("record revision %d as %s: %s", revision, status, why)}

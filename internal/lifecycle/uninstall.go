@@ -87,8 +87,8 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 			}
 		}
 	}()
-	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context, d *operation) error {
-		return d.drive(ctx, Wanted{Operation: release.OpUninstall, Grants: grantsOf(false, o.NoHooks, release.OpUninstall)}, func(ctx context.Context, _ Action, s State) error {
+	err := op.operate(ctx, o.WaitOptions, func(ctx context.Context) error {
+		return op.drive(ctx, Wanted{Operation: release.OpUninstall, Grants: grantsOf(false, o.NoHooks, release.OpUninstall)}, func(ctx context.Context, _ Action, s State) error {
 			if in := s.Interrupted; in != nil && in.Operation == release.OpUninstall && in.Last == nil {
 				res = &UninstallResult{Name: o.Name} // the interrupted uninstall had removed every record
 				return nil
@@ -100,7 +100,7 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 				last = s.Last
 			}
 			var err error
-			res, err = d.uninstallLast(ctx, o, last)
+			res, err = op.uninstallLast(ctx, o, last)
 			return err
 		})
 	})

@@ -84,11 +84,11 @@ func Upgrade(ctx context.Context, d Deps, o UpgradeOptions) (*Result, error) {
 	if o.Chart != nil && o.Chart.Metadata != nil {
 		w.ChartVersion = o.Chart.Metadata.Version
 	}
-	res, err := d.revisionOperation(ctx, w, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, d *operation, a Action) (*release.Release, error) {
+	res, err := d.revisionOperation(ctx, w, o.Name, o.WaitOptions, o.DryRun, func(ctx context.Context, op *operation, a Action) (*release.Release, error) {
 		if a == ActInstall {
-			return d.install(ctx, o.install())
+			return op.install(ctx, o.install())
 		}
-		return d.upgrade(ctx, o)
+		return op.upgrade(ctx, o)
 	})
 	var ni *NotInstalledError
 	if errors.As(err, &ni) {
@@ -127,16 +127,26 @@ func (o UpgradeOptions) install() InstallOptions {
 // upgrade is Upgrade within its operation (or its dry run): the revision pipeline, replacing the
 // deployed and the last revision, rolled back to the deployed one on failure when asked.
 func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Release, error) {
+	return d.carryOut(ctx, upgradeOp{o})
+}
+
+// upgradeOp is an upgrade as the revision pipeline carries it out.
+type upgradeOp struct{ o UpgradeOptions }
+
+// read reads the last and the deployed revision: the new one is rendered from the chart and
+// the values merged over the current one's (the deployed, or else the last), and is the next.
+func (op upgradeOp) read(ctx context.Context, d *operation) (draft, policy, error) {
+	o := op.o
 	last, err := d.Store.Last(ctx, o.Name)
 	if errors.Is(err, release.ErrNotFound) || (err == nil && last.Info.Status == release.StatusUninstalled) {
-		return nil, &NotInstalledError{Release: o.Name, Namespace: o.Namespace} // Next decides to install
+		return draft{}, policy{}, &NotInstalledError{Release: o.Name, Namespace: o.Namespace} // Next decides to install
 	}
 	if err != nil {
-		return nil, err
+		return draft{}, policy{}, err
 	}
 	deployed, err := deployedOf(ctx, d.Store, last)
 	if err != nil && !errors.Is(err, release.ErrNotFound) && !errors.Is(err, release.ErrNoDeployed) {
-		return nil, err
+		return draft{}, policy{}, err
 	}
 	current := last
 	if deployed != nil {
@@ -144,31 +154,24 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 	}
 	ch, vals, err := chart.UpgradeValues(o.Chart, chart.Previous{Chart: current.Chart, Config: current.Config}, o.Values, o.ValuesStrategy)
 	if err != nil {
-		return nil, err
+		return draft{}, policy{}, err
 	}
-	c, err := d.render(ctx, ch, vals, o.Rendering, chart.RenderOptions{
-		ReleaseName: o.Name, Namespace: o.Namespace, Revision: last.Version + 1, IsUpgrade: true, Capabilities: o.Capabilities,
-		Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
-	})
-	if err != nil {
-		return nil, err
+	number := last.Version + 1
+	dr := draft{name: o.Name, namespace: o.Namespace, number: number, previous: []*release.Release{deployed, last},
+		entry: entry{labels: release.MergeLabels(last.Labels, o.Labels), firstDeployed: current.Info.FirstDeployed},
+		render: &renderInput{chart: ch, values: vals, rendering: o.Rendering, options: chart.RenderOptions{
+			ReleaseName: o.Name, Namespace: o.Namespace, Revision: number, IsUpgrade: true, Capabilities: o.Capabilities,
+			Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
+		}},
 	}
 	if err := release.CheckLabels(o.Labels); err != nil {
-		return nil, err
-	}
-	rev := d.pendingRevision(release.OpUpgrade, o.Name, o.Namespace, last.Version+1, c,
-		entry{labels: release.MergeLabels(last.Labels, o.Labels), firstDeployed: current.Info.FirstDeployed})
-	rev.previous = []*release.Release{deployed, last}
-	rel := rev.rel
-	if o.DryRun == ClientDryRun {
-		rel.Info.Description = cmp.Or(o.Description, "Dry run complete") // as Helm's upgrade
-		return rel, nil
+		return draft{}, policy{}, err
 	}
 	pol := policy{op: release.OpUpgrade,
 		settings: settings{wait: o.WaitOptions, dryRun: o.DryRun, noHooks: o.NoHooks, takeOwnership: o.TakeOwnership,
 			crds: o.CRDs, forceReplace: o.ForceReplace, historyMax: o.HistoryMax, preview: o.preview},
 		said: descriptions{success: cmp.Or(o.Description, "Upgrade complete"), failure: fmt.Sprintf("Upgrade %q failed", o.Name),
-			dryRun: o.Description},
+			dryRun: o.Description, clientDryRun: cmp.Or(o.Description, "Dry run complete")}, // as Helm's upgrade
 		undo: undo{cleanupOnFail: o.CleanupOnFail},
 	}
 	pol.undo.onFailure, pol.undo.onRegression = o.Watch.undoes(o.RollbackOnFailure)
@@ -179,8 +182,8 @@ func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Rel
 		// The rollback replaces objects whose immutable fields change, as the upgrade did.
 		_, err := d.rollback(ctx, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
 			NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}, ForceReplace: o.ForceReplace,
-			Description: undoDescription(deployed.Version, rel.Version, cause)})
+			Description: undoDescription(deployed.Version, number, cause)})
 		return err
 	}
-	return rel, d.carryOut(ctx, rev, pol)
+	return dr, pol, nil
 }

@@ -25,10 +25,7 @@ type Window struct {
 
 // Left is what is left of the window at now; For when it has not started.
 func (w *Window) Left(now time.Time) time.Duration {
-	if w.Started.IsZero() {
-		return w.For
-	}
-	return max(w.For-now.Sub(w.Started), 0)
+	return w.Window.Left(w.Started, now)
 }
 
 // WindowOf returns the watch window of the operation journal j records; nil when its plan has none.

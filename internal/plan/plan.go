@@ -58,6 +58,22 @@ const (
 	Watch Action = "watch"
 )
 
+// Change is what an operation does, or would do, to one object: the one vocabulary of the
+// engine's change sets, the counts a Release's status keeps and berth diff.
+type Change string
+
+const (
+	Created    Change = "created"
+	Configured Change = "configured"
+	Unchanged  Change = "unchanged"
+	Deleted    Change = "deleted"
+	// Kept objects leave the release but stay in the cluster (helm.sh/resource-policy: keep):
+	// nothing is done to them.
+	Kept Change = "kept"
+	// Gone: an object to delete was gone already.
+	Gone Change = "already gone"
+)
+
 // Window is how a Watch step watches its objects.
 type Window struct {
 	// For is how long the window lasts, from when it starts.
@@ -66,6 +82,15 @@ type Window struct {
 	Tolerance time.Duration `json:"tolerance,omitempty"`
 	// Restarts is how many times each container may restart in the window.
 	Restarts int `json:"restarts,omitempty"`
+}
+
+// Left is what is left at now of the window that started at started; all of it when it has not
+// started (started is zero), nothing once it is over.
+func (w Window) Left(started, now time.Time) time.Duration {
+	if started.IsZero() {
+		return w.For
+	}
+	return max(w.For-now.Sub(started), 0)
 }
 
 // Step is one unit of work. Steps run in order; the objects of one step are independent of each

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -187,5 +188,24 @@ metadata: {name: gone-already, namespace: ns}
 	}
 	if diff := cmp.Diff(p, &back); diff != "" {
 		t.Errorf("plan after a JSON round trip (-before +after):\n%s", diff)
+	}
+}
+
+func TestWindowLeft(t *testing.T) {
+	w := Window{For: 10 * time.Minute}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name    string
+		started time.Time
+		want    time.Duration
+	}{
+		{"not started", time.Time{}, 10 * time.Minute},
+		{"just started", now, 10 * time.Minute},
+		{"half way", now.Add(-5 * time.Minute), 5 * time.Minute},
+		{"over", now.Add(-time.Hour), 0},
+	} {
+		if got := w.Left(c.started, now); got != c.want {
+			t.Errorf("%s: Left = %s, want %s", c.name, got, c.want)
+		}
 	}
 }

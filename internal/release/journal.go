@@ -29,6 +29,9 @@ const (
 	OpUninstall Operation = "uninstall"
 	// OpTest is a run of a release's tests (berth test).
 	OpTest Operation = "test"
+	// OpCorrect puts back the objects of a release's deployed revision that differ from it in
+	// the cluster (a Release's drift correction), without a new revision.
+	OpCorrect Operation = "correct-drift"
 )
 
 // JournalState says whether a journaled operation is running or was interrupted by a signal. A

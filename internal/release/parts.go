@@ -224,7 +224,7 @@ func Bytes(n int) string {
 }
 
 // encode encodes rel as Helm's drivers keep a record: its JSON, gzipped, in base64. Helm gzips at
-// best compression, which costs three times the default level's time for 0 to 2% less; records
+// best compression, which costs three times the default level's time for 0 to 4% less; records
 // are written at the default level, at best compression when that is what keeps a record within
 // one object, and only when even that does not, split: the chart's templates and files move to
 // parts, and then the manifest. Helm reads each of these record objects; a release helm can

@@ -108,3 +108,33 @@ func TestReleaseAdoptsWhatHelmInstalled(t *testing.T) {
 	}
 	ctl.running()
 }
+
+// TestReleaseDoesNotReuseHelmValues adopts a release Helm installed with --set replicas=3 by a
+// Release that gives no values: the Release's values are all the release's values, so the
+// upgrade renders the chart's default (1), and Helm's record of revision 2 holds no values.
+func TestReleaseDoesNotReuseHelmValues(t *testing.T) {
+	env := testenv.New(t)
+	c := releasetest.Client(t, env)
+	releasetest.ServiceAccount(t, env, "deployer", releasetest.Everything)
+	chart := webChart(t)
+	berthtest.MustHelm(t, env, "install", "web", chart, "--set", "replicas=3")
+
+	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, chart)
+	ctl := newController(t, env)
+	ctl.start()
+	if err := c.Create(t.Context(), releaseOf(t, env.Namespace, "web", repo.URL, "web", "deployer", "{}")); err != nil {
+		t.Fatal(err)
+	}
+	releasetest.WaitFor(t, c, env.Namespace, "web", "has upgraded the release Helm installed", readyAt(2))
+	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "web-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["replicas"] != "1" {
+		t.Errorf("ConfigMap web-config replicas = %q, want the chart's default 1: Helm's --set replicas=3 was kept", cm.Data["replicas"])
+	}
+	if rec := berthtest.LastRecord(t, env, "web"); rec.Version != 2 || len(rec.Config) != 0 {
+		t.Errorf("revision %d records the values %v, want revision 2 with none", rec.Version, rec.Config)
+	}
+	ctl.running()
+}

@@ -72,7 +72,7 @@ func TestCRDsAreUpdatedWithCreateReplace(t *testing.T) {
 	}
 
 	out, _ := berthtest.MustBerth(t, env, "diff", "upgrade", "gadget", v2, "--crds", "create-replace")
-	for _, want := range []string{"CustomResourceDefinition.apiextensions.k8s.io/" + name, "+", "color", "1 changed"} {
+	for _, want := range []string{"CustomResourceDefinition.apiextensions.k8s.io/" + name, "+", "color", "1 configured"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("berth diff upgrade --crds create-replace does not show %q:\n%s", want, out)
 		}
