@@ -3,7 +3,9 @@ package controller
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -330,4 +332,19 @@ func holder(identity string) release.Holder {
 		h.Who = identity
 	}
 	return h
+}
+
+// releasesSynced is the readiness check: ready once the cache holds every Release, so that a
+// replica is not reported ready while it still knows none.
+func releasesSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		inf, err := c.GetInformer(req.Context(), &v1alpha1.Release{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		if !inf.HasSynced() {
+			return errors.New("the cache of Releases has not synced yet")
+		}
+		return nil
+	}
 }
