@@ -31,6 +31,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/tenancy"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/version"
@@ -282,7 +283,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		// Names are unique per process; tests run one manager after another.
 		// Workers are shared fairly between namespaces: one tenant's many Releases do not make
 		// another's wait behind them, and one namespace never holds every worker.
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue(concurrency)})
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: tenancy.NewFairQueue(concurrency)})
 	if !o.NoSecretWatch {
 		b = b.Watches(metadataOf("Secret"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "Secret")), builder.OnlyMetadata)
 	}
