@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/berthdev/berth/internal/par"
 )
 
 // RendererCommand is the hidden command of the berth binary that runs one sandboxed render
@@ -28,7 +30,7 @@ const stderrKept = 4096
 type Sandbox struct {
 	limits  RenderLimits
 	command []string
-	slots   chan struct{}
+	slots   *par.Slots
 }
 
 // RendererError is a sandboxed render that failed for a reason other than its templates or its
@@ -51,7 +53,7 @@ func NewSandbox(limits RenderLimits, slots int, command ...string) (*Sandbox, er
 		}
 		command = []string{exe, RendererCommand}
 	}
-	return &Sandbox{limits: limits, command: command, slots: make(chan struct{}, slots)}, nil
+	return &Sandbox{limits: limits, command: command, slots: par.NewSlots(slots)}, nil
 }
 
 // Limits are the budget of each render.
@@ -67,12 +69,11 @@ func (s *Sandbox) RunTemplates(ctx context.Context, step TemplateStep) (map[stri
 	stopped := func(limit BudgetLimit) error {
 		return &RenderBudgetError{Chart: step.Chart.Name(), Limit: limit, Limits: s.limits}
 	}
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	case <-ctx.Done():
+	release, err := s.slots.Acquire(ctx)
+	if err != nil {
 		return nil, ctxStopped(ctx, stopped)
 	}
+	defer release()
 	answer, exit, err := s.run(ctx, req)
 	if err != nil {
 		return nil, &RendererError{Err: err}

@@ -50,9 +50,9 @@ func (e *AccountNotFoundError) Error() string {
 		e.Namespace, e.Name, what)
 }
 
-// accountOf is the ServiceAccount a Release that names account acts as: account, or the
+// serviceAccountFor is the ServiceAccount a Release that names account acts as: account, or the
 // controller's default.
-func (r *Reconciler) accountOf(account string) string {
+func (r *Reconciler) serviceAccountFor(account string) string {
 	switch {
 	case account != "":
 		return account

@@ -3,7 +3,9 @@ package controller
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,6 +31,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/tenancy"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/version"
@@ -288,7 +291,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		// Names are unique per process; tests run one manager after another.
 		// Workers are shared fairly between namespaces: one tenant's many Releases do not make
 		// another's wait behind them, and one namespace never holds every worker.
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: newFairQueue(concurrency)})
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, SkipNameValidation: ptr.To(true), NewQueue: tenancy.NewFairQueue(concurrency)})
 	if !o.NoSecretWatch {
 		b = b.Watches(metadataOf("Secret"), handler.EnqueueRequestsFromMapFunc(releasesReading(mgr.GetClient(), "Secret")), builder.OnlyMetadata)
 	}
@@ -338,4 +341,19 @@ func holder(identity string) release.Holder {
 		h.Who = identity
 	}
 	return h
+}
+
+// releasesSynced is the readiness check: ready once the cache holds every Release, so that a
+// replica is not reported ready while it still knows none.
+func releasesSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		inf, err := c.GetInformer(req.Context(), &v1alpha1.Release{}, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		if !inf.HasSynced() {
+			return errors.New("the cache of Releases has not synced yet")
+		}
+		return nil
+	}
 }

@@ -193,7 +193,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 	}
 
 	named := d.ServiceAccount != ""
-	d.ServiceAccount = r.accountOf(d.ServiceAccount)
+	d.ServiceAccount = r.serviceAccountFor(d.ServiceAccount)
 	clients, local, err := r.clientsFor(ctx, d, named)
 	if missing := new(AccountNotFoundError); errors.As(err, &missing) {
 		// Stalled until the account is created: looked at again soon, with no call made as it.
@@ -460,7 +460,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 		return ctrl.Result{}, true, nil
 	}
 	named := d.ServiceAccount != ""
-	d.ServiceAccount = r.accountOf(d.ServiceAccount)
+	d.ServiceAccount = r.serviceAccountFor(d.ServiceAccount)
 	d.Timeout = timeoutOf(rel.Spec, r.MaxTimeout)
 	u := v1alpha1.UninstallSpec{}
 	if rel.Spec.Uninstall != nil {

@@ -23,7 +23,7 @@ func reconcileRequest(value string) string {
 // takeRequest handles a reconcile request on rel not handled yet: it records its value in the
 // status and, when rel's last install or upgrade failed, starts that attempt anew, its failures
 // counted from zero, as a change of the spec would (the last attempt no longer is what is asked:
-// accountOf). A Release that is not failed is only reconciled. It says whether there was one.
+// statusAccount). A Release that is not failed is only reconciled. It says whether there was one.
 func takeRequest(rel *v1alpha1.Release) bool {
 	asked := rel.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	if asked == "" {

@@ -12,23 +12,23 @@ import (
 
 // decide is what the reconcile of rel does, as lifecycle.Next decides it for the release in
 // state s: what the spec asks (d, resolved to chartVersion), the controller's way (an upgrade
-// that installs a release that has none), weighed against what rel's status says (accountOf).
+// that installs a release that has none), weighed against what rel's status says (statusAccount).
 // wait is how long a failed attempt waits before its retry; 0 when none is due.
 func decide(rel *v1alpha1.Release, s lifecycle.State, d *desired, chartVersion string, now time.Time) (acts []lifecycle.Action, wait time.Duration, err error) {
-	account, wait := accountOf(rel, d, chartVersion, now)
+	account, wait := statusAccount(rel, d, chartVersion, now)
 	acts, err = lifecycle.Next(s, lifecycle.Wanted{
 		Operation: release.OpUpgrade, Install: true, ChartVersion: chartVersion, Values: d.Values, Account: &account,
 	})
 	return acts, wait, err
 }
 
-// accountOf is what rel's status says of its release and of its last attempt, against the chart
+// statusAccount is what rel's status says of its release and of its last attempt, against the chart
 // version and values the spec resolves to now: the controller's part of what lifecycle.Next
 // decides from. An attempt that ended in failure is not repeated until its retries allow it
 // (wait is how long until the next is due); one that was interrupted (the controller stopped
 // while Reconciling) is resumed, or, when it released what is asked before the controller
 // stopped, only said.
-func accountOf(rel *v1alpha1.Release, d *desired, chartVersion string, now time.Time) (lifecycle.Account, time.Duration) {
+func statusAccount(rel *v1alpha1.Release, d *desired, chartVersion string, now time.Time) (lifecycle.Account, time.Duration) {
 	st := rel.Status
 	reconciling := meta.FindStatusCondition(st.Conditions, ConditionReconciling) != nil
 	wait, retry := retryWait(rel, d, now)

@@ -222,14 +222,14 @@ func TestEventNoteFitsAnEvent(t *testing.T) {
 // TestAccountOf: a Release's own account, else the controller's default, else its namespace's.
 func TestAccountOf(t *testing.T) {
 	r := &Reconciler{}
-	if got := r.accountOf(""); got != "default" {
+	if got := r.serviceAccountFor(""); got != "default" {
 		t.Errorf("no account, no default: %q", got)
 	}
 	r.DefaultServiceAccount = "releaser"
-	if got := r.accountOf(""); got != "releaser" {
+	if got := r.serviceAccountFor(""); got != "releaser" {
 		t.Errorf("no account: %q, want the controller's default", got)
 	}
-	if got := r.accountOf("deployer"); got != "deployer" {
+	if got := r.serviceAccountFor("deployer"); got != "deployer" {
 		t.Errorf("a named account: %q", got)
 	}
 }

@@ -18,6 +18,8 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/berthdev/berth/internal/par"
 )
 
 // A record larger than an object can hold is kept in two places. The record object (the Secret
@@ -233,8 +235,7 @@ func encode(rel *Release) (*encoding, error) {
 	if bulk(rel) > bulky {
 		// Encoding holds the record's JSON whole, some times its chart's files: one such
 		// record at a time, so that several large releases do not hold theirs at once.
-		bulkyEncodes <- struct{}{}
-		defer func() { <-bulkyEncodes }()
+		defer bulkyEncodes.Hold()()
 	}
 	b, err := json.Marshal(rel)
 	if err != nil {
@@ -254,7 +255,8 @@ func encode(rel *Release) (*encoding, error) {
 // bulky is the size of a record's chart files and manifest past which it is encoded alone.
 const bulky = 8 << 20
 
-var bulkyEncodes = make(chan struct{}, 1)
+// bulkyEncodes lets one bulky record be encoded at a time.
+var bulkyEncodes = par.NewSlots(1)
 
 // bulk is the size of what rel's record holds in its chart's templates and files and its manifest.
 func bulk(rel *Release) int {

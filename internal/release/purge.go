@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/berthdev/berth/internal/par"
 )
 
 // Purge deletes every revision of a release, and the parts of its records, and returns the
@@ -22,16 +23,17 @@ func (s *HelmStore) Purge(ctx context.Context, name string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	errs := make([]error, len(records))
-	var wg sync.WaitGroup
-	for i := range records {
-		wg.Go(func() {
-			if err := s.deleteRecord(ctx, objs, &records[i]); err != nil && !apierrors.IsNotFound(err) {
-				errs[i] = fmt.Errorf("release %s/%s: delete revision %d: %w", s.namespace, name, records[i].version, err)
-			}
-		})
+	errs := par.Each(ctx, indices(len(records)), purgeConcurrency, func(ctx context.Context, i int) error {
+		if err := s.deleteRecord(ctx, objs, &records[i]); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = fmt.Errorf("release %s/%s: delete revision %d: %w", s.namespace, name, records[i].version, err)
+		}
 	}
-	wg.Wait()
 	var deleted []int
 	for i, r := range records {
 		if errs[i] == nil {
@@ -40,4 +42,16 @@ func (s *HelmStore) Purge(ctx context.Context, name string) ([]int, error) {
 	}
 	slices.Sort(deleted)
 	return deleted, errors.Join(errs...)
+}
+
+// purgeConcurrency bounds the revisions Purge deletes at once: a release may keep hundreds.
+const purgeConcurrency = 16
+
+// indices is 0 to n-1.
+func indices(n int) []int {
+	is := make([]int, n)
+	for i := range is {
+		is[i] = i
+	}
+	return is
 }

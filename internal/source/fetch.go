@@ -13,6 +13,7 @@ import (
 
 	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"github.com/berthdev/berth/internal/par"
 	"github.com/berthdev/berth/internal/version"
 )
 
@@ -116,7 +117,7 @@ type Fetcher struct {
 	indexes *indexCache
 	tags    *tagCache
 	// parsing lets one index be parsed at a time, as a parse allocates many times its size.
-	parsing chan struct{}
+	parsing *par.Slots
 	// indexFlights and chartFlights let concurrent fetches of one index or chart share one
 	// download.
 	indexFlights flights[*indexEntry]
@@ -180,7 +181,7 @@ func NewFetcher(o FetchOptions) *Fetcher {
 		indexes:   newIndexCache(o.IndexCacheBytes),
 		tags:      newTagCache(),
 		charts:    map[string]*chartCache{},
-		parsing:   make(chan struct{}, 1),
+		parsing:   par.NewSlots(1),
 		auths:     map[string]auth.Cache{},
 		granted:   map[string]struct{}{},
 	}

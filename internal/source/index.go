@@ -167,13 +167,12 @@ func (f *Fetcher) downloadIndex(ctx context.Context, indexURL string, a repoAcce
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case f.parsing <- struct{}{}:
-	case <-ctx.Done():
+	parsed, err := f.parsing.Acquire(ctx)
+	if err != nil {
 		return nil, ctx.Err()
 	}
 	idx, err := parseIndex(data, indexURL, f.yamlLimits())
-	<-f.parsing
+	parsed()
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berthdev/berth/internal/atomicfile"
+	"github.com/berthdev/berth/internal/par"
 )
 
 // RepositoryError is a chart repository that could not be added or updated. Kind says what
@@ -185,9 +185,9 @@ type UpdateResult struct {
 }
 
 // UpdateRepositories downloads the index of the named repositories (all when names is empty)
-// into the repository cache, in parallel, as Helm's `repo update` does. A repository whose
-// index cannot be downloaded keeps its cached index. Unknown names fail before anything is
-// downloaded. The downloads end when ctx does.
+// into the repository cache, in parallel as Helm's `repo update` does (at most
+// repositoryUpdates at once). A repository whose index cannot be downloaded keeps its cached
+// index. Unknown names fail before anything is downloaded. The downloads end when ctx does.
 func UpdateRepositories(ctx context.Context, settings *helmcli.EnvSettings, names []string, opts UpdateOptions) ([]UpdateResult, error) {
 	f, err := repo.LoadFile(settings.RepositoryConfig)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && len(f.Repositories) == 0 {
@@ -205,33 +205,32 @@ func UpdateRepositories(ctx context.Context, settings *helmcli.EnvSettings, name
 			entries = append(entries, e)
 		}
 	}
-	results := make([]UpdateResult, len(entries))
 	fetcher := orDefault(opts.Fetcher)
-	var wg sync.WaitGroup
+	errs := par.Each(ctx, entries, repositoryUpdates, func(ctx context.Context, e *repo.Entry) error {
+		staging, err := os.MkdirTemp("", "berth-repo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(staging)
+		if err := downloadIndex(ctx, fetcher, settings, e, staging, opts.Timeout); err != nil {
+			return err
+		}
+		for _, name := range []string{helmpath.CacheIndexFile(e.Name), helmpath.CacheChartsFile(e.Name)} {
+			if err := moveInto(filepath.Join(staging, name), filepath.Join(settings.RepositoryCache, name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	results := make([]UpdateResult, len(entries))
 	for i, e := range entries {
-		wg.Go(func() {
-			results[i] = UpdateResult{Name: e.Name, URL: e.URL}
-			staging, err := os.MkdirTemp("", "berth-repo-")
-			if err != nil {
-				results[i].Err = err
-				return
-			}
-			defer os.RemoveAll(staging)
-			if err := downloadIndex(ctx, fetcher, settings, e, staging, opts.Timeout); err != nil {
-				results[i].Err = err
-				return
-			}
-			for _, name := range []string{helmpath.CacheIndexFile(e.Name), helmpath.CacheChartsFile(e.Name)} {
-				if err := moveInto(filepath.Join(staging, name), filepath.Join(settings.RepositoryCache, name)); err != nil {
-					results[i].Err = err
-					return
-				}
-			}
-		})
+		results[i] = UpdateResult{Name: e.Name, URL: e.URL, Err: errs[i]}
 	}
-	wg.Wait()
 	return results, nil
 }
+
+// repositoryUpdates bounds the indexes UpdateRepositories downloads at once.
+const repositoryUpdates = 8
 
 // RemoveRepositories removes the named repositories from repositories.yaml and their indexes
 // from the cache. Unknown names fail before anything is removed.

@@ -1,4 +1,4 @@
-package controller
+package tenancy
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestNamespaceTurns(t *testing.T) {
 // TestFairQueueServesALoneNamespace: behind 500 Releases of one namespace, another namespace's
 // one Release is handed out at the latest second.
 func TestFairQueueServesALoneNamespace(t *testing.T) {
-	q := newFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q := NewFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	for i := range 500 {
 		q.Add(req("crowded", fmt.Sprint(i)))
@@ -70,7 +70,7 @@ func TestFairQueueDelays(t *testing.T) {
 	// The test's own bound: a queue that never hands a Release out fails it, not the suite.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	q := newFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q := NewFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown() // ends a Get still waiting when the test gives up
 	const delay = 300 * time.Millisecond
 	// Added in the order they become due, so that a test slowed down still sees that order.
@@ -153,7 +153,7 @@ func TestNamespaceTurnsShare(t *testing.T) {
 // TestNamespaceShare: of four workers, one namespace has three; one worker is always left.
 func TestNamespaceShare(t *testing.T) {
 	for workers, want := range map[int]int{1: 1, 2: 1, 4: 3, 10: 9} {
-		if got := namespaceShare(workers); got != want {
+		if got := NamespaceShare(workers); got != want {
 			t.Errorf("share of %d workers: %d, want %d", workers, got, want)
 		}
 	}
@@ -163,7 +163,7 @@ func TestNamespaceShare(t *testing.T) {
 // three of them; another namespace's Release, added later, is handed out to the fourth, and the
 // first namespace gets a worker again once one of its Releases is done.
 func TestFairQueueKeepsAWorker(t *testing.T) {
-	q := newFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q := NewFairQueue(4)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	for i := range 12 {
 		q.Add(req("hostile", fmt.Sprint(i)))
@@ -206,7 +206,7 @@ func TestFairQueueKeepsAWorker(t *testing.T) {
 // TestFairQueueShutDown: a Get waiting for a namespace under its share ends when the queue shuts
 // down.
 func TestFairQueueShutDown(t *testing.T) {
-	q := newFairQueue(2)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q := NewFairQueue(2)("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	q.Add(req("a", "1"))
 	q.Add(req("a", "2"))
 	if r, _ := q.Get(); r != req("a", "1") {

@@ -60,7 +60,7 @@ func TestRecordTooLargeIsNeverRetried(t *testing.T) {
 			if ready := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady); ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != ReasonRecordTooLarge {
 				t.Errorf("Ready %+v, want False with reason %s", ready, ReasonRecordTooLarge)
 			}
-			if account, _ := accountOf(rel, d, "1.0.0", time.Now().Add(time.Hour)); account.Retry || !account.Attempted || !account.Failed {
+			if account, _ := statusAccount(rel, d, "1.0.0", time.Now().Add(time.Hour)); account.Retry || !account.Attempted || !account.Failed {
 				t.Errorf("the decision's account %+v: want a failed attempt, not retried", account)
 			}
 		})

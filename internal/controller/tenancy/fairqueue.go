@@ -1,4 +1,7 @@
-package controller
+// Package tenancy shares the controller's workers between tenants: a work queue that gives
+// namespaces turns and keeps one namespace from holding every worker. It needs nothing of the
+// controller's.
+package tenancy
 
 import (
 	"sync"
@@ -7,20 +10,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// namespaceShare is how many of workers Releases one namespace may have reconciled at once: all
+// NamespaceShare is how many of workers Releases one namespace may have reconciled at once: all
 // but one, so that whatever one namespace's Releases wait for, a worker is always free for the
 // other namespaces'. With one worker there is nothing to keep.
-func namespaceShare(workers int) int {
+func NamespaceShare(workers int) int {
 	return max(workers-1, 1)
 }
 
-// newFairQueue returns the controller's work queue for workers workers: client-go's
+// NewFairQueue returns the controller's work queue for workers workers: client-go's
 // rate-limited, delaying queue (with its metrics under name), whose items are handed out by
 // namespaceTurns, so that the workers are shared fairly between namespaces and no namespace holds
-// more than namespaceShare of them.
-func newFairQueue(workers int) func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+// more than NamespaceShare of them.
+func NewFairQueue(workers int) func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-		turns := newNamespaceTurns(namespaceShare(workers))
+		turns := newNamespaceTurns(NamespaceShare(workers))
 		q := &sharedQueue{TypedInterface: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: turns}), turns: turns}
 		delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{Name: name, Queue: q})
 		return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
