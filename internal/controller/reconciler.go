@@ -21,6 +21,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/remotes"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -81,7 +82,7 @@ type Reconciler struct {
 	Templates chart.TemplateRunner
 
 	// remotes keeps the clients of the clusters of Releases with a spec.kubeConfig.
-	remotes remoteCache
+	remotes remotes.Cache
 }
 
 // Reconcile reads the Release and what it asks for, classifies the release with lifecycle.Next

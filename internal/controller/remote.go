@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/remotes"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/yamlbound"
 )
@@ -324,8 +325,8 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 		return nil, missing
 	}
 	name := types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}
-	key := remoteKey{Config: sha256.Sum256(data), Timeout: d.Timeout}
-	own, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) { return remoteConfig(data, d, r.KubeConfigReach) })
+	key := remotes.Key{Config: sha256.Sum256(data), Timeout: d.Timeout}
+	own, err := r.remotes.Get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) { return remoteConfig(data, d, r.KubeConfigReach) })
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +341,7 @@ func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.
 		return nil, unanswered(d, own, err)
 	}
 	key.Namespace, key.Account = d.Namespace, d.Remote.Account
-	as, err := r.remotes.get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) {
+	as, err := r.remotes.Get(name, secret.ResourceVersion, key, func() (*kube.Clients, error) {
 		return kube.NewClientsWithin(impersonate(own.Config, d.Namespace, d.Remote.Account), d.TargetNamespace, kube.RemoteDiscoveryLimits())
 	})
 	if err != nil {
@@ -446,7 +447,7 @@ func (r *Reconciler) keptClients(ctx context.Context, d *desired, err error) (*k
 	if d.Remote.Account == "" {
 		namespace = "" // the kubeconfig's own identity
 	}
-	kept := r.remotes.last(types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}, namespace, d.Remote.Account)
+	kept := r.remotes.Last(types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}, namespace, d.Remote.Account)
 	if kept == nil {
 		return nil, fmt.Errorf("namespace %s is being deleted, and the kubeconfig of the release's cluster can no longer be read, nor was it kept since the controller started: %w", d.Namespace, err)
 	}

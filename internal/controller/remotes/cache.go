@@ -1,4 +1,7 @@
-package controller
+// Package remotes keeps the clients of the remote clusters Releases release into, between
+// reconciles, bounded, and dropped when the Secret that held their kubeconfig changes. It needs
+// nothing of the controller's.
+package remotes
 
 import (
 	"crypto/sha256"
@@ -13,11 +16,11 @@ import (
 // maxRemoteClients bounds how many clusters' clients the controller keeps between reconciles.
 const maxRemoteClients = 32
 
-// remoteKey names the clients of one kubeconfig, as one account, with one dial timeout. It names
+// Key names the clients of one kubeconfig, as one account, with one dial timeout. It names
 // the kubeconfig by its content, so that the Releases of many namespaces whose Secrets hold the
 // same kubeconfig (a copy in each tenant's namespace) share the clients, as they share the
 // identity and its rights.
-type remoteKey struct {
+type Key struct {
 	Config [sha256.Size]byte
 	// Namespace and Account are the ServiceAccount impersonated; empty for the kubeconfig's own
 	// identity.
@@ -32,13 +35,13 @@ type remoteSecret struct {
 	config  [sha256.Size]byte
 }
 
-// remoteCache keeps the clients of the clusters Releases release into, so that a reconcile
+// Cache keeps the clients of the clusters Releases release into, so that a reconcile
 // reuses the connections of the one before. Clients built from what a Secret held before are
 // dropped once its new content is read, unless another Secret still holds that kubeconfig; the
 // least recently used go beyond maxRemoteClients. Its zero value is ready.
-type remoteCache struct {
+type Cache struct {
 	mu      sync.Mutex
-	entries map[remoteKey]*remoteEntry
+	entries map[Key]*remoteEntry
 	secrets map[types.NamespacedName]remoteSecret
 	tick    uint64
 }
@@ -48,13 +51,13 @@ type remoteEntry struct {
 	used    uint64
 }
 
-// get returns the clients of k, read from secret at version, built by build (which makes no
+// Get returns the clients of k, read from secret at version, built by build (which makes no
 // call) when they are not kept.
-func (c *remoteCache) get(secret types.NamespacedName, version string, k remoteKey, build func() (*kube.Clients, error)) (*kube.Clients, error) {
+func (c *Cache) Get(secret types.NamespacedName, version string, k Key, build func() (*kube.Clients, error)) (*kube.Clients, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = map[remoteKey]*remoteEntry{}
+		c.entries = map[Key]*remoteEntry{}
 		c.secrets = map[types.NamespacedName]remoteSecret{}
 	}
 	c.tick++
@@ -82,7 +85,7 @@ func (c *remoteCache) get(secret types.NamespacedName, version string, k remoteK
 }
 
 // held says a Secret the cache read holds the kubeconfig config.
-func (c *remoteCache) held(config [sha256.Size]byte) bool {
+func (c *Cache) held(config [sha256.Size]byte) bool {
 	for _, s := range c.secrets {
 		if s.config == config {
 			return true
@@ -92,7 +95,7 @@ func (c *remoteCache) held(config [sha256.Size]byte) bool {
 }
 
 // drop removes the clients of the kubeconfig config, whatever their account.
-func (c *remoteCache) drop(config [sha256.Size]byte) {
+func (c *Cache) drop(config [sha256.Size]byte) {
 	for k := range c.entries {
 		if k.Config == config {
 			delete(c.entries, k)
@@ -100,9 +103,9 @@ func (c *remoteCache) drop(config [sha256.Size]byte) {
 	}
 }
 
-// last returns the clients last used of what Secret secret held when last read, acting as
+// Last returns the clients last used of what Secret secret held when last read, acting as
 // account of namespace (both empty: as the kubeconfig's identity), or nil.
-func (c *remoteCache) last(secret types.NamespacedName, namespace, account string) *kube.Clients {
+func (c *Cache) Last(secret types.NamespacedName, namespace, account string) *kube.Clients {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.secrets[secret]
@@ -123,8 +126,8 @@ func (c *remoteCache) last(secret types.NamespacedName, namespace, account strin
 
 // evict drops the least recently used entry, and forgets the Secrets that held its kubeconfig
 // when no clients of it are left.
-func (c *remoteCache) evict() {
-	var oldest remoteKey
+func (c *Cache) evict() {
+	var oldest Key
 	var at uint64
 	first := true
 	for k, e := range c.entries {
@@ -146,7 +149,7 @@ func (c *remoteCache) evict() {
 }
 
 // len is how many clients are kept.
-func (c *remoteCache) len() int {
+func (c *Cache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.entries)
