@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berthdev/berth/internal/chart"
-	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/release"
@@ -24,15 +23,7 @@ import (
 // interrupted is refused, naming it, and changes nothing.
 func TestCorrectDriftIsAJournalledPlan(t *testing.T) {
 	env := testenv.New(t)
-	clients, err := kube.NewClients(env.Config, env.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := lifecycle.NewDeps(clients, store, release.Self("berth test"), nil)
+	d, _ := secretDeps(t, env, "berth test")
 	ch, err := chart.Load(writeChart(t, map[string]string{
 		"Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {replicas: \"2\"}\n",

@@ -104,6 +104,17 @@ spec:
 // renewed every second, so that an operation notices within a second that it lost one.
 func leasedDeps(t *testing.T, env *testenv.Env) lifecycle.Deps {
 	t.Helper()
+	d, clients := secretDeps(t, env, "berth upgrade web")
+	leases := release.NewLeases(clients.Client.CoordinationV1(), env.Namespace)
+	leases.Duration = 3 * time.Second
+	d.Leases = leases
+	return d
+}
+
+// secretDeps are the collaborators of operations in env's namespace, run by command, with its
+// records in Secrets, and the clients they are made with.
+func secretDeps(t *testing.T, env *testenv.Env, command string) (lifecycle.Deps, *kube.Clients) {
+	t.Helper()
 	clients, err := kube.NewClients(env.Config, env.Namespace)
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +123,7 @@ func leasedDeps(t *testing.T, env *testenv.Env) lifecycle.Deps {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := lifecycle.NewDeps(clients, store, release.Self("berth upgrade web"), nil)
-	leases := release.NewLeases(clients.Client.CoordinationV1(), env.Namespace)
-	leases.Duration = 3 * time.Second
-	d.Leases = leases
-	return d
+	return lifecycle.NewDeps(clients, store, release.Self(command), nil), clients
 }
 
 // newHolder is what the operation that took a release over left.

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/berthdev/berth/internal/chart"
-	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
@@ -15,15 +14,7 @@ import (
 // interrupted operation's journal left before is read all the same, and finished.
 func TestOperationReadsJournalFromRecordsList(t *testing.T) {
 	env := testenv.New(t)
-	clients, err := kube.NewClients(env.Config, env.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := lifecycle.NewDeps(clients, store, release.Self("berth install web"), nil)
+	d, _ := secretDeps(t, env, "berth install web")
 	ch, err := chart.Load(writeChart(t, map[string]string{
 		"Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {n: {{ .Values.n | default 0 | quote }}}\n",
