@@ -71,6 +71,12 @@ func CorrectDrift(ctx context.Context, d Deps, o CorrectOptions) (*CorrectResult
 		}
 		if in := s.Interrupted; in != nil && !in.Stale {
 			return &NotDeployedError{Release: o.Name, Interrupted: in}
+		} else if in != nil {
+			// A journal left after its operation ended (a correction killed midway, say): it
+			// is deleted, whatever the correction then finds.
+			if err := op.end(ctx, true); err != nil {
+				return err
+			}
 		}
 		last := s.Last
 		if last == nil {

@@ -90,3 +90,58 @@ func TestCorrectDriftIsAJournalledPlan(t *testing.T) {
 		t.Errorf("after the refused correction the ConfigMap is %v (%v), want it as it was (replicas 9)", cm.Data, err)
 	}
 }
+
+// TestStoppedCorrectionIsNotResumed: a correction killed midway leaves its journal, which is not
+// finished from (only the check knows what to apply): the next correction goes on over it, and
+// the next upgrade deletes it before it upgrades; neither leaves a journal.
+func TestStoppedCorrectionIsNotResumed(t *testing.T) {
+	env := testenv.New(t)
+	d, _ := secretDeps(t, env, "berth test")
+	ch, err := chart.Load(writeChart(t, map[string]string{
+		"Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {replicas: \"2\"}\n",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := lifecycle.Install(ctx, d, lifecycle.InstallOptions{Name: "web", Namespace: env.Namespace, Chart: ch}); err != nil {
+		t.Fatal(err)
+	}
+	killed := func() {
+		t.Helper()
+		id := resource.Identity{Kind: "ConfigMap", Namespace: env.Namespace, Name: "web-config"}
+		j := &release.Journal{Release: "web", Operation: release.OpCorrect, Revision: 1, State: release.JournalRunning,
+			Holder: "elsewhere/1/killed", Plan: &plan.Plan{Steps: []plan.Step{{ID: "apply/drifted", Action: plan.Apply, Objects: []resource.Identity{id}}}}}
+		_, version, err := d.Journals.Read(ctx, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Journals.Put(ctx, j, version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noJournal := func(after string) {
+		t.Helper()
+		if j, _, err := d.Journals.Read(ctx, "web"); err != nil || j != nil {
+			t.Errorf("journal after %s: %+v (%v), want none", after, j, err)
+		}
+	}
+
+	killed()
+	nothing := func(context.Context, *release.Release) ([]*unstructured.Unstructured, error) { return nil, nil }
+	if res, err := lifecycle.CorrectDrift(ctx, d, lifecycle.CorrectOptions{Name: "web", Find: nothing}); err != nil || len(res.Corrected) != 0 {
+		t.Fatalf("correction over a killed one's journal: %+v, %v; want nothing corrected, no error", res, err)
+	}
+	noJournal("the next correction")
+
+	killed()
+	res, err := lifecycle.Upgrade(ctx, d, lifecycle.UpgradeOptions{Name: "web", Namespace: env.Namespace, Chart: ch})
+	if err != nil || res.Release == nil || res.Release.Version != 2 || res.Release.Info.Status != release.StatusDeployed {
+		t.Fatalf("upgrade over a killed correction's journal: %+v, %v; want revision 2 deployed", res, err)
+	}
+	if len(res.Actions) == 0 || res.Actions[0] != lifecycle.ActFinish {
+		t.Errorf("actions of the upgrade: %v, want the journal dealt with first (finish), then the upgrade", res.Actions)
+	}
+	noJournal("the upgrade")
+}
