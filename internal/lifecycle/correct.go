@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -103,9 +102,6 @@ func CorrectDrift(ctx context.Context, d Deps, o CorrectOptions) (*CorrectResult
 // correct applies objs, the objects of revision last that differ in the cluster, as a journalled
 // plan of one apply step.
 func (d *operation) correct(ctx context.Context, last *release.Release, objs []*unstructured.Unstructured) error {
-	if len(objs) == 0 {
-		return errors.New("nothing to correct")
-	}
 	pl := &plan.Plan{Steps: []plan.Step{{ID: "apply/drifted", Action: plan.Apply, Objects: identities(objs),
 		Reason: fmt.Sprintf("put back as revision %d records them", last.Version)}}}
 	pl, err := d.begin(ctx, release.OpCorrect, last.Version, pl, release.JournalOptions{})
