@@ -108,8 +108,11 @@ func (d *operation) correct(ctx context.Context, last *release.Release, objs []*
 	if err != nil {
 		return err
 	}
-	opts := d.engineOptions(nil, nil, WaitOptions{})
-	opts.Objects = byID(objs)
+	var facts plan.Objects
+	for _, obj := range objs {
+		facts.Desire(obj, false)
+	}
+	opts := d.engineOptions(&facts, WaitOptions{})
 	_, err = d.execute(ctx, release.OpCorrect, last.Version, pl, &runner{d: d, rel: last}, opts)
 	return err
 }

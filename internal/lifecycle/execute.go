@@ -6,13 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
-	"github.com/berthdev/berth/internal/resource"
 )
 
 // execute runs the operation's plan for revision through the engine, journaled, with steps
@@ -133,12 +130,13 @@ func (r *runs) all() []Run {
 	return slices.Clone(r.list)
 }
 
-func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*unstructured.Unstructured, w WaitOptions) engine.Options {
+// engineOptions are the options of the engine's execution of the objects of facts (nil for
+// none): the desired objects it applies, and the live ones as the survey found them.
+func (d *operation) engineOptions(facts *plan.Objects, w WaitOptions) engine.Options {
 	o := engine.DefaultOptions()
-	if p != nil {
-		o.Objects = p.byID
+	if facts != nil {
+		o.Objects, o.Before = facts.Desired(), facts.Live()
 	}
-	o.Before = before
 	o.Readiness = readiness.Options{WaitForJobs: w.WaitForJobs, Checks: d.HealthChecks}
 	o.Events = d.Events
 	return o

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -88,9 +87,7 @@ type pass struct {
 	createdNamespace bool
 	p                *prepared
 	s                survey
-	// recordedObjects are the objects of the revisions the new one replaces.
-	recordedObjects []*unstructured.Unstructured
-	plan            *plan.Plan
+	plan             *plan.Plan
 	// executing says the execute step began: the revision may be recorded.
 	executing bool
 	done      bool
@@ -209,17 +206,18 @@ func (d *operation) surveyStep(ctx context.Context, ps *pass) error {
 		if err != nil {
 			return err
 		}
-		ps.recordedObjects = union(ps.recordedObjects, objs)
+		p.facts.Record(objs)
 	}
 	if j := ps.journal; j != nil {
 		return d.surveyJournalled(ctx, ps, j)
 	}
-	ps.s = surveyCluster(ctx, d.Cluster, p, ps.recordedObjects,
+	ps.s = surveyCluster(ctx, d.Cluster, p, p.facts.RecordedObjects(),
 		surveyOptions{replaceCRDs: pol.crds.of(pol.op) == CRDsCreateReplace, forceReplace: pol.forceReplace, readAll: rev.recorded})
 	if ps.s.liveErr != nil {
 		return ps.s.liveErr
 	}
-	return checkOwnership(rev.rel.Name, rev.rel.Namespace, p.objects, ps.s.crds, ps.s.before, pol.takeOwnership)
+	p.facts.Survey(ps.s.before, ps.s.applied)
+	return checkOwnership(rev.rel.Name, rev.rel.Namespace, p.objects, ps.s.crds, &p.facts, pol.takeOwnership)
 }
 
 // surveyJournalled is the survey of the journalled plan of j that goes on from its first step
@@ -228,7 +226,7 @@ func (d *operation) surveyStep(ctx context.Context, ps *pass) error {
 // ownership again as the policy grants it.
 func (d *operation) surveyJournalled(ctx context.Context, ps *pass, j *release.Journal) error {
 	rel, pol, p := ps.rev.rel, ps.policy, ps.p
-	scope, err := scopeOf(d.Cluster, pol.op, rel, slices.Concat(p.crds, p.objects), ps.recordedObjects)
+	scope, err := scopeOf(d.Cluster, pol.op, rel, slices.Concat(p.crds, p.objects), p.facts.RecordedObjects())
 	if err != nil {
 		return err
 	}
@@ -240,7 +238,8 @@ func (d *operation) surveyJournalled(ctx context.Context, ps *pass, j *release.J
 		return err
 	}
 	ps.s = survey{before: before}
-	return checkOwnership(rel.Name, rel.Namespace, p.objects, nil, before, pol.takeOwnership)
+	p.facts.Survey(before, nil)
+	return checkOwnership(rel.Name, rel.Namespace, p.objects, nil, &p.facts, pol.takeOwnership)
 }
 
 // planStep builds the plan: the object steps plan.Build orders, in the batches the chart
@@ -253,7 +252,7 @@ func (d *operation) planStep(ctx context.Context, ps *pass) error {
 	rev, pol, p, s := ps.rev, ps.policy, ps.p, ps.s
 	rel := rev.rel
 	steps := revisionSteps{op: pol.op, revision: rel.Version, create: !rev.recorded,
-		adopted: identities(adoptedFromHelm(slices.Concat(s.crds, p.objects), s.before)), replaced: rev.replaced}
+		adopted: identities(adoptedFromHelm(slices.Concat(s.crds, p.objects), &p.facts)), replaced: rev.replaced}
 	for _, prev := range rev.previous {
 		if prev != nil && prev.Info.Status == release.StatusDeployed && prev.Version != rel.Version && !slices.Contains(steps.superseded, prev.Version) {
 			steps.superseded = append(steps.superseded, prev.Version)
@@ -267,8 +266,11 @@ func (d *operation) planStep(ctx context.Context, ps *pass) error {
 	if err != nil {
 		return err
 	}
-	ps.plan, err = d.revisionPlan(plan.Input{CRDs: s.crds, Desired: p.objects, Recorded: ps.recordedObjects, Live: s.before, Wait: pol.wait.Wait,
-		Late: p.lateIdentities(), Batches: order, Replace: s.replaced}, steps, rel, pol.noHooks)
+	ps.plan, err = d.revisionPlan(plan.Input{CRDs: s.crds, Desired: p.objects, Recorded: p.facts.RecordedObjects(), Live: p.facts.Live(),
+		Wait: pol.wait.Wait, Late: p.lateIdentities(), Batches: order, Replace: s.replaced}, steps, rel, pol.noHooks)
+	if err == nil {
+		p.facts.Planned(ps.plan)
+	}
 	return err
 }
 
@@ -279,9 +281,7 @@ func (d *operation) preflightStep(ctx context.Context, ps *pass) error {
 	if ps.dryRun != NoDryRun || ps.journal != nil {
 		return nil
 	}
-	objects := byID(ps.recordedObjects)
-	maps.Copy(objects, ps.p.byID)
-	return d.preflight(ctx, ps.policy.op, ps.rev.rel, ps.plan, objects, ps.s.before, ps.s.applied)
+	return d.preflight(ctx, ps.policy.op, ps.rev.rel, ps.plan, &ps.p.facts)
 }
 
 // validateStep refuses what the survey's dry run refused: a CRD or an object the API server
@@ -301,7 +301,7 @@ func (d *operation) previewStep(ctx context.Context, ps *pass) error {
 	d.runs.plan(ps.plan)
 	events := hookEvents(pol.op)
 	return pol.preview.fill(ctx, d.Cluster, previewInput{
-		op: pol.op, rel: rel, previous: ps.rev.previous, plan: ps.plan, p: ps.p, before: ps.s.before, applied: ps.s.applied,
+		op: pol.op, rel: rel, previous: ps.rev.previous, plan: ps.plan, facts: &ps.p.facts,
 		pre: events[0], post: events[1], noHooks: pol.noHooks,
 	})
 }
@@ -311,14 +311,14 @@ func (d *operation) previewStep(ctx context.Context, ps *pass) error {
 func (d *operation) executeStep(ctx context.Context, ps *pass) error {
 	ps.executing = true
 	rel, pol, p, s, pl := ps.rev.rel, ps.policy, ps.p, ps.s, ps.plan
-	run := &runner{d: d, rel: rel, objects: p.byID, success: pol.said.success, failure: pol.said.failure,
-		readiness: d.engineOptions(nil, nil, pol.wait).Readiness}
+	run := &runner{d: d, rel: rel, objects: p.facts.Desired(), success: pol.said.success, failure: pol.said.failure,
+		readiness: d.engineOptions(nil, pol.wait).Readiness}
 	if !ps.rev.recorded {
 		run.historyMax = pol.historyMax
 	}
 	var cleanup []*unstructured.Unstructured
 	if pol.undo.cleanupOnFail {
-		cleanup = toCreate(p.objects, s.before)
+		cleanup = toCreate(p.objects, &p.facts)
 	}
 	// Time is kept for what a failure does: undo it, delete what it created.
 	fwd, cancelFwd := pol.wait.forward(ctx, pol.undo.may() || cleanup != nil)
@@ -328,7 +328,7 @@ func (d *operation) executeStep(ctx context.Context, ps *pass) error {
 		if ps.journal != nil {
 			d.resuming(pol.op, rel.Version, pl)
 		}
-		opts := d.engineOptions(p, s.before, pol.wait)
+		opts := d.engineOptions(&p.facts, pol.wait)
 		opts.Unchanged = s.unchanged(p, pol.takeOwnership)
 		_, err = d.execute(fwd, pol.op, rel.Version, pl, run, opts)
 	}

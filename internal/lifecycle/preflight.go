@@ -18,13 +18,12 @@ import (
 // undo of its failure). objects are the objects the plan names (desired, or recorded for what it deletes), before their
 // live metadata and applied what the API server's dry run returned for them (nil when it did not
 // run).
-func (d *operation) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan,
-	objects, before, applied map[resource.Identity]*unstructured.Unstructured) error {
+func (d *operation) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan, facts *plan.Objects) error {
 	if d.Preflight == nil || d.recovering || d.preflighted {
 		return nil
 	}
 	d.preflighted = true
-	reqs := append(requests(d.Cluster, rel, pl, objects, before, applied), d.bookkeeping(rel.Name, pl)...)
+	reqs := append(requests(d.Cluster, rel, pl, facts), d.bookkeeping(rel.Name, pl)...)
 	return d.Preflight(ctx, op, rel.Name, reqs)
 }
 
@@ -34,18 +33,19 @@ func (d *operation) preflight(ctx context.Context, op release.Operation, rel *re
 // created (and deleted, when its delete policy says so); an object deleted before it is applied
 // (replaced) is created again. What controllers make of them (a Deployment's Pods) the preflight
 // adds.
-func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, applied map[resource.Identity]*unstructured.Unstructured) []doctor.Request {
+func requests(c Cluster, rel *release.Release, pl *plan.Plan, facts *plan.Objects) []doctor.Request {
 	var out []doctor.Request
 	deleted := map[resource.Identity]bool{}
 	for _, step := range pl.Steps {
 		switch step.Action {
 		case plan.Apply, plan.Adopt:
 			for _, id := range step.Objects {
-				obj := objects[id]
+				obj := facts.Named(id)
 				if obj == nil {
 					continue
 				}
-				live := before[id]
+				f := facts.Get(id)
+				live := f.Live
 				if deleted[id] {
 					live = nil
 				}
@@ -56,13 +56,13 @@ func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, a
 					out = append(out, doctor.Request{Operation: admissionv1.Update, Object: obj, Old: live})
 				default:
 					out = append(out, doctor.Request{Operation: admissionv1.Update, Object: obj, Old: live,
-						SpecChanged: specChanged(live, applied[id])})
+						SpecChanged: specChanged(live, f.Applied)})
 				}
 			}
 		case plan.Delete:
 			for _, id := range step.Objects {
 				deleted[id] = true
-				if obj := objects[id]; obj != nil {
+				if obj := facts.Named(id); obj != nil {
 					out = append(out, doctor.Request{Operation: admissionv1.Delete, Object: obj})
 				}
 			}
@@ -134,13 +134,4 @@ func hookRequests(c Cluster, rel *release.Release, step plan.Step) []doctor.Requ
 // apply moved its generation. Without a dry run's answer, it may.
 func specChanged(live, applied *unstructured.Unstructured) bool {
 	return live == nil || applied == nil || live.GetGeneration() == 0 || applied.GetGeneration() != live.GetGeneration()
-}
-
-// byID indexes objects by identity.
-func byID(objs []*unstructured.Unstructured) map[resource.Identity]*unstructured.Unstructured {
-	out := make(map[resource.Identity]*unstructured.Unstructured, len(objs))
-	for _, obj := range objs {
-		out[resource.IdentityOf(obj)] = obj
-	}
-	return out
 }

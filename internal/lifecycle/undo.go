@@ -214,10 +214,10 @@ func (e *FailedError) Unwrap() []error {
 // toCreate returns the desired objects that do not exist before the operation (before): those it
 // creates, which a cleanup on failure deletes. Never nil, so that a cleanup with nothing to
 // delete still says it was done.
-func toCreate(desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) []*unstructured.Unstructured {
+func toCreate(desired []*unstructured.Unstructured, facts *plan.Objects) []*unstructured.Unstructured {
 	out := []*unstructured.Unstructured{}
 	for _, obj := range desired {
-		if before[resource.IdentityOf(obj)] == nil {
+		if facts.LiveOf(resource.IdentityOf(obj)) == nil {
 			out = append(out, obj)
 		}
 	}
@@ -250,7 +250,7 @@ func (d *operation) cleanup(ctx context.Context, rel *release.Release, created [
 	if pl, err = d.begin(ctx, op, rel.Version, pl, d.options()); err != nil {
 		return err
 	}
-	_, err = d.execute(ctx, op, rel.Version, pl, &runner{d: d, rel: rel}, d.engineOptions(nil, nil, WaitOptions{}))
+	_, err = d.execute(ctx, op, rel.Version, pl, &runner{d: d, rel: rel}, d.engineOptions(nil, WaitOptions{}))
 	return err
 }
 

@@ -164,7 +164,11 @@ func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last 
 		out.DryRun = true
 		return out, d.dryRunDeletes(ctx, pl, before, o.Cascade, out)
 	}
-	if err := d.preflight(ctx, release.OpUninstall, last, pl, byID(recorded), before, nil); err != nil {
+	var facts plan.Objects
+	facts.Record(recorded)
+	facts.Survey(before, nil)
+	facts.Planned(pl)
+	if err := d.preflight(ctx, release.OpUninstall, last, pl, &facts); err != nil {
 		return nil, err
 	}
 	jo := journalOptions(o.WaitOptions, o.NoHooks, false)
@@ -172,7 +176,7 @@ func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last 
 	if pl, err = d.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
 		return nil, err
 	}
-	eo := d.engineOptions(nil, before, o.WaitOptions)
+	eo := d.engineOptions(&facts, o.WaitOptions)
 	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
 	res, err := d.execute(ctx, release.OpUninstall, last.Version, pl, &runner{d: d, rel: last, success: o.Description}, eo)
 	if res != nil {
