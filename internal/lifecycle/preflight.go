@@ -15,9 +15,9 @@ import (
 
 // preflight runs d.Preflight, if any, on the requests plan pl of operation op on rel will make:
 // once an operation, for its own plan (not an interrupted operation it finishes first, nor the
-// undo of its failure). objects are the objects the plan names (desired, or recorded for what it deletes), before their
-// live metadata and applied what the API server's dry run returned for them (nil when it did not
-// run).
+// undo of its failure). facts are the records of the objects the plan names: each as the
+// operation applies it (or as recorded, for what it deletes), as it is live and as the API
+// server's dry run returned it (nil when it did not run).
 func (d *operation) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan, facts *plan.Objects) error {
 	if d.Preflight == nil || d.recovering || d.preflighted {
 		return nil
