@@ -13,18 +13,18 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// preflight runs d.Preflight, if any, on the requests plan pl of operation op on rel will make:
+// preflight runs o.Preflight, if any, on the requests plan pl of operation op on rel will make:
 // once an operation, for its own plan (not an interrupted operation it finishes first, nor the
 // undo of its failure). facts are the records of the objects the plan names: each as the
 // operation applies it (or as recorded, for what it deletes), as it is live and as the API
 // server's dry run returned it (nil when it did not run).
-func (d *operation) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan, facts *plan.Objects) error {
-	if d.Preflight == nil || d.recovering || d.preflighted {
+func (o *operation) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan, facts *plan.Objects) error {
+	if o.Preflight == nil || o.recovering || o.preflighted {
 		return nil
 	}
-	d.preflighted = true
-	reqs := append(requests(d.Cluster, rel, pl, facts), d.bookkeeping(rel.Name, pl)...)
-	return d.Preflight(ctx, op, rel.Name, reqs)
+	o.preflighted = true
+	reqs := append(requests(o.Cluster, rel, pl, facts), o.bookkeeping(rel.Name, pl)...)
+	return o.Preflight(ctx, op, rel.Name, reqs)
 }
 
 // requests are the requests the API server receives from plan pl, as admission sees them: each
@@ -76,10 +76,10 @@ func requests(c Cluster, rel *release.Release, pl *plan.Plan, facts *plan.Object
 // bookkeeping are the requests of an operation's own writes: the records its Record steps write
 // (a pending revision created, revisions updated, every record deleted when purged) and its
 // journal, created, updated after each step and deleted at the end.
-func (d *operation) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
+func (o *operation) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
 	var out []doctor.Request
 	record := func(op admissionv1.OperationType, version int, status release.Status) {
-		if obj := d.Store.RecordObject(name, version, status); obj != nil {
+		if obj := o.Store.RecordObject(name, version, status); obj != nil {
 			out = append(out, doctor.Request{Operation: op, Object: obj, Old: obj,
 				What: fmt.Sprintf("the record of revision %d (%s)", version, resource.IdentityOf(obj))})
 		}
@@ -101,8 +101,8 @@ func (d *operation) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
 			record(admissionv1.Update, v, release.StatusSuperseded)
 		}
 	}
-	if d.Journals != nil && len(pl.Steps) > 0 {
-		if obj := d.Journals.Object(name); obj != nil {
+	if o.Journals != nil && len(pl.Steps) > 0 {
+		if obj := o.Journals.Object(name); obj != nil {
 			what := fmt.Sprintf("the operation's journal (%s)", resource.IdentityOf(obj))
 			for _, op := range []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete} {
 				out = append(out, doctor.Request{Operation: op, Object: obj, Old: obj, What: what})
