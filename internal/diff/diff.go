@@ -188,19 +188,21 @@ func record(pv *lifecycle.Preview) Record {
 	}
 }
 
-// object compares the live object with what the step would make of it.
+// object compares the live object with what the step would make of it, from the preview's
+// record of the object.
 func object(pv *lifecycle.Preview, step plan.Step, id resource.Identity, o Options) (Object, error) {
-	out := Object{Identity: id, Step: step.ID, AdoptedFromHelm: slices.Contains(pv.Adopted, id)}
-	live := pv.Live[id]
+	f := pv.Object(id)
+	out := Object{Identity: id, Step: step.ID, AdoptedFromHelm: f.Adopted}
+	live := f.Live
 	var after *unstructured.Unstructured
 	afterLabel := fmt.Sprintf("%s (%s, server-side dry run)", id, pv.Operation)
 	if step.Action == plan.Delete {
 		out.Change = plan.Deleted
 		afterLabel = fmt.Sprintf("%s (deleted)", id)
 	} else {
-		after = pv.Applied[id]
+		after = f.Applied
 		if after == nil {
-			after, out.NotDryRun = pv.Objects[id], true
+			after, out.NotDryRun = f.Desired, true
 			afterLabel = fmt.Sprintf("%s (%s, as rendered: its kind is not served yet, so it was not dry-run)", id, pv.Operation)
 		}
 		out.Change = plan.Configured

@@ -101,15 +101,18 @@ func CorrectDrift(ctx context.Context, d Deps, o CorrectOptions) (*CorrectResult
 
 // correct applies objs, the objects of revision last that differ in the cluster, as a journalled
 // plan of one apply step.
-func (d *operation) correct(ctx context.Context, last *release.Release, objs []*unstructured.Unstructured) error {
+func (o *operation) correct(ctx context.Context, last *release.Release, objs []*unstructured.Unstructured) error {
 	pl := &plan.Plan{Steps: []plan.Step{{ID: "apply/drifted", Action: plan.Apply, Objects: identities(objs),
 		Reason: fmt.Sprintf("put back as revision %d records them", last.Version)}}}
-	pl, err := d.begin(ctx, release.OpCorrect, last.Version, pl, release.JournalOptions{})
+	pl, err := o.begin(ctx, release.OpCorrect, last.Version, pl, release.JournalOptions{})
 	if err != nil {
 		return err
 	}
-	opts := d.engineOptions(nil, nil, WaitOptions{})
-	opts.Objects = byID(objs)
-	_, err = d.execute(ctx, release.OpCorrect, last.Version, pl, &runner{d: d, rel: last}, opts)
+	var facts plan.Objects
+	for _, obj := range objs {
+		facts.Desire(obj, false)
+	}
+	opts := o.engineOptions(&facts, WaitOptions{})
+	_, err = o.execute(ctx, release.OpCorrect, last.Version, pl, &runner{d: o, rel: last}, opts)
 	return err
 }

@@ -6,27 +6,24 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/release"
-	"github.com/berthdev/berth/internal/resource"
 )
 
 // execute runs the operation's plan for revision through the engine, journaled, with steps
 // running the lifecycle's own steps, and adds what it did to the operation's runs.
-func (d *operation) execute(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner, opts engine.Options) (*engine.Result, error) {
+func (o *operation) execute(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner, opts engine.Options) (*engine.Result, error) {
 	opts.Steps = steps
 	if opts.Journal == nil {
-		opts.Journal = d
+		opts.Journal = o
 	}
 	// What blocked a step is diagnosed within the operation's grace.
-	opts.Afterwards = d.graceContext
-	res, err := engine.Execute(ctx, d.Cluster, pl, opts)
+	opts.Afterwards = o.graceContext
+	res, err := engine.Execute(ctx, o.Cluster, pl, opts)
 	if res != nil {
-		d.runs.add(Run{Operation: op, Revision: revision, Plan: pl, Changes: res.Changes, Steps: res.Steps})
+		o.runs.add(Run{Operation: op, Revision: revision, Plan: pl, Changes: res.Changes, Steps: res.Steps})
 	}
 	return res, err
 }
@@ -35,11 +32,11 @@ func (d *operation) execute(ctx context.Context, op release.Operation, revision 
 // journal: a plan of steps before the release's journal can be kept (its namespace is created),
 // or of deletions an interrupted run of them finishes anyway. A signal still stops it between
 // steps.
-func (d *operation) executeOnce(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner) error {
+func (o *operation) executeOnce(ctx context.Context, op release.Operation, revision int, pl *plan.Plan, steps engine.StepRunner) error {
 	opts := engine.DefaultOptions()
-	opts.Events = d.Events
-	opts.Journal = unjournalled{d}
-	_, err := d.execute(ctx, op, revision, pl, steps, opts)
+	opts.Events = o.Events
+	opts.Journal = unjournalled{o}
+	_, err := o.execute(ctx, op, revision, pl, steps, opts)
 	return err
 }
 
@@ -55,11 +52,11 @@ func (u unjournalled) Completed(context.Context, *plan.Plan, int) error { return
 // journals nothing, and runs even after a signal, whose record must be written all the same: the
 // operation's journal stays as its own plan left it, and a crash before the record is written is
 // finished from there.
-func (d *operation) recordAfter(ctx context.Context, op release.Operation, revision int, step plan.Step, steps engine.StepRunner) error {
+func (o *operation) recordAfter(ctx context.Context, op release.Operation, revision int, step plan.Step, steps engine.StepRunner) error {
 	opts := engine.DefaultOptions()
-	opts.Events = d.Events
+	opts.Events = o.Events
 	opts.Journal = unstoppable{}
-	_, err := d.execute(ctx, op, revision, &plan.Plan{Steps: []plan.Step{step}}, steps, opts)
+	_, err := o.execute(ctx, op, revision, &plan.Plan{Steps: []plan.Step{step}}, steps, opts)
 	return err
 }
 
@@ -133,18 +130,19 @@ func (r *runs) all() []Run {
 	return slices.Clone(r.list)
 }
 
-func (d *operation) engineOptions(p *prepared, before map[resource.Identity]*unstructured.Unstructured, w WaitOptions) engine.Options {
-	o := engine.DefaultOptions()
-	if p != nil {
-		o.Objects = p.byID
+// engineOptions are the options of the engine's execution of the objects of facts (nil for
+// none): the desired objects it applies, and the live ones as the survey found them.
+func (o *operation) engineOptions(facts *plan.Objects, w WaitOptions) engine.Options {
+	opts := engine.DefaultOptions()
+	if facts != nil {
+		opts.Objects, opts.Before = facts.Desired(), facts.Live()
 	}
-	o.Before = before
-	o.Readiness = readiness.Options{WaitForJobs: w.WaitForJobs, Checks: d.HealthChecks}
-	o.Events = d.Events
-	return o
+	opts.Readiness = readiness.Options{WaitForJobs: w.WaitForJobs, Checks: o.HealthChecks}
+	opts.Events = o.Events
+	return opts
 }
 
 // notify tells of a recovery through the progress events.
-func (d *operation) notify(msg string) {
-	d.emitter()(engine.Event{Type: engine.StepStarted, Step: "recover", Message: msg})
+func (o *operation) notify(msg string) {
+	o.emitter()(engine.Event{Type: engine.StepStarted, Step: "recover", Message: msg})
 }

@@ -83,8 +83,8 @@ type ranHook struct {
 // runEventHooks runs the release's hooks for event one after another, in Helm's order, each to
 // an observed outcome; it stops at the first that fails. Each hook's last run is recorded in rel.
 // It returns the logs it was asked to keep.
-func (d *operation) runEventHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, o hookRunOptions) ([]HookLogs, error) {
-	if o.skip {
+func (o *operation) runEventHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, opts hookRunOptions) ([]HookLogs, error) {
+	if opts.skip {
 		return nil, nil
 	}
 	hooks, plain, err := hooksOf(rel)
@@ -100,45 +100,45 @@ func (d *operation) runEventHooks(ctx context.Context, rel *release.Release, eve
 	var logs []HookLogs
 	var ran []ranHook
 	for _, h := range resource.HooksFor(plain, event) {
-		if o.include != nil && !o.include(h) {
+		if opts.include != nil && !opts.include(h) {
 			continue
 		}
-		done, report, err := d.runHook(ctx, rel.Namespace, byObject[h.Object], event, o.logs, o.resume)
-		if o.logs && report != nil {
+		done, report, err := o.runHook(ctx, rel.Namespace, byObject[h.Object], event, opts.logs, opts.resume)
+		if opts.logs && report != nil {
 			logs = append(logs, HookLogs{Hook: done.id, Logs: report.Logs})
 		}
 		if err != nil {
 			// As in Helm, the hooks that succeeded before are still deleted per hook-succeeded.
-			return logs, errors.Join(err, d.deleteSucceeded(ctx, event, ran))
+			return logs, errors.Join(err, o.deleteSucceeded(ctx, event, ran))
 		}
 		if !done.skipped {
 			ran = append(ran, done)
 		}
 	}
-	if o.succeeded != nil {
-		if err := o.succeeded(ctx); err != nil {
+	if opts.succeeded != nil {
+		if err := opts.succeeded(ctx); err != nil {
 			return logs, err
 		}
 	}
 	// As in Helm, hooks that succeeded are deleted (hook-succeeded) only once every hook of the
 	// event succeeded, last first: a later hook may need an earlier one (a Job its ServiceAccount).
-	return logs, d.deleteSucceeded(ctx, event, ran)
+	return logs, o.deleteSucceeded(ctx, event, ran)
 }
 
 // deleteSucceeded deletes, last first, the hooks with the hook-succeeded policy, then waits until
 // they are all gone. Every hook of the event has finished, so none needs another any more.
-func (d *operation) deleteSucceeded(ctx context.Context, event resource.HookEvent, ran []ranHook) error {
+func (o *operation) deleteSucceeded(ctx context.Context, event resource.HookEvent, ran []ranHook) error {
 	gone := map[resource.Identity]types.UID{}
 	for _, h := range slices.Backward(ran) {
 		if !deletable(h.Hook, resource.HookSucceeded) {
 			continue
 		}
-		if _, err := d.Cluster.Delete(ctx, h.id, h.uid, cluster.DeleteOptions{Propagation: metav1.DeletePropagationBackground}); err != nil {
+		if _, err := o.Cluster.Delete(ctx, h.id, h.uid, cluster.DeleteOptions{Propagation: metav1.DeletePropagationBackground}); err != nil {
 			return fmt.Errorf("%s: delete hook %s (hook-succeeded): %w", event, h.id, err)
 		}
 		gone[h.id] = h.uid
 	}
-	if err := d.waitHooksGone(ctx, event, gone); err != nil {
+	if err := o.waitHooksGone(ctx, event, gone); err != nil {
 		return fmt.Errorf("%s: delete hooks (hook-succeeded): %w", event, err)
 	}
 	return nil
@@ -153,30 +153,30 @@ func deletable(h resource.Hook, p resource.DeletePolicy) bool {
 // runHook runs one hook to its outcome. It returns the hook as it ran, the report of its run
 // (when there is one) and a *HookError when it did not succeed. With resume, a hook without
 // before-hook-creation whose object exists is not run again: that run is followed.
-func (d *operation) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent, logs, resume bool) (ranHook, *cluster.HookReport, error) {
+func (o *operation) runHook(ctx context.Context, namespace string, h recordedHook, event resource.HookEvent, logs, resume bool) (ranHook, *cluster.HookReport, error) {
 	obj := h.Object.DeepCopy()
-	if err := d.Cluster.Normalize(obj, namespace); err != nil {
+	if err := o.Cluster.Normalize(obj, namespace); err != nil {
 		return ranHook{}, nil, fmt.Errorf("%s hook %s: %w", event, h.Identity, err)
 	}
 	id := resource.IdentityOf(obj)
 	done := ranHook{recordedHook: h, id: id}
-	emit := d.emitter()
+	emit := o.emitter()
 	if deletable(h.Hook, resource.BeforeHookCreation) {
-		if err := d.removeHook(ctx, event, id, ""); err != nil {
+		if err := o.removeHook(ctx, event, id, ""); err != nil {
 			return done, nil, fmt.Errorf("%s hook %s: delete the previous run (before-hook-creation): %w", event, id, err)
 		}
 	}
-	start := d.now()
+	start := o.now()
 	h.record.LastRun = releasev1.HookExecution{StartedAt: start, Phase: releasev1.HookPhaseRunning}
 	emit(engine.Event{Type: engine.HookStarted, Step: string(event), Object: id})
 	var logLine func(cluster.LogLine)
-	if d.FollowHookLogs && d.Events != nil {
+	if o.FollowHookLogs && o.Events != nil {
 		logLine = func(l cluster.LogLine) {
 			emit(engine.Event{Type: engine.HookLogLine, Step: string(event), Object: id, Source: l.Pod + "/" + l.Container, Message: l.Line})
 		}
 	}
 	sequence.Strip(obj) // HIP-0025 does not order hooks; the API server refuses the key
-	run, err := d.Cluster.RunHook(ctx, obj, cluster.HookOptions{
+	run, err := o.Cluster.RunHook(ctx, obj, cluster.HookOptions{
 		LogLine: logLine,
 		Progress: func(id resource.Identity, r readiness.Result) {
 			emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
@@ -187,9 +187,9 @@ func (d *operation) runHook(ctx context.Context, namespace string, h recordedHoo
 		Logs:   logs || slices.Contains(h.OutputLogPolicies, resource.OutputOnSucceeded),
 		Resume: resume && !h.HasDeletePolicy(resource.BeforeHookCreation),
 		// A hook that did not finish by the deadline is reported within the operation's grace.
-		Afterwards: d.graceContext,
+		Afterwards: o.graceContext,
 	})
-	h.record.LastRun.CompletedAt = d.now()
+	h.record.LastRun.CompletedAt = o.now()
 	took := h.record.LastRun.CompletedAt.Sub(start)
 	if run.Created != nil {
 		done.uid = run.Created.GetUID()
@@ -199,10 +199,10 @@ func (d *operation) runHook(ctx context.Context, namespace string, h recordedHoo
 		herr.HookReport = *run.Report
 	}
 	switch {
-	case run.Created == nil && d.terminating != nil && NamespaceTerminating(err):
+	case run.Created == nil && o.terminating != nil && NamespaceTerminating(err):
 		// Nothing can be created in a namespace being deleted: the hook is reported, not run.
 		h.record.LastRun.Phase = releasev1.HookPhaseUnknown
-		d.terminating.skip(SkippedHook{Event: event, Hook: id, Reason: err.Error()})
+		o.terminating.skip(SkippedHook{Event: event, Hook: id, Reason: err.Error()})
 		done.skipped = true
 		return done, nil, nil
 	case run.Created == nil:
@@ -228,7 +228,7 @@ func (d *operation) runHook(ctx context.Context, namespace string, h recordedHoo
 	}
 	emit(engine.Event{Type: engine.HookFailed, Step: string(event), Object: id, Message: herr.Outcome, Duration: took})
 	if run.Created != nil && deletable(h.Hook, resource.HookFailed) {
-		if derr := d.removeHook(ctx, event, id, done.uid); derr != nil {
+		if derr := o.removeHook(ctx, event, id, done.uid); derr != nil {
 			return done, run.Report, errors.Join(herr, fmt.Errorf("%s hook %s: delete (hook-failed): %w", event, id, derr))
 		}
 	}
@@ -238,34 +238,34 @@ func (d *operation) runHook(ctx context.Context, namespace string, h recordedHoo
 // removeHook deletes a hook object (the one with uid, or whatever has its name when uid is empty)
 // and waits until it is gone, so that the next run can be created under the same name. An object
 // that is already being deleted (a finalizer holds it) is waited for all the same.
-func (d *operation) removeHook(ctx context.Context, event resource.HookEvent, id resource.Identity, uid types.UID) error {
+func (o *operation) removeHook(ctx context.Context, event resource.HookEvent, id resource.Identity, uid types.UID) error {
 	if uid == "" {
-		live, err := d.Cluster.Get(ctx, id)
+		live, err := o.Cluster.Get(ctx, id)
 		if err != nil || live == nil {
 			return err
 		}
 		uid = live.GetUID()
 	}
-	if _, err := d.Cluster.Delete(ctx, id, uid, cluster.DeleteOptions{Propagation: metav1.DeletePropagationBackground}); err != nil {
+	if _, err := o.Cluster.Delete(ctx, id, uid, cluster.DeleteOptions{Propagation: metav1.DeletePropagationBackground}); err != nil {
 		return fmt.Errorf("hook %s: %w", id, err)
 	}
-	return d.waitHooksGone(ctx, event, map[resource.Identity]types.UID{id: uid})
+	return o.waitHooksGone(ctx, event, map[resource.Identity]types.UID{id: uid})
 }
 
 // waitHooksGone waits until the hook objects, by UID, are gone.
-func (d *operation) waitHooksGone(ctx context.Context, event resource.HookEvent, targets map[resource.Identity]types.UID) error {
+func (o *operation) waitHooksGone(ctx context.Context, event resource.HookEvent, targets map[resource.Identity]types.UID) error {
 	if len(targets) == 0 {
 		return nil
 	}
-	emit := d.emitter()
-	return d.Cluster.WaitAbsent(ctx, targets, func(id resource.Identity, r readiness.Result) {
+	emit := o.emitter()
+	return o.Cluster.WaitAbsent(ctx, targets, func(id resource.Identity, r readiness.Result) {
 		emit(engine.Event{Type: engine.ObjectProgress, Step: string(event), Object: id, State: r.State, Message: r.Message})
 	})
 }
 
-func (d *operation) emitter() func(engine.Event) {
-	if d.Events == nil {
+func (o *operation) emitter() func(engine.Event) {
+	if o.Events == nil {
 		return func(engine.Event) {}
 	}
-	return d.Events
+	return o.Events
 }

@@ -122,7 +122,7 @@ func validateReplacements(ctx context.Context, c Cluster, p *prepared, refused m
 	ids []resource.Identity, live map[resource.Identity]*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error) {
 	objs := make([]*unstructured.Unstructured, 0, len(ids))
 	for _, id := range ids {
-		objs = append(objs, p.byID[id])
+		objs = append(objs, p.facts.Get(id).Desired)
 	}
 	applied := map[resource.Identity]*unstructured.Unstructured{}
 	var mu sync.Mutex

@@ -85,8 +85,8 @@ func (o InstallOptions) undone() bool {
 
 // install is Install within its operation (or its dry run): the revision pipeline, replacing
 // nothing, with the release namespace checked (or created) first.
-func (d *operation) install(ctx context.Context, o InstallOptions) (*release.Release, error) {
-	return d.carryOut(ctx, installOp{o})
+func (o *operation) install(ctx context.Context, opts InstallOptions) (*release.Release, error) {
+	return o.carryOut(ctx, installOp{opts})
 }
 
 // installOp is an install as the revision pipeline carries it out.
@@ -172,13 +172,13 @@ func (e *NamespaceNotFoundError) Error() string {
 // ensureNamespace checks that the release namespace exists, creating it when create is set, as a
 // plan of its own run before the install's (whose dry run needs the namespace). It reports
 // whether it created it.
-func (d *operation) ensureNamespace(ctx context.Context, name string, create bool) (bool, error) {
-	ok, err := d.Namespaces.Exists(ctx, name)
+func (o *operation) ensureNamespace(ctx context.Context, name string, create bool) (bool, error) {
+	ok, err := o.Namespaces.Exists(ctx, name)
 	if err != nil || ok {
 		return false, err
 	}
 	if !create {
 		return false, &NamespaceNotFoundError{Namespace: name}
 	}
-	return true, d.executeOnce(ctx, release.OpInstall, 0, namespacePlan(plan.CreateNamespace, name), &runner{d: d})
+	return true, o.executeOnce(ctx, release.OpInstall, 0, namespacePlan(plan.CreateNamespace, name), &runner{d: o})
 }

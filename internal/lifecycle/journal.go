@@ -19,19 +19,19 @@ import (
 
 // journals is what the operation reads the release's journal through: itself, which notes the
 // version it read; nil when it keeps no journal.
-func (d *operation) journals() JournalReader {
-	if d == nil || d.jstore == nil {
+func (o *operation) journals() JournalReader {
+	if o == nil || o.jstore == nil {
 		return nil
 	}
-	return d
+	return o
 }
 
 // Get reads the journal of release name for the operation (JournalReader), and notes its version:
 // the operation's journal writes are conditional on it.
-func (d *operation) Get(ctx context.Context, name string) (*release.Journal, error) {
-	j, version, err := d.jstore.Read(ctx, name)
+func (o *operation) Get(ctx context.Context, name string) (*release.Journal, error) {
+	j, version, err := o.jstore.Read(ctx, name)
 	if err == nil {
-		d.version = version
+		o.version = version
 	}
 	return j, err
 }
@@ -40,86 +40,86 @@ func (d *operation) Get(ctx context.Context, name string) (*release.Journal, err
 // to execute: the journaled one when this operation finishes an interrupted one (the same
 // operation on the same revision), from its first unfinished step. An operation begun while
 // another ends (an undo on failure) replaces its journal.
-func (d *operation) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) (*plan.Plan, error) {
-	if d == nil {
+func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) (*plan.Plan, error) {
+	if o == nil {
 		return pl, nil
 	}
-	now := d.now()
-	d.j = &release.Journal{Release: d.name, Operation: op, Revision: rev, State: release.JournalRunning,
-		Holder: d.Holder.String(), Started: now, Options: opts, Plan: pl}
-	d.windowResumed = false
-	if r := d.resume; r != nil && r.Operation == op && r.Revision == rev {
+	now := o.now()
+	o.j = &release.Journal{Release: o.name, Operation: op, Revision: rev, State: release.JournalRunning,
+		Holder: o.Holder.String(), Started: now, Options: opts, Plan: pl}
+	o.windowResumed = false
+	if r := o.resume; r != nil && r.Operation == op && r.Revision == rev {
 		if r.Plan != nil {
-			d.j.Plan, pl = r.Plan, r.Plan
+			o.j.Plan, pl = r.Plan, r.Plan
 		}
-		d.j.Steps = append(d.j.Steps, r.Steps...)
-		d.j.Hooks = append(d.j.Hooks, r.Hooks...)
-		d.j.HooksSucceeded = append(d.j.HooksSucceeded, r.HooksSucceeded...)
-		d.j.Started = r.Started
-		d.j.WatchStarted = r.WatchStarted
-		d.windowResumed = !r.WatchStarted.IsZero()
+		o.j.Steps = append(o.j.Steps, r.Steps...)
+		o.j.Hooks = append(o.j.Hooks, r.Hooks...)
+		o.j.HooksSucceeded = append(o.j.HooksSucceeded, r.HooksSucceeded...)
+		o.j.Started = r.Started
+		o.j.WatchStarted = r.WatchStarted
+		o.windowResumed = !r.WatchStarted.IsZero()
 	}
-	d.resume = nil
-	if len(d.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
+	o.resume = nil
+	if len(o.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
 		// The plan records its revision first: the journal is written once that is done, so
 		// that a journal always has a record to go with (a revision recorded pending without a
 		// journal is finished from its record).
 		return pl, nil
 	}
-	return pl, d.write(ctx)
+	return pl, o.write(ctx)
 }
 
 // write records the journal, on the precondition that it is as the operation last read or wrote
 // it; after a failure, once the lease is confirmed.
-func (d *operation) write(ctx context.Context) error {
-	if d.jstore == nil || d.j == nil {
+func (o *operation) write(ctx context.Context) error {
+	if o.jstore == nil || o.j == nil {
 		return nil
 	}
-	wctx, cancel := d.writeContext(ctx)
+	wctx, cancel := o.writeContext(ctx)
 	defer cancel()
-	if err := d.guardAfterFailure(wctx); err != nil {
+	if err := o.guardAfterFailure(wctx); err != nil {
 		return err
 	}
-	d.j.Updated = d.now()
-	version, err := d.jstore.Put(wctx, d.j, d.version)
+	o.j.Updated = o.now()
+	version, err := o.jstore.Put(wctx, o.j, o.version)
 	if err != nil {
-		if d.terminating != nil && NamespaceTerminating(err) {
+		if o.terminating != nil && NamespaceTerminating(err) {
 			// Said, not hidden: a crash from here on is finished from the record alone.
-			d.jstore = nil
-			d.terminating.dropJournal()
-			d.emitter()(engine.Event{Type: engine.StepStarted, Step: "journal", Message: fmt.Sprintf(
-				"release %s: its namespace is being deleted and refuses the journal; the %s goes on without one", d.name, d.operation())})
+			o.jstore = nil
+			o.terminating.dropJournal()
+			o.emitter()(engine.Event{Type: engine.StepStarted, Step: "journal", Message: fmt.Sprintf(
+				"release %s: its namespace is being deleted and refuses the journal; the %s goes on without one", o.name, o.operation())})
 			return nil
 		}
-		return d.lose(err)
+		return o.lose(err)
 	}
-	d.version = version
-	d.count()
+	o.version = version
+	o.count()
 	return nil
 }
 
 // count tells of one more journal write.
-func (d *operation) count() {
-	d.writes++
-	if d.JournalWritten != nil {
-		d.JournalWritten(d.writes)
+func (o *operation) count() {
+	o.writes++
+	if o.JournalWritten != nil {
+		o.JournalWritten(o.writes)
 	}
 }
 
 // Done reports whether the journal records step id as completed (engine.Journal).
-func (d *operation) Done(id string) bool {
-	if d == nil || d.j == nil {
+func (o *operation) Done(id string) bool {
+	if o == nil || o.j == nil {
 		return false
 	}
-	if d.j.StepDone(id) {
+	if o.j.StepDone(id) {
 		return true
 	}
 	event, ok := strings.CutPrefix(id, "hooks/")
-	return ok && d.j.HookDone(event) // recorded by event in older journals
+	return ok && o.j.HookDone(event) // recorded by event in older journals
 }
 
 // Checkpoint is a safe point between steps (engine.Journal).
-func (d *operation) Checkpoint() error { return d.checkpoint() }
+func (o *operation) Checkpoint() error { return o.checkpoint() }
 
 // Completed records step i of p as completed (engine.Journal). An object step (apply, wait-ready,
 // delete, wait-absent) is not written: redoing it after a crash changes nothing, as an apply of
@@ -129,35 +129,35 @@ func (d *operation) Checkpoint() error { return d.checkpoint() }
 // written: a run that finishes it after its window passed judges the revision once from what it
 // sees, which is what the window's end did. Every other step is written at once, and the plan's
 // last one not at all: the operation ends with it, and its journal is deleted.
-func (d *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
-	if d == nil || d.j == nil {
+func (o *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
+	if o == nil || o.j == nil {
 		return nil
 	}
 	step := p.Steps[i]
-	d.j.Steps = append(d.j.Steps, step.ID)
+	o.j.Steps = append(o.j.Steps, step.ID)
 	if i == len(p.Steps)-1 || step.Action == plan.Watch {
 		return nil
 	}
 	next := p.Steps[i+1]
-	if next.Action == plan.Watch && d.j.WatchStarted.IsZero() {
+	if next.Action == plan.Watch && o.j.WatchStarted.IsZero() {
 		// The watch window starts now: this write says when, for a run that finishes it.
-		d.j.WatchStarted = d.now()
-		return d.write(ctx)
+		o.j.WatchStarted = o.now()
+		return o.write(ctx)
 	}
 	if objectStep(step) {
 		return nil
 	}
-	return d.write(ctx)
+	return o.write(ctx)
 }
 
 // watchStarted is when the operation's watch window started, as its journal says; zero when it
 // does not say (no journal, or one written before the window started). resumed says an earlier,
 // interrupted run started it.
-func (d *operation) watchStarted() (started time.Time, resumed bool) {
-	if d == nil || d.j == nil {
+func (o *operation) watchStarted() (started time.Time, resumed bool) {
+	if o == nil || o.j == nil {
 		return time.Time{}, false
 	}
-	return d.j.WatchStarted, d.windowResumed
+	return o.j.WatchStarted, o.windowResumed
 }
 
 func objectStep(s plan.Step) bool {
@@ -169,25 +169,25 @@ func objectStep(s plan.Step) bool {
 }
 
 // hookSucceeded reports whether the journal notes the hooks of event as succeeded.
-func (d *operation) hookSucceeded(event resource.HookEvent) bool {
-	return d != nil && d.j != nil && d.j.HookSucceeded(string(event))
+func (o *operation) hookSucceeded(event resource.HookEvent) bool {
+	return o != nil && o.j != nil && o.j.HookSucceeded(string(event))
 }
 
 // recordHookSucceeded notes that the hooks of event all succeeded, before they are deleted.
-func (d *operation) recordHookSucceeded(ctx context.Context, event resource.HookEvent) error {
-	if d == nil || d.j == nil {
+func (o *operation) recordHookSucceeded(ctx context.Context, event resource.HookEvent) error {
+	if o == nil || o.j == nil {
 		return nil
 	}
-	d.j.HooksSucceeded = append(d.j.HooksSucceeded, string(event))
-	return d.write(ctx)
+	o.j.HooksSucceeded = append(o.j.HooksSucceeded, string(event))
+	return o.write(ctx)
 }
 
 // options are the options of the operation's journal; none before begin.
-func (d *operation) options() release.JournalOptions {
-	if d == nil || d.j == nil {
+func (o *operation) options() release.JournalOptions {
+	if o == nil || o.j == nil {
 		return release.JournalOptions{}
 	}
-	return d.j.Options
+	return o.j.Options
 }
 
 // takeOver readies the operation to finish the interrupted operation whose journal is j (nil: one
@@ -202,37 +202,37 @@ func (s *session) takeOver(j *release.Journal) {
 // deleted even when this operation did not write it (it finished or undid an interrupted one).
 // The deletion is conditional on the journal's version as the operation last read or wrote it,
 // and made once the lease is confirmed: a journal another operation wrote is left to it.
-func (d *operation) end(ctx context.Context, force bool) error {
-	if d == nil {
+func (o *operation) end(ctx context.Context, force bool) error {
+	if o == nil {
 		return nil
 	}
-	begun := d.j != nil || d.resume != nil || force
-	d.j, d.resume, d.recovering = nil, nil, false
-	if d.jstore == nil || !begun || d.version == "" {
+	begun := o.j != nil || o.resume != nil || force
+	o.j, o.resume, o.recovering = nil, nil, false
+	if o.jstore == nil || !begun || o.version == "" {
 		return nil
 	}
-	wctx, cancel := d.writeContext(ctx)
+	wctx, cancel := o.writeContext(ctx)
 	defer cancel()
-	if err := d.guard(wctx); err != nil {
+	if err := o.guard(wctx); err != nil {
 		return err
 	}
-	if err := d.jstore.Delete(wctx, d.name, d.version); err != nil {
-		return d.lose(err)
+	if err := o.jstore.Delete(wctx, o.name, o.version); err != nil {
+		return o.lose(err)
 	}
-	d.version = ""
-	d.count()
+	o.version = ""
+	o.count()
 	return nil
 }
 
 // interrupt marks the journal of an operation stopped by a signal as interrupted, once the lease
 // is confirmed.
-func (d *operation) interrupt(ctx context.Context) error {
-	if d == nil || d.j == nil {
+func (o *operation) interrupt(ctx context.Context) error {
+	if o == nil || o.j == nil {
 		return nil
 	}
-	d.failing()
-	d.j.State = release.JournalInterrupted
-	return d.write(ctx)
+	o.failing()
+	o.j.State = release.JournalInterrupted
+	return o.write(ctx)
 }
 
 // hooks runs the hooks of event (see runHooks), and notes in the journal when they all succeeded,
@@ -241,25 +241,25 @@ func (d *operation) interrupt(ctx context.Context) error {
 // hook objects its run left are removed first, except those of hooks without
 // before-hook-creation: their policy forbids another run while one may exist, so the run left is
 // followed to its outcome instead.
-func (d *operation) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
-	if d.hookSucceeded(event) {
-		return d.removeSucceededHooks(ctx, rel, event)
+func (o *operation) hooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+	if o.hookSucceeded(event) {
+		return o.removeSucceededHooks(ctx, rel, event)
 	}
-	recovering := d.recovering
+	recovering := o.recovering
 	if recovering {
-		if err := d.removeLeftoverHooks(ctx, rel, event, false); err != nil {
+		if err := o.removeLeftoverHooks(ctx, rel, event, false); err != nil {
 			return err
 		}
 	}
-	_, err := d.runEventHooks(ctx, rel, event, hookRunOptions{resume: recovering, succeeded: func(ctx context.Context) error {
-		return d.recordHookSucceeded(ctx, event)
+	_, err := o.runEventHooks(ctx, rel, event, hookRunOptions{resume: recovering, succeeded: func(ctx context.Context) error {
+		return o.recordHookSucceeded(ctx, event)
 	}})
 	return err
 }
 
 // removeSucceededHooks deletes the hook objects of event with the hook-succeeded policy that
 // exist: the hooks succeeded, and the run that ran them was interrupted before it deleted them.
-func (d *operation) removeSucceededHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
+func (o *operation) removeSucceededHooks(ctx context.Context, rel *release.Release, event resource.HookEvent) error {
 	_, plain, err := hooksOf(rel)
 	if err != nil {
 		return err
@@ -270,10 +270,10 @@ func (d *operation) removeSucceededHooks(ctx context.Context, rel *release.Relea
 			continue
 		}
 		obj := h.Object.DeepCopy()
-		if err := d.Cluster.Normalize(obj, rel.Namespace); err != nil {
+		if err := o.Cluster.Normalize(obj, rel.Namespace); err != nil {
 			continue // its kind is gone: nothing of it is left
 		}
-		if err := d.removeHook(ctx, event, resource.IdentityOf(obj), ""); err != nil {
+		if err := o.removeHook(ctx, event, resource.IdentityOf(obj), ""); err != nil {
 			errs = append(errs, fmt.Errorf("%s: delete the hooks that succeeded (hook-succeeded): %w", event, err))
 		}
 	}
@@ -283,7 +283,7 @@ func (d *operation) removeSucceededHooks(ctx context.Context, rel *release.Relea
 // removeLeftoverHooks deletes the hook objects of event that exist: left by a run that was
 // interrupted before it could delete them. Unless all is set, the objects of hooks without
 // before-hook-creation are kept, to be followed.
-func (d *operation) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, all bool) error {
+func (o *operation) removeLeftoverHooks(ctx context.Context, rel *release.Release, event resource.HookEvent, all bool) error {
 	_, plain, err := hooksOf(rel)
 	if err != nil {
 		return err
@@ -294,10 +294,10 @@ func (d *operation) removeLeftoverHooks(ctx context.Context, rel *release.Releas
 			continue
 		}
 		obj := h.Object.DeepCopy()
-		if err := d.Cluster.Normalize(obj, rel.Namespace); err != nil {
+		if err := o.Cluster.Normalize(obj, rel.Namespace); err != nil {
 			continue // its kind is gone: nothing of it is left
 		}
-		if err := d.removeHook(ctx, event, resource.IdentityOf(obj), ""); err != nil {
+		if err := o.removeHook(ctx, event, resource.IdentityOf(obj), ""); err != nil {
 			errs = append(errs, fmt.Errorf("%s: remove the hook left by the interrupted run: %w", event, err))
 		}
 	}

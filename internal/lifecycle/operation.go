@@ -33,14 +33,14 @@ type operation struct {
 }
 
 // act notes that the operation takes action a.
-func (d *operation) act(a Action) { d.acted = append(d.acted, a) }
+func (o *operation) act(a Action) { o.acted = append(o.acted, a) }
 
 // operation names what the journal records (for messages).
-func (d *operation) operation() release.Operation {
-	if d == nil || d.j == nil {
+func (o *operation) operation() release.Operation {
+	if o == nil || o.j == nil {
 		return "operation"
 	}
-	return d.j.Operation
+	return o.j.Operation
 }
 
 // revisionOperation does what w asks of release name, an install, upgrade, rollback or test:

@@ -11,14 +11,14 @@ import (
 // it: always with Ordered (--wait=ordered), with OrderIfDeclared when the chart declares any
 // order. It returns nil when the release goes in Helm's order. An order that cannot be built (a
 // cycle, an unknown group or subchart) is an error before anything changes.
-func (d *operation) batches(rel *release.Release, w WaitOptions) ([]sequence.Batch, error) {
+func (o *operation) batches(rel *release.Release, w WaitOptions) ([]sequence.Batch, error) {
 	if rel == nil || rel.Chart == nil || (!w.Ordered && !w.OrderIfDeclared) {
 		return nil, nil
 	}
-	c := d.Cluster
+	c := o.Cluster
 	var objs []sequence.Object
 	for _, doc := range resource.SplitManifest(rel.Manifest) {
-		obj, err := d.documents().Document(doc)
+		obj, err := o.documents().Document(doc)
 		if err != nil {
 			return nil, err
 		}

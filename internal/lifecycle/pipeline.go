@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -88,9 +87,7 @@ type pass struct {
 	createdNamespace bool
 	p                *prepared
 	s                survey
-	// recordedObjects are the objects of the revisions the new one replaces.
-	recordedObjects []*unstructured.Unstructured
-	plan            *plan.Plan
+	plan             *plan.Plan
 	// executing says the execute step began: the revision may be recorded.
 	executing bool
 	done      bool
@@ -98,14 +95,14 @@ type pass struct {
 
 // carryOut runs the pipeline for op and returns its revision: the one recorded (or, for a dry
 // run, the one it would record); nil when it was refused before its execution began.
-func (d *operation) carryOut(ctx context.Context, op revisionOp) (*release.Release, error) {
+func (o *operation) carryOut(ctx context.Context, op revisionOp) (*release.Release, error) {
 	ps := &pass{op: op}
 	for _, step := range pipeline {
-		if err := step.run(d, ctx, ps); err != nil {
+		if err := step.run(o, ctx, ps); err != nil {
 			if ps.executing {
 				return ps.rev.rel, err
 			}
-			d.refused(ctx, ps)
+			o.refused(ctx, ps)
 			return nil, err
 		}
 		if ps.done {
@@ -117,19 +114,19 @@ func (d *operation) carryOut(ctx context.Context, op revisionOp) (*release.Relea
 
 // refused undoes what a pass refused before its first change did anyway: the namespace it
 // created goes, within a grace of its own.
-func (d *operation) refused(ctx context.Context, ps *pass) {
+func (o *operation) refused(ctx context.Context, ps *pass) {
 	if !ps.createdNamespace {
 		return
 	}
-	dctx, cancel := d.writeContext(ctx)
+	dctx, cancel := o.writeContext(ctx)
 	defer cancel()
-	d.executeOnce(dctx, ps.policy.op, ps.number, namespacePlan(plan.DeleteNamespace, ps.namespace), &runner{d: d})
+	o.executeOnce(dctx, ps.policy.op, ps.number, namespacePlan(plan.DeleteNamespace, ps.namespace), &runner{d: o})
 }
 
 // readStep is the operation's own: what its revision starts from, and its policy.
-func (d *operation) readStep(ctx context.Context, ps *pass) error {
+func (o *operation) readStep(ctx context.Context, ps *pass) error {
 	var err error
-	ps.draft, ps.policy, err = ps.op.read(ctx, d)
+	ps.draft, ps.policy, err = ps.op.read(ctx, o)
 	return err
 }
 
@@ -147,7 +144,7 @@ func recordedContents(rel *release.Release) (objs, crds []*unstructured.Unstruct
 // record, the one place a record is made (pendingRevision); a recorded revision is taken as it
 // is. A client dry run ends here. A record that cannot be stored is refused now, not when the
 // API server refuses it once the operation is under way.
-func (d *operation) renderStep(ctx context.Context, ps *pass) error {
+func (o *operation) renderStep(ctx context.Context, ps *pass) error {
 	if rel := ps.recorded; rel != nil {
 		objs, crds, err := recordedContents(rel)
 		if err != nil {
@@ -159,11 +156,11 @@ func (d *operation) renderStep(ctx context.Context, ps *pass) error {
 	c := ps.contents
 	if r := ps.render; r != nil {
 		var err error
-		if c, err = d.render(ctx, r.chart, r.values, r.rendering, r.options); err != nil {
+		if c, err = o.render(ctx, r.chart, r.values, r.rendering, r.options); err != nil {
 			return err
 		}
 	}
-	ps.rev = d.pendingRevision(ps.policy.op, ps.name, ps.namespace, ps.number, c, ps.entry)
+	ps.rev = o.pendingRevision(ps.policy.op, ps.name, ps.namespace, ps.number, c, ps.entry)
 	ps.rev.previous, ps.rev.replaced = ps.previous, ps.replaced
 	if ps.dryRun == ClientDryRun {
 		if s := ps.said.clientDryRun; s != "" {
@@ -177,12 +174,12 @@ func (d *operation) renderStep(ctx context.Context, ps *pass) error {
 
 // namespaceStep checks that an install's namespace exists, creating it when asked (not for a
 // dry run), as a plan of its own run before the install's, whose dry run needs the namespace.
-func (d *operation) namespaceStep(ctx context.Context, ps *pass) error {
+func (o *operation) namespaceStep(ctx context.Context, ps *pass) error {
 	if !ps.ensureNamespace {
 		return nil
 	}
 	var err error
-	ps.createdNamespace, err = d.ensureNamespace(ctx, ps.namespace, ps.createNamespace && ps.dryRun == NoDryRun)
+	ps.createdNamespace, err = o.ensureNamespace(ctx, ps.namespace, ps.createNamespace && ps.dryRun == NoDryRun)
 	return err
 }
 
@@ -190,13 +187,13 @@ func (d *operation) namespaceStep(ctx context.Context, ps *pass) error {
 // the revisions replaced, the live objects, the CRDs to apply, a server-side dry run of what
 // changes; and checks ownership. A journalled plan that goes on is checked against what its
 // journal may touch, and only the live objects' metadata is read.
-func (d *operation) surveyStep(ctx context.Context, ps *pass) error {
+func (o *operation) surveyStep(ctx context.Context, ps *pass) error {
 	rev, pol := ps.rev, ps.policy
 	crds := rev.crds
 	if ps.journal == nil {
 		crds = crdsFor(pol.crds, pol.op, rev.crds)
 	}
-	p, err := prepare(d.Cluster, rev.rel.Name, rev.rel.Namespace, crds, rev.objects)
+	p, err := prepare(o.Cluster, rev.rel.Name, rev.rel.Namespace, crds, rev.objects)
 	if err != nil {
 		return skippedCRDs(err, pol.crds, pol.op, rev.crds)
 	}
@@ -205,47 +202,49 @@ func (d *operation) surveyStep(ctx context.Context, ps *pass) error {
 		if slices.ContainsFunc(rev.previous[:i], func(p *release.Release) bool { return p != nil && prev != nil && p.Version == prev.Version }) {
 			continue // the deployed revision is the last one: its manifest is read once
 		}
-		objs, err := d.recordedObjects(prev)
+		objs, err := o.recordedObjects(prev)
 		if err != nil {
 			return err
 		}
-		ps.recordedObjects = union(ps.recordedObjects, objs)
+		p.facts.Record(objs)
 	}
 	if j := ps.journal; j != nil {
-		return d.surveyJournalled(ctx, ps, j)
+		return o.surveyJournalled(ctx, ps, j)
 	}
-	ps.s = surveyCluster(ctx, d.Cluster, p, ps.recordedObjects,
+	ps.s = surveyCluster(ctx, o.Cluster, p, p.facts.RecordedObjects(),
 		surveyOptions{replaceCRDs: pol.crds.of(pol.op) == CRDsCreateReplace, forceReplace: pol.forceReplace, readAll: rev.recorded})
 	if ps.s.liveErr != nil {
 		return ps.s.liveErr
 	}
-	return checkOwnership(rev.rel.Name, rev.rel.Namespace, p.objects, ps.s.crds, ps.s.before, pol.takeOwnership)
+	p.facts.Survey(ps.s.before, ps.s.applied)
+	return checkOwnership(rev.rel.Name, rev.rel.Namespace, p.objects, ps.s.crds, &p.facts, pol.takeOwnership)
 }
 
 // surveyJournalled is the survey of the journalled plan of j that goes on from its first step
 // not done: nothing is surveyed, validated or planned again, and the deletes go by the UIDs the
 // plan recorded. The journal is input: what its plan may touch is checked (checkJournal), and
 // ownership again as the policy grants it.
-func (d *operation) surveyJournalled(ctx context.Context, ps *pass, j *release.Journal) error {
+func (o *operation) surveyJournalled(ctx context.Context, ps *pass, j *release.Journal) error {
 	rel, pol, p := ps.rev.rel, ps.policy, ps.p
-	scope, err := scopeOf(d.Cluster, pol.op, rel, slices.Concat(p.crds, p.objects), ps.recordedObjects)
+	scope, err := scopeOf(o.Cluster, pol.op, rel, slices.Concat(p.crds, p.objects), p.facts.RecordedObjects())
 	if err != nil {
 		return err
 	}
 	if err := checkJournal(j, scope, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err != nil {
 		return err
 	}
-	before, err := live(ctx, d.Cluster, p.objects)
+	before, err := live(ctx, o.Cluster, p.objects)
 	if err != nil {
 		return err
 	}
 	ps.s = survey{before: before}
-	return checkOwnership(rel.Name, rel.Namespace, p.objects, nil, before, pol.takeOwnership)
+	p.facts.Survey(before, nil)
+	return checkOwnership(rel.Name, rel.Namespace, p.objects, nil, &p.facts, pol.takeOwnership)
 }
 
 // planStep builds the plan: the object steps plan.Build orders, in the batches the chart
 // declares, within the record, hook, adopt and watch steps. A journalled plan is the journal's.
-func (d *operation) planStep(ctx context.Context, ps *pass) error {
+func (o *operation) planStep(ctx context.Context, ps *pass) error {
 	if ps.journal != nil {
 		ps.plan = ps.journal.Plan
 		return nil
@@ -253,7 +252,7 @@ func (d *operation) planStep(ctx context.Context, ps *pass) error {
 	rev, pol, p, s := ps.rev, ps.policy, ps.p, ps.s
 	rel := rev.rel
 	steps := revisionSteps{op: pol.op, revision: rel.Version, create: !rev.recorded,
-		adopted: identities(adoptedFromHelm(slices.Concat(s.crds, p.objects), s.before)), replaced: rev.replaced}
+		adopted: identities(adoptedFromHelm(slices.Concat(s.crds, p.objects), &p.facts)), replaced: rev.replaced}
 	for _, prev := range rev.previous {
 		if prev != nil && prev.Info.Status == release.StatusDeployed && prev.Version != rel.Version && !slices.Contains(steps.superseded, prev.Version) {
 			steps.superseded = append(steps.superseded, prev.Version)
@@ -263,93 +262,94 @@ func (d *operation) planStep(ctx context.Context, ps *pass) error {
 		steps.watch = &plan.Window{For: w.For, Tolerance: w.Tolerance, Restarts: w.Restarts}
 		steps.watched = identities(p.objects)
 	}
-	order, err := d.batches(rel, pol.wait)
+	order, err := o.batches(rel, pol.wait)
 	if err != nil {
 		return err
 	}
-	ps.plan, err = d.revisionPlan(plan.Input{CRDs: s.crds, Desired: p.objects, Recorded: ps.recordedObjects, Live: s.before, Wait: pol.wait.Wait,
-		Late: p.lateIdentities(), Batches: order, Replace: s.replaced}, steps, rel, pol.noHooks)
+	ps.plan, err = o.revisionPlan(plan.Input{CRDs: s.crds, Desired: p.objects, Recorded: p.facts.RecordedObjects(), Live: p.facts.Live(),
+		Wait: pol.wait.Wait, Late: p.lateIdentities(), Batches: order, Replace: s.replaced}, steps, rel, pol.noHooks)
+	if err == nil {
+		p.facts.Planned(ps.plan)
+	}
 	return err
 }
 
 // preflightStep runs berth doctor's checks of the plan's requests before its first change. What
 // would block them is named before what the dry run refused: a webhook that cannot answer is
 // the reason of both. A dry run and a journalled plan that goes on have none.
-func (d *operation) preflightStep(ctx context.Context, ps *pass) error {
+func (o *operation) preflightStep(ctx context.Context, ps *pass) error {
 	if ps.dryRun != NoDryRun || ps.journal != nil {
 		return nil
 	}
-	objects := byID(ps.recordedObjects)
-	maps.Copy(objects, ps.p.byID)
-	return d.preflight(ctx, ps.policy.op, ps.rev.rel, ps.plan, objects, ps.s.before, ps.s.applied)
+	return o.preflight(ctx, ps.policy.op, ps.rev.rel, ps.plan, &ps.p.facts)
 }
 
 // validateStep refuses what the survey's dry run refused: a CRD or an object the API server
 // would not take.
-func (d *operation) validateStep(ctx context.Context, ps *pass) error {
+func (o *operation) validateStep(ctx context.Context, ps *pass) error {
 	return errors.Join(ps.s.crdErr, ps.s.validationErr)
 }
 
 // previewStep says, for a server dry run, what the operation would do, and ends the pass.
-func (d *operation) previewStep(ctx context.Context, ps *pass) error {
+func (o *operation) previewStep(ctx context.Context, ps *pass) error {
 	if ps.dryRun != ServerDryRun {
 		return nil
 	}
 	ps.done = true
 	rel, pol := ps.rev.rel, ps.policy
 	rel.Info.Description = cmp.Or(pol.said.dryRun, "Dry run complete")
-	d.runs.plan(ps.plan)
+	o.runs.plan(ps.plan)
 	events := hookEvents(pol.op)
-	return pol.preview.fill(ctx, d.Cluster, previewInput{
-		op: pol.op, rel: rel, previous: ps.rev.previous, plan: ps.plan, p: ps.p, before: ps.s.before, applied: ps.s.applied,
+	return pol.preview.fill(ctx, o.Cluster, previewInput{
+		op: pol.op, rel: rel, previous: ps.rev.previous, plan: ps.plan, facts: &ps.p.facts,
 		pre: events[0], post: events[1], noHooks: pol.noHooks,
 	})
 }
 
 // executeStep carries the plan out: it journals it, records the revision pending, runs its
 // steps and records the outcome; a failure is recorded and undone per the policy (undo.go).
-func (d *operation) executeStep(ctx context.Context, ps *pass) error {
+func (o *operation) executeStep(ctx context.Context, ps *pass) error {
 	ps.executing = true
 	rel, pol, p, s, pl := ps.rev.rel, ps.policy, ps.p, ps.s, ps.plan
-	run := &runner{d: d, rel: rel, objects: p.byID, success: pol.said.success, failure: pol.said.failure,
-		readiness: d.engineOptions(nil, nil, pol.wait).Readiness}
+	run := &runner{d: o, rel: rel, objects: p.facts.Desired(), success: pol.said.success, failure: pol.said.failure,
+		readiness: o.engineOptions(nil, pol.wait).Readiness}
 	if !ps.rev.recorded {
 		run.historyMax = pol.historyMax
 	}
 	var cleanup []*unstructured.Unstructured
 	if pol.undo.cleanupOnFail {
-		cleanup = toCreate(p.objects, s.before)
+		cleanup = toCreate(p.objects, &p.facts)
 	}
 	// Time is kept for what a failure does: undo it, delete what it created.
 	fwd, cancelFwd := pol.wait.forward(ctx, pol.undo.may() || cleanup != nil)
 	defer cancelFwd()
 	var err error
-	if pl, err = d.begin(fwd, pol.op, rel.Version, pl, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err == nil {
+	if pl, err = o.begin(fwd, pol.op, rel.Version, pl, journalOptions(pol.wait, pol.noHooks, pol.takeOwnership)); err == nil {
 		if ps.journal != nil {
-			d.resuming(pol.op, rel.Version, pl)
+			o.resuming(pol.op, rel.Version, pl)
 		}
-		opts := d.engineOptions(p, s.before, pol.wait)
+		opts := o.engineOptions(&p.facts, pol.wait)
 		opts.Unchanged = s.unchanged(p, pol.takeOwnership)
-		_, err = d.execute(fwd, pol.op, rel.Version, pl, run, opts)
+		_, err = o.execute(fwd, pol.op, rel.Version, pl, run, opts)
 	}
 	if err != nil {
 		if pol.undo.onlyApplying && !failedApplying(err) {
 			cleanup = nil
 		}
-		return d.fail(ctx, run, pl, err, cleanup, pol.undo.of(err))
+		return o.fail(ctx, run, pl, err, cleanup, pol.undo.of(err))
 	}
 	return nil
 }
 
 // resuming tells that the journalled plan pl of the interrupted op of revision goes on, and
 // which of its steps are left.
-func (d *operation) resuming(op release.Operation, revision int, pl *plan.Plan) {
+func (o *operation) resuming(op release.Operation, revision int, pl *plan.Plan) {
 	var left []string
 	for _, step := range pl.Steps {
-		if !d.Done(step.ID) {
+		if !o.Done(step.ID) {
 			left = append(left, step.ID)
 		}
 	}
-	d.notify(fmt.Sprintf("the %s of revision %d goes on as its journal recorded it: %d of %d steps left: %s",
+	o.notify(fmt.Sprintf("the %s of revision %d goes on as its journal recorded it: %d of %d steps left: %s",
 		op, revision, len(left), len(pl.Steps), strings.Join(left, ", ")))
 }

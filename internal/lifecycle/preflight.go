@@ -13,19 +13,18 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
-// preflight runs d.Preflight, if any, on the requests plan pl of operation op on rel will make:
+// preflight runs o.Preflight, if any, on the requests plan pl of operation op on rel will make:
 // once an operation, for its own plan (not an interrupted operation it finishes first, nor the
-// undo of its failure). objects are the objects the plan names (desired, or recorded for what it deletes), before their
-// live metadata and applied what the API server's dry run returned for them (nil when it did not
-// run).
-func (d *operation) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan,
-	objects, before, applied map[resource.Identity]*unstructured.Unstructured) error {
-	if d.Preflight == nil || d.recovering || d.preflighted {
+// undo of its failure). facts are the records of the objects the plan names: each as the
+// operation applies it (or as recorded, for what it deletes), as it is live and as the API
+// server's dry run returned it (nil when it did not run).
+func (o *operation) preflight(ctx context.Context, op release.Operation, rel *release.Release, pl *plan.Plan, facts *plan.Objects) error {
+	if o.Preflight == nil || o.recovering || o.preflighted {
 		return nil
 	}
-	d.preflighted = true
-	reqs := append(requests(d.Cluster, rel, pl, objects, before, applied), d.bookkeeping(rel.Name, pl)...)
-	return d.Preflight(ctx, op, rel.Name, reqs)
+	o.preflighted = true
+	reqs := append(requests(o.Cluster, rel, pl, facts), o.bookkeeping(rel.Name, pl)...)
+	return o.Preflight(ctx, op, rel.Name, reqs)
 }
 
 // requests are the requests the API server receives from plan pl, as admission sees them: each
@@ -34,18 +33,19 @@ func (d *operation) preflight(ctx context.Context, op release.Operation, rel *re
 // created (and deleted, when its delete policy says so); an object deleted before it is applied
 // (replaced) is created again. What controllers make of them (a Deployment's Pods) the preflight
 // adds.
-func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, applied map[resource.Identity]*unstructured.Unstructured) []doctor.Request {
+func requests(c Cluster, rel *release.Release, pl *plan.Plan, facts *plan.Objects) []doctor.Request {
 	var out []doctor.Request
 	deleted := map[resource.Identity]bool{}
 	for _, step := range pl.Steps {
 		switch step.Action {
 		case plan.Apply, plan.Adopt:
 			for _, id := range step.Objects {
-				obj := objects[id]
+				obj := facts.Named(id)
 				if obj == nil {
 					continue
 				}
-				live := before[id]
+				f := facts.Get(id)
+				live := f.Live
 				if deleted[id] {
 					live = nil
 				}
@@ -56,13 +56,13 @@ func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, a
 					out = append(out, doctor.Request{Operation: admissionv1.Update, Object: obj, Old: live})
 				default:
 					out = append(out, doctor.Request{Operation: admissionv1.Update, Object: obj, Old: live,
-						SpecChanged: specChanged(live, applied[id])})
+						SpecChanged: specChanged(live, f.Applied)})
 				}
 			}
 		case plan.Delete:
 			for _, id := range step.Objects {
 				deleted[id] = true
-				if obj := objects[id]; obj != nil {
+				if obj := facts.Named(id); obj != nil {
 					out = append(out, doctor.Request{Operation: admissionv1.Delete, Object: obj})
 				}
 			}
@@ -76,10 +76,10 @@ func requests(c Cluster, rel *release.Release, pl *plan.Plan, objects, before, a
 // bookkeeping are the requests of an operation's own writes: the records its Record steps write
 // (a pending revision created, revisions updated, every record deleted when purged) and its
 // journal, created, updated after each step and deleted at the end.
-func (d *operation) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
+func (o *operation) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
 	var out []doctor.Request
 	record := func(op admissionv1.OperationType, version int, status release.Status) {
-		if obj := d.Store.RecordObject(name, version, status); obj != nil {
+		if obj := o.Store.RecordObject(name, version, status); obj != nil {
 			out = append(out, doctor.Request{Operation: op, Object: obj, Old: obj,
 				What: fmt.Sprintf("the record of revision %d (%s)", version, resource.IdentityOf(obj))})
 		}
@@ -101,8 +101,8 @@ func (d *operation) bookkeeping(name string, pl *plan.Plan) []doctor.Request {
 			record(admissionv1.Update, v, release.StatusSuperseded)
 		}
 	}
-	if d.Journals != nil && len(pl.Steps) > 0 {
-		if obj := d.Journals.Object(name); obj != nil {
+	if o.Journals != nil && len(pl.Steps) > 0 {
+		if obj := o.Journals.Object(name); obj != nil {
 			what := fmt.Sprintf("the operation's journal (%s)", resource.IdentityOf(obj))
 			for _, op := range []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete} {
 				out = append(out, doctor.Request{Operation: op, Object: obj, Old: obj, What: what})
@@ -134,13 +134,4 @@ func hookRequests(c Cluster, rel *release.Release, step plan.Step) []doctor.Requ
 // apply moved its generation. Without a dry run's answer, it may.
 func specChanged(live, applied *unstructured.Unstructured) bool {
 	return live == nil || applied == nil || live.GetGeneration() == 0 || applied.GetGeneration() != live.GetGeneration()
-}
-
-// byID indexes objects by identity.
-func byID(objs []*unstructured.Unstructured) map[resource.Identity]*unstructured.Unstructured {
-	out := make(map[resource.Identity]*unstructured.Unstructured, len(objs))
-	for _, obj := range objs {
-		out[resource.IdentityOf(obj)] = obj
-	}
-	return out
 }

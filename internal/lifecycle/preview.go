@@ -43,6 +43,13 @@ type Preview struct {
 	Hooks []PreviewHook
 }
 
+// Object returns the record of the object of id as the preview has it: as the operation would
+// apply it, as it is in the cluster now, and as the dry run of its apply returned it.
+func (pv *Preview) Object(id resource.Identity) plan.Object {
+	return plan.Object{ID: id, Desired: pv.Objects[id], Live: pv.Live[id], Applied: pv.Applied[id],
+		Adopted: slices.Contains(pv.Adopted, id)}
+}
+
 // PreviewHook is a hook that an operation would run at Event.
 type PreviewHook struct {
 	Event resource.HookEvent
@@ -100,10 +107,9 @@ type previewInput struct {
 	rel      *release.Release
 	previous []*release.Release
 	plan     *plan.Plan
-	p        *prepared
-	// before are the live objects' metadata; nil reads every object of the plan.
-	before    map[resource.Identity]*unstructured.Unstructured
-	applied   map[resource.Identity]*unstructured.Unstructured
+	// facts are the records of the operation's objects, with the live objects' metadata as
+	// surveyed; nil reads every object of the plan.
+	facts     *plan.Objects
 	pre, post resource.HookEvent
 	noHooks   bool
 }
@@ -114,7 +120,7 @@ func (pv *Preview) fill(ctx context.Context, c Cluster, in previewInput) error {
 	if pv == nil {
 		return nil
 	}
-	pv.Operation, pv.Release, pv.Plan, pv.Applied = in.op, in.rel, in.plan, in.applied
+	pv.Operation, pv.Release, pv.Plan = in.op, in.rel, in.plan
 	if pv.Plan == nil {
 		pv.Plan = &plan.Plan{}
 	}
@@ -124,8 +130,8 @@ func (pv *Preview) fill(ctx context.Context, c Cluster, in previewInput) error {
 		}
 	}
 	pv.Objects = map[resource.Identity]*unstructured.Unstructured{}
-	if in.p != nil {
-		pv.Objects = in.p.byID
+	if in.facts != nil {
+		pv.Objects, pv.Applied = in.facts.Desired(), in.facts.Applied()
 	}
 	for _, prev := range in.previous {
 		if prev != nil && prev.Info.Status == release.StatusDeployed && !slices.Contains(pv.Superseded, prev.Version) {
@@ -150,7 +156,7 @@ func (pv *Preview) fill(ctx context.Context, c Cluster, in previewInput) error {
 	ids := slices.Clone(pv.Plan.Kept)
 	for _, s := range pv.Plan.Steps {
 		for _, id := range s.Objects {
-			if (in.before == nil || in.before[id] != nil) && !slices.Contains(ids, id) {
+			if (in.facts == nil || in.facts.LiveOf(id) != nil) && !slices.Contains(ids, id) {
 				ids = append(ids, id)
 			}
 		}

@@ -38,8 +38,8 @@ type entry struct {
 
 // pendingRevision is revision version of release name in namespace, with contents c, as operation
 // op records it before anything changes: the one place a revision's record is made.
-func (d *operation) pendingRevision(op release.Operation, name, namespace string, version int, c contents, e entry) revision {
-	now := d.now()
+func (o *operation) pendingRevision(op release.Operation, name, namespace string, version int, c contents, e entry) revision {
+	now := o.now()
 	first := e.firstDeployed
 	if op == release.OpInstall {
 		first = now
@@ -64,8 +64,8 @@ func (d *operation) pendingRevision(op release.Operation, name, namespace string
 
 // contentsOf are the contents of recorded revision rel, for a new revision that goes back to it:
 // its hooks are copied, so that recording a new run leaves the old revision's alone.
-func (d *operation) contentsOf(rel *release.Release) (contents, error) {
-	objs, err := d.documents().Manifest(rel.Manifest)
+func (o *operation) contentsOf(rel *release.Release) (contents, error) {
+	objs, err := o.documents().Manifest(rel.Manifest)
 	if err != nil {
 		return contents{}, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
 	}
@@ -85,17 +85,17 @@ func copyHooks(hooks []*release.Hook) []*release.Hook {
 
 // recordedObjects parses a recorded manifest and normalizes its objects. Objects whose kind is
 // no longer served are skipped: there is nothing left of them to act on.
-func (d *operation) recordedObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
-	return d.recordedObjectsOf(d.documents(), rel)
+func (o *operation) recordedObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
+	return o.recordedObjectsOf(o.documents(), rel)
 }
 
 // recordedObjectsOf is recordedObjects parsed through parsed: nil parses every document anew,
 // keeping nothing.
-func (d *operation) recordedObjectsOf(parsed *resource.Parsed, rel *release.Release) ([]*unstructured.Unstructured, error) {
+func (o *operation) recordedObjectsOf(parsed *resource.Parsed, rel *release.Release) ([]*unstructured.Unstructured, error) {
 	if rel == nil {
 		return nil, nil
 	}
-	c := d.Cluster
+	c := o.Cluster
 	objs, err := parsed.Manifest(rel.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("release %s revision %d: recorded manifest: %w", rel.Name, rel.Version, err)
@@ -115,11 +115,11 @@ func (d *operation) recordedObjectsOf(parsed *resource.Parsed, rel *release.Rele
 }
 
 // documents is what the operation parsed of manifests, and parses what it has not yet.
-func (d *operation) documents() *resource.Parsed {
-	if d.parsed == nil {
-		d.parsed = &resource.Parsed{}
+func (o *operation) documents() *resource.Parsed {
+	if o.parsed == nil {
+		o.parsed = &resource.Parsed{}
 	}
-	return d.parsed
+	return o.parsed
 }
 
 // deployedOf returns the newest deployed revision of release last.Name: last itself when it is

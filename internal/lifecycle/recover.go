@@ -10,40 +10,40 @@ import (
 )
 
 // finish carries an interrupted operation to its end.
-func (d *operation) finish(ctx context.Context, in *Interrupted, g Grants) error {
+func (o *operation) finish(ctx context.Context, in *Interrupted, g Grants) error {
 	var jo release.JournalOptions
 	if in.Journal != nil {
 		jo = g.narrow(in.Operation, in.Journal.Options)
 	} else {
 		jo.Wait = in.Operation == release.OpUninstall
 	}
-	d.takeOver(in.Journal)
+	o.takeOver(in.Journal)
 	switch {
 	case in.Stale:
 	case in.Incomplete > 0:
-		if err := d.deleteIncomplete(ctx, in); err != nil {
+		if err := o.deleteIncomplete(ctx, in); err != nil {
 			return err
 		}
 	case in.Operation == release.OpUninstall:
-		o := UninstallOptions{Name: in.Release, Cascade: cascadeOf(jo.Cascade), KeepHistory: jo.KeepHistory, NoHooks: jo.NoHooks,
+		opts := UninstallOptions{Name: in.Release, Cascade: cascadeOf(jo.Cascade), KeepHistory: jo.KeepHistory, NoHooks: jo.NoHooks,
 			WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered}}
-		if _, err := d.uninstall(ctx, o); err != nil {
+		if _, err := o.uninstall(ctx, opts); err != nil {
 			return err
 		}
 	default:
-		if err := d.resumeRevision(ctx, in, jo); err != nil {
+		if err := o.resumeRevision(ctx, in, jo); err != nil {
 			return err
 		}
 	}
-	d.sweepParts(ctx, in.Journal)
-	return d.end(ctx, true)
+	o.sweepParts(ctx, in.Journal)
+	return o.end(ctx, true)
 }
 
 // sweepParts deletes, once the operation journal j records is finished or undone, the parts that
 // the records of its revision, and of the revisions its last step supersedes, do not name: an
 // update of one of those records stopped midway leaves them. It is a plan of one record step
 // (sweepStep), run again in full if interrupted.
-func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
+func (o *operation) sweepParts(ctx context.Context, j *release.Journal) {
 	if j == nil {
 		return
 	}
@@ -54,22 +54,22 @@ func (d *operation) sweepParts(ctx context.Context, j *release.Journal) {
 		}
 	}
 	// What it cannot sweep is owned by its record object, and goes with it: nothing to report.
-	_ = d.executeOnce(ctx, j.Operation, j.Revision, &plan.Plan{Steps: []plan.Step{sweepStep(j.Revision, superseded)}}, &runner{d: d})
+	_ = o.executeOnce(ctx, j.Operation, j.Revision, &plan.Plan{Steps: []plan.Step{sweepStep(j.Revision, superseded)}}, &runner{d: o})
 }
 
 // sweep deletes the parts of each revision of versions that its record does not name; what it
 // cannot delete is owned by its record object, and goes with it.
-func (d *operation) sweep(ctx context.Context, versions []int) {
+func (o *operation) sweep(ctx context.Context, versions []int) {
 	for _, v := range versions {
-		_, _ = d.Store.SweepParts(ctx, d.name, v)
+		_, _ = o.Store.SweepParts(ctx, o.name, v)
 	}
 }
 
 // resumeRevision finishes an interrupted install, upgrade or rollback of the newest revision from
 // its record, skipping what the journal records as done. jo are the journal's options as the
 // caller grants them (Grants.narrow).
-func (d *operation) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions) error {
-	_, err := d.carryOut(ctx, resumeOp{in: in, jo: jo})
+func (o *operation) resumeRevision(ctx context.Context, in *Interrupted, jo release.JournalOptions) error {
+	_, err := o.carryOut(ctx, resumeOp{in: in, jo: jo})
 	return err
 }
 
@@ -121,25 +121,25 @@ func (op resumeOp) read(ctx context.Context, d *operation) (draft, policy, error
 // deleteIncomplete deletes the incomplete record an operation left (Interrupted.Incomplete), its
 // parts with it. Nothing else of that operation had changed: finishing it and undoing it alike
 // come to this.
-func (d *operation) deleteIncomplete(ctx context.Context, in *Interrupted) error {
-	return d.executeOnce(ctx, in.Operation, in.Incomplete, &plan.Plan{Steps: []plan.Step{deleteRecordStep(in.Incomplete)}}, &runner{d: d})
+func (o *operation) deleteIncomplete(ctx context.Context, in *Interrupted) error {
+	return o.executeOnce(ctx, in.Operation, in.Incomplete, &plan.Plan{Steps: []plan.Step{deleteRecordStep(in.Incomplete)}}, &runner{d: o})
 }
 
 // deleteRecord deletes the incomplete record of revision (a deleteRecordStep), its parts with it;
 // one already gone is deleted.
-func (d *operation) deleteRecord(ctx context.Context, revision int) error {
-	_, err := d.Store.Delete(ctx, d.name, revision)
+func (o *operation) deleteRecord(ctx context.Context, revision int) error {
+	_, err := o.Store.Delete(ctx, o.name, revision)
 	var incomplete *release.IncompleteRecordError
 	if err == nil || errors.As(err, &incomplete) || errors.Is(err, release.ErrNotFound) {
 		return nil
 	}
-	return &RecordError{Release: d.name, Revision: revision, Status: statusDeleted, Err: err}
+	return &RecordError{Release: o.name, Revision: revision, Status: statusDeleted, Err: err}
 }
 
 // abandon undoes an interrupted operation: an install is uninstalled, an upgrade or a rollback
 // rolled back to the deployed revision; an uninstall that deleted nothing yet is dropped, one that
 // may have is finished, as deleted objects cannot be brought back.
-func (d *operation) abandon(ctx context.Context, in *Interrupted, g Grants) error {
+func (o *operation) abandon(ctx context.Context, in *Interrupted, g Grants) error {
 	var jo release.JournalOptions
 	if in.Journal != nil {
 		jo = g.narrow(in.Operation, in.Journal.Options)
@@ -147,21 +147,21 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted, g Grants) erro
 	switch {
 	case in.Stale:
 	case in.Incomplete > 0:
-		if err := d.deleteIncomplete(ctx, in); err != nil {
+		if err := o.deleteIncomplete(ctx, in); err != nil {
 			return err
 		}
 	case in.Operation == release.OpUninstall:
 		if in.Last != nil && in.Last.Info.Status == release.StatusUninstalling {
-			return d.finish(ctx, in, g)
+			return o.finish(ctx, in, g)
 		}
-		if err := d.abandonHooks(ctx, in); err != nil {
+		if err := o.abandonHooks(ctx, in); err != nil {
 			return err
 		}
 	case in.Operation == release.OpInstall:
-		if err := d.abandonHooks(ctx, in); err != nil {
+		if err := o.abandonHooks(ctx, in); err != nil {
 			return err
 		}
-		if _, err := d.uninstall(ctx, UninstallOptions{Name: in.Release, NoHooks: jo.NoHooks,
+		if _, err := o.uninstall(ctx, UninstallOptions{Name: in.Release, NoHooks: jo.NoHooks,
 			WaitOptions: WaitOptions{Wait: true}}); err != nil {
 			return err
 		}
@@ -169,35 +169,35 @@ func (d *operation) abandon(ctx context.Context, in *Interrupted, g Grants) erro
 		if in.Deployed == 0 {
 			return &NoDeployedError{Release: in.Release, Operation: in.Operation}
 		}
-		if err := d.abandonHooks(ctx, in); err != nil {
+		if err := o.abandonHooks(ctx, in); err != nil {
 			return err
 		}
 		last := in.Last
-		if err := d.recordFailure(ctx, in.Operation, last,
+		if err := o.recordFailure(ctx, in.Operation, last,
 			fmt.Sprintf("%s interrupted; rolled back to %d by berth recover --rollback", in.Operation, in.Deployed)); err != nil {
 			return err
 		}
-		if _, err := d.rollback(ctx, RollbackOptions{Name: in.Release, Namespace: last.Namespace, Version: in.Deployed,
+		if _, err := o.rollback(ctx, RollbackOptions{Name: in.Release, Namespace: last.Namespace, Version: in.Deployed,
 			NoHooks: jo.NoHooks, WaitOptions: WaitOptions{Wait: jo.Wait, WaitForJobs: jo.WaitForJobs, OrderIfDeclared: jo.Ordered}}); err != nil {
 			return err
 		}
 	}
-	d.sweepParts(ctx, in.Journal)
-	return d.end(ctx, true)
+	o.sweepParts(ctx, in.Journal)
+	return o.end(ctx, true)
 }
 
 // abandonHooks removes the hook objects left by the interrupted operation's hook events that
 // did not complete, as a plan of its own (see leftoverHooksPlan). It keeps no journal: run again,
 // it deletes what is still there.
-func (d *operation) abandonHooks(ctx context.Context, in *Interrupted) error {
+func (o *operation) abandonHooks(ctx context.Context, in *Interrupted) error {
 	if in.Last == nil || in.Stale {
 		return nil
 	}
-	pl, err := leftoverHooksPlan(d.Cluster, in)
+	pl, err := leftoverHooksPlan(o.Cluster, in)
 	if err != nil || len(pl.Steps) == 0 {
 		return err
 	}
-	return d.executeOnce(ctx, in.Operation, in.Last.Version, pl, &runner{d: d, rel: in.Last})
+	return o.executeOnce(ctx, in.Operation, in.Last.Version, pl, &runner{d: o, rel: in.Last})
 }
 
 // RecoverOptions describe a recovery.

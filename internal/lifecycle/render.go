@@ -50,22 +50,22 @@ func (r Rendering) options(o chart.RenderOptions) chart.RenderOptions {
 }
 
 // render renders chart ch with vals for a new revision.
-func (d *operation) render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, r Rendering, o chart.RenderOptions) (contents, error) {
-	o.Templates = d.Templates
-	if o.Templates == nil && r.Sandbox {
+func (o *operation) render(ctx context.Context, ch *chartv2.Chart, vals map[string]any, r Rendering, opts chart.RenderOptions) (contents, error) {
+	opts.Templates = o.Templates
+	if opts.Templates == nil && r.Sandbox {
 		s, err := chart.NewSandbox(chart.DefaultRenderLimits(), 1)
 		if err != nil {
 			return contents{}, err
 		}
-		o.Templates = s
+		opts.Templates = s
 	}
-	rendered, err := chart.Render(ctx, ch, vals, r.options(o))
+	rendered, err := chart.Render(ctx, ch, vals, r.options(opts))
 	if err != nil {
 		return contents{}, err
 	}
 	// Ordering reads the manifest again; the recorded manifest, when it is the same, is not
 	// parsed again.
-	d.parsed = rendered.Parsed
+	o.parsed = rendered.Parsed
 	// The record keeps each subchart's depends-on, so that a rollback orders them too.
 	if err := sequence.Record(rendered.Chart); err != nil {
 		return contents{}, err

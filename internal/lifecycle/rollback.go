@@ -49,8 +49,8 @@ func Rollback(ctx context.Context, d Deps, o RollbackOptions) (*Result, error) {
 
 // rollback is Rollback within its operation (or its dry run): the revision pipeline with the
 // contents of an earlier revision, replacing the deployed and the last revision.
-func (d *operation) rollback(ctx context.Context, o RollbackOptions) (*release.Release, error) {
-	return d.carryOut(ctx, rollbackOp{o})
+func (o *operation) rollback(ctx context.Context, opts RollbackOptions) (*release.Release, error) {
+	return o.carryOut(ctx, rollbackOp{opts})
 }
 
 // rollbackOp is a rollback as the revision pipeline carries it out.

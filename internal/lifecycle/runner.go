@@ -245,7 +245,7 @@ func (e *ValidationError) Unwrap() error { return e.Err }
 
 // purge deletes every recorded revision of a release. A record already gone (deleted with its
 // namespace, say) is as good as deleted.
-func (d *operation) purge(ctx context.Context, name string) error {
-	_, err := d.Store.Purge(ctx, name)
+func (o *operation) purge(ctx context.Context, name string) error {
+	_, err := o.Store.Purge(ctx, name)
 	return err
 }

@@ -158,27 +158,27 @@ func (e *InterruptedError) Unwrap() error        { return e.Err }
 // stops at the next safe point instead (between steps), and waits are cut short. The
 // operation's deadline (w.Timeout) starts here and bounds everything: waiting for the lease,
 // finishing an interrupted operation first, and every step.
-func (d *operation) operate(ctx context.Context, w WaitOptions, fn func(context.Context) error) error {
+func (o *operation) operate(ctx context.Context, w WaitOptions, fn func(context.Context) error) error {
 	// The work goes on past a signal (it stops at a safe point instead), never past the
 	// deadline: open sets it on this context, whose own bound, a moment later, only backs it up.
 	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.limit()+deadlineBackup)
 	defer cancel()
-	work, closeSession, err := d.open(ctx, run, w)
+	work, closeSession, err := o.open(ctx, run, w)
 	if err != nil {
 		return err
 	}
 	defer closeSession()
-	if d.Precondition != nil {
-		if err := d.Precondition(work); err != nil {
+	if o.Precondition != nil {
+		if err := o.Precondition(work); err != nil {
 			return err // nothing was done: no journal to end
 		}
 	}
 	err = fn(work)
-	if err != nil && d.stopped() {
-		ie := &InterruptedError{Release: d.name, Operation: d.operation(), Err: err}
-		return joinOnce(ie, d.interrupt(ctx))
+	if err != nil && o.stopped() {
+		ie := &InterruptedError{Release: o.name, Operation: o.operation(), Err: err}
+		return joinOnce(ie, o.interrupt(ctx))
 	}
-	return joinOnce(err, d.end(ctx, false))
+	return joinOnce(err, o.end(ctx, false))
 }
 
 // deadlineBackup is how far past the operation's deadline the bound of its signal-proof context
@@ -200,7 +200,7 @@ func joinOnce(err, then error) error {
 // lost, as does the fence, the parent of what the operation says after a failure or its
 // deadline (its writes check the lease first: see session.guard), which ends Grace after the
 // deadline. closeSession gives the lease back, within the grace.
-func (d *operation) open(ctx, run context.Context, w WaitOptions) (work context.Context, closeSession func(), err error) {
+func (o *operation) open(ctx, run context.Context, w WaitOptions) (work context.Context, closeSession func(), err error) {
 	var closers []func()
 	closeSession = func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -222,13 +222,13 @@ func (d *operation) open(ctx, run context.Context, w WaitOptions) (work context.
 	stopAfter := context.AfterFunc(fence, func() { cancelWork(context.Cause(fence)) })
 	closers = append(closers, func() { stopAfter() })
 	lockCtx, lockCancel := w.deadline(ctx) // a signal stops waiting for the lease
-	lease, err := d.lock(lockCtx, w.WaitForLock)
+	lease, err := o.lock(lockCtx, w.WaitForLock)
 	lockCancel()
 	if err != nil {
 		closeSession()
 		return nil, nil, err
 	}
-	d.lease, d.fence = lease, fence
+	o.lease, o.fence = lease, fence
 	if lease == nil {
 		return work, closeSession, nil
 	}
@@ -241,25 +241,25 @@ func (d *operation) open(ctx, run context.Context, w WaitOptions) (work context.
 	})
 	// Under the lease no other operation of berth's writes the release's records: what the
 	// operation listed stays true until it writes (and is forgotten before the lease goes).
-	closers = append(closers, d.Store.RememberLists())
+	closers = append(closers, o.Store.RememberLists())
 	return work, closeSession, nil
 }
 
 // lock acquires the release's lease, waiting for it with wait until ctx ends. Acquire watches a
 // held lease until its holder shows it is live, so waiting is trying again at once.
-func (d *operation) lock(ctx context.Context, wait bool) (*release.Lease, error) {
-	name := d.name
-	if d.Leases == nil {
+func (o *operation) lock(ctx context.Context, wait bool) (*release.Lease, error) {
+	name := o.name
+	if o.Leases == nil {
 		return nil, nil
 	}
 	for {
-		l, err := d.Leases.Acquire(ctx, name, d.Holder)
+		l, err := o.Leases.Acquire(ctx, name, o.Holder)
 		if apierrors.IsNotFound(err) {
 			// The namespace does not exist (yet): there is no release to guard, and the operation
 			// says so or creates the namespace (--create-namespace).
 			return nil, nil
 		}
-		if d.terminating != nil && NamespaceTerminating(err) {
+		if o.terminating != nil && NamespaceTerminating(err) {
 			// The namespace is being deleted: no lease can be created there, and nothing else can
 			// be installed there to race with this operation.
 			return nil, nil

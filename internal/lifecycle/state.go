@@ -326,15 +326,15 @@ func (e *NotInstalledError) Error() string {
 
 // readState reads the state of release name as its operation does, holding its lease (or, for
 // a dry run, without: Interrupted is then not read).
-func (d *operation) readState(ctx context.Context, name string) (State, error) {
+func (o *operation) readState(ctx context.Context, name string) (State, error) {
 	var s State
 	var err error
-	if d.jstore != nil {
-		if s.Interrupted, err = findInterrupted(ctx, d.Store, d.journals(), name); err != nil {
+	if o.jstore != nil {
+		if s.Interrupted, err = findInterrupted(ctx, o.Store, o.journals(), name); err != nil {
 			return s, err
 		}
 	}
-	s.Last, err = d.Store.Last(ctx, name)
+	s.Last, err = o.Store.Last(ctx, name)
 	if errors.Is(err, release.ErrNotFound) {
 		return s, nil
 	}
@@ -346,11 +346,11 @@ func (d *operation) readState(ctx context.Context, name string) (State, error) {
 // action (install, upgrade, rollback, uninstall or test), or, when finishing the interrupted
 // operation is what was asked, says what it released (ActFinish). What an interrupted operation
 // needs first (finish it, remove its hooks, undo it) drive does itself, each as a plan.
-func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context, Action, State) error) error {
+func (o *operation) drive(ctx context.Context, w Wanted, do func(context.Context, Action, State) error) error {
 	// Finishing or undoing leaves no operation interrupted, so the second decision is the last;
 	// a third would mean an action left the state as it found it.
 	for range 3 {
-		s, err := d.readState(ctx, d.name)
+		s, err := o.readState(ctx, o.name)
 		if err != nil {
 			return err
 		}
@@ -360,38 +360,38 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 		}
 		a, last := acts[0], len(acts) == 1
 		in := s.Interrupted
-		d.act(a)
+		o.act(a)
 		switch a {
 		case ActFinish, ActUndo, ActRemoveHooks:
-			d.notify(fmt.Sprintf("release %s: %s: %s", d.name, in.Describe(), in.Next(a == ActUndo)))
+			o.notify(fmt.Sprintf("release %s: %s: %s", o.name, in.Describe(), in.Next(a == ActUndo)))
 		}
 		switch {
 		case a == ActFinish && last && w.Operation == release.OpUninstall:
 			// The uninstall asked for is the one interrupted: it goes on from its journal (one
 			// left after the uninstall ended is deleted first).
 			if in.Stale {
-				if err := d.end(ctx, true); err != nil {
+				if err := o.end(ctx, true); err != nil {
 					return err
 				}
 			} else {
-				d.takeOver(in.Journal)
+				o.takeOver(in.Journal)
 			}
 			return do(ctx, ActUninstall, s)
 		case a == ActFinish:
-			err = d.finish(ctx, in, w.Grants)
+			err = o.finish(ctx, in, w.Grants)
 			if err == nil && last && w.Operation != "" {
 				err = do(ctx, ActFinish, s)
 			}
 		case a == ActUndo:
-			err = d.abandon(ctx, in, w.Grants)
+			err = o.abandon(ctx, in, w.Grants)
 		case a == ActRemoveHooks:
 			// The uninstall that follows replaces the interrupted operation, whose record stays
 			// pending until the uninstall changes it: it goes on without deciding again.
-			if err = d.abandonHooks(ctx, in); err == nil {
-				err = d.end(ctx, true)
+			if err = o.abandonHooks(ctx, in); err == nil {
+				err = o.end(ctx, true)
 			}
 			if err == nil && !last {
-				d.act(acts[1])
+				o.act(acts[1])
 				return do(ctx, acts[1], s)
 			}
 		default:
@@ -401,5 +401,5 @@ func (d *operation) drive(ctx context.Context, w Wanted, do func(context.Context
 			return err
 		}
 	}
-	return fmt.Errorf("release %s: the state did not settle after three actions", d.name)
+	return fmt.Errorf("release %s: the state did not settle after three actions", o.name)
 }

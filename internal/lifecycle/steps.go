@@ -280,17 +280,17 @@ func namespacePlan(action plan.Action, ns string) *plan.Plan {
 
 // revisionPlan builds the object steps from in and wraps them per pol, with rel's hooks of the
 // operation's events (none with noHooks).
-func (d *operation) revisionPlan(in plan.Input, pol revisionSteps, rel *release.Release, noHooks bool) (*plan.Plan, error) {
+func (o *operation) revisionPlan(in plan.Input, pol revisionSteps, rel *release.Release, noHooks bool) (*plan.Plan, error) {
 	events := hookEvents(pol.op)
 	pre, post := events[0], events[1]
 	objects, err := plan.Build(in)
 	if err != nil {
 		return nil, err
 	}
-	if pol.pre, err = eventHooks(d.Cluster, rel, pre, noHooks); err != nil {
+	if pol.pre, err = eventHooks(o.Cluster, rel, pre, noHooks); err != nil {
 		return nil, err
 	}
-	if pol.post, err = eventHooks(d.Cluster, rel, post, noHooks); err != nil {
+	if pol.post, err = eventHooks(o.Cluster, rel, post, noHooks); err != nil {
 		return nil, err
 	}
 	return revisionPlan(objects, pol), nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/plan"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/resource"
 	"github.com/berthdev/berth/internal/sequence"
@@ -28,7 +29,10 @@ type prepared struct {
 	crds []*unstructured.Unstructured
 	// objects are the release's resources, marked as its own.
 	objects []*unstructured.Unstructured
-	byID    map[resource.Identity]*unstructured.Unstructured
+	// facts are the records of the operation's objects: prepare adds the CRDs and objects above,
+	// the survey step the recorded and live objects and the dry run's answers, the plan step
+	// what the plan does to each; the preflight, the preview and the engine read them.
+	facts plan.Objects
 	// pendingKinds are kinds defined by CRDs of this release that the API server does not serve
 	// yet: their objects cannot be validated before the CRDs are installed.
 	pendingKinds map[schema.GroupKind]bool
@@ -48,7 +52,7 @@ func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstr
 		}
 		defined[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = string(crd.Spec.Scope)
 	}
-	p := &prepared{byID: map[resource.Identity]*unstructured.Unstructured{}, pendingKinds: map[schema.GroupKind]bool{}}
+	p := &prepared{pendingKinds: map[schema.GroupKind]bool{}}
 	var errs []error
 	for i, in := range append(append([]*unstructured.Unstructured{}, crds...), objs...) {
 		obj := in.DeepCopy()
@@ -71,7 +75,7 @@ func prepare(c Cluster, name, namespace string, crds, objs []*unstructured.Unstr
 			continue
 		}
 		sequence.Strip(obj)
-		p.byID[resource.IdentityOf(obj)] = obj
+		p.facts.Desire(obj, i < len(crds))
 		if i < len(crds) {
 			p.crds = append(p.crds, obj)
 			continue
@@ -229,16 +233,11 @@ func (s survey) unchanged(p *prepared, takeOwnership bool) map[resource.Identity
 	if takeOwnership {
 		return nil
 	}
-	objs := slices.Concat(s.crds, p.objects)
-	adopted := map[resource.Identity]bool{}
-	for _, obj := range adoptedFromHelm(objs, s.before) {
-		adopted[resource.IdentityOf(obj)] = true
-	}
 	out := map[resource.Identity]bool{}
-	for _, obj := range objs {
+	for _, obj := range slices.Concat(s.crds, p.objects) {
 		id := resource.IdentityOf(obj)
 		applied, before := s.applied[id], s.before[id]
-		if applied != nil && before != nil && before.GetResourceVersion() != "" && !adopted[id] &&
+		if applied != nil && before != nil && before.GetResourceVersion() != "" && !cluster.SetByHelm(before) &&
 			!p.pendingKinds[obj.GroupVersionKind().GroupKind()] && !slices.Contains(s.replaced, id) &&
 			equality.Semantic.DeepEqual(applied.Object, before.Object) {
 			out[id] = true
@@ -262,47 +261,42 @@ func (e *OwnershipError) Error() string {
 }
 
 // checkOwnership refuses objects that exist and are not the release's own, and the CRDs of
-// crds/ that the operation updates (crds) that another release owns.
-func checkOwnership(name, namespace string, desired, crds []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured, take bool) error {
+// crds/ that the operation updates (crds) that another release owns, by the owner the survey
+// recorded of each (plan.Object.Owner).
+func checkOwnership(name, namespace string, desired, crds []*unstructured.Unstructured, facts *plan.Objects, take bool) error {
 	if take {
 		return nil
 	}
-	return errors.Join(checkObjectOwnership(name, namespace, desired, before), checkCRDOwnership(name, namespace, crds, before))
+	return errors.Join(checkObjectOwnership(name, namespace, desired, facts), checkCRDOwnership(name, namespace, crds, facts))
 }
 
 // checkCRDOwnership refuses the CRDs of crds/ that the operation updates (crds) and that exist
 // owned by another release, per Helm's ownership metadata. A CRD with none (Helm installs those
 // of crds/ without any, as berth does, and one made by hand has none either) is not refused:
 // several releases of a chart share its crds/.
-func checkCRDOwnership(name, namespace string, crds []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) error {
+func checkCRDOwnership(name, namespace string, crds []*unstructured.Unstructured, facts *plan.Objects) error {
 	var errs []error
 	for _, crd := range crds {
-		id := resource.IdentityOf(crd)
-		l := before[id]
-		if l == nil {
+		f := facts.Get(resource.IdentityOf(crd))
+		if f == nil || f.Live == nil {
 			continue
 		}
-		if rel, ns, ok := resource.OwnedBy(l); ok && (rel != name || ns != namespace) {
-			errs = append(errs, &OwnershipError{ID: id, Release: rel, Namespace: ns})
+		if owner := f.Owner; owner != (plan.Owner{}) && owner != (plan.Owner{Release: name, Namespace: namespace}) {
+			errs = append(errs, &OwnershipError{ID: f.ID, Release: owner.Release, Namespace: owner.Namespace})
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // checkObjectOwnership refuses objects of the release that exist and are not its own.
-func checkObjectOwnership(name, namespace string, desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) error {
+func checkObjectOwnership(name, namespace string, desired []*unstructured.Unstructured, facts *plan.Objects) error {
 	var errs []error
 	for _, obj := range desired {
-		id := resource.IdentityOf(obj)
-		l := before[id]
-		if l == nil {
+		f := facts.Get(resource.IdentityOf(obj))
+		if f == nil || f.Live == nil || f.Owner == (plan.Owner{Release: name, Namespace: namespace}) {
 			continue
 		}
-		rel, ns, ok := resource.OwnedBy(l)
-		if ok && rel == name && ns == namespace {
-			continue
-		}
-		errs = append(errs, &OwnershipError{ID: id, Release: rel, Namespace: ns})
+		errs = append(errs, &OwnershipError{ID: f.ID, Release: f.Owner.Release, Namespace: f.Owner.Namespace})
 	}
 	return errors.Join(errs...)
 }
@@ -360,10 +354,10 @@ func (p *prepared) appliedAsIs(crds []*unstructured.Unstructured, live map[resou
 
 // adoptedFromHelm returns the desired objects (CRDs included) that exist with fields of Helm's
 // client-side apply or of berth's former field manager (cluster.SetByHelm).
-func adoptedFromHelm(desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) []*unstructured.Unstructured {
+func adoptedFromHelm(desired []*unstructured.Unstructured, facts *plan.Objects) []*unstructured.Unstructured {
 	var adopted []*unstructured.Unstructured
 	for _, obj := range desired {
-		if b := before[resource.IdentityOf(obj)]; b != nil && cluster.SetByHelm(b) {
+		if b := facts.LiveOf(resource.IdentityOf(obj)); b != nil && cluster.SetByHelm(b) {
 			adopted = append(adopted, obj)
 		}
 	}

@@ -75,47 +75,47 @@ func (u undo) may() bool { return u.run != nil && (u.onFailure || u.onRegression
 // then, within the operation's Grace. An operation that lost the release to another (its lease taken over,
 // its journal changed) writes neither: each write after the failure is made once the lease is
 // confirmed as the operation's (operation.guard), and the undo ends when the lease is lost.
-func (d *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause error, cleanup []*unstructured.Unstructured, undo func(context.Context) error) error {
+func (o *operation) fail(ctx context.Context, r *runner, pl *plan.Plan, cause error, cleanup []*unstructured.Unstructured, undo func(context.Context) error) error {
 	rel, what := r.rel, r.failure
 	fe := &FailedError{Release: rel.Name, Revision: rel.Version, What: what, Err: cause}
-	if d.stopped() || !recorded(d, r, pl) {
+	if o.stopped() || !recorded(o, r, pl) {
 		// Stopped by a signal: the revision stays pending, and its journal says how far it got.
 		// Or nothing was recorded yet: there is nothing to mark.
 		return fe
 	}
-	d.failing()
+	o.failing()
 	// The record must be written even when the operation ran out of time.
-	wctx, cancel := d.writeContext(ctx)
+	wctx, cancel := o.writeContext(ctx)
 	defer cancel()
-	if fe.Lost = d.guard(wctx); fe.Lost != nil {
+	if fe.Lost = o.guard(wctx); fe.Lost != nil {
 		return fe
 	}
-	rel.Info.LastDeployed = d.now()
-	if err := d.recordFailure(wctx, d.operation(), rel, failureDescription(what, rel.Version, cause)); err != nil {
+	rel.Info.LastDeployed = o.now()
+	if err := o.recordFailure(wctx, o.operation(), rel, failureDescription(what, rel.Version, cause)); err != nil {
 		fe.RecordErr = err
 	}
 	if cleanup != nil {
-		if fe.Lost = d.guard(wctx); fe.Lost != nil {
+		if fe.Lost = o.guard(wctx); fe.Lost != nil {
 			return fe
 		}
 		fe.Cleanup = true
-		fe.CleanupErr = d.withRemaining(ctx, func(ctx context.Context) error { return d.cleanup(ctx, rel, cleanup) })
+		fe.CleanupErr = o.withRemaining(ctx, func(ctx context.Context) error { return o.cleanup(ctx, rel, cleanup) })
 	}
 	if undo == nil {
 		return fe
 	}
-	if fe.Lost = d.guard(wctx); fe.Lost != nil {
+	if fe.Lost = o.guard(wctx); fe.Lost != nil {
 		return fe
 	}
 	fe.Undo = true
-	fe.UndoErr = d.withRemaining(ctx, undo)
+	fe.UndoErr = o.withRemaining(ctx, undo)
 	return fe
 }
 
 // withRemaining runs fn, work after a failure, within what is left of the operation's deadline
 // (remaining); a *NoTimeLeftError when nothing is.
-func (d *operation) withRemaining(ctx context.Context, fn func(context.Context) error) error {
-	uctx, cancel, err := d.remaining(ctx)
+func (o *operation) withRemaining(ctx context.Context, fn func(context.Context) error) error {
+	uctx, cancel, err := o.remaining(ctx)
 	if err != nil {
 		return err
 	}
@@ -126,15 +126,15 @@ func (d *operation) withRemaining(ctx context.Context, fn func(context.Context) 
 // recordFailure records rel as failed, with description, as a plan of its own: one Record step,
 // which the engine runs and journals as it does every step, so that an operation stopped before
 // it is finished by recording the failure.
-func (d *operation) recordFailure(ctx context.Context, op release.Operation, rel *release.Release, description string) error {
+func (o *operation) recordFailure(ctx context.Context, op release.Operation, rel *release.Release, description string) error {
 	pl := &plan.Plan{Steps: []plan.Step{recordStep(release.StatusFailed, rel.Version, "the operation failed")}}
-	pl, err := d.begin(ctx, op, rel.Version, pl, d.options())
+	pl, err := o.begin(ctx, op, rel.Version, pl, o.options())
 	if err != nil {
 		return err
 	}
 	opts := engine.DefaultOptions()
-	opts.Events = d.Events
-	_, err = d.execute(ctx, op, rel.Version, pl, &runner{d: d, rel: rel, success: description}, opts)
+	opts.Events = o.Events
+	_, err = o.execute(ctx, op, rel.Version, pl, &runner{d: o, rel: rel, success: description}, opts)
 	return err
 }
 
@@ -214,10 +214,10 @@ func (e *FailedError) Unwrap() []error {
 // toCreate returns the desired objects that do not exist before the operation (before): those it
 // creates, which a cleanup on failure deletes. Never nil, so that a cleanup with nothing to
 // delete still says it was done.
-func toCreate(desired []*unstructured.Unstructured, before map[resource.Identity]*unstructured.Unstructured) []*unstructured.Unstructured {
+func toCreate(desired []*unstructured.Unstructured, facts *plan.Objects) []*unstructured.Unstructured {
 	out := []*unstructured.Unstructured{}
 	for _, obj := range desired {
-		if before[resource.IdentityOf(obj)] == nil {
+		if facts.LiveOf(resource.IdentityOf(obj)) == nil {
 			out = append(out, obj)
 		}
 	}
@@ -227,8 +227,8 @@ func toCreate(desired []*unstructured.Unstructured, before map[resource.Identity
 // cleanup deletes, as a plan of its own (plan.Cleanup), the objects of created that the failed
 // operation that recorded rel did create: those that exist now and are the release's own by
 // Helm's metadata. Each is deleted by the UID it has now and waited for until gone.
-func (d *operation) cleanup(ctx context.Context, rel *release.Release, created []*unstructured.Unstructured) error {
-	now, err := live(ctx, d.Cluster, created)
+func (o *operation) cleanup(ctx context.Context, rel *release.Release, created []*unstructured.Unstructured) error {
+	now, err := live(ctx, o.Cluster, created)
 	if err != nil {
 		return err
 	}
@@ -246,11 +246,11 @@ func (d *operation) cleanup(ctx context.Context, rel *release.Release, created [
 	if len(pl.Steps) == 0 {
 		return nil
 	}
-	op := d.operation()
-	if pl, err = d.begin(ctx, op, rel.Version, pl, d.options()); err != nil {
+	op := o.operation()
+	if pl, err = o.begin(ctx, op, rel.Version, pl, o.options()); err != nil {
 		return err
 	}
-	_, err = d.execute(ctx, op, rel.Version, pl, &runner{d: d, rel: rel}, d.engineOptions(nil, nil, WaitOptions{}))
+	_, err = o.execute(ctx, op, rel.Version, pl, &runner{d: o, rel: rel}, o.engineOptions(nil, WaitOptions{}))
 	return err
 }
 
@@ -264,7 +264,7 @@ func failedApplying(err error) bool {
 // by the failure, ended when the lease is lost, and with ctx's deadline, the operation's: the
 // undo has what is left of it. When nothing is left, it returns a *NoTimeLeftError; ctx must
 // have the operation's deadline (every operation sets it before its first call).
-func (d *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
+func (o *operation) remaining(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return nil, nil, errors.New("not started: the operation has no deadline to take what is left of")
@@ -273,7 +273,7 @@ func (d *operation) remaining(ctx context.Context) (context.Context, context.Can
 	if left <= 0 {
 		return nil, nil, &NoTimeLeftError{Cause: context.Cause(ctx)}
 	}
-	fenced, cancelFenced := d.fenced(ctx)
+	fenced, cancelFenced := o.fenced(ctx)
 	uctx, cancel := context.WithDeadlineCause(fenced, dl,
 		fmt.Errorf("timed out at the operation's deadline, %s after the undo started with what was left of it", left.Round(time.Millisecond)))
 	return uctx, func() { cancel(); cancelFenced() }, nil

@@ -108,45 +108,45 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 }
 
 // uninstall is Uninstall within its operation (or its dry run).
-func (d *operation) uninstall(ctx context.Context, o UninstallOptions) (*UninstallResult, error) {
-	return d.uninstallLast(ctx, o, nil)
+func (o *operation) uninstall(ctx context.Context, opts UninstallOptions) (*UninstallResult, error) {
+	return o.uninstallLast(ctx, opts, nil)
 }
 
 // uninstallLast is uninstall of the release whose newest record is last, read when nil.
-func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last *release.Release) (*UninstallResult, error) {
+func (o *operation) uninstallLast(ctx context.Context, opts UninstallOptions, last *release.Release) (*UninstallResult, error) {
 	if last == nil {
 		var err error
-		if last, err = d.Store.Last(ctx, o.Name); err != nil {
+		if last, err = o.Store.Last(ctx, opts.Name); err != nil {
 			return nil, err
 		}
 	}
 	if last.Info.Status == release.StatusUninstalled {
-		if o.KeepHistory {
-			return nil, fmt.Errorf("release %s is already uninstalled (revision %d)", o.Name, last.Version)
+		if opts.KeepHistory {
+			return nil, fmt.Errorf("release %s is already uninstalled (revision %d)", opts.Name, last.Version)
 		}
 		// Uninstalled with its history kept: what is left is to delete the records.
 		pl := &plan.Plan{Steps: []plan.Step{purgeStep()}}
-		out := &UninstallResult{Release: last, Name: o.Name, Plan: pl, DryRun: o.DryRun}
-		if o.DryRun {
+		out := &UninstallResult{Release: last, Name: opts.Name, Plan: pl, DryRun: opts.DryRun}
+		if opts.DryRun {
 			return out, nil
 		}
-		return out, d.executeOnce(ctx, release.OpUninstall, last.Version, pl, &runner{d: d, rel: last})
+		return out, o.executeOnce(ctx, release.OpUninstall, last.Version, pl, &runner{d: o, rel: last})
 	}
 	// An uninstall parses each recorded manifest once: it keeps no copy of the objects to parse
 	// them again, which would double what the largest part of its memory holds.
-	recorded, err := d.recordedObjectsOf(nil, last)
+	recorded, err := o.recordedObjectsOf(nil, last)
 	if err != nil {
 		return nil, err
 	}
-	if deployed, derr := deployedOf(ctx, d.Store, last); derr == nil && deployed.Version != last.Version {
+	if deployed, derr := deployedOf(ctx, o.Store, last); derr == nil && deployed.Version != last.Version {
 		// A failed upgrade may have left the deployed revision's objects alone: remove them too.
-		objs, err := d.recordedObjectsOf(nil, deployed)
+		objs, err := o.recordedObjectsOf(nil, deployed)
 		if err != nil {
 			return nil, err
 		}
 		recorded = union(recorded, objs)
 	}
-	before, err := live(ctx, d.Cluster, recorded)
+	before, err := live(ctx, o.Cluster, recorded)
 	if err != nil {
 		return nil, err
 	}
@@ -155,26 +155,30 @@ func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last 
 		// reads them.
 		obj.SetManagedFields(nil)
 	}
-	pl, err := d.planUninstall(last, recorded, before, o)
+	pl, err := o.planUninstall(last, recorded, before, opts)
 	if err != nil {
 		return nil, err
 	}
-	out := &UninstallResult{Release: last, Name: o.Name, Plan: pl, Kept: pl.Kept}
-	if o.DryRun {
+	out := &UninstallResult{Release: last, Name: opts.Name, Plan: pl, Kept: pl.Kept}
+	if opts.DryRun {
 		out.DryRun = true
-		return out, d.dryRunDeletes(ctx, pl, before, o.Cascade, out)
+		return out, o.dryRunDeletes(ctx, pl, before, opts.Cascade, out)
 	}
-	if err := d.preflight(ctx, release.OpUninstall, last, pl, byID(recorded), before, nil); err != nil {
+	var facts plan.Objects
+	facts.Record(recorded)
+	facts.Survey(before, nil)
+	facts.Planned(pl)
+	if err := o.preflight(ctx, release.OpUninstall, last, pl, &facts); err != nil {
 		return nil, err
 	}
-	jo := journalOptions(o.WaitOptions, o.NoHooks, false)
-	jo.KeepHistory, jo.Cascade = o.KeepHistory, string(o.Cascade)
-	if pl, err = d.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
+	jo := journalOptions(opts.WaitOptions, opts.NoHooks, false)
+	jo.KeepHistory, jo.Cascade = opts.KeepHistory, string(opts.Cascade)
+	if pl, err = o.begin(ctx, release.OpUninstall, last.Version, pl, jo); err != nil {
 		return nil, err
 	}
-	eo := d.engineOptions(nil, before, o.WaitOptions)
-	eo.Delete = cluster.DeleteOptions{Propagation: o.Cascade}
-	res, err := d.execute(ctx, release.OpUninstall, last.Version, pl, &runner{d: d, rel: last, success: o.Description}, eo)
+	eo := o.engineOptions(&facts, opts.WaitOptions)
+	eo.Delete = cluster.DeleteOptions{Propagation: opts.Cascade}
+	res, err := o.execute(ctx, release.OpUninstall, last.Version, pl, &runner{d: o, rel: last, success: opts.Description}, eo)
 	if res != nil {
 		for _, e := range res.Changes.Entries {
 			if e.Change == engine.Deleted || e.Change == engine.Gone {
@@ -186,25 +190,25 @@ func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last 
 	if err == nil {
 		return out, nil
 	}
-	d.failing()
-	wctx, cancel := d.writeContext(ctx)
+	o.failing()
+	wctx, cancel := o.writeContext(ctx)
 	defer cancel()
-	ue := &UninstallError{Release: o.Name, Err: err}
+	ue := &UninstallError{Release: opts.Name, Err: err}
 	var se *engine.StepError
 	if errors.As(err, &se) && se.Step == "hooks/"+string(resource.HookPreDelete) {
 		// Nothing is deleted before every pre-delete hook completed; if one fails, the release
 		// stays as it was, with the hooks' runs recorded.
 		ue.NothingDeleted = true
 	} else {
-		d.leftBehind(wctx, recorded, err, out)
+		o.leftBehind(wctx, recorded, err, out)
 	}
-	if d.stopped() {
+	if o.stopped() {
 		return out, ue
 	}
-	if ue.Lost = d.guard(wctx); ue.Lost != nil {
+	if ue.Lost = o.guard(wctx); ue.Lost != nil {
 		return out, ue
 	}
-	if werr := d.recordAfter(wctx, release.OpUninstall, last.Version, stoppedStep(last), &runner{d: d, rel: last}); werr != nil {
+	if werr := o.recordAfter(wctx, release.OpUninstall, last.Version, stoppedStep(last), &runner{d: o, rel: last}); werr != nil {
 		ue.RecordErr = werr
 	}
 	return out, ue
@@ -213,33 +217,33 @@ func (d *operation) uninstallLast(ctx context.Context, o UninstallOptions, last 
 // planUninstall is the plan of uninstalling revision last, whose recorded objects are recorded
 // and those of them that exist before: the journalled one of the interrupted uninstall being
 // finished, as it was recorded, or a new one.
-func (d *operation) planUninstall(last *release.Release, recorded []*unstructured.Unstructured,
-	before map[resource.Identity]*unstructured.Unstructured, o UninstallOptions) (*plan.Plan, error) {
-	if r := d.resume; r != nil && r.Operation == release.OpUninstall && r.Revision == last.Version && r.Plan != nil {
+func (o *operation) planUninstall(last *release.Release, recorded []*unstructured.Unstructured,
+	before map[resource.Identity]*unstructured.Unstructured, opts UninstallOptions) (*plan.Plan, error) {
+	if r := o.resume; r != nil && r.Operation == release.OpUninstall && r.Revision == last.Version && r.Plan != nil {
 		// The journal is input: its plan deletes only what the record holds, and skips the
-		// hooks only when o does.
-		scope, err := scopeOf(d.Cluster, release.OpUninstall, last, recorded, nil)
+		// hooks only when opts does.
+		scope, err := scopeOf(o.Cluster, release.OpUninstall, last, recorded, nil)
 		if err != nil {
 			return nil, err
 		}
-		if err := checkJournal(r, scope, journalOptions(o.WaitOptions, o.NoHooks, false)); err != nil {
+		if err := checkJournal(r, scope, journalOptions(opts.WaitOptions, opts.NoHooks, false)); err != nil {
 			return nil, err
 		}
 		return r.Plan, nil
 	}
-	order, err := d.batches(last, o.WaitOptions)
+	order, err := o.batches(last, opts.WaitOptions)
 	if err != nil {
 		return nil, err
 	}
-	objects, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: o.Wait, Batches: order})
+	objects, err := plan.Build(plan.Input{Recorded: recorded, Live: before, Wait: opts.Wait, Batches: order})
 	if err != nil {
 		return nil, err
 	}
-	pol := uninstallPolicy{revision: last.Version, keepHistory: o.KeepHistory}
-	if pol.pre, err = eventHooks(d.Cluster, last, resource.HookPreDelete, o.NoHooks); err != nil {
+	pol := uninstallPolicy{revision: last.Version, keepHistory: opts.KeepHistory}
+	if pol.pre, err = eventHooks(o.Cluster, last, resource.HookPreDelete, opts.NoHooks); err != nil {
 		return nil, err
 	}
-	if pol.post, err = eventHooks(d.Cluster, last, resource.HookPostDelete, o.NoHooks); err != nil {
+	if pol.post, err = eventHooks(o.Cluster, last, resource.HookPostDelete, opts.NoHooks); err != nil {
 		return nil, err
 	}
 	return uninstallPlan(objects, pol), nil
@@ -286,12 +290,12 @@ func (e *UninstallError) Unwrap() []error {
 
 // leftBehind fills in what an uninstall that stopped leaves: the blockers it met, and the
 // release's objects (and the dependents the blockers name) that still exist.
-func (d *operation) leftBehind(ctx context.Context, recorded []*unstructured.Unstructured, err error, out *UninstallResult) {
+func (o *operation) leftBehind(ctx context.Context, recorded []*unstructured.Unstructured, err error, out *UninstallResult) {
 	var be *engine.BlockedError
 	if errors.As(err, &be) {
 		out.Blockers = be.Blockers
 	}
-	still, _ := live(ctx, d.Cluster, recorded)
+	still, _ := live(ctx, o.Cluster, recorded)
 	seen := map[resource.Identity]bool{}
 	add := func(id resource.Identity) {
 		if !seen[id] {
@@ -302,7 +306,7 @@ func (d *operation) leftBehind(ctx context.Context, recorded []*unstructured.Uns
 	for id := range still {
 		if !slices.Contains(out.Kept, id) {
 			add(id)
-			for _, dep := range d.Cluster.Dependents(ctx, id) {
+			for _, dep := range o.Cluster.Dependents(ctx, id) {
 				add(dep.Object)
 			}
 		}
@@ -312,7 +316,7 @@ func (d *operation) leftBehind(ctx context.Context, recorded []*unstructured.Uns
 
 // dryRunDeletes runs every deletion of the plan through the API server's dry run, so that a webhook
 // or a missing permission that would block the uninstall is found before anything is deleted.
-func (d *operation) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resource.Identity]*unstructured.Unstructured,
+func (o *operation) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map[resource.Identity]*unstructured.Unstructured,
 	prop metav1.DeletionPropagation, out *UninstallResult) error {
 	var blockers []cluster.Blocker
 	for _, step := range pl.Steps {
@@ -324,9 +328,9 @@ func (d *operation) dryRunDeletes(ctx context.Context, pl *plan.Plan, before map
 			if l := before[id]; l != nil {
 				uid = l.GetUID()
 			}
-			_, err := d.Cluster.Delete(ctx, id, uid, cluster.DeleteOptions{Propagation: prop, DryRun: true})
+			_, err := o.Cluster.Delete(ctx, id, uid, cluster.DeleteOptions{Propagation: prop, DryRun: true})
 			if err != nil {
-				blockers = append(blockers, d.Cluster.Diagnose(ctx, id, "DELETE", err))
+				blockers = append(blockers, o.Cluster.Diagnose(ctx, id, "DELETE", err))
 			}
 		}
 	}

@@ -126,8 +126,8 @@ func (o UpgradeOptions) install() InstallOptions {
 
 // upgrade is Upgrade within its operation (or its dry run): the revision pipeline, replacing the
 // deployed and the last revision, rolled back to the deployed one on failure when asked.
-func (d *operation) upgrade(ctx context.Context, o UpgradeOptions) (*release.Release, error) {
-	return d.carryOut(ctx, upgradeOp{o})
+func (o *operation) upgrade(ctx context.Context, opts UpgradeOptions) (*release.Release, error) {
+	return o.carryOut(ctx, upgradeOp{opts})
 }
 
 // upgradeOp is an upgrade as the revision pipeline carries it out.
