@@ -17,6 +17,9 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/engine"
+	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
 )
 
 // reportDelay is how long a step of an operation runs before status.currentStep says so: the
@@ -117,22 +120,25 @@ func (s *stepReports) stop() {
 
 // stepReporter returns the reports of the steps and hooks of an operation on rel (stepReports).
 func (r *Reconciler) stepReporter(ctx context.Context, rel *v1alpha1.Release) *stepReports {
-	return r.operationReporter(ctx, rel, 0)
+	return r.operationReporter(ctx, rel, 0, nil)
 }
 
 // operationReporter is stepReporter for an install or upgrade whose watch window lasts window
 // (0: none): when the window's step starts, the Reconciling and Ready conditions say too that the
-// release is Ready and watched (watchingMessage).
-func (r *Reconciler) operationReporter(ctx context.Context, rel *v1alpha1.Release, window time.Duration) *stepReports {
+// release is Ready and watched (watchingMessage), for what is left of the window when the
+// operation resumes one an earlier run started (its journal, read from journals, says when).
+func (r *Reconciler) operationReporter(ctx context.Context, rel *v1alpha1.Release, window time.Duration, journals *release.Journals) *stepReports {
 	// The conditions as the operation's start wrote them, which a window's report rewrites.
 	conditions := slices.Clone(rel.Status.Conditions)
 	generation := rel.Generation
 	key := client.ObjectKeyFromObject(rel)
+	name, began := rel.Status.ReleaseName, time.Now()
 	return &stepReports{
 		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 		now:   time.Now,
 		watching: func(revision int) map[string]any {
-			return map[string]any{"conditions": watchingConditions(conditions, generation, watchingMessage(revision, window))}
+			left := windowLeft(ctx, journals, name, window, began)
+			return map[string]any{"conditions": watchingConditions(conditions, generation, watchingMessage(revision, left, window))}
 		},
 		write: func(status map[string]any) {
 			patch, err := json.Marshal(map[string]any{"status": status})
@@ -158,11 +164,44 @@ func watchStep(step string) (int, bool) {
 	return revision, err == nil
 }
 
-// watchingMessage says that revision is Ready and watched for window (0: as long as its window
-// lasts, which a resumed operation does not know).
-func watchingMessage(revision int, window time.Duration) string {
+// journalsOf are the journals of clients' namespace; nil when its store cannot be opened.
+func (r *Reconciler) journalsOf(clients *kube.Clients) *release.Journals {
+	store, err := r.store(clients)
+	if err != nil {
+		return nil
+	}
+	return store.Journals()
+}
+
+// windowLeft is what is left of the watch window of release name, of window, as its watch step
+// starts: all of it, unless the journal in journals says an earlier run started it, before
+// began (when this operation started); then what that run left of it (plan.Window.Left), the
+// same as the operation watches for. Computed once, as the step starts; a journal that cannot
+// be read leaves the whole window said.
+func windowLeft(ctx context.Context, journals *release.Journals, name string, window time.Duration, began time.Time) time.Duration {
+	if journals == nil || window <= 0 {
+		return window
+	}
+	j, _, err := journals.Read(ctx, name)
+	if err != nil {
+		return window
+	}
+	w := lifecycle.WindowOf(j)
+	if w == nil || w.Started.IsZero() || !w.Started.Before(began) {
+		return window
+	}
+	return w.Window.Left(w.Started, time.Now())
+}
+
+// watchingMessage says that revision is Ready and watched for left of its window (window 0: as
+// long as its window lasts, which a resumed operation does not know); left is window unless
+// the window was resumed.
+func watchingMessage(revision int, left, window time.Duration) string {
 	if window <= 0 {
 		return fmt.Sprintf("revision %d is Ready; watching its objects until its watch window ends", revision)
+	}
+	if left < window {
+		return fmt.Sprintf("revision %d is Ready; watching its objects for the %s left of its %s window", revision, left.Round(time.Second), window)
 	}
 	return fmt.Sprintf("revision %d is Ready; watching its objects for %s", revision, window)
 }

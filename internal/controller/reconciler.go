@@ -304,7 +304,7 @@ func (r *Reconciler) act(bound, ctx context.Context, in *reconciliation, acts []
 	if in.state.Last != nil {
 		seen = in.state.Last.Version
 	}
-	steps := r.operationReporter(ctx, rel, d.watchFor(op))
+	steps := r.operationReporter(ctx, rel, d.watchFor(op), r.journalsOf(in.clients))
 	out, runs, err := r.release(bound, ctx, rel, d, in.clients, in.ch, steps.handle, r.stillHolds(rel, d.ReleaseName, seen, version, d.Values))
 	steps.stop()
 	// What follows the operation is written under the reconcile's bound: the work's has passed

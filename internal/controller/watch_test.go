@@ -165,9 +165,12 @@ func TestWatchingReport(t *testing.T) {
 			t.Errorf("%s is read as a watch window", s)
 		}
 	}
-	msg := watchingMessage(2, time.Minute)
+	msg := watchingMessage(2, time.Minute, time.Minute)
 	if msg != "revision 2 is Ready; watching its objects for 1m0s" {
 		t.Errorf("message: %s", msg)
+	}
+	if resumed := watchingMessage(2, 19*time.Second+400*time.Millisecond, 40*time.Second); resumed != "revision 2 is Ready; watching its objects for the 19s left of its 40s window" {
+		t.Errorf("resumed message: %s", resumed)
 	}
 	rel := &v1alpha1.Release{}
 	rel.Generation = 3

@@ -25,10 +25,10 @@ import (
 // web is in its watch window of 40s, and starts another once half of the window is over. The new
 // controller finishes the interrupted upgrade for what is left of the window, measured from when
 // the journal says it started, not for a new window: the journal it writes keeps the window's
-// start, status.currentStep says when the window started and that at most half of it is left,
-// and the upgrade's attempt in status.history took less than the window. The Release ends Ready
-// and Healthy at revision 2, recorded deployed, with no journal left, and an Event
-// UpgradeSucceeded.
+// start, status.currentStep says when the window started, and it and the Reconciling condition
+// say that at most half of it is left, and the upgrade's attempt in status.history took less
+// than the window. The Release ends Ready and Healthy at revision 2, recorded deployed, with no
+// journal left, and an Event UpgradeSucceeded.
 func TestControllerKilledInWatchWindow(t *testing.T) {
 	env := testenv.New(t)
 	c := releasetest.Client(t, env)
@@ -96,6 +96,25 @@ func TestControllerKilledInWatchWindow(t *testing.T) {
 	})
 	if left > window/2 {
 		t.Errorf("the resumed window has %s left, want at most half of its %s", left, window)
+	}
+	// The Reconciling condition says what is left of the window too, not the whole of it.
+	watching := regexp.MustCompile(`^revision 2 is Ready; watching its objects for the (\S+) left of its 40s window$`)
+	var saysLeft time.Duration
+	releasetest.WaitFor(t, c, ns, "web", "says what is left of the window", func(rel *v1alpha1.Release) bool {
+		r := releasetest.Condition(rel, controller.ConditionReconciling)
+		if r == nil {
+			return false
+		}
+		m := watching.FindStringSubmatch(r.Message)
+		if m == nil {
+			return false
+		}
+		var err error
+		saysLeft, err = time.ParseDuration(m[1])
+		return err == nil
+	})
+	if saysLeft > window/2 {
+		t.Errorf("the Reconciling condition says %s of the window is left, want at most half of its %s", saysLeft, window)
 	}
 
 	got = releasetest.WaitFor(t, c, ns, "web", "is upgraded", func(rel *v1alpha1.Release) bool {
