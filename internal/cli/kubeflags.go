@@ -59,5 +59,5 @@ func storeOf(clients *kube.Clients) (release.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HELM_DRIVER: %w", err)
 	}
-	return release.Open(driver, clients.Client, clients.Namespace, release.DefaultExpansion())
+	return release.Open(driver, clients.Client, clients.Namespace, release.DefaultExpansion(), nil)
 }

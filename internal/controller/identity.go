@@ -180,9 +180,10 @@ func (r *Reconciler) lastRecord(ctx context.Context, clients *kube.Clients, name
 }
 
 // store is the store of the releases of clients' namespace on r.Driver, reached through clients
-// (as the Release's account), which decodes records and journals within r.RecordExpansion.
+// (as the Release's account), which decodes records and journals within r.RecordExpansion and
+// encodes records with r.Encoder, shared by every reconcile.
 func (r *Reconciler) store(clients *kube.Clients) (release.Store, error) {
-	return release.Open(r.Driver, clients.Client, clients.Namespace, r.RecordExpansion)
+	return release.Open(r.Driver, clients.Client, clients.Namespace, r.RecordExpansion, r.Encoder)
 }
 
 // reasonFor is the Ready reason of deployed revision version.

@@ -259,6 +259,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		KubeConfigReach:       o.KubeConfigReach,
 		MaxTimeout:            o.MaxTimeout,
 		RecordExpansion:       recordExpansion(o.MaxRecordExpansion),
+		Encoder:               release.NewEncoder(),
 		Driver:                driver,
 	}
 	if !shard.All() {

@@ -119,7 +119,7 @@ func secretDeps(t *testing.T, env *testenv.Env, command string) (lifecycle.Deps,
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion())
+	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ func (o *operation) renderStep(ctx context.Context, ps *pass) error {
 		ps.done = true
 		return nil
 	}
-	return release.Fits(ps.rev.rel)
+	return o.Store.Fits(ps.rev.rel)
 }
 
 // namespaceStep checks that an install's namespace exists, creating it when asked (not for a

@@ -41,12 +41,14 @@ func ParseDriver(name string) (Driver, error) {
 }
 
 // Open returns the store of the releases of namespace on driver ("" is DriverSecret), reached
-// through client, which decodes records and journals within expansion. It is the one place a
+// through client, which decodes records and journals within expansion and encodes records with
+// enc (nil: an Encoder of the store's own; a process that opens many stores shares one, so that
+// one bulky record is encoded at a time in it). It is the one place a
 // store is built for an operation: the CLI builds one from HELM_DRIVER, the controller from its
 // own HELM_DRIVER, for each Release with that Release's clients. Its leases are kept in the
 // cluster whatever the driver; its journals in Secrets, but in memory with the records for
 // DriverMemory, which keeps a new memory for each store Open returns.
-func Open(driver Driver, client kubernetes.Interface, namespace string, expansion Expansion) (Store, error) {
+func Open(driver Driver, client kubernetes.Interface, namespace string, expansion Expansion, enc *Encoder) (Store, error) {
 	var s *HelmStore
 	switch driver {
 	case "", DriverSecret:
@@ -60,5 +62,8 @@ func Open(driver Driver, client kubernetes.Interface, namespace string, expansio
 		return nil, &UnknownDriverError{Name: string(driver)}
 	}
 	s.leases = client.CoordinationV1()
+	if enc != nil {
+		s.Encoding(enc)
+	}
 	return s.Expanding(expansion), nil
 }

@@ -31,7 +31,7 @@ func TestParseDriver(t *testing.T) {
 			t.Errorf("ParseDriver(%q) = %q, %v; want %q", tt.name, got, err, tt.want)
 		}
 	}
-	if _, err := Open("floppy", fake.NewClientset(), "ns", DefaultExpansion()); err == nil {
+	if _, err := Open("floppy", fake.NewClientset(), "ns", DefaultExpansion(), nil); err == nil {
 		t.Error("Open of an unknown driver succeeded")
 	}
 }
@@ -52,7 +52,7 @@ func TestOpenKeepsWhatEachDriverKeeps(t *testing.T) {
 	} {
 		t.Run(string(tt.driver), func(t *testing.T) {
 			c := fake.NewClientset()
-			s, err := Open(tt.driver, c, "ns", ControllerExpansion())
+			s, err := Open(tt.driver, c, "ns", ControllerExpansion(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,7 @@ func BenchmarkEncodeSplit(b *testing.B) {
 func BenchmarkFitsSmall(b *testing.B) {
 	r := rev("ns", "small", 1, StatusDeployed)
 	for b.Loop() {
-		if err := Fits(r); err != nil {
+		if err := NewEncoder().Fits(r); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -225,38 +225,54 @@ func Bytes(n int) string {
 	return strconv.Itoa(n) + " B"
 }
 
+// Encoder encodes records as the store writes them, one bulky record at a time, and keeps the
+// last split record it encoded: an operation checks that its record can be stored (Fits) before
+// it writes it, and a record is split at the cost of compressing megabytes. Stores that share an
+// Encoder (a controller's, one per reconcile) share both; a nil *Encoder encodes alone.
+type Encoder struct {
+	// bulky lets one bulky record be encoded at a time.
+	bulky *par.Slots
+	// last is the last split record encoded, by the sha256 of its JSON.
+	last splitCache
+}
+
+// NewEncoder returns an Encoder that encodes one bulky record at a time.
+func NewEncoder() *Encoder {
+	return &Encoder{bulky: par.NewSlots(1)}
+}
+
 // encode encodes rel as Helm's drivers keep a record: its JSON, gzipped, in base64. Helm gzips at
 // best compression, which costs three times the default level's time for 0 to 4% less; records
 // are written at the default level, at best compression when that is what keeps a record within
 // one object, and only when even that does not, split: the chart's templates and files move to
 // parts, and then the manifest. Helm reads each of these record objects; a release helm can
 // store is never split.
-func encode(rel *Release) (*encoding, error) {
+func (c *Encoder) encode(rel *Release) (*encoding, error) {
+	if c == nil {
+		c = NewEncoder()
+	}
 	if bulk(rel) > bulky {
 		// Encoding holds the record's JSON whole, some times its chart's files: one such
 		// record at a time, so that several large releases do not hold theirs at once.
-		defer bulkyEncodes.Hold()()
+		defer c.bulky.Hold()()
 	}
 	b, err := json.Marshal(rel)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(b)
-	if e := lastSplit.get(sum); e != nil {
+	if e := c.last.get(sum); e != nil {
 		return e, nil
 	}
 	e, err := encodeJSON(rel, b, MaxObjectData)
 	if err == nil && len(e.parts) > 0 {
-		lastSplit.set(sum, e)
+		c.last.set(sum, e)
 	}
 	return e, err
 }
 
 // bulky is the size of a record's chart files and manifest past which it is encoded alone.
 const bulky = 8 << 20
-
-// bulkyEncodes lets one bulky record be encoded at a time.
-var bulkyEncodes = par.NewSlots(1)
 
 // bulk is the size of what rel's record holds in its chart's templates and files and its manifest.
 func bulk(rel *Release) int {
@@ -268,11 +284,6 @@ func bulk(rel *Release) int {
 	}
 	return n
 }
-
-// lastSplit is the last split record encoded, by the sha256 of its JSON: an operation checks that
-// its record can be stored (Fits) before it writes it, and a record is split at the cost of
-// compressing megabytes.
-var lastSplit splitCache
 
 type splitCache struct {
 	mu  sync.Mutex
@@ -537,8 +548,9 @@ func partName(key, sum string, i int) string {
 
 // Fits returns a *TooLargeError when the record of rel cannot be stored, even with its chart and
 // manifest in parts, and nil when it can: what an operation checks before anything changes. A
-// record whose JSON fits in an object uncompressed is not encoded to know it.
-func Fits(rel *Release) error {
+// record whose JSON fits in an object uncompressed is not encoded to know it; one that is split
+// is encoded once, for Fits and the write that follows.
+func (c *Encoder) Fits(rel *Release) error {
 	b, err := json.Marshal(rel)
 	if err != nil {
 		return err
@@ -547,6 +559,6 @@ func Fits(rel *Release) error {
 	if (len(b)+len(b)/1024+64)/3*4+4 <= MaxObjectData {
 		return nil
 	}
-	_, err = encode(rel)
+	_, err = c.encode(rel)
 	return err
 }

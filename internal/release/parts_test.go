@@ -3,6 +3,7 @@ package release
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -388,5 +389,35 @@ func TestReadingOneRevisionReadsItsPartsAlone(t *testing.T) {
 	}
 	if got := partsRead(mark); len(got) != 4 {
 		t.Errorf("History read the parts of revisions %v, want all 4", got)
+	}
+}
+
+// TestSharedEncoderEncodesASplitRecordOnce checks that stores sharing an Encoder encode a split
+// record once for Fits and the write that follows, and that stores with an Encoder each do not
+// share it.
+func TestSharedEncoderEncodesASplitRecordOnce(t *testing.T) {
+	r := large("ns", "big", 1, 3<<20, 1<<10)
+	enc := NewEncoder()
+	a := NewSecretStore(fake.NewClientset().CoreV1(), "ns").Encoding(enc)
+	b := NewSecretStore(fake.NewClientset().CoreV1(), "ns").Encoding(enc)
+	if err := a.Fits(r); err != nil {
+		t.Fatal(err)
+	}
+	first, err := enc.encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.parts) == 0 {
+		t.Fatal("the record was not split; the test needs one that is")
+	}
+	if err := b.Create(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := b.encoder.encode(r); again != first {
+		t.Error("a store sharing the Encoder encoded the split record again")
+	}
+	other := NewSecretStore(fake.NewClientset().CoreV1(), "ns")
+	if other.encoder.last.get(sha256.Sum256([]byte(jsonOf(t, r)))) != nil {
+		t.Error("a store of its own shares another's last split record")
 	}
 }

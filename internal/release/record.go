@@ -104,7 +104,7 @@ func (p *partsSeen) set(key string, w written) {
 // written the record is incomplete, and no read takes it for a release. A replaced record's new
 // parts are written before it, and the old ones deleted after it.
 func (s *HelmStore) write(ctx context.Context, rel *Release, update bool) error {
-	e, err := encode(rel)
+	e, err := s.encoder.encode(rel)
 	if err != nil {
 		return err
 	}

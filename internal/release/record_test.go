@@ -113,7 +113,7 @@ func TestRecordAtBestCompressionWhenItMustFit(t *testing.T) {
 		b.WriteString(words[rnd.IntN(len(words))] + " ")
 	}
 	r.Manifest = b.String()
-	e, err := encode(r)
+	e, err := NewEncoder().encode(r)
 	if err != nil {
 		t.Fatal(err)
 	}

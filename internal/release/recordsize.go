@@ -4,8 +4,8 @@ package release
 // its record object's bytes and, when it is split, its parts', and what moved to the parts
 // ("templates and files", then "manifest"). It makes no request. A record that cannot be stored
 // is a *TooLargeError.
-func FootprintOf(rel *Release) (RecordFootprint, []string, error) {
-	e, err := encode(rel)
+func (c *Encoder) FootprintOf(rel *Release) (RecordFootprint, []string, error) {
+	e, err := c.encode(rel)
 	if err != nil {
 		return RecordFootprint{}, nil, err
 	}

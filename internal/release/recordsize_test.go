@@ -29,7 +29,7 @@ func TestFootprintOfIsWhatTheStoreWrites(t *testing.T) {
 		{name: "manifest", rel: large("ns", "manifest", 1, 1<<20, 4<<20), parts: 3, moved: []string{"templates and files", "manifest"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, moved, err := FootprintOf(tc.rel)
+			f, moved, err := NewEncoder().FootprintOf(tc.rel)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestFootprintOfIsWhatTheStoreWrites(t *testing.T) {
 func TestFootprintOfTooLargeRecord(t *testing.T) {
 	r := large("ns", "huge", 1, 17<<20, 1<<10)
 	r.Chart.Files = append(r.Chart.Files, &common.File{Name: "files/more", Data: r.Chart.Files[0].Data})
-	_, _, err := FootprintOf(r)
+	_, _, err := NewEncoder().FootprintOf(r)
 	var tooLarge *TooLargeError
 	if !errors.As(err, &tooLarge) || tooLarge.Limit != MaxRecordSize || tooLarge.Size <= MaxRecordSize {
 		t.Fatalf("FootprintOf = %v, want a *TooLargeError over %d bytes", err, MaxRecordSize)

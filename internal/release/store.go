@@ -69,6 +69,9 @@ type Store interface {
 	Writer
 	// Namespace is the namespace whose releases the store holds.
 	Namespace() string
+	// Fits returns a *TooLargeError when the record of rel cannot be stored, even in parts:
+	// what an operation checks before anything changes.
+	Fits(rel *Release) error
 	// In returns the store of the releases of namespace on the same driver, clients and bounds,
 	// sharing the parts seen and the lists remembered.
 	In(namespace string) Store
@@ -116,12 +119,27 @@ type HelmStore struct {
 	leases typedcoordinationv1.LeasesGetter
 	// expansion bounds what a record expands to once decompressed.
 	expansion Expansion
+	// encoder encodes the records it writes; nil encodes each alone.
+	encoder *Encoder
 }
 
 // Expanding makes s decode records and journals within e, and returns s.
 func (s *HelmStore) Expanding(e Expansion) *HelmStore {
 	s.expansion = e
 	return s
+}
+
+// Encoding makes s encode the records it writes, and check them (Fits), with enc, which other
+// stores may share.
+func (s *HelmStore) Encoding(enc *Encoder) *HelmStore {
+	s.encoder = enc
+	return s
+}
+
+// Fits returns a *TooLargeError when the record of rel cannot be stored, and nil when it can; a
+// split record is encoded once, for Fits and the write that follows.
+func (s *HelmStore) Fits(rel *Release) error {
+	return s.encoder.Fits(rel)
 }
 
 // Every driver is a HelmStore over the objects it keeps records in (Secrets, ConfigMaps, or
@@ -132,7 +150,7 @@ var _ Store = (*HelmStore)(nil)
 // (a clientset's CoreV1()), its journals beside them; it keeps no leases. Open is what operations
 // use.
 func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmStore {
-	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{}, secrets: secrets, journals: secrets, expansion: DefaultExpansion(),
+	return (&HelmStore{namespace: namespace, kind: "Secret", seen: &partsSeen{}, secrets: secrets, journals: secrets, expansion: DefaultExpansion(), encoder: NewEncoder(),
 		records: func(ns string) recordObjects { return secretRecords(secrets.Secrets(ns)) }}).remembering()
 }
 
@@ -140,7 +158,7 @@ func NewSecretStore(secrets typedcorev1.SecretsGetter, namespace string) *HelmSt
 // configMaps (a clientset's CoreV1()), as Helm's configmap driver keeps them; it keeps no
 // journals and no leases. Open is what operations use.
 func NewConfigMapStore(configMaps typedcorev1.ConfigMapsGetter, namespace string) *HelmStore {
-	return (&HelmStore{namespace: namespace, kind: "ConfigMap", seen: &partsSeen{}, expansion: DefaultExpansion(),
+	return (&HelmStore{namespace: namespace, kind: "ConfigMap", seen: &partsSeen{}, expansion: DefaultExpansion(), encoder: NewEncoder(),
 		records: func(ns string) recordObjects { return configMapRecords(configMaps.ConfigMaps(ns)) }}).remembering()
 }
 

@@ -84,7 +84,7 @@ func TestUninstallInTerminatingNamespaceSkipsHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion())
+	store, err := release.Open(release.DriverSecret, clients.Client, clients.Namespace, release.DefaultExpansion(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
