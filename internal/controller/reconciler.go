@@ -367,7 +367,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 			failed = ReasonUpgradeFailed
 		}
 		reason := reasonOf(err, failed)
-		requeue := attemptFailed(rel, d, reason, err)
+		requeue := attemptFailed(rel, d, in.state, reason, err)
 		setCondition(rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
 		healthUnknown(rel, d, fmt.Sprintf("the %s failed: the next check of the Release, within spec.interval, says whether its objects are ready", op))
 		r.event(ctx, rel, corev1.EventTypeWarning, reason, op, eventNote(redactorOf(ctx), err))
