@@ -279,3 +279,40 @@ func TestRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestReadState: the state read without a lease says whether a revision was deployed, from the
+// newest revision alone or, when it failed, from the history.
+func TestReadState(t *testing.T) {
+	rev := func(version int, status release.Status) *release.Release {
+		return &release.Release{Name: "web", Namespace: "team", Version: version, Info: &release.Info{Status: status}}
+	}
+	tests := []struct {
+		name       string
+		revisions  []*release.Release
+		status     Status
+		wantDeploy bool
+	}{
+		{"nothing recorded", nil, StatusMissing, false},
+		{"first install failed", []*release.Release{rev(1, release.StatusFailed)}, StatusFailed, false},
+		{"retried install failed", []*release.Release{rev(1, release.StatusFailed), rev(2, release.StatusFailed)}, StatusFailed, false},
+		{"deployed", []*release.Release{rev(1, release.StatusDeployed)}, StatusDeployed, true},
+		{"upgrade failed", []*release.Release{rev(1, release.StatusSuperseded), rev(2, release.StatusFailed)}, StatusFailed, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := release.NewMemoryStore("team")
+			for _, r := range tt.revisions {
+				if err := store.Create(t.Context(), r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := ReadState(t.Context(), store, "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Status() != tt.status || s.Deployed != tt.wantDeploy {
+				t.Errorf("ReadState: %s, deployed %v; want %s, deployed %v", s.Status(), s.Deployed, tt.status, tt.wantDeploy)
+			}
+		})
+	}
+}
