@@ -15,6 +15,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/lifecycle"
 )
 
 // DefaultMaxTimeout is the longest spec.timeout the controller grants unless told otherwise: an
@@ -26,15 +27,11 @@ const DefaultMaxTimeout = time.Hour
 // said so is checked no more often.
 const MinInterval = 10 * time.Second
 
-// reconcileGrace is how long past a Release's timeout its reconcile may go on, for what must be
-// written once the operation's deadline has passed: the failure record, the journal and the
-// lease (each within the lifecycle's own grace of ten seconds), then the Release's status. No
-// reconcile runs longer than the Release's timeout and this grace.
-const reconcileGrace = time.Minute
-
-// statusGrace bounds a write of a Release's status, which says what held the Release and so must
-// be made even when its work ran out of time.
-const statusGrace = 10 * time.Second
+// The reconcile of a Release has the lifecycle's one grace past the Release's timeout
+// (lifecycle.Grace), as berth's CLI has past --timeout: what the operation writes once its
+// deadline passed (the failure record, the journal, the lease) ends within it, and so does the
+// write of the Release's status that says what came of it (statusContext). No reconcile's work
+// runs longer than the Release's timeout; a status write takes the grace at most.
 
 // Conditions of a spec the controller does not follow as written; each is present only while it
 // applies, with status True.
@@ -105,7 +102,7 @@ func (r *Reconciler) limitEvents(rel *v1alpha1.Release, set []metav1.Condition) 
 }
 
 // ReconcileTimeoutError is the cause of a reconcile's end at its deadline: the Release's
-// timeout, for its work, and reconcileGrace past it for everything.
+// timeout, for its work, and lifecycle.Grace past it for everything.
 type ReconcileTimeoutError struct {
 	Timeout time.Duration
 	Grace   bool
@@ -113,18 +110,18 @@ type ReconcileTimeoutError struct {
 
 func (e *ReconcileTimeoutError) Error() string {
 	if e.Grace {
-		return fmt.Sprintf("reconcile timed out %s after the Release's timeout of %s", reconcileGrace, e.Timeout)
+		return fmt.Sprintf("reconcile timed out %s after the Release's timeout of %s", lifecycle.Grace, e.Timeout)
 	}
 	return fmt.Sprintf("timed out after %s, the Release's timeout", e.Timeout)
 }
 
 // reconcileBounds returns the contexts of a reconcile of a Release whose timeout is timeout: the
-// reconcile's, which ends reconcileGrace after the timeout, and its work's, which ends at it.
+// reconcile's, which ends lifecycle.Grace after the timeout, and its work's, which ends at it.
 // The work is everything up to and including the operation, whose own deadline is the work's;
 // the reconcile's context is what the operation sees as the controller stopping, and what is
 // written after the work ends is written under it.
 func reconcileBounds(ctx context.Context, timeout time.Duration) (reconcile, work context.Context, cancel func()) {
-	reconcile, cancelReconcile := context.WithTimeoutCause(ctx, timeout+reconcileGrace, &ReconcileTimeoutError{Timeout: timeout, Grace: true})
+	reconcile, cancelReconcile := context.WithTimeoutCause(ctx, timeout+lifecycle.Grace, &ReconcileTimeoutError{Timeout: timeout, Grace: true})
 	work, cancelWork := context.WithTimeoutCause(reconcile, timeout, &ReconcileTimeoutError{Timeout: timeout})
 	return reconcile, work, func() { cancelWork(); cancelReconcile() }
 }
@@ -145,9 +142,10 @@ func workLeft(work context.Context, timeout time.Duration) time.Duration {
 }
 
 // statusContext is the context of a write of a Release's status: ctx's values, without its end,
-// for statusGrace.
+// for the lifecycle's one grace (lifecycle.Graced). The write is made only while the controller
+// still leads (see Reconciler.Leading): one that lost its election writes nothing more.
 func statusContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), statusGrace)
+	return lifecycle.Graced(ctx)
 }
 
 // unanswered is err, from a request to d's cluster (spec.kubeConfig) made with c, as a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/kube"
+	"github.com/berthdev/berth/internal/lifecycle"
 )
 
 func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
@@ -91,7 +92,7 @@ func TestWithLimits(t *testing.T) {
 	}
 }
 
-// TestReconcileBounds: the work ends at the timeout, the reconcile reconcileGrace later, each
+// TestReconcileBounds: the work ends at the timeout, the reconcile the lifecycle's grace later, each
 // with a cause that says so; ending either is not the controller stopping, and the operation
 // has the time left to the work.
 func TestReconcileBounds(t *testing.T) {
@@ -111,8 +112,8 @@ func TestReconcileBounds(t *testing.T) {
 		t.Errorf("time left after the work's deadline: %s, want 1ns", got)
 	}
 	dl, _ := bound.Deadline()
-	if left := time.Until(dl); left <= reconcileGrace-time.Minute/2 || left > reconcileGrace {
-		t.Errorf("reconcile's deadline in %s, want about %s", left, reconcileGrace)
+	if left := time.Until(dl); left <= lifecycle.Grace/2 || left > lifecycle.Grace {
+		t.Errorf("reconcile's deadline in %s, want about %s", left, lifecycle.Grace)
 	}
 
 	parent, stop := context.WithCancel(context.Background())
@@ -127,7 +128,8 @@ func TestReconcileBounds(t *testing.T) {
 	}
 }
 
-// TestStatusContext: a status write has its grace even when the reconcile's context ended.
+// TestStatusContext: a status write has the lifecycle's grace even when the reconcile's context
+// ended.
 func TestStatusContext(t *testing.T) {
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -136,8 +138,8 @@ func TestStatusContext(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("status context ended with its parent: %v", ctx.Err())
 	}
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > statusGrace {
-		t.Errorf("status context's deadline %v, want within %s", dl, statusGrace)
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > lifecycle.Grace {
+		t.Errorf("status context's deadline %v, want within %s", dl, lifecycle.Grace)
 	}
 }
 

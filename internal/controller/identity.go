@@ -169,14 +169,11 @@ func (r *Reconciler) lastRecord(ctx context.Context, clients *kube.Clients, name
 	if err != nil {
 		return lifecycle.State{}, err
 	}
-	last, err := store.Last(ctx, name)
-	if errors.Is(err, release.ErrNotFound) {
-		return lifecycle.State{}, nil
-	}
+	s, err := lifecycle.ReadState(ctx, store, name)
 	if err != nil {
 		return lifecycle.State{}, fmt.Errorf("read the records of release %s in namespace %s: %w", name, clients.Namespace, err)
 	}
-	return lifecycle.StateOf(last), nil
+	return s, nil
 }
 
 // store is the store of the releases of clients' namespace on r.Driver, reached through clients

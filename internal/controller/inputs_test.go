@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/lifecycle"
 )
 
 func TestMergeValues(t *testing.T) {
@@ -137,7 +138,7 @@ func TestRetryWait(t *testing.T) {
 		name      string
 		d         *desired
 		failures  int32
-		revision  int
+		deployed  bool
 		wantWait  time.Duration
 		wantRetry bool
 	}{
@@ -146,13 +147,14 @@ func TestRetryWait(t *testing.T) {
 		{name: "second retry waits twice the backoff", d: ops(twice, v1alpha1.OperationSpec{}), failures: 2, wantWait: 6 * time.Second, wantRetry: true},
 		{name: "retries spent", d: ops(twice, v1alpha1.OperationSpec{}), failures: 3},
 		{name: "default backoff", d: ops(v1alpha1.OperationSpec{Retries: 1}, v1alpha1.OperationSpec{}), failures: 1, wantWait: 20 * time.Second, wantRetry: true},
-		{name: "a deployed Release retries upgrades", d: ops(twice, v1alpha1.OperationSpec{}), failures: 1, revision: 1},
+		{name: "a deployed release retries upgrades", d: ops(twice, v1alpha1.OperationSpec{}), failures: 1, deployed: true},
+		{name: "a failed first install retries installs", d: ops(v1alpha1.OperationSpec{}, twice), failures: 1},
 		{name: "never failed", d: ops(twice, twice), failures: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rel := &v1alpha1.Release{Status: v1alpha1.ReleaseStatus{Failures: tt.failures, Revision: tt.revision, History: history}}
-			wait, retry := retryWait(rel, tt.d, now)
+			rel := &v1alpha1.Release{Status: v1alpha1.ReleaseStatus{Failures: tt.failures, History: history}}
+			wait, retry := retryWait(rel, tt.d, lifecycle.State{Deployed: tt.deployed}, now)
 			if wait != tt.wantWait || retry != tt.wantRetry {
 				t.Errorf("retryWait = %v, %v; want %v, %v", wait, retry, tt.wantWait, tt.wantRetry)
 			}

@@ -207,6 +207,15 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	// ServiceAccounts Releases act as, whose existence checkAccount reads there, the ConfigMaps
 	// and Secrets Releases read (their metadata, watched), and the Releases; anything else
 	// without its managed fields.
+	var leader *leadership
+	if o.LeaderElection {
+		// The lock notes its renewals: a replica that lost the lead writes no status (Leading).
+		leader, err = newLeaderLock(cfg, cmp.Or(mo.LeaderElectionNamespace, inClusterNamespace()), shard.LeaseName(), mo.LeaderElectionLabels)
+		if err != nil {
+			return nil, err
+		}
+		mo.LeaderElectionResourceLockInterface, mo.RenewDeadline = leader, ptr.To(leaderRenewDeadline)
+	}
 	mo.Cache.ByObject = cacheByObject(shard)
 	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	mgr, err := ctrl.NewManager(cfg, mo)
@@ -261,6 +270,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		RecordExpansion:       recordExpansion(o.MaxRecordExpansion),
 		Encoder:               release.NewEncoder(),
 		Driver:                driver,
+	}
+	if leader != nil {
+		r.Leading = leader.Leads
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.

@@ -84,6 +84,11 @@ type Reconciler struct {
 	// process (tests of the controller's own logic).
 	Templates chart.TemplateRunner
 
+	// Leading says whether the controller still leads its shard's leader election: a status
+	// written after it lost it would overwrite what the replica that leads now says. nil: the
+	// controller runs without leader election, and always leads.
+	Leading func() bool
+
 	// remotes keeps the clients of the clusters of Releases with a spec.kubeConfig.
 	remotes remotes.Cache
 }
@@ -92,7 +97,7 @@ type Reconciler struct {
 // (decide), acts on the decision and records the outcome in its status. Every reconcile ends:
 // its work (ctx: reading what the Release needs, and its operation) at the Release's timeout, at
 // most MaxTimeout, and the reconcile as a whole (bound: what the operation writes after its
-// deadline, and the status) reconcileGrace later (reconcileBounds).
+// deadline, and the status) lifecycle.Grace later (reconcileBounds).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rel v1alpha1.Release
 	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
@@ -370,7 +375,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 			failed = ReasonUpgradeFailed
 		}
 		reason := reasonOf(err, failed)
-		requeue := attemptFailed(rel, d, reason, err)
+		requeue := attemptFailed(rel, d, in.state, reason, err)
 		setCondition(rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
 		healthUnknown(rel, d, fmt.Sprintf("the %s failed: the next check of the Release, within spec.interval, says whether its objects are ready", op))
 		r.event(ctx, rel, corev1.EventTypeWarning, reason, op, eventNote(redactorOf(ctx), err))
@@ -493,13 +498,11 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 		ctx, bound = redacting(ctx, redact), redacting(bound, redact)
 	}
 	status := state.Status()
-	if err == nil && status == lifecycle.StatusUninstalled {
-		return ctrl.Result{}, true, nil // uninstalled, its history kept
-	}
-	if err == nil && status == lifecycle.StatusMissing {
-		// Nothing to uninstall, unless a controller killed at the end of an uninstall left its
-		// lease or journal: the uninstall below finishes it and removes them.
-		if left, lerr := lifecycle.LeftBehind(ctx, deps, d.ReleaseName); lerr == nil && !left {
+	if err == nil {
+		// Nothing to uninstall (no record and nothing left behind, or uninstalled with its
+		// history kept) lets the Release go; anything else is what lifecycle's Uninstall does.
+		var acts []lifecycle.Action
+		if acts, err = finalizing(ctx, deps, rel, d.ReleaseName, state); err == nil && letsGo(acts) {
 			return ctrl.Result{}, true, nil
 		}
 	}
@@ -527,7 +530,9 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 		})
 		steps.stop()
 		if status == lifecycle.StatusMissing && errors.Is(err, release.ErrNotFound) {
-			err = nil // what was left behind is gone, and there was no record to uninstall
+			// Next chose the uninstall for what was left behind with no record: it removed
+			// that, and found no record to uninstall, which is its success.
+			err = nil
 		}
 		if res != nil {
 			runs, noJournal = res.Runs, res.NoJournal
@@ -628,11 +633,17 @@ func cascade(p string) string {
 }
 
 // patchStatus writes rel's status when it differs from orig's: a reconcile that changes
-// nothing writes nothing. The write is made within statusGrace even when ctx has ended: the
-// status says what held the Release, and the Release's timeout is what ends its work.
+// nothing writes nothing. The write is made within the lifecycle's grace even when ctx has ended
+// (statusContext): the status says what held the Release, and the Release's timeout is what ends
+// its work. A controller that no longer leads (Leading) writes nothing: the one that leads now
+// looks at the Release again.
 func (r *Reconciler) patchStatus(ctx context.Context, orig, rel *v1alpha1.Release) error {
 	redactStatus(rel, r.StatusChartOutput, redactorOf(ctx))
 	if equality.Semantic.DeepEqual(orig.Status, rel.Status) {
+		return nil
+	}
+	if r.Leading != nil && !r.Leading() {
+		log.FromContext(ctx).Info("status not written: the controller no longer leads", "release", client.ObjectKeyFromObject(rel).String())
 		return nil
 	}
 	ctx, cancel := statusContext(ctx)

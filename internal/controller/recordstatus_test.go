@@ -35,6 +35,7 @@ func TestRecordTooLargeIsNeverRetried(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 			rel.Status.Revision = 1
+			deployed := lifecycle.State{Deployed: true}
 			d := &desired{Interval: time.Hour, ValuesDigest: "v", Upgrade: v1alpha1.UpgradeSpec{OperationSpec: v1alpha1.OperationSpec{
 				Retries: 3, RetryBackoff: &metav1.Duration{Duration: time.Second}}}}
 			markReconciling(rel, "upgrade")
@@ -43,10 +44,10 @@ func TestRecordTooLargeIsNeverRetried(t *testing.T) {
 			if reason != tc.wantReason {
 				t.Fatalf("reasonOf = %s, want %s", reason, tc.wantReason)
 			}
-			requeue := attemptFailed(rel, d, reason, tc.err)
+			requeue := attemptFailed(rel, d, deployed, reason, tc.err)
 			rel.Status.History = []v1alpha1.OperationRecord{{Operation: "upgrade", Outcome: "Failed", StartedAt: metav1.Now()}}
 			stalled := meta.FindStatusCondition(rel.Status.Conditions, ConditionStalled)
-			_, retried := retryWait(rel, d, time.Now().Add(time.Minute))
+			_, retried := retryWait(rel, d, deployed, time.Now().Add(time.Minute))
 			if retried != tc.wantRetried || (stalled != nil) == tc.wantRetried {
 				t.Fatalf("retried %v, Stalled %+v; want retried %v", retried, stalled, tc.wantRetried)
 			}
@@ -60,7 +61,7 @@ func TestRecordTooLargeIsNeverRetried(t *testing.T) {
 			if ready := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady); ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != ReasonRecordTooLarge {
 				t.Errorf("Ready %+v, want False with reason %s", ready, ReasonRecordTooLarge)
 			}
-			if account, _ := statusAccount(rel, d, "1.0.0", time.Now().Add(time.Hour)); account.Retry || !account.Attempted || !account.Failed {
+			if account, _ := statusAccount(rel, deployed, d, "1.0.0", time.Now().Add(time.Hour)); account.Retry || !account.Attempted || !account.Failed {
 				t.Errorf("the decision's account %+v: want a failed attempt, not retried", account)
 			}
 		})

@@ -74,8 +74,8 @@ func TestRequestRetriesExhausted(t *testing.T) {
 	d.Install.Retries = 1
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 	startAttempt(rel, "1.0.0", "v")
-	attemptFailed(rel, d, ReasonInstallFailed, errTest)
-	attemptFailed(rel, d, ReasonInstallFailed, errTest)
+	attemptFailed(rel, d, lifecycle.State{}, ReasonInstallFailed, errTest)
+	attemptFailed(rel, d, lifecycle.State{}, ReasonInstallFailed, errTest)
 	now := time.Now()
 	if acts, _, err := decide(rel, lifecycle.State{}, d, "1.0.0", now); err != nil || acts[0] != lifecycle.ActWait {
 		t.Fatalf("retries spent: %v %v, want a wait", acts, err)
@@ -89,7 +89,7 @@ func TestRequestRetriesExhausted(t *testing.T) {
 	if rel.Status.Failures != 0 {
 		t.Errorf("failures %d at the requested attempt, want 0", rel.Status.Failures)
 	}
-	attemptFailed(rel, d, ReasonInstallFailed, errTest)
+	attemptFailed(rel, d, lifecycle.State{}, ReasonInstallFailed, errTest)
 	takeRequest(rel)
 	// One failure of retries: 1 is retried after its backoff: a wait, not an install now.
 	if acts, _, err := decide(rel, lifecycle.State{}, d, "1.0.0", now); err != nil || acts[0] != lifecycle.ActWait {

@@ -15,7 +15,7 @@ import (
 // that installs a release that has none), weighed against what rel's status says (statusAccount).
 // wait is how long a failed attempt waits before its retry; 0 when none is due.
 func decide(rel *v1alpha1.Release, s lifecycle.State, d *desired, chartVersion string, now time.Time) (acts []lifecycle.Action, wait time.Duration, err error) {
-	account, wait := statusAccount(rel, d, chartVersion, now)
+	account, wait := statusAccount(rel, s, d, chartVersion, now)
 	acts, err = lifecycle.Next(s, lifecycle.Wanted{
 		Operation: release.OpUpgrade, Install: true, ChartVersion: chartVersion, Values: d.Values, Account: &account,
 	})
@@ -28,10 +28,10 @@ func decide(rel *v1alpha1.Release, s lifecycle.State, d *desired, chartVersion s
 // (wait is how long until the next is due); one that was interrupted (the controller stopped
 // while Reconciling) is resumed, or, when it released what is asked before the controller
 // stopped, only said.
-func statusAccount(rel *v1alpha1.Release, d *desired, chartVersion string, now time.Time) (lifecycle.Account, time.Duration) {
+func statusAccount(rel *v1alpha1.Release, s lifecycle.State, d *desired, chartVersion string, now time.Time) (lifecycle.Account, time.Duration) {
 	st := rel.Status
 	reconciling := meta.FindStatusCondition(st.Conditions, ConditionReconciling) != nil
-	wait, retry := retryWait(rel, d, now)
+	wait, retry := retryWait(rel, d, s, now)
 	return lifecycle.Account{
 		Revision: st.Revision,
 		AsAsked:  st.ChartVersion == chartVersion && st.ValuesDigest == d.ValuesDigest,

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
 )
 
 // ReasonRetriesExhausted: a failed install or upgrade was tried again as often as the spec
@@ -36,10 +38,11 @@ func checkRetries(field string, op v1alpha1.OperationSpec) error {
 	return nil
 }
 
-// retrySpec is the operation whose retries apply to rel: install until the Release deployed a
-// revision, upgrade after.
-func (d *desired) retrySpec(rel *v1alpha1.Release) (string, v1alpha1.OperationSpec) {
-	if rel.Status.Revision == 0 {
+// retrySpec is the spec field, and the operation, whose retries a failed attempt at the release
+// in state s spends, as lifecycle decides it (State.Retries): install until a revision was
+// deployed (a failed first install included), upgrade once one was.
+func (d *desired) retrySpec(s lifecycle.State) (string, v1alpha1.OperationSpec) {
+	if s.Retries() == release.OpInstall {
 		return "install", d.Install.OperationSpec
 	}
 	return "upgrade", d.Upgrade.OperationSpec
@@ -58,9 +61,10 @@ func backoff(op v1alpha1.OperationSpec, failures int32) time.Duration {
 	return min(b, maxRetryBackoff)
 }
 
-// retryWait says whether rel's failed attempt is tried again, and how long from now.
-func retryWait(rel *v1alpha1.Release, d *desired, now time.Time) (time.Duration, bool) {
-	_, op := d.retrySpec(rel)
+// retryWait says whether rel's failed attempt at the release in state s is tried again, and how
+// long from now.
+func retryWait(rel *v1alpha1.Release, d *desired, s lifecycle.State, now time.Time) (time.Duration, bool) {
+	_, op := d.retrySpec(s)
 	failures := rel.Status.Failures
 	if failures == 0 || failures > op.Retries || retriedNever(rel) {
 		return 0, false
@@ -85,18 +89,18 @@ func startAttempt(rel *v1alpha1.Release, chartVersion, valuesDigest string) {
 
 // attemptFailed counts a failed install or upgrade and marks rel failed with reason: Stalled
 // when it is not tried again (with reason RetriesExhausted when retries were spent; a release
-// refused for the size of its record is never tried again). It returns when to look at rel
-// again.
-func attemptFailed(rel *v1alpha1.Release, d *desired, reason string, err error) time.Duration {
+// refused for the size of its record is never tried again). s is the state the attempt began
+// from. It returns when to look at rel again.
+func attemptFailed(rel *v1alpha1.Release, d *desired, s lifecycle.State, reason string, err error) time.Duration {
 	rel.Status.Failures++
-	wait, retry := retryWait(rel, d, time.Now())
+	wait, retry := retryWait(rel, d, s, time.Now())
 	never := recordTooLarge(err)
 	retry = retry && !never
 	markFailed(rel, reason, err, !retry)
 	if retry {
 		return wait
 	}
-	if field, op := d.retrySpec(rel); op.Retries > 0 && !never {
+	if field, op := d.retrySpec(s); op.Retries > 0 && !never {
 		setCondition(rel, ConditionStalled, metav1.ConditionTrue, ReasonRetriesExhausted,
 			fmt.Sprintf("%d attempts failed (%s.retries: %d), the last with: %s", rel.Status.Failures, field, op.Retries, errorLine(err)))
 	}

@@ -54,6 +54,11 @@ func (r *Reconciler) uncached() client.Reader {
 // State.Holds) is a *ReleasedError. Without it two controllers (or a controller and the CLI)
 // that decided from the same state would each record a revision of the same change, or one
 // would undo the other's newer one.
+//
+// It decides nothing of the release: it is a guard against acting on a decision that
+// lifecycle.Next made from a cache or a state now outdated. What the operation does with a
+// current state is lifecycle's (Upgrade decides again, with Next, under the lease); the guard
+// only stops an operation whose decision was made from what changed since.
 func (r *Reconciler) stillHolds(rel *v1alpha1.Release, name string, seen int, chartVersion string, values map[string]any) func(context.Context, release.Reader) error {
 	key := client.ObjectKeyFromObject(rel)
 	generation := rel.Generation

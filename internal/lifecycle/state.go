@@ -16,16 +16,87 @@ type State struct {
 	Last *release.Release
 	// Interrupted is the operation left unfinished; nil when there is none.
 	Interrupted *Interrupted
+	// Deployed says a revision of the release was deployed since it was last installed (its
+	// newest revision, or one before it: a failed upgrade follows a deployed revision). A release
+	// with none (never installed, or its first install failed) is still being installed.
+	Deployed bool
+	// LeftBehind says an operation on a release with no revision recorded left its lease, its
+	// journal or an incomplete first record behind (LeftBehind): there is something to uninstall
+	// although no revision is recorded.
+	LeftBehind bool
 }
 
 // StateOf is the state that newest revision last (nil: none) says alone, no journal read: a
 // revision left pending is its operation interrupted, as Helm leaves one.
 func StateOf(last *release.Release) State {
-	s := State{Last: last}
+	s := State{Last: last, Deployed: wasDeployed(last)}
 	if last != nil && last.Info != nil && pending(last.Info.Status) {
 		s.Interrupted = &Interrupted{Release: last.Name, Operation: operationOf(last.Info.Status), Last: last}
 	}
 	return s
+}
+
+// StateOfHistory is the state that history (a release's revisions, oldest first, as
+// release.Reader's History returns them) says alone, no journal read: StateOf its newest
+// revision, deployed if a revision since its last install was.
+func StateOfHistory(history []*release.Release) State {
+	if len(history) == 0 {
+		return State{}
+	}
+	s := StateOf(history[len(history)-1])
+	for i := len(history) - 1; i >= 0 && !s.Deployed; i-- {
+		h := history[i]
+		if h.Info != nil && h.Info.Status == release.StatusUninstalled {
+			break // what came before the last uninstall was another installation
+		}
+		s.Deployed = wasDeployed(h)
+	}
+	return s
+}
+
+// wasDeployed says revision rel was deployed, or follows one that was: deployed, superseded, or
+// an upgrade or rollback (pending, or its uninstall begun), which begin from a deployed revision.
+func wasDeployed(rel *release.Release) bool {
+	if rel == nil || rel.Info == nil {
+		return false
+	}
+	switch rel.Info.Status {
+	case release.StatusDeployed, release.StatusSuperseded, release.StatusPendingUpgrade, release.StatusPendingRollback, release.StatusUninstalling:
+		return true
+	}
+	return false
+}
+
+// ReadState reads the state of release name from store as a caller that holds no lease reads it
+// (no journal: Interrupted is what a pending revision says): its newest revision, and its history
+// only when that revision alone does not say whether one was deployed (it failed).
+func ReadState(ctx context.Context, store release.Reader, name string) (State, error) {
+	last, err := store.Last(ctx, name)
+	switch {
+	case errors.Is(err, release.ErrNotFound):
+		return State{}, nil
+	case err != nil:
+		return State{}, err
+	}
+	s := StateOf(last)
+	if s.Deployed || last.Info == nil || last.Info.Status != release.StatusFailed || last.Version <= 1 {
+		return s, nil
+	}
+	history, err := store.History(ctx, name)
+	if err != nil {
+		return State{}, err
+	}
+	return StateOfHistory(history), nil
+}
+
+// Retries is the operation whose retries a failed attempt at an install or upgrade of the
+// release spends: install until a revision was deployed (a failed first install included),
+// upgrade once one was.
+func (s State) Retries() release.Operation {
+	if s.Deployed {
+		return release.OpUpgrade
+	}
+	return release.OpInstall
 }
 
 // Status names the state of a release. State.Status is the one place it is decided from what
@@ -189,11 +260,15 @@ const (
 	// ActWait: the asker's last attempt at what is asked failed; it is not made again until
 	// something changes, or its retries allow it.
 	ActWait Action = "wait"
+	// ActLetGo: an uninstall asked with an account (a Release being deleted) finds nothing to
+	// uninstall: no revision is recorded and nothing left behind, or only the revisions an
+	// uninstall kept. The asker lets the release go.
+	ActLetGo Action = "let-go"
 )
 
 // Next decides what is done, in order, on a release in state s to do what w asks. With an
-// account (w.Account), a release already what is asked, or an attempt at it that failed, comes
-// first (settled). Otherwise an operation left interrupted is finished (or removed, or undone)
+// account (w.Account), a release already what is asked, an attempt at it that failed, or, for an
+// uninstall, a release already gone, comes first (settled). Otherwise an operation left interrupted is finished (or removed, or undone)
 // first, unless finishing it is what was asked; then the operation asked for. An empty list
 // does nothing.
 func Next(s State, w Wanted) ([]Action, error) {
@@ -247,10 +322,16 @@ func Next(s State, w Wanted) ([]Action, error) {
 	return append(first, Action(w.Operation)), nil
 }
 
-// settled is what an install or upgrade asked with an account (w.Account) decides before any
-// operation: nothing, a report, or a wait; "" when an operation is needed.
+// settled is what an install, upgrade or uninstall asked with an account (w.Account) decides
+// before any operation: nothing, a report, a wait, or letting go; "" when an operation is needed.
 func settled(s State, status Status, w Wanted) Action {
 	a := w.Account
+	if a != nil && w.Operation == release.OpUninstall {
+		if (status == StatusMissing && !s.LeftBehind) || status == StatusUninstalled {
+			return ActLetGo
+		}
+		return ""
+	}
 	if a == nil || (w.Operation != release.OpInstall && w.Operation != release.OpUpgrade) {
 		return ""
 	}

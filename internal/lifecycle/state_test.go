@@ -86,6 +86,8 @@ func TestNext(t *testing.T) {
 	stopped := Account{Revision: 1, Attempted: true, Underway: true}
 	failedAttempt := Account{Revision: 1, Attempted: true, Failed: true}
 	retry := Account{Revision: 1, Attempted: true, Failed: true, Retry: true}
+	// What the controller asks of a deleted Release: an uninstall, with its account.
+	finalizer := Wanted{Operation: release.OpUninstall, Account: &Account{Revision: 2}}
 
 	tests := []struct {
 		name    string
@@ -192,6 +194,16 @@ func TestNext(t *testing.T) {
 			StatusInterruptedInstall, install, []Action{ActFinish, ActInstall}, false},
 		{"install stopped while recording, uninstall", State{Interrupted: incomplete(release.OpInstall, nil)},
 			StatusInterruptedInstall, uninstall, []Action{ActFinish, ActUninstall}, false},
+		{"nothing recorded, nothing left behind, finalizer", State{}, StatusMissing, finalizer, []Action{ActLetGo}, false},
+		{"nothing recorded, a lease or journal left behind, finalizer", State{LeftBehind: true}, StatusMissing, finalizer, []Action{ActUninstall}, false},
+		{"nothing recorded, uninstall", State{}, StatusMissing, uninstall, []Action{ActUninstall}, false},
+		{"uninstalled with history, finalizer", State{Last: uninstalled}, StatusUninstalled, finalizer, []Action{ActLetGo}, false},
+		{"deployed, finalizer", State{Last: deployed, Deployed: true}, StatusDeployed, finalizer, []Action{ActUninstall}, false},
+		{"failed first install, finalizer", State{Last: failed}, StatusFailed, finalizer, []Action{ActUninstall}, false},
+		{"interrupted upgrade, finalizer", State{Interrupted: interrupted(release.OpUpgrade, release.StatusPendingUpgrade, false)},
+			StatusInterruptedUpgrade, finalizer, []Action{ActRemoveHooks, ActUninstall}, false},
+		{"uninstalling, finalizer", State{Interrupted: interrupted(release.OpUninstall, release.StatusUninstalling, false)},
+			StatusUninstalling, finalizer, []Action{ActFinish}, false},
 		{"uninstall's journal left, uninstall", State{Last: uninstalled, Interrupted: interrupted(release.OpUninstall, release.StatusUninstalled, true)},
 			StatusJournalLeft, uninstall, []Action{ActFinish}, false},
 	}
@@ -231,6 +243,75 @@ func TestInstalls(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.state.Installs(tt.acts); got != tt.want {
 				t.Errorf("Installs = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRetries: a failed attempt spends install.retries until a revision was deployed since the
+// release was last installed, upgrade.retries once one was.
+func TestRetries(t *testing.T) {
+	rev := func(version int, status release.Status) *release.Release {
+		return &release.Release{Version: version, Info: &release.Info{Status: status}}
+	}
+	tests := []struct {
+		name    string
+		history []*release.Release
+		want    release.Operation
+	}{
+		{"nothing recorded", nil, release.OpInstall},
+		{"first install failed", []*release.Release{rev(1, release.StatusFailed)}, release.OpInstall},
+		{"first install failed twice", []*release.Release{rev(1, release.StatusFailed), rev(2, release.StatusFailed)}, release.OpInstall},
+		{"first install interrupted", []*release.Release{rev(1, release.StatusPendingInstall)}, release.OpInstall},
+		{"deployed", []*release.Release{rev(1, release.StatusDeployed)}, release.OpUpgrade},
+		{"upgrade failed after a deployed revision", []*release.Release{rev(1, release.StatusSuperseded), rev(2, release.StatusFailed)}, release.OpUpgrade},
+		{"upgrade failed, the deployed revision kept", []*release.Release{rev(1, release.StatusDeployed), rev(2, release.StatusFailed)}, release.OpUpgrade},
+		{"upgrade interrupted", []*release.Release{rev(1, release.StatusDeployed), rev(2, release.StatusPendingUpgrade)}, release.OpUpgrade},
+		{"uninstalled, history kept", []*release.Release{rev(1, release.StatusSuperseded), rev(2, release.StatusUninstalled)}, release.OpInstall},
+		{"reinstall failed after an uninstall", []*release.Release{rev(1, release.StatusSuperseded), rev(2, release.StatusUninstalled),
+			rev(3, release.StatusFailed)}, release.OpInstall},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := StateOfHistory(tt.history).Retries(); got != tt.want {
+				t.Errorf("Retries = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReadState: the state read without a lease says whether a revision was deployed, from the
+// newest revision alone or, when it failed, from the history.
+func TestReadState(t *testing.T) {
+	rev := func(version int, status release.Status) *release.Release {
+		return &release.Release{Name: "web", Namespace: "team", Version: version, Info: &release.Info{Status: status}}
+	}
+	tests := []struct {
+		name       string
+		revisions  []*release.Release
+		status     Status
+		wantDeploy bool
+	}{
+		{"nothing recorded", nil, StatusMissing, false},
+		{"first install failed", []*release.Release{rev(1, release.StatusFailed)}, StatusFailed, false},
+		{"retried install failed", []*release.Release{rev(1, release.StatusFailed), rev(2, release.StatusFailed)}, StatusFailed, false},
+		{"deployed", []*release.Release{rev(1, release.StatusDeployed)}, StatusDeployed, true},
+		{"upgrade failed", []*release.Release{rev(1, release.StatusSuperseded), rev(2, release.StatusFailed)}, StatusFailed, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := release.NewMemoryStore("team")
+			for _, r := range tt.revisions {
+				if err := store.Create(t.Context(), r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := ReadState(t.Context(), store, "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Status() != tt.status || s.Deployed != tt.wantDeploy {
+				t.Errorf("ReadState: %s, deployed %v; want %s, deployed %v", s.Status(), s.Deployed, tt.status, tt.wantDeploy)
 			}
 		})
 	}
