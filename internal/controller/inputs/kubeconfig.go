@@ -38,7 +38,8 @@ const (
 	FlagAllowKubeConfigHTTP        = "--allow-kubeconfig-http"
 )
 
-// KubeConfigError is a kubeconfig a Release names that the controller will not use.
+// KubeConfigError is a kubeconfig a Release names that the controller will not use; the
+// controller gives the Release the reason InvalidKubeConfig for it.
 type KubeConfigError struct {
 	Namespace, Secret, Key string
 	// Field is the kubeconfig's field at fault (users[NAME].user.exec), if one is.
