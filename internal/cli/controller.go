@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/controller/inputs"
 )
 
 type controllerFlags struct {
@@ -28,7 +29,7 @@ type controllerFlags struct {
 	statusChartOutput       bool
 	watchSecrets            bool
 	watchLabelSelector      string
-	kubeConfigReach         controller.KubeConfigReach
+	kubeConfigReach         inputs.KubeConfigReach
 	maxTimeout              time.Duration
 	maxIndexSize            string
 	recordExpansionLimit    string
@@ -162,9 +163,9 @@ others.`,
 	f.BoolVar(&flags.statusChartOutput, "status-chart-output", false, "show what a chart's own code outputs (the end of a failed hook's logs, a template's fail or required message) in the Release's status.blockers[].logTail. Off by default: that output can print the release's values, Secrets included, and anyone who may view a Release's namespace reads its status. Events and conditions never carry it")
 	f.BoolVar(&flags.watchSecrets, "watch-secrets", true, "watch the metadata of Secrets, to reconcile at once a Release whose values, chart credentials or kubeconfig Secret changed. It needs list and watch on Secrets, which RBAC cannot limit to metadata: the controller's account may then read every Secret's data, though it asks for none. false: no right on Secrets; such a change is seen at the Release's next reconcile (its interval)")
 	f.StringVar(&flags.watchLabelSelector, "watch-label-selector", "", "reconcile, watch and cache only the Releases this label selector selects, e.g. sharding.berth.dev/key=shard1, or !sharding.berth.dev/key for the Releases of no shard. The leader election Lease is then the shard's own, berth-controller-HASH.berth.dev (HASH: the first 8 hex digits of the SHA-256 of the selector, its requirements sorted by key), so that one shard's replicas elect one leader and shards never contend; without it, berth-controller.berth.dev")
-	f.BoolVar(&flags.kubeConfigReach.InsecureTLS, strings.TrimPrefix(controller.FlagAllowKubeConfigInsecureTLS, "--"), false, "use a Release's kubeconfig whose cluster sets insecure-skip-tls-verify: true (by default refused: anyone between the controller and the server could answer as the cluster)")
-	f.BoolVar(&flags.kubeConfigReach.Proxy, strings.TrimPrefix(controller.FlagAllowKubeConfigProxy, "--"), false, "use a Release's kubeconfig whose cluster sets proxy-url (by default refused: the controller would connect through whatever proxy a Release's author names)")
-	f.BoolVar(&flags.kubeConfigReach.PlainHTTP, strings.TrimPrefix(controller.FlagAllowKubeConfigHTTP, "--"), false, "use a Release's kubeconfig whose server is http:// (by default refused: its credentials would go in the clear)")
+	f.BoolVar(&flags.kubeConfigReach.InsecureTLS, strings.TrimPrefix(inputs.FlagAllowKubeConfigInsecureTLS, "--"), false, "use a Release's kubeconfig whose cluster sets insecure-skip-tls-verify: true (by default refused: anyone between the controller and the server could answer as the cluster)")
+	f.BoolVar(&flags.kubeConfigReach.Proxy, strings.TrimPrefix(inputs.FlagAllowKubeConfigProxy, "--"), false, "use a Release's kubeconfig whose cluster sets proxy-url (by default refused: the controller would connect through whatever proxy a Release's author names)")
+	f.BoolVar(&flags.kubeConfigReach.PlainHTTP, strings.TrimPrefix(inputs.FlagAllowKubeConfigHTTP, "--"), false, "use a Release's kubeconfig whose server is http:// (by default refused: its credentials would go in the clear)")
 	f.StringVar(&flags.maxIndexSize, "max-index-size", "4Mi", "largest Helm repository index.yaml a Release may fetch, e.g. 16Mi; a larger one is refused (ChartUnavailable). Parsing an index takes some 35 times its size in memory, so raise the controller's memory limit with it")
 	f.StringVar(&flags.recordExpansionLimit, "record-expansion-limit", "32Mi", "most a release's record, its parts or its journal may expand to once decompressed, and at most 20 times its compressed size beyond 4Mi; one that expands further is not read (InvalidRecord). A record of 3 MiB, as the largest berth stores, expands to some 26 MiB; decoding one holds about twice that, and the decodes under way share twice this limit")
 	f.IntVar(&flags.fetchesPerNamespace, "fetches-per-namespace", controller.DefaultFetchesPerNamespace, "how many of the controller's 4 chart fetches one namespace's Releases may have under way at once; namespaces waiting for a fetch take turns, so that one namespace's slow repositories never hold every fetch")

@@ -31,6 +31,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/controller/tenancy"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
@@ -95,7 +96,7 @@ type Options struct {
 	// KubeConfigReach allows a Release's kubeconfig to skip TLS verification, name a proxy or a
 	// plain HTTP server (--allow-kubeconfig-insecure-tls, --allow-kubeconfig-proxy,
 	// --allow-kubeconfig-http); by default each is refused (InvalidKubeConfig).
-	KubeConfigReach KubeConfigReach
+	KubeConfigReach inputs.KubeConfigReach
 	// MaxTimeout is the longest spec.timeout granted: a Release asking for more runs with it and
 	// says so (ConditionTimeoutCapped); 0 grants any.
 	MaxTimeout time.Duration

@@ -21,6 +21,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/controller/remotes"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
@@ -64,7 +65,7 @@ type Reconciler struct {
 	StatusChartOutput bool
 	// KubeConfigReach is what a Release's kubeconfig may make the controller do beyond
 	// connecting over verified TLS straight to its server.
-	KubeConfigReach KubeConfigReach
+	KubeConfigReach inputs.KubeConfigReach
 	// Holder names the controller in the leases and journals of its operations.
 	Holder release.Holder
 	// MaxTimeout is the longest spec.timeout granted: a Release asking for more runs with it

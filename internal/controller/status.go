@@ -16,6 +16,7 @@ import (
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -162,6 +163,8 @@ func reasonOf(err error, failed string) string {
 		return spec.Reason
 	case errors.As(err, &reasoned) && reasoned.conditionReason() != "":
 		return reasoned.conditionReason()
+	case errors.As(err, new(*inputs.KubeConfigError)):
+		return ReasonInvalidKubeConfig
 	case errors.As(err, new(*chart.RenderBudgetError)):
 		return ReasonRenderBudgetExceeded
 	case errors.As(err, new(*lifecycle.JournalRefusedError)):
