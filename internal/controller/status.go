@@ -315,18 +315,8 @@ func logTail(logs map[string]string) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// firstLine is the first line of s, for a condition's message. A line that ends in a colon
-// introduces what follows (a validation's failures, say): the next line goes with it.
-func firstLine(s string) string {
-	line, rest, _ := strings.Cut(s, "\n")
-	for strings.HasSuffix(line, ":") && strings.TrimSpace(rest) != "" {
-		// The line introduces what follows (a validation's failures): the first of it goes with it.
-		var next string
-		next, rest, _ = strings.Cut(rest, "\n")
-		line += " " + strings.TrimSpace(next)
-	}
-	return line
-}
+// firstLine is the first line of s, for a condition's message (inputs.FirstLine).
+func firstLine(s string) string { return inputs.FirstLine(s) }
 
 // maxEventNote is the longest note an Event may have (events.k8s.io/v1: under 1 kB).
 const maxEventNote = 1000

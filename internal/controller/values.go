@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/yamlbound"
 )
 
@@ -167,15 +167,12 @@ func mergeValues(ns string, sources []valuesSource, spec map[string]any) (map[st
 	return loader.MergeMaps(out, spec), nil
 }
 
-// yamlLine finds the line number at the head of a YAML parser's message.
-var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+):`)
-
 // notValues says why content is not a values file, with the line of a YAML error but never the
 // parser's message: that can quote the content ("cannot unmarshal !!str `...`", "invalid map key:
 // ...").
 func notValues(err error) string {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		return "not a values file: YAML error at line " + m[1] + " (the content and the parser's message are left out)"
+	if n, ok := inputs.YAMLLine(err); ok {
+		return "not a values file: YAML error at line " + n + " (the content and the parser's message are left out)"
 	}
 	return "not a values file: not a YAML map of values (the content and the parser's message are left out)"
 }

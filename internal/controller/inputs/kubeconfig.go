@@ -100,7 +100,7 @@ func ReadKubeConfig(data []byte, ns, secret, key string, allow KubeConfigReach) 
 	}
 	rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, cfg.CurrentContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 	if err != nil {
-		return nil, fail("", "%s", firstLine(err.Error()))
+		return nil, fail("", "%s", FirstLine(err.Error()))
 	}
 	if rc.Host == "" {
 		return nil, fail("clusters[].cluster.server", "is empty")
@@ -144,10 +144,10 @@ func refuseReach(cfg *clientcmdapi.Config, allow KubeConfigReach, ns, secret, ke
 	return nil
 }
 
-// lineOf is " (line N)" when err names the line of a YAML error (yamlLine), else "".
+// lineOf is " (line N)" when err names the line of a YAML error, else "".
 func lineOf(err error) string {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		return " (line " + m[1] + ")"
+	if n, ok := YAMLLine(err); ok {
+		return " (line " + n + ")"
 	}
 	return ""
 }
@@ -181,9 +181,18 @@ func refuseLocal(cfg *clientcmdapi.Config, fail func(field, format string, args 
 // yamlLine finds the line number at the head of a YAML parser's message.
 var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+):`)
 
-// firstLine is the first line of s; a line that introduces what follows (ending in ":") goes
-// with the first of it.
-func firstLine(s string) string {
+// YAMLLine is the line a YAML parser's error names at its head, if it names one: what an input's
+// refusal may say of a parse error, whose message can quote the input.
+func YAMLLine(err error) (string, bool) {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
+
+// FirstLine is the first line of s, for a condition's message; a line that introduces what
+// follows (ending in ":", a validation's failures, say) goes with the first of it.
+func FirstLine(s string) string {
 	line, rest, _ := strings.Cut(s, "\n")
 	for strings.HasSuffix(line, ":") && strings.TrimSpace(rest) != "" {
 		var next string
