@@ -311,7 +311,7 @@ func (o *operation) previewStep(ctx context.Context, ps *pass) error {
 func (o *operation) executeStep(ctx context.Context, ps *pass) error {
 	ps.executing = true
 	rel, pol, p, s, pl := ps.rev.rel, ps.policy, ps.p, ps.s, ps.plan
-	run := &runner{d: o, rel: rel, objects: p.facts.Desired(), success: pol.said.success, failure: pol.said.failure,
+	run := &runner{d: o, rel: rel, objects: &p.facts, success: pol.said.success, failure: pol.said.failure,
 		readiness: o.engineOptions(nil, pol.wait).Readiness}
 	if !ps.rev.recorded {
 		run.historyMax = pol.historyMax
