@@ -216,7 +216,6 @@ func (o *operation) surveyStep(ctx context.Context, ps *pass) error {
 	if ps.s.liveErr != nil {
 		return ps.s.liveErr
 	}
-	p.facts.Survey(ps.s.before, ps.s.applied)
 	return checkOwnership(rev.rel.Name, rev.rel.Namespace, p.objects, ps.s.crds, &p.facts, pol.takeOwnership)
 }
 
@@ -237,7 +236,7 @@ func (o *operation) surveyJournalled(ctx context.Context, ps *pass, j *release.J
 	if err != nil {
 		return err
 	}
-	ps.s = survey{before: before}
+	ps.s = survey{}
 	p.facts.Survey(before, nil)
 	return checkOwnership(rel.Name, rel.Namespace, p.objects, nil, &p.facts, pol.takeOwnership)
 }
