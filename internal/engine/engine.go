@@ -70,9 +70,9 @@ type Options struct {
 	// plan's apply steps name (Object.Desired), and the live one as the operation found it
 	// before its first change (Object.Live), to tell created from configured.
 	Objects *plan.Objects
-	// Unchanged are the objects found live (Objects) that their apply would leave as they are, as the
-	// operation found before its first write (from the live objects, or their dry run): no
-	// apply is sent for them, and they are unchanged. Objects whose apply may do more than that
+	// Unchanged are the objects found live (Objects) that their apply would leave as they are,
+	// as the operation found before its first write (from the live objects, or their dry run):
+	// no apply is sent for them, and they are unchanged. Objects whose apply may do more than that
 	// showed must not be here. Once a step that runs hooks or adopts objects has run (either may
 	// change objects after they were read), every object is applied.
 	Unchanged map[resource.Identity]bool
