@@ -36,6 +36,20 @@ func byID(objs ...*unstructured.Unstructured) map[resource.Identity]*unstructure
 	return out
 }
 
+// records returns the records of a preview's objects: those it would apply (desired), as they
+// are live and as their dry run returned them (applied), and those it adopts.
+func records(desired []*unstructured.Unstructured, live, applied map[resource.Identity]*unstructured.Unstructured, adopted ...resource.Identity) plan.Objects {
+	var out plan.Objects
+	for _, obj := range desired {
+		out.Desire(obj, false)
+	}
+	out.Survey(live, applied)
+	for _, id := range adopted {
+		out.At(id).Adopted = true
+	}
+	return out
+}
+
 // upgradePreview is an upgrade that changes a Deployment (a value and a hand edit), creates a
 // ConfigMap, changes a Secret, leaves a Service alone, adopts it from Helm, creates a custom
 // resource of a kind not served yet, deletes a ConfigMap and keeps another.
@@ -111,10 +125,8 @@ status: {replicas: 5}
 			{ID: "delete/ConfigMap", Action: plan.Delete, Objects: []resource.Identity{id(oldCM)}},
 			{ID: "wait-absent", Action: plan.WaitAbsent, Objects: []resource.Identity{id(oldCM)}},
 		}, Kept: []resource.Identity{{Kind: "PersistentVolumeClaim", Namespace: "demo", Name: "data"}}},
-		Objects: byID(cm, appliedSecret, svc, appliedDeploy, widget),
-		Live:    byID(liveDeploy, liveSecret, svc, oldCM),
-		Applied: byID(cm, appliedSecret, svc, appliedDeploy),
-		Adopted: []resource.Identity{id(svc)},
+		Objects: records([]*unstructured.Unstructured{cm, appliedSecret, svc, appliedDeploy, widget},
+			byID(liveDeploy, liveSecret, svc, oldCM), byID(cm, appliedSecret, svc, appliedDeploy), id(svc)),
 		Hooks: []lifecycle.PreviewHook{
 			{Event: resource.HookPreUpgrade, Hook: resource.Hook{Identity: id(hook), Weight: -5, DeletePolicies: []resource.DeletePolicy{resource.BeforeHookCreation, resource.HookSucceeded}}},
 		},
@@ -133,7 +145,7 @@ func uninstallPreview(t *testing.T) *lifecycle.Preview {
 			{ID: "delete/Secret", Action: plan.Delete, Objects: []resource.Identity{id(secret)}},
 			{ID: "delete/ConfigMap", Action: plan.Delete, Objects: []resource.Identity{id(cm)}},
 		}},
-		Live: byID(cm, secret),
+		Objects: records(nil, byID(cm, secret), nil),
 		Hooks: []lifecycle.PreviewHook{
 			{Event: resource.HookPreDelete, Hook: resource.Hook{Identity: id(hook), DeletePolicies: []resource.DeletePolicy{resource.HookSucceeded}}},
 		},

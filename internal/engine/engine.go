@@ -66,13 +66,13 @@ type Journal interface {
 
 // Options change how a plan is executed.
 type Options struct {
-	// Objects are the desired objects the plan's apply steps name, by identity.
-	Objects map[resource.Identity]*unstructured.Unstructured
-	// Before holds the live objects before the operation, to tell created from configured.
-	Before map[resource.Identity]*unstructured.Unstructured
-	// Unchanged are the objects of Before that their apply would leave as they are, as the
-	// operation found before its first write (from the live objects, or their dry run): no
-	// apply is sent for them, and they are unchanged. Objects whose apply may do more than that
+	// Objects are the records of the operation's objects: the desired object of each that the
+	// plan's apply steps name (Object.Desired), and the live one as the operation found it
+	// before its first change (Object.Live), to tell created from configured.
+	Objects *plan.Objects
+	// Unchanged are the objects found live (Objects) that their apply would leave as they are,
+	// as the operation found before its first write (from the live objects, or their dry run):
+	// no apply is sent for them, and they are unchanged. Objects whose apply may do more than that
 	// showed must not be here. Once a step that runs hooks or adopts objects has run (either may
 	// change objects after they were read), every object is applied.
 	Unchanged map[resource.Identity]bool
@@ -482,14 +482,14 @@ func (x *execution) each(ctx context.Context, step plan.Step, fn func(context.Co
 }
 
 func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Identity) error {
-	obj, ok := x.opts.Objects[id]
-	if !ok {
+	f := x.opts.Objects.Get(id)
+	if f == nil || f.Desired == nil {
 		return fmt.Errorf("%s: not among the desired objects", id)
 	}
 	if x.unchanged(id) {
 		x.record(step.ID, id, Unchanged, 0)
 		// Its apply would answer the live object as it is: that is what is judged.
-		x.applied(id, x.opts.Before[id], x.changersNow())
+		x.applied(id, f.Live, x.changersNow())
 		return nil
 	}
 	// What the apply does is decided before it is sent: it creates the object when there was
@@ -498,12 +498,12 @@ func (x *execution) apply(ctx context.Context, step plan.Step, id resource.Ident
 	earlier, _ := x.res.Changes.Of(id)
 	x.mu.Unlock()
 	change := Created
-	if x.opts.Before[id] != nil && earlier.Change != Deleted && earlier.Change != Gone {
+	if f.Live != nil && earlier.Change != Deleted && earlier.Change != Gone {
 		change = Configured
 	}
 	changers := x.changersNow()
 	start := time.Now()
-	answer, err := x.c.Apply(ctx, obj, cluster.ApplyOptions{})
+	answer, err := x.c.Apply(ctx, f.Desired, cluster.ApplyOptions{})
 	if err != nil {
 		return err
 	}
@@ -568,7 +568,7 @@ func (x *execution) unready(step plan.Step) []resource.Identity {
 func (x *execution) unchanged(id resource.Identity) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return !x.stale && x.opts.Unchanged[id] && x.opts.Before[id] != nil
+	return !x.stale && x.opts.Unchanged[id] && x.opts.Objects.LiveOf(id) != nil
 }
 
 // record says what happened to the object of id, and how long it took.

@@ -105,8 +105,7 @@ func TestExecute(t *testing.T) {
 	f := &fakeCluster{}
 	var events []EventType
 	opts := DefaultOptions()
-	opts.Objects = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(crd): crd, resource.IdentityOf(a): a, resource.IdentityOf(b): b}
-	opts.Before = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(a): cm("a", "1")}
+	opts.Objects = records([]*unstructured.Unstructured{crd, a, b}, cm("a", "1"))
 	opts.Events = func(e Event) { events = append(events, e.Type) }
 
 	res, err := Execute(context.Background(), f, p, opts)
@@ -147,7 +146,7 @@ func TestExecuteStopsAtFailingStep(t *testing.T) {
 	}}
 	f := &fakeCluster{}
 	opts := DefaultOptions()
-	opts.Objects = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(bad): bad, resource.IdentityOf(next): next}
+	opts.Objects = byIdentity(bad, next)
 	_, err := Execute(context.Background(), f, p, opts)
 	var se *StepError
 	if !errors.As(err, &se) || se.Step != "apply/ConfigMap" || !strings.Contains(err.Error(), "rejected") {
@@ -211,7 +210,7 @@ func TestExecuteRunsStepBeside(t *testing.T) {
 			g := &gatingCluster{runner: r}
 			r.f = &g.fakeCluster
 			opts := DefaultOptions()
-			opts.Objects = map[resource.Identity]*unstructured.Unstructured{resource.IdentityOf(other): other, resource.IdentityOf(custom): custom}
+			opts.Objects = byIdentity(other, custom)
 			opts.Steps = r
 			var steps []string
 			opts.Events = func(e Event) {
@@ -342,7 +341,7 @@ func TestExecuteHandsWatchStepsToTheRunner(t *testing.T) {
 	}}
 	f := &fakeCluster{}
 	opts := DefaultOptions()
-	opts.Objects = map[resource.Identity]*unstructured.Unstructured{id: a}
+	opts.Objects = byIdentity(a)
 	opts.Steps = stepRecorder{f}
 	if _, err := Execute(context.Background(), f, p, opts); err != nil {
 		t.Fatal(err)

@@ -139,12 +139,23 @@ func TestWaitReadyUsesTheStepsReadinessRules(t *testing.T) {
 	}
 }
 
-func byIdentity(objs ...*unstructured.Unstructured) map[resource.Identity]*unstructured.Unstructured {
-	out := map[resource.Identity]*unstructured.Unstructured{}
-	for _, o := range objs {
-		out[resource.IdentityOf(o)] = o
+// records returns the records of the desired objects, with the live objects found live.
+func records(desired []*unstructured.Unstructured, live ...*unstructured.Unstructured) *plan.Objects {
+	var out plan.Objects
+	for _, obj := range desired {
+		out.Desire(obj, false)
 	}
-	return out
+	found := map[resource.Identity]*unstructured.Unstructured{}
+	for _, l := range live {
+		found[resource.IdentityOf(l)] = l
+	}
+	out.Survey(found, nil)
+	return &out
+}
+
+// byIdentity returns the records of objs, none found live.
+func byIdentity(objs ...*unstructured.Unstructured) *plan.Objects {
+	return records(objs)
 }
 
 // TestWaitReadySkipsUnchangedObjectsReadyBefore: an object left unchanged (no apply sent) is
@@ -159,10 +170,9 @@ func TestWaitReadySkipsUnchangedObjectsReadyBefore(t *testing.T) {
 	}}
 	f := &fakeCluster{}
 	opts := DefaultOptions()
-	opts.Objects = byIdentity(a, web)
 	liveWeb := deployment("web")
 	liveWeb.SetResourceVersion("7")
-	opts.Before = map[resource.Identity]*unstructured.Unstructured{id(a): cm("a", "7"), id(web): liveWeb}
+	opts.Objects = records([]*unstructured.Unstructured{a, web}, cm("a", "7"), liveWeb)
 	opts.Unchanged = map[resource.Identity]bool{id(a): true, id(web): true}
 	if _, err := Execute(context.Background(), f, p, opts); err != nil {
 		t.Fatal(err)

@@ -29,14 +29,12 @@ func (r hookRunner) RunStep(_ context.Context, step plan.Step) error {
 // set lists them in the step's order, whatever order they completed in.
 func TestExecuteLeavesUnchangedObjectsAlone(t *testing.T) {
 	id := func(name string) resource.Identity { return resource.IdentityOf(cm(name, "")) }
-	desired := map[resource.Identity]*unstructured.Unstructured{}
+	var desired []*unstructured.Unstructured
 	for _, name := range []string{"same", "changed", "new", "gone"} {
-		desired[id(name)] = cm(name, "")
+		desired = append(desired, cm(name, ""))
 	}
-	before := map[resource.Identity]*unstructured.Unstructured{
-		id("same"): cm("same", "7"), id("changed"): cm("changed", "7"),
-		// Not there before, and yet "unchanged": never left alone.
-	}
+	// "new" is not there before, and yet "unchanged": never left alone.
+	objects := records(desired, cm("same", "7"), cm("changed", "7"))
 	unchanged := map[resource.Identity]bool{id("same"): true, id("new"): true}
 	all := []resource.Identity{id("changed"), id("same"), id("new")}
 	for _, tc := range []struct {
@@ -59,7 +57,7 @@ func TestExecuteLeavesUnchangedObjectsAlone(t *testing.T) {
 			}
 			f := &fakeCluster{}
 			opts := DefaultOptions()
-			opts.Objects, opts.Before, opts.Unchanged = desired, before, unchanged
+			opts.Objects, opts.Unchanged = objects, unchanged
 			opts.Steps = hookRunner{f: f}
 			var changed []string
 			opts.Events = func(e Event) {
@@ -107,8 +105,7 @@ func TestChangeSetOfAReplacement(t *testing.T) {
 		{ID: "apply/ConfigMap/a", Action: plan.Apply, Objects: []resource.Identity{ida}},
 	}, Kept: []resource.Identity{kept}}
 	opts := DefaultOptions()
-	opts.Objects = map[resource.Identity]*unstructured.Unstructured{ida: a, idb: b}
-	opts.Before = map[resource.Identity]*unstructured.Unstructured{ida: cm("a", "3"), idb: cm("b", "3")}
+	opts.Objects = records([]*unstructured.Unstructured{a, b}, cm("a", "3"), cm("b", "3"))
 	res, err := Execute(context.Background(), &fakeCluster{}, p, opts)
 	if err != nil {
 		t.Fatal(err)

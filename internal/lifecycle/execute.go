@@ -134,9 +134,7 @@ func (r *runs) all() []Run {
 // none): the desired objects it applies, and the live ones as the survey found them.
 func (o *operation) engineOptions(facts *plan.Objects, w WaitOptions) engine.Options {
 	opts := engine.DefaultOptions()
-	if facts != nil {
-		opts.Objects, opts.Before = facts.Desired(), facts.Live()
-	}
+	opts.Objects = facts
 	opts.Readiness = readiness.Options{WaitForJobs: w.WaitForJobs, Checks: o.HealthChecks}
 	opts.Events = o.Events
 	return opts

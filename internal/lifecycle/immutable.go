@@ -86,8 +86,9 @@ type surveyOptions struct {
 
 // settleImmutable decides what becomes of the objects whose changes the dry run refused as
 // immutable (refused): with forceReplace, they are replaced, once validated as such
-// (validateReplacements); otherwise their refusals join the survey's validation error. It needs
-// the live objects.
+// (validateReplacements); otherwise their refusals join the survey's validation error. It reads
+// the live objects from the records (p.facts), and writes there what the dry runs of the
+// replacements returned (plan.Object.Applied).
 func (s *survey) settleImmutable(ctx context.Context, c Cluster, p *prepared, refused map[resource.Identity]*ImmutableFieldError, forceReplace bool) {
 	if len(refused) == 0 {
 		return
@@ -104,12 +105,14 @@ func (s *survey) settleImmutable(ctx context.Context, c Cluster, p *prepared, re
 	if s.validationErr != nil {
 		return // the operation stops anyway; replacing would not help
 	}
-	applied, err := validateReplacements(ctx, c, p, refused, ids, s.before)
+	applied, err := validateReplacements(ctx, c, p, refused, ids)
 	if err != nil {
 		s.validationErr = joinValidation(s.validationErr, err)
 		return
 	}
-	maps.Copy(s.applied, applied)
+	for id, a := range applied {
+		p.facts.At(id).Applied = a
+	}
 	s.replaced = ids
 }
 
@@ -119,7 +122,7 @@ func (s *survey) settleImmutable(ctx context.Context, c Cluster, p *prepared, re
 // of its own (replacementName). It returns what that dry run returned, named as the object. A
 // CustomResourceDefinition is never replaced: deleting it deletes every object of its kinds.
 func validateReplacements(ctx context.Context, c Cluster, p *prepared, refused map[resource.Identity]*ImmutableFieldError,
-	ids []resource.Identity, live map[resource.Identity]*unstructured.Unstructured) (map[resource.Identity]*unstructured.Unstructured, error) {
+	ids []resource.Identity) (map[resource.Identity]*unstructured.Unstructured, error) {
 	objs := make([]*unstructured.Unstructured, 0, len(ids))
 	for _, id := range ids {
 		objs = append(objs, p.facts.Get(id).Desired)
@@ -128,7 +131,7 @@ func validateReplacements(ctx context.Context, c Cluster, p *prepared, refused m
 	var mu sync.Mutex
 	err := forEach(ctx, objs, func(ctx context.Context, obj *unstructured.Unstructured) error {
 		id := resource.IdentityOf(obj)
-		l := live[id]
+		l := p.facts.LiveOf(id)
 		if id.IsCRD() || l == nil || l.GetUID() == "" {
 			return refused[id]
 		}

@@ -216,7 +216,6 @@ func (o *operation) surveyStep(ctx context.Context, ps *pass) error {
 	if ps.s.liveErr != nil {
 		return ps.s.liveErr
 	}
-	p.facts.Survey(ps.s.before, ps.s.applied)
 	return checkOwnership(rev.rel.Name, rev.rel.Namespace, p.objects, ps.s.crds, &p.facts, pol.takeOwnership)
 }
 
@@ -237,7 +236,7 @@ func (o *operation) surveyJournalled(ctx context.Context, ps *pass, j *release.J
 	if err != nil {
 		return err
 	}
-	ps.s = survey{before: before}
+	ps.s = survey{}
 	p.facts.Survey(before, nil)
 	return checkOwnership(rel.Name, rel.Namespace, p.objects, nil, &p.facts, pol.takeOwnership)
 }
@@ -311,7 +310,7 @@ func (o *operation) previewStep(ctx context.Context, ps *pass) error {
 func (o *operation) executeStep(ctx context.Context, ps *pass) error {
 	ps.executing = true
 	rel, pol, p, s, pl := ps.rev.rel, ps.policy, ps.p, ps.s, ps.plan
-	run := &runner{d: o, rel: rel, objects: p.facts.Desired(), success: pol.said.success, failure: pol.said.failure,
+	run := &runner{d: o, rel: rel, objects: &p.facts, success: pol.said.success, failure: pol.said.failure,
 		readiness: o.engineOptions(nil, pol.wait).Readiness}
 	if !ps.rev.recorded {
 		run.historyMax = pol.historyMax

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 
@@ -29,25 +30,24 @@ type Preview struct {
 	// KeepHistory: the uninstall would keep the release's records, marked uninstalled.
 	KeepHistory bool
 	Plan        *plan.Plan
-	// Objects are the objects the operation would apply, normalized and owned by the release.
-	Objects map[resource.Identity]*unstructured.Unstructured
-	// Live are the objects of the plan (and the kept ones) as they are in the cluster now, whole.
-	Live map[resource.Identity]*unstructured.Unstructured
-	// Applied are the objects as the API server's dry run of berth's apply returned them. Objects
-	// whose kind a CRD of the release defines, not served yet, are missing: they could not be
-	// dry-run.
-	Applied map[resource.Identity]*unstructured.Unstructured
-	// Adopted are existing objects Helm set fields of: berth takes those fields over first.
-	Adopted []resource.Identity
+	// Objects are the records of the preview's objects: each as the operation would apply it,
+	// normalized and owned by the release (Desired); as it is in the cluster now, whole, for the
+	// objects of the plan and the kept ones (Live); as the API server's dry run of berth's apply
+	// returned it (Applied: none for objects whose kind a CRD of the release defines, not served
+	// yet, which could not be dry-run); and whether berth first takes over the fields Helm set of
+	// it (Adopted).
+	Objects plan.Objects
 	// Hooks are the hooks that would run, in order.
 	Hooks []PreviewHook
 }
 
-// Object returns the record of the object of id as the preview has it: as the operation would
-// apply it, as it is in the cluster now, and as the dry run of its apply returned it.
+// Object returns the record of the object of id as the preview has it (Objects); the record of
+// an object the preview knows nothing of has its identity alone.
 func (pv *Preview) Object(id resource.Identity) plan.Object {
-	return plan.Object{ID: id, Desired: pv.Objects[id], Live: pv.Live[id], Applied: pv.Applied[id],
-		Adopted: slices.Contains(pv.Adopted, id)}
+	if f := pv.Objects.Get(id); f != nil {
+		return *f
+	}
+	return plan.Object{ID: id}
 }
 
 // PreviewHook is a hook that an operation would run at Event.
@@ -124,14 +124,19 @@ func (pv *Preview) fill(ctx context.Context, c Cluster, in previewInput) error {
 	if pv.Plan == nil {
 		pv.Plan = &plan.Plan{}
 	}
+	// The operation's records, but for the live objects: the survey's are read again, whole.
+	pv.Objects = plan.Objects{}
+	for _, f := range in.facts.All() {
+		g := *f
+		g.Live = nil
+		*pv.Objects.At(f.ID) = g
+	}
 	for _, step := range pv.Plan.Steps {
 		if step.Action == plan.Adopt {
-			pv.Adopted = append(pv.Adopted, step.Objects...) // as the operation would
+			for _, id := range step.Objects {
+				pv.Objects.At(id).Adopted = true // as the operation would
+			}
 		}
-	}
-	pv.Objects = map[resource.Identity]*unstructured.Unstructured{}
-	if in.facts != nil {
-		pv.Objects, pv.Applied = in.facts.Desired(), in.facts.Applied()
 	}
 	for _, prev := range in.previous {
 		if prev != nil && prev.Info.Status == release.StatusDeployed && !slices.Contains(pv.Superseded, prev.Version) {
@@ -161,8 +166,10 @@ func (pv *Preview) fill(ctx context.Context, c Cluster, in previewInput) error {
 			}
 		}
 	}
-	var err error
-	pv.Live, err = getAll(ctx, c, ids)
+	live, err := getAll(ctx, c, ids)
+	for _, id := range slices.SortedFunc(maps.Keys(live), resource.Compare) {
+		pv.Objects.At(id).Live = live[id]
+	}
 	return err
 }
 

@@ -22,8 +22,9 @@ type runner struct {
 	d *operation
 	// rel is the revision the operation records; for an uninstall, the release's last revision.
 	rel *release.Release
-	// objects are the desired objects by identity (install, upgrade, rollback).
-	objects map[resource.Identity]*unstructured.Unstructured
+	// objects are the records of the operation's objects, of which the steps read the desired
+	// ones (install, upgrade, rollback).
+	objects *plan.Objects
 	// success is the description of the deployed revision, of the uninstalled one, or of the
 	// failed one; failure says what failed, should the run fail.
 	success, failure string
@@ -106,11 +107,11 @@ func (r *runner) watch(ctx context.Context, step plan.Step) error {
 func (r *runner) eachObject(ctx context.Context, step plan.Step, fn func(context.Context, *unstructured.Unstructured) error) error {
 	objs := make([]*unstructured.Unstructured, 0, len(step.Objects))
 	for _, id := range step.Objects {
-		obj, ok := r.objects[id]
-		if !ok {
+		f := r.objects.Get(id)
+		if f == nil || f.Desired == nil {
 			return fmt.Errorf("%s: not among the desired objects", id)
 		}
-		objs = append(objs, obj)
+		objs = append(objs, f.Desired)
 	}
 	return forEach(ctx, objs, fn)
 }

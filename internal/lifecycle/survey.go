@@ -102,17 +102,14 @@ func live(ctx context.Context, c Cluster, objs []*unstructured.Unstructured) (ma
 	return c.Live(ctx, ids)
 }
 
-// survey is what berth learns of the cluster before it changes anything: the live objects, the
-// CRDs of the chart that are missing, and whether the API server accepts every object (server-side
-// dry run). Each has its error.
+// survey is what berth learns of the cluster before it changes anything: the live objects and
+// the objects as the API server's dry run returns them (server-side), which it writes into the
+// records of the objects (plan.Object.Live and Applied), the CRDs of the chart that are missing,
+// and whether the API server accepts every object. Each has its error.
 type survey struct {
-	// before are the live objects, whole.
-	before          map[resource.Identity]*unstructured.Unstructured
 	crds            []*unstructured.Unstructured
 	liveErr, crdErr error
 	validationErr   error
-	// applied are the objects as the API server's dry run returned them.
-	applied map[resource.Identity]*unstructured.Unstructured
 	// replaced are the objects the operation deletes and creates again (--force-replace): the
 	// API server refuses to change their immutable fields.
 	replaced []resource.Identity
@@ -122,40 +119,41 @@ type survey struct {
 // apply would change (the others need no dry run: nothing is sent for them). It reads the objects
 // of recorded (the revisions the operation replaces) and the prepared objects among them before
 // the dry runs; the prepared objects new to the release are dry-run first, and read only when
-// their dry run does not show them missing (splitReads): before ends up with every object of
-// either that exists, as if all were read first. The CRDs it updates (o.replaceCRDs) are among
+// their dry run does not show them missing (splitReads): the records end up with every object
+// of either that exists, as if all were read first. The CRDs it updates (o.replaceCRDs) are among
 // the live objects; the objects whose immutable fields change are replaced with o.forceReplace,
-// and refused otherwise (settleImmutable).
+// and refused otherwise (settleImmutable). The records (p.facts) are written only when every
+// live object was read (no liveErr).
 func surveyCluster(ctx context.Context, c Cluster, p *prepared, recorded []*unstructured.Unstructured, o surveyOptions) survey {
 	var s survey
 	first, later := p.splitReads(recorded, o.readAll)
-	var liveCRDs map[resource.Identity]*unstructured.Unstructured
-	var answered map[resource.Identity]*unstructured.Unstructured
+	var before, liveCRDs, answered, applied map[resource.Identity]*unstructured.Unstructured
 	var refused map[resource.Identity]*ImmutableFieldError
 	var wg sync.WaitGroup
-	wg.Go(func() { s.before, s.liveErr = c.LiveObjects(ctx, first) })
+	wg.Go(func() { before, s.liveErr = c.LiveObjects(ctx, first) })
 	wg.Go(func() { s.crds, liveCRDs, s.crdErr = p.crdsToApply(ctx, c, o.replaceCRDs) })
 	wg.Wait()
 	if s.crdErr == nil {
 		// Objects berth's apply would leave as they are need no dry run: nothing is sent for them.
-		live := maps.Clone(s.before)
+		live := maps.Clone(before)
 		if live == nil {
 			live = map[resource.Identity]*unstructured.Unstructured{}
 		}
 		maps.Copy(live, liveCRDs)
 		answered, refused, s.validationErr = preflight(ctx, c, p, s.crds, p.appliedAsIs(s.crds, live))
 		if s.validationErr == nil {
-			s.applied = answered
+			applied = answered
 		}
 	}
 	if s.liveErr == nil {
-		if s.before == nil {
-			s.before = map[resource.Identity]*unstructured.Unstructured{}
+		if before == nil {
+			before = map[resource.Identity]*unstructured.Unstructured{}
 		}
-		s.liveErr = s.readExisting(ctx, c, later, answered)
+		s.liveErr = readExisting(ctx, c, later, answered, before)
 	}
 	if s.liveErr == nil {
-		maps.Copy(s.before, liveCRDs)
+		maps.Copy(before, liveCRDs)
+		p.facts.Survey(before, applied)
 		s.settleImmutable(ctx, c, p, refused, o.forceReplace)
 	}
 	return s
@@ -207,7 +205,7 @@ func (p *prepared) splitReads(recorded []*unstructured.Unstructured, readAll boo
 // readExisting reads the objects of later that may exist: all but those whose dry run
 // (answered) created them, with no resourceVersion: nothing stored, the object is missing. Those
 // it finds join before.
-func (s *survey) readExisting(ctx context.Context, c Cluster, later []*unstructured.Unstructured, answered map[resource.Identity]*unstructured.Unstructured) error {
+func readExisting(ctx context.Context, c Cluster, later []*unstructured.Unstructured, answered, before map[resource.Identity]*unstructured.Unstructured) error {
 	var read []*unstructured.Unstructured
 	for _, obj := range later {
 		if a := answered[resource.IdentityOf(obj)]; a == nil || a.GetResourceVersion() != "" {
@@ -218,7 +216,7 @@ func (s *survey) readExisting(ctx context.Context, c Cluster, later []*unstructu
 		return nil
 	}
 	found, err := c.LiveObjects(ctx, read)
-	maps.Copy(s.before, found)
+	maps.Copy(before, found)
 	return err
 }
 
@@ -236,7 +234,10 @@ func (s survey) unchanged(p *prepared, takeOwnership bool) map[resource.Identity
 	out := map[resource.Identity]bool{}
 	for _, obj := range slices.Concat(s.crds, p.objects) {
 		id := resource.IdentityOf(obj)
-		applied, before := s.applied[id], s.before[id]
+		var applied, before *unstructured.Unstructured
+		if f := p.facts.Get(id); f != nil {
+			applied, before = f.Applied, f.Live
+		}
 		if applied != nil && before != nil && before.GetResourceVersion() != "" && !cluster.SetByHelm(before) &&
 			!p.pendingKinds[obj.GroupVersionKind().GroupKind()] && !slices.Contains(s.replaced, id) &&
 			equality.Semantic.DeepEqual(applied.Object, before.Object) {

@@ -41,15 +41,17 @@ func TestUnchangedLeavesOutWhatItMustApply(t *testing.T) {
 		l.SetResourceVersion("7")
 		return l
 	}
-	s := survey{before: map[resource.Identity]*unstructured.Unstructured{}, applied: map[resource.Identity]*unstructured.Unstructured{}}
+	before, applied := map[resource.Identity]*unstructured.Unstructured{}, map[resource.Identity]*unstructured.Unstructured{}
 	for _, u := range []*unstructured.Unstructured{plain, helms, crd, gadget, undry, changed} {
-		s.before[resource.IdentityOf(u)] = live(u)
+		before[resource.IdentityOf(u)] = live(u)
 	}
-	s.before[resource.IdentityOf(helms)].SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate}})
+	before[resource.IdentityOf(helms)].SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate}})
 	for _, u := range []*unstructured.Unstructured{plain, helms, crd, gadget, missing, changed} {
-		s.applied[resource.IdentityOf(u)] = live(u)
+		applied[resource.IdentityOf(u)] = live(u)
 	}
-	s.applied[resource.IdentityOf(changed)].SetResourceVersion("8")
+	applied[resource.IdentityOf(changed)].SetResourceVersion("8")
+	p.facts.Survey(before, applied)
+	var s survey
 
 	var got []string
 	for id := range s.unchanged(p, false) {

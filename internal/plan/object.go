@@ -155,19 +155,9 @@ func (o *Objects) Planned(p *Plan) {
 	}
 }
 
-// Desired returns the objects the operation applies, by identity (engine.Options.Objects).
-func (o *Objects) Desired() map[resource.Identity]*unstructured.Unstructured {
-	return o.view(func(f *Object) *unstructured.Unstructured { return f.Desired })
-}
-
 // Live returns the live objects the survey found, by identity.
 func (o *Objects) Live() map[resource.Identity]*unstructured.Unstructured {
 	return o.view(func(f *Object) *unstructured.Unstructured { return f.Live })
-}
-
-// Applied returns the objects as their dry run returned them, by identity.
-func (o *Objects) Applied() map[resource.Identity]*unstructured.Unstructured {
-	return o.view(func(f *Object) *unstructured.Unstructured { return f.Applied })
 }
 
 // RecordedObjects returns the recorded objects, in the order they were recorded.
