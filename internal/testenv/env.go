@@ -22,7 +22,7 @@ import (
 )
 
 const (
-	// serviceAccountTimeout bounds the wait for a new namespace's default ServiceAccount.
+	// serviceAccountTimeout bounds each wait for what the cluster publishes into a new namespace.
 	serviceAccountTimeout = time.Minute
 	// cleanupTimeout bounds the API calls made when a test ends.
 	cleanupTimeout = 30 * time.Second
@@ -93,19 +93,32 @@ func newEnv(c *cluster) (*Env, error) {
 	return &Env{Kubeconfig: c.kubeconfig, Config: cfg, Client: client, Dynamic: dyn, Mapper: mapper, auditLog: c.auditLog}, nil
 }
 
-// waitForServiceAccount waits for the namespace's default ServiceAccount:
-// until it exists, the ServiceAccount admission plugin rejects Pods.
+// waitForServiceAccount waits for the namespace's default ServiceAccount, until which the
+// ServiceAccount admission plugin rejects Pods, and for its kube-root-ca.crt ConfigMap: the
+// cluster publishes both into every new namespace, and a test that compares the namespace
+// before and after an operation must not see them arrive.
 func (e *Env) waitForServiceAccount(ctx context.Context) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, serviceAccountTimeout, true,
-		func(ctx context.Context) (bool, error) {
+	for what, get := range map[string]func(context.Context) error{
+		"ServiceAccount/" + e.Namespace + "/default": func(ctx context.Context) error {
 			_, err := e.Client.CoreV1().ServiceAccounts(e.Namespace).Get(ctx, "default", metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return err == nil, err
-		})
-	if err != nil {
-		return fmt.Errorf("wait for ServiceAccount/%s/default: %w", e.Namespace, err)
+			return err
+		},
+		"ConfigMap/" + e.Namespace + "/kube-root-ca.crt": func(ctx context.Context) error {
+			_, err := e.Client.CoreV1().ConfigMaps(e.Namespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+			return err
+		},
+	} {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, serviceAccountTimeout, true,
+			func(ctx context.Context) (bool, error) {
+				err := get(ctx)
+				if apierrors.IsNotFound(err) {
+					return false, nil
+				}
+				return err == nil, err
+			})
+		if err != nil {
+			return fmt.Errorf("wait for %s: %w", what, err)
+		}
 	}
 	return nil
 }
