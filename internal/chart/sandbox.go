@@ -19,6 +19,9 @@ import (
 // (ServeRenderer): what a Sandbox runs unless told otherwise.
 const RendererCommand = "__render"
 
+// cpuLimitExit is the renderer's exit code when the kernel told it it reached its CPU limit.
+const cpuLimitExit = 24
+
 // stderrKept is how much of the renderer's standard error is read, to tell an exhausted memory.
 const stderrKept = 4096
 
@@ -117,9 +120,11 @@ type exitInfo struct {
 	success    bool
 	// signaled says the renderer was killed by a signal (its CPU limit's, or ours).
 	signaled bool
-	cpu      time.Duration
-	stderr   string
-	status   string
+	// code is the renderer's exit code, -1 if it was killed.
+	code   int
+	cpu    time.Duration
+	stderr string
+	status string
 }
 
 // classify is the limit of the budget that stopped a renderer that ended as exit, if one did.
@@ -131,7 +136,7 @@ func classify(exit exitInfo, limits RenderLimits) (BudgetLimit, bool) {
 		return LimitDeadline, true
 	case exit.ctxErr != nil || exit.success:
 		return "", false
-	case exit.signaled && exit.cpu >= cpuSeconds(limits.CPU)*9/10:
+	case exit.code == cpuLimitExit, exit.signaled && exit.cpu >= cpuSeconds(limits.CPU)*9/10:
 		return LimitCPU, true
 	case outOfMemory(exit.stderr):
 		return LimitMemory, true
@@ -182,6 +187,7 @@ func (s *Sandbox) run(ctx context.Context, req []byte) ([]byte, exitInfo, error)
 	if st := cmd.ProcessState; st != nil {
 		exit.cpu = st.UserTime() + st.SystemTime()
 		exit.signaled = signaled(st)
+		exit.code = st.ExitCode()
 		exit.status = st.String()
 	}
 	return answer, exit, nil

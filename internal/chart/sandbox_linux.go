@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -32,7 +33,8 @@ const defaultThreadStack = 32 << 20
 
 // setLimits limits this process: its address space to what it holds now plus memory plus the
 // stacks of spareThreads more threads, its threads to that many more, and its CPU time to cpu
-// (rounded up to a second; the kernel kills it there).
+// (rounded up to a second). There the kernel signals SIGXCPU, on which the process exits with
+// cpuLimitExit; a second later, if it has not, the kernel kills it.
 func setLimits(memory int64, cpu time.Duration) error {
 	held, err := addressSpace()
 	if err != nil {
@@ -57,7 +59,8 @@ func setLimits(memory int64, cpu time.Duration) error {
 		return fmt.Errorf("limit memory: %w", err)
 	}
 	secs := uint64(cpuSeconds(cpu) / time.Second)
-	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: secs, Max: secs}); err != nil {
+	exitAtCPULimit()
+	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: secs, Max: secs + 1}); err != nil {
 		return fmt.Errorf("limit CPU time: %w", err)
 	}
 	return nil
@@ -88,4 +91,17 @@ func addressSpace() (int64, error) {
 		return 0, fmt.Errorf("read /proc/self/statm: %w", err)
 	}
 	return pages * int64(os.Getpagesize()), nil
+}
+
+// exitAtCPULimit makes this process exit with cpuLimitExit when the kernel says it reached its
+// CPU limit. The kernel counts CPU time in ticks, which can charge a process that runs in short
+// bursts more than it ran; its own SIGXCPU, not the time the process was seen to take, says
+// which limit stopped it.
+func exitAtCPULimit() {
+	xcpu := make(chan os.Signal, 1)
+	signal.Notify(xcpu, syscall.SIGXCPU)
+	go func() {
+		<-xcpu
+		os.Exit(cpuLimitExit)
+	}()
 }
