@@ -88,7 +88,7 @@ func (s *Sandbox) RunTemplates(ctx context.Context, step TemplateStep) (map[stri
 	case exit.ctxErr != nil:
 		return nil, ctxStopped(ctx, stopped)
 	case !exit.success:
-		return nil, &RendererError{Err: errors.New(exit.status)}
+		return nil, &RendererError{Err: fmt.Errorf("%s after %v of CPU", exit.status, exit.cpu.Round(time.Millisecond))}
 	}
 	files, err := readAnswer(answer)
 	if err != nil {
