@@ -466,7 +466,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 		Namespace: rel.Namespace, ServiceAccount: rel.Spec.ServiceAccountName, Timeout: defaultTimeout,
 	}
 	withRemote(d, rel.Spec)
-	if d.ReleaseName == "" { // never released
+	if lettingGo(rel, false) { // never released
 		return ctrl.Result{}, true, nil
 	}
 	named := d.ServiceAccount != ""
@@ -477,7 +477,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 		u = *rel.Spec.Uninstall
 	}
 	clients, err := r.uninstallClients(ctx, rel, d, named)
-	if stale := new(StaleAccountError); errors.As(err, &stale) {
+	if stale := new(StaleAccountError); errors.As(err, &stale) && lettingGo(rel, true) {
 		r.letGo(ctx, orig, rel, d, err)
 		return ctrl.Result{}, true, nil
 	}
@@ -498,12 +498,11 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 		redact := newValueRedactor(state.Last.Config, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace)
 		ctx, bound = redacting(ctx, redact), redacting(bound, redact)
 	}
-	status := state.Status()
 	if err == nil {
 		// Nothing to uninstall (no record and nothing left behind, or uninstalled with its
 		// history kept) lets the Release go; anything else is what lifecycle's Uninstall does.
 		var acts []lifecycle.Action
-		if acts, err = finalizing(ctx, deps, rel, d.ReleaseName, state); err == nil && letsGo(acts) {
+		if acts, state, err = finalizing(ctx, deps, rel, state); err == nil && letsGo(acts) {
 			return ctrl.Result{}, true, nil
 		}
 	}
@@ -528,13 +527,9 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 			// A controller that waits for hooks it can no longer create would hold the
 			// namespace's deletion forever.
 			SkipHooksInTerminatingNamespace: true,
+			LeftBehind:                      state.LeftBehind,
 		})
 		steps.stop()
-		if status == lifecycle.StatusMissing && errors.Is(err, release.ErrNotFound) {
-			// Next chose the uninstall for what was left behind with no record: it removed
-			// that, and found no record to uninstall, which is its success.
-			err = nil
-		}
 		if res != nil {
 			runs, noJournal = res.Runs, res.NoJournal
 		}
@@ -548,7 +543,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	if stopping(ctx) {
 		return ctrl.Result{}, false, ctx.Err() // stopping: the next reconcile resumes the uninstall
 	}
-	if err != nil && d.Remote == nil && r.accountGone(ctx, rel, err) {
+	if err != nil && d.Remote == nil && r.accountGone(ctx, rel, err) && lettingGo(rel, true) {
 		r.letGo(ctx, orig, rel, d, err)
 		return ctrl.Result{}, true, nil
 	}

@@ -227,6 +227,11 @@ type Account struct {
 	// Retry says a failed attempt may be made again now (its retries and their backoff allow
 	// it).
 	Retry bool
+	// NeverReleased says the account names no release: the asker never released one.
+	NeverReleased bool
+	// Stranded says no one may act for the release any more: the account the asker acts as lost
+	// its rights, or never had them, as the namespace that held it is being deleted.
+	Stranded bool
 }
 
 // Action is one thing Next decides to do.
@@ -261,8 +266,9 @@ const (
 	// something changes, or its retries allow it.
 	ActWait Action = "wait"
 	// ActLetGo: an uninstall asked with an account (a Release being deleted) finds nothing to
-	// uninstall: no revision is recorded and nothing left behind, or only the revisions an
-	// uninstall kept. The asker lets the release go.
+	// uninstall (the account never released one, no revision is recorded and nothing left
+	// behind, or only the revisions an uninstall kept), or no one left to uninstall it (the
+	// account is stranded). The asker lets the release go.
 	ActLetGo Action = "let-go"
 )
 
@@ -272,6 +278,9 @@ const (
 // first, unless finishing it is what was asked; then the operation asked for. An empty list
 // does nothing.
 func Next(s State, w Wanted) ([]Action, error) {
+	if acts := NextUnread(w); acts != nil {
+		return acts, nil
+	}
 	status := s.Status()
 	if a := settled(s, status, w); a != "" {
 		return []Action{a}, nil
@@ -320,6 +329,16 @@ func Next(s State, w Wanted) ([]Action, error) {
 		return nil, &NotInstalledError{}
 	}
 	return append(first, Action(w.Operation)), nil
+}
+
+// NextUnread is what Next decides from w alone, whatever the release's state: ActLetGo for an
+// uninstall asked with an account that never released one, or is stranded; nil when the state
+// is needed. An asker calls it before it reads the state, which it may not be able to.
+func NextUnread(w Wanted) []Action {
+	if a := w.Account; a != nil && w.Operation == release.OpUninstall && (a.NeverReleased || a.Stranded) {
+		return []Action{ActLetGo}
+	}
+	return nil
 }
 
 // settled is what an install, upgrade or uninstall asked with an account (w.Account) decides

@@ -36,6 +36,10 @@ type UninstallOptions struct {
 	DryRun bool
 	// Description replaces "Uninstallation complete" on the record KeepHistory keeps.
 	Description string
+	// LeftBehind says the asker found what an operation left behind on a release with no
+	// revision recorded (LeftBehind, State.LeftBehind): the uninstall removes it, and finding no
+	// record to uninstall then is its success, not ErrNotFound.
+	LeftBehind bool
 }
 
 // UninstallResult is what an uninstall did, or for a dry run would do.
@@ -101,6 +105,11 @@ func Uninstall(ctx context.Context, d Deps, o UninstallOptions) (*UninstallResul
 			}
 			var err error
 			res, err = op.uninstallLast(ctx, o, last)
+			if o.LeftBehind && errors.Is(err, release.ErrNotFound) {
+				// What was left behind went with the lease this uninstall took over, or the
+				// interrupted operation it finished: no record was left to uninstall.
+				res, err = &UninstallResult{Name: o.Name}, nil
+			}
 			return err
 		})
 	})
