@@ -110,7 +110,10 @@ func (d Deps) dryRun(name string) *operation {
 // operationOn returns an operation on release name, made with d, whose session stops on stop
 // (nil: only at its deadline) and keeps the release's journal in journals (nil: none).
 func (d Deps) operationOn(name string, stop context.Context, journals JournalStore) *operation {
-	o := &operation{Deps: d, name: name, runs: &runs{}, session: session{stop: stop, jstore: journals}}
+	o := &operation{Deps: d, runs: &runs{}, session: session{
+		name: name, holder: d.Holder, clock: d.now, emit: d.emitter(), journalWritten: d.JournalWritten,
+		stop: stop, jstore: journals,
+	}}
 	if stop != nil {
 		o.Cluster = interruptible{Cluster: d.Cluster, stop: stop}
 	}

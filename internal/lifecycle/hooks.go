@@ -263,9 +263,10 @@ func (o *operation) waitHooksGone(ctx context.Context, event resource.HookEvent,
 	})
 }
 
-func (o *operation) emitter() func(engine.Event) {
-	if o.Events == nil {
+// emitter tells of the operations' progress: Events, or nothing when it is nil.
+func (d Deps) emitter() func(engine.Event) {
+	if d.Events == nil {
 		return func(engine.Event) {}
 	}
-	return o.Events
+	return d.Events
 }

@@ -17,21 +17,29 @@ import (
 	"github.com/berthdev/berth/internal/resource"
 )
 
+// operation names what the journal records (for messages).
+func (s *session) operation() release.Operation {
+	if s.j == nil {
+		return "operation"
+	}
+	return s.j.Operation
+}
+
 // journals is what the operation reads the release's journal through: itself, which notes the
 // version it read; nil when it keeps no journal.
-func (o *operation) journals() JournalReader {
-	if o == nil || o.jstore == nil {
+func (s *session) journals() JournalReader {
+	if s.jstore == nil {
 		return nil
 	}
-	return o
+	return s
 }
 
 // Get reads the journal of release name for the operation (JournalReader), and notes its version:
 // the operation's journal writes are conditional on it.
-func (o *operation) Get(ctx context.Context, name string) (*release.Journal, error) {
-	j, version, err := o.jstore.Read(ctx, name)
+func (s *session) Get(ctx context.Context, name string) (*release.Journal, error) {
+	j, version, err := s.jstore.Read(ctx, name)
 	if err == nil {
-		o.version = version
+		s.version = version
 	}
 	return j, err
 }
@@ -40,86 +48,83 @@ func (o *operation) Get(ctx context.Context, name string) (*release.Journal, err
 // to execute: the journaled one when this operation finishes an interrupted one (the same
 // operation on the same revision), from its first unfinished step. An operation begun while
 // another ends (an undo on failure) replaces its journal.
-func (o *operation) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) (*plan.Plan, error) {
-	if o == nil {
-		return pl, nil
-	}
-	now := o.now()
-	o.j = &release.Journal{Release: o.name, Operation: op, Revision: rev, State: release.JournalRunning,
-		Holder: o.Holder.String(), Started: now, Options: opts, Plan: pl}
-	o.windowResumed = false
-	if r := o.resume; r != nil && r.Operation == op && r.Revision == rev {
+func (s *session) begin(ctx context.Context, op release.Operation, rev int, pl *plan.Plan, opts release.JournalOptions) (*plan.Plan, error) {
+	now := s.clock()
+	s.j = &release.Journal{Release: s.name, Operation: op, Revision: rev, State: release.JournalRunning,
+		Holder: s.holder.String(), Started: now, Options: opts, Plan: pl}
+	s.windowResumed = false
+	if r := s.resume; r != nil && r.Operation == op && r.Revision == rev {
 		if r.Plan != nil {
-			o.j.Plan, pl = r.Plan, r.Plan
+			s.j.Plan, pl = r.Plan, r.Plan
 		}
-		o.j.Steps = append(o.j.Steps, r.Steps...)
-		o.j.Hooks = append(o.j.Hooks, r.Hooks...)
-		o.j.HooksSucceeded = append(o.j.HooksSucceeded, r.HooksSucceeded...)
-		o.j.Started = r.Started
-		o.j.WatchStarted = r.WatchStarted
-		o.windowResumed = !r.WatchStarted.IsZero()
+		s.j.Steps = append(s.j.Steps, r.Steps...)
+		s.j.Hooks = append(s.j.Hooks, r.Hooks...)
+		s.j.HooksSucceeded = append(s.j.HooksSucceeded, r.HooksSucceeded...)
+		s.j.Started = r.Started
+		s.j.WatchStarted = r.WatchStarted
+		s.windowResumed = !r.WatchStarted.IsZero()
 	}
-	o.resume = nil
-	if len(o.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
+	s.resume = nil
+	if len(s.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
 		// The plan records its revision first: the journal is written once that is done, so
 		// that a journal always has a record to go with (a revision recorded pending without a
 		// journal is finished from its record).
 		return pl, nil
 	}
-	return pl, o.write(ctx)
+	return pl, s.write(ctx)
 }
 
 // write records the journal, on the precondition that it is as the operation last read or wrote
 // it; after a failure, once the lease is confirmed.
-func (o *operation) write(ctx context.Context) error {
-	if o.jstore == nil || o.j == nil {
+func (s *session) write(ctx context.Context) error {
+	if s.jstore == nil || s.j == nil {
 		return nil
 	}
-	wctx, cancel := o.writeContext(ctx)
+	wctx, cancel := s.writeContext(ctx)
 	defer cancel()
-	if err := o.guardAfterFailure(wctx); err != nil {
+	if err := s.guardAfterFailure(wctx); err != nil {
 		return err
 	}
-	o.j.Updated = o.now()
-	version, err := o.jstore.Put(wctx, o.j, o.version)
+	s.j.Updated = s.clock()
+	version, err := s.jstore.Put(wctx, s.j, s.version)
 	if err != nil {
-		if o.terminating != nil && NamespaceTerminating(err) {
+		if s.terminating != nil && NamespaceTerminating(err) {
 			// Said, not hidden: a crash from here on is finished from the record alone.
-			o.jstore = nil
-			o.terminating.dropJournal()
-			o.emitter()(engine.Event{Type: engine.StepStarted, Step: "journal", Message: fmt.Sprintf(
-				"release %s: its namespace is being deleted and refuses the journal; the %s goes on without one", o.name, o.operation())})
+			s.jstore = nil
+			s.terminating.dropJournal()
+			s.emit(engine.Event{Type: engine.StepStarted, Step: "journal", Message: fmt.Sprintf(
+				"release %s: its namespace is being deleted and refuses the journal; the %s goes on without one", s.name, s.operation())})
 			return nil
 		}
-		return o.lose(err)
+		return s.lose(err)
 	}
-	o.version = version
-	o.count()
+	s.version = version
+	s.count()
 	return nil
 }
 
 // count tells of one more journal write.
-func (o *operation) count() {
-	o.writes++
-	if o.JournalWritten != nil {
-		o.JournalWritten(o.writes)
+func (s *session) count() {
+	s.writes++
+	if s.journalWritten != nil {
+		s.journalWritten(s.writes)
 	}
 }
 
 // Done reports whether the journal records step id as completed (engine.Journal).
-func (o *operation) Done(id string) bool {
-	if o == nil || o.j == nil {
+func (s *session) Done(id string) bool {
+	if s.j == nil {
 		return false
 	}
-	if o.j.StepDone(id) {
+	if s.j.StepDone(id) {
 		return true
 	}
 	event, ok := strings.CutPrefix(id, "hooks/")
-	return ok && o.j.HookDone(event) // recorded by event in older journals
+	return ok && s.j.HookDone(event) // recorded by event in older journals
 }
 
 // Checkpoint is a safe point between steps (engine.Journal).
-func (o *operation) Checkpoint() error { return o.checkpoint() }
+func (s *session) Checkpoint() error { return s.checkpoint() }
 
 // Completed records step i of p as completed (engine.Journal). An object step (apply, wait-ready,
 // delete, wait-absent) is not written: redoing it after a crash changes nothing, as an apply of
@@ -129,35 +134,35 @@ func (o *operation) Checkpoint() error { return o.checkpoint() }
 // written: a run that finishes it after its window passed judges the revision once from what it
 // sees, which is what the window's end did. Every other step is written at once, and the plan's
 // last one not at all: the operation ends with it, and its journal is deleted.
-func (o *operation) Completed(ctx context.Context, p *plan.Plan, i int) error {
-	if o == nil || o.j == nil {
+func (s *session) Completed(ctx context.Context, p *plan.Plan, i int) error {
+	if s.j == nil {
 		return nil
 	}
 	step := p.Steps[i]
-	o.j.Steps = append(o.j.Steps, step.ID)
+	s.j.Steps = append(s.j.Steps, step.ID)
 	if i == len(p.Steps)-1 || step.Action == plan.Watch {
 		return nil
 	}
 	next := p.Steps[i+1]
-	if next.Action == plan.Watch && o.j.WatchStarted.IsZero() {
+	if next.Action == plan.Watch && s.j.WatchStarted.IsZero() {
 		// The watch window starts now: this write says when, for a run that finishes it.
-		o.j.WatchStarted = o.now()
-		return o.write(ctx)
+		s.j.WatchStarted = s.clock()
+		return s.write(ctx)
 	}
 	if objectStep(step) {
 		return nil
 	}
-	return o.write(ctx)
+	return s.write(ctx)
 }
 
 // watchStarted is when the operation's watch window started, as its journal says; zero when it
 // does not say (no journal, or one written before the window started). resumed says an earlier,
 // interrupted run started it.
-func (o *operation) watchStarted() (started time.Time, resumed bool) {
-	if o == nil || o.j == nil {
+func (s *session) watchStarted() (started time.Time, resumed bool) {
+	if s.j == nil {
 		return time.Time{}, false
 	}
-	return o.j.WatchStarted, o.windowResumed
+	return s.j.WatchStarted, s.windowResumed
 }
 
 func objectStep(s plan.Step) bool {
@@ -169,25 +174,25 @@ func objectStep(s plan.Step) bool {
 }
 
 // hookSucceeded reports whether the journal notes the hooks of event as succeeded.
-func (o *operation) hookSucceeded(event resource.HookEvent) bool {
-	return o != nil && o.j != nil && o.j.HookSucceeded(string(event))
+func (s *session) hookSucceeded(event resource.HookEvent) bool {
+	return s.j != nil && s.j.HookSucceeded(string(event))
 }
 
 // recordHookSucceeded notes that the hooks of event all succeeded, before they are deleted.
-func (o *operation) recordHookSucceeded(ctx context.Context, event resource.HookEvent) error {
-	if o == nil || o.j == nil {
+func (s *session) recordHookSucceeded(ctx context.Context, event resource.HookEvent) error {
+	if s.j == nil {
 		return nil
 	}
-	o.j.HooksSucceeded = append(o.j.HooksSucceeded, string(event))
-	return o.write(ctx)
+	s.j.HooksSucceeded = append(s.j.HooksSucceeded, string(event))
+	return s.write(ctx)
 }
 
 // options are the options of the operation's journal; none before begin.
-func (o *operation) options() release.JournalOptions {
-	if o == nil || o.j == nil {
+func (s *session) options() release.JournalOptions {
+	if s.j == nil {
 		return release.JournalOptions{}
 	}
-	return o.j.Options
+	return s.j.Options
 }
 
 // takeOver readies the operation to finish the interrupted operation whose journal is j (nil: one
@@ -202,37 +207,34 @@ func (s *session) takeOver(j *release.Journal) {
 // deleted even when this operation did not write it (it finished or undid an interrupted one).
 // The deletion is conditional on the journal's version as the operation last read or wrote it,
 // and made once the lease is confirmed: a journal another operation wrote is left to it.
-func (o *operation) end(ctx context.Context, force bool) error {
-	if o == nil {
+func (s *session) end(ctx context.Context, force bool) error {
+	begun := s.j != nil || s.resume != nil || force
+	s.j, s.resume, s.recovering = nil, nil, false
+	if s.jstore == nil || !begun || s.version == "" {
 		return nil
 	}
-	begun := o.j != nil || o.resume != nil || force
-	o.j, o.resume, o.recovering = nil, nil, false
-	if o.jstore == nil || !begun || o.version == "" {
-		return nil
-	}
-	wctx, cancel := o.writeContext(ctx)
+	wctx, cancel := s.writeContext(ctx)
 	defer cancel()
-	if err := o.guard(wctx); err != nil {
+	if err := s.guard(wctx); err != nil {
 		return err
 	}
-	if err := o.jstore.Delete(wctx, o.name, o.version); err != nil {
-		return o.lose(err)
+	if err := s.jstore.Delete(wctx, s.name, s.version); err != nil {
+		return s.lose(err)
 	}
-	o.version = ""
-	o.count()
+	s.version = ""
+	s.count()
 	return nil
 }
 
 // interrupt marks the journal of an operation stopped by a signal as interrupted, once the lease
 // is confirmed.
-func (o *operation) interrupt(ctx context.Context) error {
-	if o == nil || o.j == nil {
+func (s *session) interrupt(ctx context.Context) error {
+	if s.j == nil {
 		return nil
 	}
-	o.failing()
-	o.j.State = release.JournalInterrupted
-	return o.write(ctx)
+	s.failing()
+	s.j.State = release.JournalInterrupted
+	return s.write(ctx)
 }
 
 // hooks runs the hooks of event (see runHooks), and notes in the journal when they all succeeded,

@@ -15,16 +15,11 @@ import (
 type operation struct {
 	Deps
 	session
-	name string
 	// runs collects the plans the operation executes.
 	runs *runs
 	// parsed holds the documents of the manifests the operation read (documents), each parsed
 	// once: the rendered manifest's, when it rendered one.
 	parsed *resource.Parsed
-	// terminating, when set, lets the operation go on without what the API server refuses to
-	// create because the release's namespace is being deleted: its hooks (collected here), its
-	// lease and its journal.
-	terminating *terminating
 	// preflighted says the operation's preflight ran: it checks the operation's own plan, once,
 	// and never an undo or the finishing of an interrupted operation.
 	preflighted bool
@@ -34,14 +29,6 @@ type operation struct {
 
 // act notes that the operation takes action a.
 func (o *operation) act(a Action) { o.acted = append(o.acted, a) }
-
-// operation names what the journal records (for messages).
-func (o *operation) operation() release.Operation {
-	if o == nil || o.j == nil {
-		return "operation"
-	}
-	return o.j.Operation
-}
 
 // revisionOperation does what w asks of release name, an install, upgrade, rollback or test:
 // a dry run at once under the operation's deadline; otherwise holding the release's lease, with

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/release"
 )
 
@@ -17,6 +18,13 @@ import (
 // the lease (journal.go, the one place that sets the journal's fields). Deps.operationOn makes it;
 // open opens it and operate runs an operation in it.
 type session struct {
+	// name is the release's; holder runs the operation, clock tells its time, emit tells of its
+	// progress and journalWritten of each journal write (Deps).
+	name           string
+	holder         release.Holder
+	clock          func() time.Time
+	emit           func(engine.Event)
+	journalWritten func(n int)
 	// stop ends on a signal; nil when nothing stops the operation but its deadline.
 	stop context.Context
 	// lease is the release's lease the session holds; nil when it runs without one. fence ends
@@ -47,6 +55,10 @@ type session struct {
 	// windowResumed says the watch window of the journal's plan was started by an earlier run,
 	// which this one finishes.
 	windowResumed bool
+	// terminating, when set, lets the operation go on without what the API server refuses to
+	// create because the release's namespace is being deleted: its hooks (collected here), its
+	// lease and its journal.
+	terminating *terminating
 }
 
 // Grace is how long an operation goes on past its deadline to say what came of it: the report
