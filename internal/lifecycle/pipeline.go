@@ -160,7 +160,10 @@ func (o *operation) renderStep(ctx context.Context, ps *pass) error {
 			return err
 		}
 	}
-	ps.rev = o.pendingRevision(ps.policy.op, ps.name, ps.namespace, ps.number, c, ps.entry)
+	var err error
+	if ps.rev, err = o.pendingRevision(ps.policy.op, ps.name, ps.namespace, ps.number, c, ps.entry); err != nil {
+		return err
+	}
 	ps.rev.previous, ps.rev.replaced = ps.previous, ps.replaced
 	if ps.dryRun == ClientDryRun {
 		if s := ps.said.clientDryRun; s != "" {

@@ -17,6 +17,8 @@ import (
 // contents are what a revision records of its chart: rendered now, or those of a recorded
 // revision.
 type contents struct {
+	// rendered says the chart was read and rendered now, not copied from a recorded revision.
+	rendered      bool
 	chart         *chartv2.Chart
 	config        map[string]any
 	manifest      string
@@ -34,11 +36,15 @@ type entry struct {
 	description string
 	// rollbackTo is the revision a rollback goes back to.
 	rollbackTo int
+	// proof is the verification of a chart read now; nil when it was not verified.
+	proof *release.Provenance
 }
 
 // pendingRevision is revision version of release name in namespace, with contents c, as operation
-// op records it before anything changes: the one place a revision's record is made.
-func (o *operation) pendingRevision(op release.Operation, name, namespace string, version int, c contents, e entry) revision {
+// op records it before anything changes: the one place a revision's record is made. A chart
+// read now is recorded with the proof of its verification, or as not verified, whatever it
+// claims; one copied from a recorded revision keeps that revision's proof, with its labels.
+func (o *operation) pendingRevision(op release.Operation, name, namespace string, version int, c contents, e entry) (revision, error) {
 	now := o.now()
 	first := e.firstDeployed
 	if op == release.OpInstall {
@@ -59,7 +65,12 @@ func (o *operation) pendingRevision(op release.Operation, name, namespace string
 		Info: &release.Info{FirstDeployed: first, LastDeployed: now, Status: pendingStatus(op),
 			Description: description, RollbackRevision: e.rollbackTo, Notes: c.notes},
 	}
-	return revision{rel: rel, crds: c.crds, objects: c.objects}
+	if c.rendered {
+		if err := release.SetProvenance(rel, e.proof); err != nil {
+			return revision{}, err
+		}
+	}
+	return revision{rel: rel, crds: c.crds, objects: c.objects}, nil
 }
 
 // contentsOf are the contents of recorded revision rel, for a new revision that goes back to it:

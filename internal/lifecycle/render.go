@@ -70,7 +70,7 @@ func (o *operation) render(ctx context.Context, ch *chartv2.Chart, vals map[stri
 	if err := sequence.Record(rendered.Chart); err != nil {
 		return contents{}, err
 	}
-	return contents{chart: rendered.Chart, config: rendered.Config, manifest: rendered.Manifest, hooks: rendered.ReleaseHooks,
+	return contents{rendered: true, chart: rendered.Chart, config: rendered.Config, manifest: rendered.Manifest, hooks: rendered.ReleaseHooks,
 		notes: rendered.Notes, crds: rendered.CRDs, objects: rendered.Resources}, nil
 }
 

@@ -34,6 +34,9 @@ type UpgradeOptions struct {
 	HistoryMax   int
 	Description  string
 	Capabilities *common.Capabilities
+	// Provenance is the proof that Chart was verified, recorded with the revision; nil records
+	// it as not verified.
+	Provenance *release.Provenance
 	// Labels are merged over the last revision's labels, as Helm's --labels: a label whose
 	// value is "null" is removed.
 	Labels map[string]string
@@ -112,7 +115,7 @@ func (o UpgradeOptions) install() InstallOptions {
 		Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 		CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 		NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
-		Labels: o.Labels, PostRenderer: o.PostRenderer, CRDs: o.CRDs, Rendering: o.Rendering, ForceReplace: o.ForceReplace,
+		Labels: o.Labels, Provenance: o.Provenance, PostRenderer: o.PostRenderer, CRDs: o.CRDs, Rendering: o.Rendering, ForceReplace: o.ForceReplace,
 		// As Helm's upgrade --install, the install takes the name of an uninstalled release.
 		Replace: true,
 		preview: o.preview,
@@ -158,7 +161,7 @@ func (op upgradeOp) read(ctx context.Context, d *operation) (draft, policy, erro
 	}
 	number := last.Version + 1
 	dr := draft{name: o.Name, namespace: o.Namespace, number: number, previous: []*release.Release{deployed, last},
-		entry: entry{labels: release.MergeLabels(last.Labels, o.Labels), firstDeployed: current.Info.FirstDeployed},
+		entry: entry{labels: release.MergeLabels(last.Labels, o.Labels), firstDeployed: current.Info.FirstDeployed, proof: o.Provenance},
 		render: &renderInput{chart: ch, values: vals, rendering: o.Rendering, options: chart.RenderOptions{
 			ReleaseName: o.Name, Namespace: o.Namespace, Revision: number, IsUpgrade: true, Capabilities: o.Capabilities,
 			Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,

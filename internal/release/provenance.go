@@ -57,17 +57,27 @@ type Provenance struct {
 
 // SetProvenance records p as the proof of rel's chart, or, with p nil, that its chart was not
 // verified: a chart's own provenance annotation is removed either way, and the seal of a
-// revision it was carried from with it.
+// revision the labels were carried from with it. rel's labels and chart metadata are replaced
+// by copies: the maps and the chart it was given are left as they were.
 func SetProvenance(rel *Release, p *Provenance) error {
-	delete(rel.Labels, VerifiedLabel)
+	if _, ok := rel.Labels[VerifiedLabel]; ok {
+		rel.Labels = maps.Clone(rel.Labels)
+		delete(rel.Labels, VerifiedLabel)
+	}
 	if rel.Chart == nil || rel.Chart.Metadata == nil {
 		if p != nil {
 			return errors.New("record the chart's provenance: the revision has no chart")
 		}
 		return nil
 	}
-	md := rel.Chart.Metadata
+	_, claimed := rel.Chart.Metadata.Annotations[ProvenanceAnnotation]
+	if p == nil && !claimed {
+		return nil
+	}
+	ch, md := *rel.Chart, *rel.Chart.Metadata
+	md.Annotations = maps.Clone(md.Annotations)
 	delete(md.Annotations, ProvenanceAnnotation)
+	ch.Metadata, rel.Chart = &md, &ch
 	if p == nil {
 		return nil
 	}
@@ -79,6 +89,7 @@ func SetProvenance(rel *Release, p *Provenance) error {
 		md.Annotations = map[string]string{}
 	}
 	md.Annotations[ProvenanceAnnotation] = string(data)
+	rel.Labels = maps.Clone(rel.Labels)
 	if rel.Labels == nil {
 		rel.Labels = map[string]string{}
 	}
