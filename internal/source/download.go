@@ -15,10 +15,12 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
+	"helm.sh/helm/v4/pkg/provenance"
 	"helm.sh/helm/v4/pkg/registry"
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/yamlbound"
 )
 
@@ -28,19 +30,19 @@ import (
 // URL (--repo, the controller's), by berth's own bounded requests and caches around Helm's
 // registry client and index lookup; REPO/CHART of the user's repositories and a chart's URL by
 // Helm's downloader, as Helm's LocateChart does, detached and bounded (helmDownload).
-func (r *Resolver) download(ctx context.Context, ref, version string) (string, []string, error) {
+func (r *Resolver) download(ctx context.Context, ref, version string, k *keyring) (string, []string, error) {
 	ctx = withBudget(ctx)
 	f := r.fetcher()
 	switch {
 	case registry.IsOCI(ref):
-		return r.registryChart(ctx, f, ref, version)
+		return r.registryChart(ctx, f, ref, version, k)
 	case r.Options.RepoURL != "" && pluginScheme(r.Options.RepoURL):
-		path, err := r.pluginRepositoryChart(ctx, f, ref, version)
+		path, err := r.pluginRepositoryChart(ctx, f, ref, version, k)
 		return path, nil, err
 	case r.Options.RepoURL != "":
-		return r.repositoryChart(ctx, f, ref, version)
+		return r.repositoryChart(ctx, f, ref, version, k)
 	default:
-		path, err := r.helmDownload(ctx, f, ref, version)
+		path, err := r.helmDownload(ctx, f, ref, version, k)
 		return path, nil, err
 	}
 }
@@ -70,24 +72,22 @@ func (r *Resolver) out() io.Writer {
 }
 
 // repositoryChart fetches the chart ref names from the repository Options.RepoURL, with the
-// credentials and TLS settings of Options, and verifies it with Verify.
-func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version string) (string, []string, error) {
+// credentials and TLS settings of Options, and verifies it with k when it is not nil.
+func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version string, k *keyring) (string, []string, error) {
 	o := r.Options
 	a := repoAccess{
 		Username: o.Username, Password: o.Password, PassCredentialsAll: o.PassCredentialsAll,
 		TLS: RegistryOptions{CertFile: o.CertFile, KeyFile: o.KeyFile, CAFile: o.CaFile, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, Data: o.TLS},
 	}
-	var k *keyring
-	if o.Verify {
-		k = r.keyring()
-	}
 	return f.repositoryChart(ctx, f.chartCache(r.Settings.ContentCache), o.RepoURL, ref, version, a, k)
 }
 
-// keyring is the public keyring a chart is verified against: a file, or its content in memory.
+// keyring is the public keyring a chart is verified against: a file, or its content in memory;
+// once it verified the chart, proof says by whom.
 type keyring struct {
-	path string
-	data []byte
+	path  string
+	data  []byte
+	proof *release.Provenance
 }
 
 // CheckKeyring checks that data is a public keyring as Helm reads one: binary OpenPGP keys, as
@@ -103,8 +103,12 @@ func CheckKeyring(data []byte) error {
 	return nil
 }
 
-// keyring is the keyring of r's Options: the file Keyring names, else KeyringData.
+// keyring is the keyring of r's Options, the file Keyring names, else KeyringData; nil when
+// Options do not ask to verify.
 func (r *Resolver) keyring() *keyring {
+	if !r.Options.Verify {
+		return nil
+	}
 	if r.Options.Keyring == "" && r.Options.KeyringData != nil {
 		return &keyring{data: r.Options.KeyringData}
 	}
@@ -114,8 +118,9 @@ func (r *Resolver) keyring() *keyring {
 // verifyArchive checks the chart archive at path against its provenance file prov and the
 // keyring, as Helm's downloader does. A provenance file signs the archive by its name,
 // NAME-VERSION.tgz, which a file in cache does not have: a copy of that name is checked. A
-// keyring in memory is written beside it. The check's failure is a ProvenanceError.
-func verifyArchive(path, prov string, k *keyring) error {
+// keyring in memory is written beside it. The check's failure is a ProvenanceError; its success
+// is noted in k.proof.
+func (k *keyring) verify(path, prov string) error {
 	ch, err := chart.Load(path)
 	if err != nil {
 		return err
@@ -140,10 +145,26 @@ func verifyArchive(path, prov string, k *keyring) error {
 	if err := os.WriteFile(named, data, 0o600); err != nil {
 		return err
 	}
-	if _, err := downloader.VerifyChart(named, prov, keyringPath); err != nil {
+	v, err := downloader.VerifyChart(named, prov, keyringPath)
+	if err != nil {
 		return &ProvenanceError{Chart: ch.Metadata.Name + "-" + ch.Metadata.Version + ".tgz", Err: err}
 	}
+	k.noteVerified(v)
 	return nil
+}
+
+// noteVerified notes in k.proof the PGP signature v that verified a chart: the archive's digest
+// and the signing key's identity and id.
+func (k *keyring) noteVerified(v *provenance.Verification) {
+	p := &release.Provenance{Provider: release.ProviderPGP, Digest: v.FileHash, Verified: time.Now().UTC()}
+	if e := v.SignedBy; e != nil && e.PrimaryKey != nil {
+		p.Signer = e.PrimaryKey.KeyIdString()
+		for name := range e.Identities {
+			p.Signer = name + " (" + e.PrimaryKey.KeyIdString() + ")"
+			break
+		}
+	}
+	k.proof = p
 }
 
 // helmDownload fetches REPO/CHART of the user's repositories or a chart's URL into Helm's
@@ -152,7 +173,7 @@ func verifyArchive(path, prov string, k *keyring) error {
 // request bounded by RequestTimeout or what is left of ctx's deadline, through the fetcher's
 // transport (its dial, TLS handshake and response header timeouts, and connections that serve
 // the next fetch) unless the fetch has TLS settings of its own.
-func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version string) (string, error) {
+func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version string, k *keyring) (string, error) {
 	o := r.Options
 	timeout := f.opts.RequestTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -182,16 +203,19 @@ func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version st
 		ContentCache:     r.Settings.ContentCache,
 		Cache:            f.chartCache(r.Settings.ContentCache),
 	}
-	if o.Verify {
+	if k != nil {
 		dl.Verify = downloader.VerifyAlways
 	}
 	if err := os.MkdirAll(r.Settings.RepositoryCache, 0o755); err != nil {
 		return "", err
 	}
 	path, err := detach(ctx, func() (string, error) {
-		file, _, err := dl.DownloadToCache(ref, version)
+		file, v, err := dl.DownloadToCache(ref, version)
 		if err != nil {
 			return "", err
+		}
+		if k != nil && v != nil {
+			k.noteVerified(v)
 		}
 		return filepath.Abs(file)
 	})

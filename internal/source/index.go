@@ -104,7 +104,7 @@ func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoUR
 	if err != nil {
 		return "", created, err
 	}
-	return path, created, verifyArchive(path, prov, keyring)
+	return path, created, keyring.verify(path, prov)
 }
 
 // has reports whether idx has chart name at version.

@@ -225,7 +225,7 @@ func (b *boundBody) Close() error {
 // the latest); the tag's manifest digest, from a HEAD request, is the chart's key in cache, so
 // that fetching again a tag that did not move downloads nothing. Helm's calls run detached
 // (detach): a registry that does not answer fails the fetch when ctx ends.
-func (r *Resolver) registryChart(ctx context.Context, f *Fetcher, ref, version string) (string, []string, error) {
+func (r *Resolver) registryChart(ctx context.Context, f *Fetcher, ref, version string, k *keyring) (string, []string, error) {
 	rc, done, err := f.registryClient(ctx, r.Settings, OCIHost(ref), r.registryOptions(), r.out())
 	if err != nil {
 		return "", nil, err
@@ -237,7 +237,7 @@ func (r *Resolver) registryChart(ctx context.Context, f *Fetcher, ref, version s
 		created []string
 	}
 	res, err := detach(ctx, func() (result, error) {
-		path, created, err := r.pullChart(ctx, f, rc, cache, ref, version)
+		path, created, err := r.pullChart(ctx, f, rc, cache, ref, version, k)
 		return result{path, created}, err
 	})
 	if err != nil {
@@ -247,7 +247,7 @@ func (r *Resolver) registryChart(ctx context.Context, f *Fetcher, ref, version s
 }
 
 // pullChart is registryChart's work, with Helm's registry client rc.
-func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Client, cache *chartCache, ref, version string) (string, []string, error) {
+func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Client, cache *chartCache, ref, version string, k *keyring) (string, []string, error) {
 	name, tag, digest := ociParts(ref)
 	check := version
 	if digest == "" && tag == "" && !isVersion(version) {
@@ -321,7 +321,7 @@ func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Clien
 		}
 		f.grant(grant)
 	}
-	if !r.Options.Verify {
+	if k == nil {
 		return path, created, nil
 	}
 	prov, err := cache.Get(key, downloader.CacheProv)
@@ -338,7 +338,7 @@ func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Clien
 		}
 		created = append(created, prov)
 	}
-	return path, created, verifyArchive(path, prov, r.keyring())
+	return path, created, k.verify(path, prov)
 }
 
 // ociParts splits the oci:// reference ref into its repository (HOST/PATH), tag and digest.

@@ -29,6 +29,7 @@ import (
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/release"
 )
 
 // Options say where and how to fetch a chart: Helm's chart path options (--version, --repo,
@@ -104,6 +105,13 @@ func NewResolver(settings *helmcli.EnvSettings, opts Options, out io.Writer) (*R
 // The fetch ends when ctx does: a server that does not answer before ctx's deadline fails it
 // with a TimeoutError naming the server, of KindTimeout.
 func (r *Resolver) Locate(ctx context.Context, ref string) (string, error) {
+	path, _, err := r.locate(ctx, ref)
+	return path, err
+}
+
+// LocateVerified is Locate, and with Verify, the proof that the chart verified: who signed it,
+// and the digest of what was signed.
+func (r *Resolver) LocateVerified(ctx context.Context, ref string) (string, *release.Provenance, error) {
 	return r.locate(ctx, ref)
 }
 
@@ -135,14 +143,14 @@ func (r *Resolver) load(ref, path string) (helmchart.Charter, error) {
 	return loader.Load(path)
 }
 
-func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
+func (r *Resolver) locate(ctx context.Context, ref string) (string, *release.Provenance, error) {
 	version := r.Options.version()
 	host := ""
 	if registry.IsOCI(ref) {
 		host = OCIHost(ref)
 	}
-	fail := func(kind Kind, err error) (string, error) {
-		return "", &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Host: host, Err: err}
+	fail := func(kind Kind, err error) (string, *release.Provenance, error) {
+		return "", nil, &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Host: host, Err: err}
 	}
 	repoName := r.repositoryOf(ref)
 	onDisk := IsLocal(ref, r.Options) && repoName == ""
@@ -153,7 +161,7 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 	}
 	if repoName != "" {
 		if err := r.checkIndexed(ref, repoName, version); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	for _, u := range []string{ref, r.Options.RepoURL} {
@@ -175,13 +183,18 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 	}
 	var path string
 	var err error
+	k := r.keyring()
 	if onDisk {
 		inst := action.NewInstall(&action.Configuration{})
 		inst.ChartPathOptions = r.Options.ChartPathOptions
 		inst.Version = version
 		path, err = inst.LocateChart(ref, r.Settings)
+		if err == nil && k != nil {
+			// Helm's verification of an archive on disk says nothing of who signed it.
+			err = k.verify(path, path+".prov")
+		}
 	} else {
-		path, created, err = r.download(ctx, ref, version)
+		path, created, err = r.download(ctx, ref, version, k)
 	}
 	if err != nil {
 		undo()
@@ -212,7 +225,11 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, error) {
 		undo()
 		return fail(KindNotChart, err)
 	}
-	return path, nil
+	if k == nil || k.proof == nil {
+		return path, nil, nil
+	}
+	k.proof.Reference = ref
+	return path, k.proof, nil
 }
 
 // checkIndexed checks that REPO/CHART ref, at version, is in the index of repository name as

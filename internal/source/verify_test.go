@@ -264,3 +264,40 @@ func TestCheckKeyring(t *testing.T) {
 		}
 	}
 }
+
+// TestLocateVerifiedSaysWhoSigned: a chart verified against a keyring comes with the proof of
+// it (the signing key and the archive's digest); one fetched without verification, with none.
+func TestLocateVerifiedSaysWhoSigned(t *testing.T) {
+	ca := testca.New(t)
+	signer := berthtest.NewSigningKey(t, "signer")
+	pubring, err := os.ReadFile(signer.Pubring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, prov := signedWeb(t, signer)
+	digest, err := provenance.DigestFile(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startPrivateServer(t, ca, "", "", false)
+	servePackage(t, srv, signed, prov)
+	for _, verify := range []bool{true, false} {
+		opts := source.Options{TLS: source.TLSData{CA: ca.PEM}}
+		opts.Version, opts.Verify, opts.RepoURL = "0.1.0", verify, srv.URL
+		if verify {
+			opts.KeyringData = pubring
+		}
+		r := &source.Resolver{Settings: settingsIn(t), Options: opts, Fetcher: source.NewFetcher(source.DefaultFetchOptions())}
+		_, proof, err := r.LocateVerified(t.Context(), "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !verify && proof != nil:
+			t.Errorf("a chart fetched without verification came with a proof: %+v", proof)
+		case verify && (proof == nil || proof.Provider != "pgp" || !strings.Contains(proof.Signer, "signer") ||
+			proof.Digest != "sha256:"+digest || proof.Reference != "web" || proof.Verified.IsZero()):
+			t.Errorf("proof %+v, want pgp, signed by key signer, of digest sha256:%s, of chart web", proof, digest)
+		}
+	}
+}
