@@ -485,6 +485,19 @@ type DriftIgnore struct {
 	Name string `json:"name,omitempty"`
 }
 
+// ChartProof is the proof that a chart was verified before it was released: by which
+// provider, of which package, signed by whom.
+type ChartProof struct {
+	// Provider is what verified the chart: pgp (a provenance file checked against
+	// spec.chart.verify's keyring).
+	Provider string `json:"provider"`
+	// Digest is what was signed: the chart package's sha256.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// Signer is who signed it: the PGP key's identity and id.
+	Signer string `json:"signer"`
+}
+
 // ReleaseStatus is what the controller observed and did.
 type ReleaseStatus struct {
 	// ObservedGeneration is the generation of the spec the status describes.
@@ -512,6 +525,10 @@ type ReleaseStatus struct {
 	ChartVersion string `json:"chartVersion,omitempty"`
 	// +optional
 	ChartDigest string `json:"chartDigest,omitempty"`
+	// ChartVerified is the proof, recorded with the deployed revision, that its chart was
+	// verified before it was released (spec.chart.verify); absent when it was not.
+	// +optional
+	ChartVerified *ChartProof `json:"chartVerified,omitempty"`
 	// ValuesDigest is the sha256 of the deployed values.
 	// +optional
 	ValuesDigest string `json:"valuesDigest,omitempty"`

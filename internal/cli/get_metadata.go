@@ -34,7 +34,7 @@ func newGetMetadataCommand(streams Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return format.Write(streams.Out, metadataWriter{md})
+			return format.Write(streams.Out, metadataWriter{md, proofOf(rel)})
 		},
 	}
 	cmd.Flags().IntVar(&revision, "revision", 0, "specify release revision")
@@ -70,12 +70,26 @@ func releaseMetadata(rel *release.Release) (*action.Metadata, error) {
 	}, nil
 }
 
-// metadataWriter prints a revision's metadata as helm get metadata does.
-type metadataWriter struct{ md *action.Metadata }
+// metadataWriter prints a revision's metadata as helm get metadata does, and the proof that its
+// chart was verified.
+type metadataWriter struct {
+	md    *action.Metadata
+	proof *release.Provenance
+}
 
-func (w metadataWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w.md) }
+// verifiedMetadata is Helm's metadata with berth's own field beside it.
+type verifiedMetadata struct {
+	*action.Metadata
+	Verified *release.Provenance `json:"verified,omitempty"`
+}
 
-func (w metadataWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w.md) }
+func (w metadataWriter) WriteJSON(out io.Writer) error {
+	return output.EncodeJSON(out, verifiedMetadata{w.md, w.proof})
+}
+
+func (w metadataWriter) WriteYAML(out io.Writer) error {
+	return output.EncodeYAML(out, verifiedMetadata{w.md, w.proof})
+}
 
 func (w metadataWriter) WriteTable(out io.Writer) error {
 	md := w.md
@@ -83,6 +97,9 @@ func (w metadataWriter) WriteTable(out io.Writer) error {
 		"DEPENDENCIES: %v\nNAMESPACE: %v\nREVISION: %v\nSTATUS: %v\nDEPLOYED_AT: %v\nAPPLY_METHOD: %v\n",
 		md.Name, md.Chart, md.Version, md.AppVersion, labels.Set(md.Annotations), labels.Set(md.Labels),
 		md.FormattedDepNames(), md.Namespace, md.Revision, md.Status, md.DeployedAt, applyMethod(md.ApplyMethod))
+	if err == nil && w.proof != nil {
+		_, err = fmt.Fprintf(out, "VERIFIED: %s\n", describeProof(w.proof))
+	}
 	return err
 }
 

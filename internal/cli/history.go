@@ -34,11 +34,14 @@ configures the maximum length of the revision list returned.
 The historical release set is printed as a formatted table, e.g:
 
     $ berth history angry-bird
-    REVISION    UPDATED                     STATUS          CHART             APP VERSION     DESCRIPTION
-    1           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             Initial install
-    2           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             Upgraded successfully
-    3           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             Rolled back to 2
-    4           Mon Oct 3 10:15:13 2016     deployed        alpine-0.1.0      1.0             Upgraded successfully`,
+    REVISION    UPDATED                     STATUS          CHART             APP VERSION     VERIFIED    DESCRIPTION
+    1           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             no          Initial install
+    2           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             cosign      Upgraded successfully
+    3           Mon Oct 3 10:15:13 2016     superseded      alpine-0.1.0      1.0             no          Rolled back to 1
+    4           Mon Oct 3 10:15:13 2016     deployed        alpine-0.1.0      1.0             cosign      Upgraded successfully
+
+The VERIFIED column is shown when a revision's chart was verified before it was released
+(--verify): the provider it was verified with (pgp), or no.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +72,8 @@ type historyEntry struct {
 	AppVersion       string     `json:"app_version"`
 	RollbackRevision int        `json:"rollback_revision,omitempty"`
 	Description      string     `json:"description"`
+	// Verified is the proof that the revision's chart was verified; berth's own field.
+	Verified *release.Provenance `json:"verified,omitempty"`
 }
 
 type historyWriter struct {
@@ -92,6 +97,7 @@ func newHistoryWriter(revisions []*release.Release, limit int, showRollback bool
 			AppVersion:       appVersion(r.Chart),
 			RollbackRevision: r.Info.RollbackRevision,
 			Description:      r.Info.Description,
+			Verified:         proofOf(r),
 		}
 		if !r.Info.LastDeployed.IsZero() {
 			e.Updated = &r.Info.LastDeployed
@@ -106,26 +112,35 @@ func (w historyWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON
 func (w historyWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w.entries) }
 
 func (w historyWriter) WriteTable(out io.Writer) error {
+	// The VERIFIED column is there when a revision's chart was verified: the history of a
+	// release that never was is Helm's, to the byte.
+	verified := slices.ContainsFunc(w.entries, func(e historyEntry) bool { return e.Verified != nil })
 	tbl := uitable.New()
-	if w.showRollback {
-		tbl.AddRow("REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "ROLLBACK", "DESCRIPTION")
-	} else {
-		tbl.AddRow("REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "DESCRIPTION")
-	}
+	tbl.AddRow(w.row(verified, "REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "VERIFIED", "ROLLBACK", "DESCRIPTION")...)
 	for _, e := range w.entries {
 		var updated time.Time
 		if e.Updated != nil {
 			updated = *e.Updated
 		}
-		if w.showRollback {
-			rollback := ""
-			if e.RollbackRevision > 0 {
-				rollback = strconv.Itoa(e.RollbackRevision)
-			}
-			tbl.AddRow(e.Revision, updated.Format(time.ANSIC), e.Status, e.Chart, e.AppVersion, rollback, e.Description)
-			continue
+		rollback := ""
+		if e.RollbackRevision > 0 {
+			rollback = strconv.Itoa(e.RollbackRevision)
 		}
-		tbl.AddRow(e.Revision, updated.Format(time.ANSIC), e.Status, e.Chart, e.AppVersion, e.Description)
+		tbl.AddRow(w.row(verified, e.Revision, updated.Format(time.ANSIC), e.Status, e.Chart, e.AppVersion,
+			verifiedColumn(e.Verified), rollback, e.Description)...)
 	}
 	return output.EncodeTable(out, tbl)
+}
+
+// row is a table row of the columns revision to description, without VERIFIED unless verified,
+// without ROLLBACK unless --show-rollback-revision.
+func (w historyWriter) row(verified bool, revision, updated, status, chart, appVersion, verifiedCol, rollback, description any) []any {
+	row := []any{revision, updated, status, chart, appVersion}
+	if verified {
+		row = append(row, verifiedCol)
+	}
+	if w.showRollback {
+		row = append(row, rollback)
+	}
+	return append(row, description)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -140,7 +141,7 @@ func (flags installFlags) options(name string, s *session, c *chartInput) lifecy
 		Name: name, Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
 		CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
 		RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
-		Capabilities: c.caps, Labels: flags.labels, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(),
+		Capabilities: c.caps, Labels: flags.labels, Provenance: c.proof, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(),
 		Replace: flags.replace, Rendering: flags.render, ForceReplace: flags.forceReplace,
 	}
 }
@@ -193,6 +194,8 @@ type chartInput struct {
 	caps   *common.Capabilities
 	// postRenderer is the --post-renderer plugin; nil without one.
 	postRenderer postrenderer.PostRenderer
+	// proof is the chart's verification (--verify); nil when it was not verified.
+	proof *release.Provenance
 }
 
 // newChartSession merges the values, finds the post-renderer and locates and loads the chart ref
@@ -213,7 +216,7 @@ func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *ins
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := loadChart(ctx, cmd, streams, ref, flags.source)
+	ch, proof, err := loadChart(ctx, cmd, streams, ref, flags.source)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -225,7 +228,7 @@ func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *ins
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, &chartInput{chart: ch, values: vals, caps: caps, postRenderer: pr}, nil
+	return s, &chartInput{chart: ch, values: vals, caps: caps, postRenderer: pr, proof: proof}, nil
 }
 
 // printResult prints what an operation did to the progress stream, and the release it recorded as

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/gosuri/uitable"
@@ -16,6 +18,7 @@ import (
 type listFlags struct {
 	short, noHeaders, byDate, reverse, allNamespaces                      bool
 	all, deployed, failed, pending, superseded, uninstalled, uninstalling bool
+	verified, unverified                                                  bool
 	max, offset                                                           int
 	timeFormat, filter, selector                                          string
 	output                                                                output.Format
@@ -41,6 +44,9 @@ If the --filter flag is provided, it will be treated as a filter. Filters are
 regular expressions (Perl compatible) that are applied to the list of releases.
 Only items that match the filter will be returned.
 
+'--verified' lists only the releases whose current revision's chart was verified before it
+was released (with --verify), and '--unverified' only those whose chart was not.
+
 By default, up to 256 items may be returned. To limit this, use the '--max' flag.
 Setting '--max' to 0 returns all results. Pairing the '--max'
 flag with the '--offset' flag allows you to page through results.`,
@@ -50,7 +56,10 @@ flag with the '--offset' flag allows you to page through results.`,
 			if err != nil {
 				return err
 			}
-			rels, err := store.List(cmd.Context(), flags.options())
+			if flags.verified && flags.unverified {
+				return fmt.Errorf("--verified and --unverified ask for opposite releases: give one of them")
+			}
+			rels, err := flags.list(cmd.Context(), store)
 			if err != nil {
 				return err
 			}
@@ -75,12 +84,35 @@ flag with the '--offset' flag allows you to page through results.`,
 	f.BoolVar(&flags.failed, "failed", false, "show failed releases")
 	f.BoolVar(&flags.pending, "pending", false, "show pending releases")
 	f.BoolVarP(&flags.allNamespaces, "all-namespaces", "A", false, "list releases across all namespaces")
+	f.BoolVar(&flags.verified, "verified", false, "show only releases whose chart was verified before it was released")
+	f.BoolVar(&flags.unverified, "unverified", false, "show only releases whose chart was not verified")
 	f.IntVarP(&flags.max, "max", "m", 256, "maximum number of releases to fetch")
 	f.IntVar(&flags.offset, "offset", 0, "next release index in the list, used to offset from start value")
 	f.StringVarP(&flags.filter, "filter", "f", "", "a regular expression (Perl compatible). Any releases that match the expression will be included in the results")
 	f.StringVarP(&flags.selector, "selector", "l", "", "Selector (label query) to filter on, supports '=', '==', and '!='.(e.g. -l key1=value1,key2=value2).")
 	addOutputFlag(cmd, &flags.output)
 	return cmd
+}
+
+// list lists the releases of store the flags ask for: with --verified or --unverified, those
+// whose newest revision's chart was, or was not, verified, before --max and --offset apply.
+func (f listFlags) list(ctx context.Context, store release.Store) ([]*release.Release, error) {
+	opts := f.options()
+	if !f.verified && !f.unverified {
+		return store.List(ctx, opts)
+	}
+	page := opts
+	opts.Max, opts.Offset = 0, 0
+	rels, err := store.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	rels = slices.DeleteFunc(rels, func(r *release.Release) bool { return (proofOf(r) != nil) != f.verified })
+	rels = rels[min(max(page.Offset, 0), len(rels)):]
+	if page.Max > 0 && len(rels) > page.Max {
+		rels = rels[:page.Max]
+	}
+	return rels, nil
 }
 
 // options turns the flags into list options; no status flag (or --all) means every status.
@@ -124,6 +156,8 @@ type listEntry struct {
 	Status     string `json:"status"`
 	Chart      string `json:"chart"`
 	AppVersion string `json:"app_version"`
+	// Verified is the proof that the chart was verified; berth's own field.
+	Verified *release.Provenance `json:"verified,omitempty"`
 }
 
 type listWriter struct {
@@ -149,6 +183,7 @@ func newListWriter(rels []*release.Release, timeFormat string, noHeaders bool) l
 			Status:     r.Info.Status.String(),
 			Chart:      chartName(r.Chart),
 			AppVersion: appVersion(r.Chart),
+			Verified:   proofOf(r),
 		})
 	}
 	return listWriter{entries: entries, noHeaders: noHeaders}

@@ -12,6 +12,7 @@ import (
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -65,13 +66,19 @@ func locateChart(ctx context.Context, cmd *cobra.Command, streams Streams, ref s
 	return path, explainSourceError(err)
 }
 
-// loadChart locates the chart ref names and loads it.
-func loadChart(ctx context.Context, cmd *cobra.Command, streams Streams, ref string, opts source.Options) (*chartv2.Chart, error) {
-	path, err := locateChart(ctx, cmd, streams, ref, opts)
+// loadChart locates the chart ref names and loads it; with --verify, it returns the proof of
+// its verification too.
+func loadChart(ctx context.Context, cmd *cobra.Command, streams Streams, ref string, opts source.Options) (*chartv2.Chart, *release.Provenance, error) {
+	r, err := newResolver(cmd, streams, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return chart.Load(path)
+	path, proof, err := r.LocateVerified(ctx, ref)
+	if err != nil {
+		return nil, nil, explainSourceError(err)
+	}
+	ch, err := chart.Load(path)
+	return ch, proof, err
 }
 
 // defaultKeyring is Helm's default keyring for --verify: GnuPG's public keyring in GNUPGHOME or

@@ -142,6 +142,10 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 		fmt.Fprintf(&b, "CHART: %s\nVERSION: %s\nAPP_VERSION: %s\n", rel.Chart.Metadata.Name, rel.Chart.Metadata.Version, rel.Chart.Metadata.AppVersion)
 	}
 	fmt.Fprintf(&b, "DESCRIPTION: %s\n", rel.Info.Description)
+	if p := proofOf(rel); p != nil {
+		// Only then: the status of a release whose chart was not verified is Helm's, to the byte.
+		fmt.Fprintf(&b, "VERIFIED: %s\n", describeProof(p))
+	}
 	if w.operation != "" {
 		fmt.Fprintf(&b, "%s\n", w.operation)
 	}

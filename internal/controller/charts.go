@@ -14,7 +14,9 @@ import (
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	helmcli "helm.sh/helm/v4/pkg/cli"
 
+	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
 	"github.com/berthdev/berth/internal/yamlbound"
 )
@@ -85,16 +87,33 @@ func newCharts(dir string, o source.FetchOptions) *Charts {
 	return &Charts{settings: s, fetcher: source.NewFetcher(o), fetches: newFetches(0)}
 }
 
-// fetched is a chart and the digest of its package.
+// fetched is a chart and the digest of its package, and the proof of its verification when
+// the Release asked for one (spec.chart.verify).
 type fetched struct {
 	chart  *chartv2.Chart
 	digest string
+	proof  *release.Provenance
+}
+
+// chartProof is what a Release's status says of proof p: nil when the chart was not verified.
+func chartProof(p *release.Provenance) *v1alpha1.ChartProof {
+	if p == nil {
+		return nil
+	}
+	return &v1alpha1.ChartProof{Provider: p.Provider, Digest: p.Digest, Signer: p.Signer}
+}
+
+// located is a chart's package on disk, and the proof of its verification when it was verified.
+type located struct {
+	path  string
+	proof *release.Provenance
 }
 
 // locate downloads (or finds in the cache) the chart ref names, with the credentials and TLS
-// material of a, within ctx, and returns the path of its package: a source that does not answer
-// before ctx's deadline fails the fetch with a source.TimeoutError that names it.
-func (c *Charts) locate(ctx context.Context, ref chartRef, a chartAccess) (string, error) {
+// material of a, within ctx, and returns its package and, verified, the proof of it: a source
+// that does not answer before ctx's deadline fails the fetch with a source.TimeoutError that
+// names it.
+func (c *Charts) locate(ctx context.Context, ref chartRef, a chartAccess) (located, error) {
 	opts := source.Options{TLS: a.TLS}
 	opts.RepoURL, opts.Version = ref.RepoURL, ref.Version
 	opts.Username, opts.Password = a.Username, a.Password
@@ -103,7 +122,8 @@ func (c *Charts) locate(ctx context.Context, ref chartRef, a chartAccess) (strin
 		opts.Verify, opts.KeyringData = true, a.Keyring
 	}
 	r := &source.Resolver{Settings: c.settings, Options: opts, Out: io.Discard, Fetcher: c.fetcher}
-	return r.Locate(ctx, ref.Ref)
+	path, proof, err := r.LocateVerified(ctx, ref.Ref)
+	return located{path: path, proof: proof}, err
 }
 
 // MaxChartContentBytes bounds a chart's content once decompressed, checked as it streams

@@ -32,11 +32,11 @@ func TestFetchesShareConnections(t *testing.T) {
 	const fetches = 10
 	var digest string
 	for i := range fetches {
-		path, err := charts.locate(t.Context(), chartRef{Ref: "web", RepoURL: url, Version: "0.3.0"}, chartAccess{})
+		loc, err := charts.locate(t.Context(), chartRef{Ref: "web", RepoURL: url, Version: "0.3.0"}, chartAccess{})
 		if err != nil {
 			t.Fatalf("fetch %d: %v", i+1, err)
 		}
-		f, err := load(path, "")
+		f, err := load(loc.path, "")
 		if err != nil {
 			t.Fatalf("fetch %d: %v", i+1, err)
 		}

@@ -137,7 +137,7 @@ func (r *Reconciler) fetchChart(ctx context.Context, rel types.NamespacedName, d
 	if err != nil {
 		return nil, time.Since(start), err
 	}
-	path, took, err := r.Charts.fetches.get(ctx, rel, fetchKey(d.Chart, a), d.Chart.RepoURL, d.Timeout, func(ctx context.Context) (string, error) {
+	loc, took, err := r.Charts.fetches.get(ctx, rel, fetchKey(d.Chart, a), d.Chart.RepoURL, d.Timeout, func(ctx context.Context) (located, error) {
 		return r.Charts.locate(ctx, d.Chart, a)
 	})
 	took = max(took, time.Since(start))
@@ -154,7 +154,9 @@ func (r *Reconciler) fetchChart(ctx context.Context, rel types.NamespacedName, d
 	if d.Chart.RepoURL != "" {
 		name = fmt.Sprintf("%s of %s", d.Chart.Ref, d.Chart.RepoURL)
 	}
-	ch, err = load(path, name)
+	if ch, err = load(loc.path, name); err == nil {
+		ch.proof = loc.proof
+	}
 	return ch, took, err
 }
 

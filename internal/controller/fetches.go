@@ -65,8 +65,8 @@ type fetches struct {
 
 // freshChart is a chart fetched at a time.
 type freshChart struct {
-	path string
-	at   time.Time
+	chart located
+	at    time.Time
 }
 
 // newFetches returns fetches of which one namespace's Releases have at most perNamespace
@@ -83,7 +83,7 @@ func newFetches(perNamespace int) *fetches {
 type chartFlight struct {
 	done    chan struct{}
 	started time.Time
-	path    string
+	chart   located
 	err     error
 	// until is the latest deadline of the Releases that asked for it; timer cancels the fetch
 	// then.
@@ -126,19 +126,19 @@ func (f *fetches) source() crsource.Source {
 	})
 }
 
-// get returns the path of the packaged chart fetch gets, for Release rel asking with key (what it fetches, with which
+// get returns the packaged chart fetch gets (and the proof of its verification), for Release rel asking with key (what it fetches, with which
 // credentials) within timeout of its first ask, and how long rel has waited for it since. When
 // the fetch is still under way after the hold, it returns a FetchPendingError; once rel's
 // deadline has passed, a source.TimeoutError of repoURL's host.
 func (f *fetches) get(ctx context.Context, rel types.NamespacedName, key, repoURL string, timeout time.Duration,
-	fetch func(context.Context) (string, error)) (string, time.Duration, error) {
+	fetch func(context.Context) (located, error)) (located, time.Duration, error) {
 	now := time.Now()
 	f.mu.Lock()
 	w := f.waits[rel]
 	if w == nil {
-		if c, ok := f.fresh[key]; ok && now.Sub(c.at) < freshFor && exists(c.path) {
+		if c, ok := f.fresh[key]; ok && now.Sub(c.at) < freshFor && exists(c.chart.path) {
 			f.mu.Unlock()
-			return c.path, 0, nil
+			return c.chart, 0, nil
 		}
 	}
 	if w != nil && w.key != key {
@@ -181,23 +181,23 @@ func (f *fetches) get(ctx context.Context, rel types.NamespacedName, key, repoUR
 		}
 		if errors.Is(fl.err, context.Canceled) {
 			// Canceled at the latest deadline of those that asked, this one's included.
-			return "", time.Since(w.since), source.DeadlineError(repoURL, w.timeout)
+			return located{}, time.Since(w.since), source.DeadlineError(repoURL, w.timeout)
 		}
-		return fl.path, time.Since(w.since), fl.err
+		return fl.chart, time.Since(w.since), fl.err
 	default:
 	}
 	if ctx.Err() != nil {
-		return "", time.Since(w.since), ctx.Err()
+		return located{}, time.Since(w.since), ctx.Err()
 	}
 	if time.Now().Before(w.deadline) {
-		return "", time.Since(w.since), &FetchPendingError{Deadline: w.deadline}
+		return located{}, time.Since(w.since), &FetchPendingError{Deadline: w.deadline}
 	}
 	f.leave(rel, w)
-	return "", time.Since(w.since), source.DeadlineError(repoURL, w.timeout)
+	return located{}, time.Since(w.since), source.DeadlineError(repoURL, w.timeout)
 }
 
 // start starts the fetch of key, for a Release of namespace ns; f.mu is held.
-func (f *fetches) start(key, ns string, fetch func(context.Context) (string, error)) *chartFlight {
+func (f *fetches) start(key, ns string, fetch func(context.Context) (located, error)) *chartFlight {
 	ctx, cancel := context.WithTimeout(context.Background(), maxFetch)
 	fl := &chartFlight{done: make(chan struct{}), started: time.Now(), cancel: cancel, waiters: map[types.NamespacedName]struct{}{}}
 	fl.timer = time.AfterFunc(maxFetch, cancel)
@@ -205,11 +205,11 @@ func (f *fetches) start(key, ns string, fetch func(context.Context) (string, err
 	f.sweep()
 	go func() {
 		defer cancel()
-		path, err := f.run(ctx, ns, fetch)
+		chart, err := f.run(ctx, ns, fetch)
 		f.mu.Lock()
-		fl.path, fl.err = path, err
+		fl.chart, fl.err = chart, err
 		if err == nil {
-			f.fresh[key] = freshChart{path: path, at: time.Now()}
+			f.fresh[key] = freshChart{chart: chart, at: time.Now()}
 		}
 		fl.timer.Stop()
 		if f.flights[key] == fl {
@@ -236,10 +236,10 @@ func (f *fetches) start(key, ns string, fetch func(context.Context) (string, err
 
 // run runs fetch, for a Release of namespace ns, once the slots give ns its turn, or returns
 // ctx's error when ctx ends first.
-func (f *fetches) run(ctx context.Context, ns string, fetch func(context.Context) (string, error)) (string, error) {
+func (f *fetches) run(ctx context.Context, ns string, fetch func(context.Context) (located, error)) (located, error) {
 	release, err := f.slots.Acquire(ctx, ns)
 	if err != nil {
-		return "", err
+		return located{}, err
 	}
 	defer release()
 	return fetch(ctx)

@@ -34,13 +34,13 @@ func TestFetchesShareOneFetchOffTheWorkers(t *testing.T) {
 	q := queueOf(t, f)
 	release := make(chan struct{})
 	var calls atomic.Int32
-	fetch := func(ctx context.Context) (string, error) {
+	fetch := func(ctx context.Context) (located, error) {
 		calls.Add(1)
 		select {
 		case <-release:
-			return "/cache/web-0.3.0.tgz", nil
+			return located{path: "/cache/web-0.3.0.tgz"}, nil
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return located{}, ctx.Err()
 		}
 	}
 	a, b := types.NamespacedName{Namespace: "team-a", Name: "web"}, types.NamespacedName{Namespace: "team-b", Name: "web"}
@@ -65,8 +65,8 @@ func TestFetchesShareOneFetchOffTheWorkers(t *testing.T) {
 	}
 	for _, rel := range []types.NamespacedName{a, b} {
 		path, _, err := f.get(t.Context(), rel, "key", "https://charts.example/", time.Hour, fetch)
-		if err != nil || path != "/cache/web-0.3.0.tgz" {
-			t.Fatalf("%s: got %q, %v, want the fetched path", rel, path, err)
+		if err != nil || path.path != "/cache/web-0.3.0.tgz" {
+			t.Fatalf("%s: got %q, %v, want the fetched path", rel, path.path, err)
 		}
 	}
 	if n := calls.Load(); n != 1 {
@@ -81,10 +81,10 @@ func TestFetchesDeadlineNamesTheHostAndCancels(t *testing.T) {
 	f := newFetches(0)
 	f.hold = time.Millisecond
 	canceled := make(chan struct{})
-	fetch := func(ctx context.Context) (string, error) {
+	fetch := func(ctx context.Context) (located, error) {
 		<-ctx.Done()
 		close(canceled)
-		return "", ctx.Err()
+		return located{}, ctx.Err()
 	}
 	rel := types.NamespacedName{Namespace: "team-a", Name: "web"}
 	var err error
@@ -107,23 +107,23 @@ func TestFetchesNewAskAfterSpecChange(t *testing.T) {
 	f := newFetches(0)
 	f.hold = time.Millisecond
 	canceled := make(chan struct{})
-	hung := func(ctx context.Context) (string, error) {
+	hung := func(ctx context.Context) (located, error) {
 		<-ctx.Done()
 		close(canceled)
-		return "", ctx.Err()
+		return located{}, ctx.Err()
 	}
 	rel := types.NamespacedName{Namespace: "team-a", Name: "web"}
 	if _, _, err := f.get(t.Context(), rel, "old", "https://old.example/", time.Hour, hung); err == nil {
 		t.Fatal("the hung fetch returned")
 	}
-	path, _, err := f.get(t.Context(), rel, "new", "https://new.example/", time.Hour, func(context.Context) (string, error) {
-		return "/cache/new.tgz", nil
+	path, _, err := f.get(t.Context(), rel, "new", "https://new.example/", time.Hour, func(context.Context) (located, error) {
+		return located{path: "/cache/new.tgz"}, nil
 	})
 	for pending := new(FetchPendingError); errors.As(err, &pending); {
 		path, _, err = f.get(t.Context(), rel, "new", "https://new.example/", time.Hour, nil)
 	}
-	if err != nil || path != "/cache/new.tgz" {
-		t.Fatalf("got %q, %v, want the new fetch's path", path, err)
+	if err != nil || path.path != "/cache/new.tgz" {
+		t.Fatalf("got %q, %v, want the new fetch's path", path.path, err)
 	}
 	<-canceled
 }

@@ -21,14 +21,14 @@ func TestFetchesAtOnce(t *testing.T) {
 	var running, peak atomic.Int32
 	release := make(chan struct{})
 	started := make(chan struct{}, 2*maxFetchesAtOnce)
-	fetch := func(context.Context) (string, error) {
+	fetch := func(context.Context) (located, error) {
 		n := running.Add(1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
 		started <- struct{}{}
 		<-release
 		running.Add(-1)
-		return "chart.tgz", nil
+		return located{path: "chart.tgz"}, nil
 	}
 	var flights []*chartFlight
 	f.mu.Lock()
@@ -41,9 +41,9 @@ func TestFetchesAtOnce(t *testing.T) {
 	}
 	// One more waits for its turn: canceled, it never runs.
 	f.mu.Lock()
-	waiting := f.start("canceled", "team-x", func(context.Context) (string, error) {
+	waiting := f.start("canceled", "team-x", func(context.Context) (located, error) {
 		t.Error("a fetch canceled while it waited for its turn ran")
-		return "", nil
+		return located{}, nil
 	})
 	f.mu.Unlock()
 	waiting.cancel()
@@ -54,8 +54,8 @@ func TestFetchesAtOnce(t *testing.T) {
 	close(release)
 	for _, fl := range flights {
 		<-fl.done
-		if fl.err != nil || fl.path != "chart.tgz" {
-			t.Errorf("fetch: %q, %v", fl.path, fl.err)
+		if fl.err != nil || fl.chart.path != "chart.tgz" {
+			t.Errorf("fetch: %q, %v", fl.chart.path, fl.err)
 		}
 	}
 	if p := peak.Load(); p != maxFetchesAtOnce {
@@ -73,21 +73,21 @@ func TestFetchesOfOneNamespaceKeepTheirShare(t *testing.T) {
 	started := make(chan struct{}, 12)
 	f.mu.Lock()
 	for i := range 12 {
-		f.start(fmt.Sprint("slow-", i), "team-a", func(ctx context.Context) (string, error) {
+		f.start(fmt.Sprint("slow-", i), "team-a", func(ctx context.Context) (located, error) {
 			running.Add(1)
 			started <- struct{}{}
 			select {
 			case <-hung:
 			case <-ctx.Done():
 			}
-			return "", ctx.Err()
+			return located{}, ctx.Err()
 		})
 	}
-	other := f.start("healthy", "team-b", func(context.Context) (string, error) { return "chart.tgz", nil })
+	other := f.start("healthy", "team-b", func(context.Context) (located, error) { return located{path: "chart.tgz"}, nil })
 	f.mu.Unlock()
 	<-other.done
-	if other.err != nil || other.path != "chart.tgz" {
-		t.Fatalf("another namespace's fetch: %q, %v", other.path, other.err)
+	if other.err != nil || other.chart.path != "chart.tgz" {
+		t.Fatalf("another namespace's fetch: %q, %v", other.chart.path, other.err)
 	}
 	for range DefaultFetchesPerNamespace {
 		<-started
@@ -110,9 +110,9 @@ func TestFreshChartNeedsNoSlot(t *testing.T) {
 	}
 	ctx := t.Context()
 	rel := types.NamespacedName{Namespace: "team-a", Name: "web"}
-	got, _, err := f.get(ctx, rel, "key", "https://charts.example.com", time.Minute, func(context.Context) (string, error) { return path, nil })
-	if err != nil || got != path {
-		t.Fatalf("first fetch: %q, %v", got, err)
+	got, _, err := f.get(ctx, rel, "key", "https://charts.example.com", time.Minute, func(context.Context) (located, error) { return located{path: path}, nil })
+	if err != nil || got.path != path {
+		t.Fatalf("first fetch: %q, %v", got.path, err)
 	}
 	var holds []func()
 	for range maxFetchesAtOnce {
@@ -128,11 +128,11 @@ func TestFreshChartNeedsNoSlot(t *testing.T) {
 		}
 	}()
 	other := types.NamespacedName{Namespace: "team-b", Name: "web"}
-	got, _, err = f.get(ctx, other, "key", "https://charts.example.com", time.Minute, func(context.Context) (string, error) {
+	got, _, err = f.get(ctx, other, "key", "https://charts.example.com", time.Minute, func(context.Context) (located, error) {
 		t.Error("a chart fetched a moment ago was fetched again")
-		return "", nil
+		return located{}, nil
 	})
-	if err != nil || got != path {
-		t.Errorf("fresh chart: %q, %v, want %q", got, err, path)
+	if err != nil || got.path != path {
+		t.Errorf("fresh chart: %q, %v, want %q", got.path, err, path)
 	}
 }

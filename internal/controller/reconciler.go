@@ -270,6 +270,7 @@ func (r *Reconciler) report(ctx context.Context, in *reconciliation, a lifecycle
 		rel.Status.Revision = last.Version
 		r.recordFootprint(rel, last)
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = in.ch.chart.Name(), in.version(), in.ch.digest
+		rel.Status.ChartVerified = chartProof(in.ch.proof)
 		rel.Status.ValuesDigest = d.ValuesDigest
 	}
 	if a != lifecycle.ActNone && !keepTestFailure(rel, d) {
@@ -341,6 +342,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 		rel.Status.Revision = revision
 		r.recordFootprint(rel, rec)
 		rel.Status.ChartName, rel.Status.ChartVersion, rel.Status.ChartDigest = chartName, version, in.ch.digest
+		rel.Status.ChartVerified = chartProof(in.ch.proof)
 		rel.Status.ValuesDigest, rel.Status.Failures = d.ValuesDigest, 0
 		setCondition(rel, ConditionReleased, metav1.ConditionTrue, reason, msg)
 		markReady(rel, reason, msg)
@@ -418,7 +420,7 @@ func (r *Reconciler) release(ctx, work context.Context, rel *v1alpha1.Release, d
 	// values are all the release's values: none of an earlier revision's are kept, even when
 	// the spec gives none (as Flux's HelmRelease).
 	return revisionOf(lifecycle.Upgrade(ctx, deps, lifecycle.UpgradeOptions{
-		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Values: d.Values, ValuesStrategy: chart.ValuesReset,
+		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Provenance: ch.proof, Values: d.Values, ValuesStrategy: chart.ValuesReset,
 		Install: true, HistoryMax: d.HistoryMax, Capabilities: caps,
 		WaitOptions: d.wait(upgrade.OperationSpec, d.UpgradeWatch), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
 		CreateNamespace: install.CreateNamespace, CRDs: crdPolicy(upgrade.CRDs), ForceReplace: upgrade.Force,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 	"github.com/berthdev/berth/test/releasetest"
@@ -73,6 +74,18 @@ func TestReleaseVerifiesChartProvenance(t *testing.T) {
 	if _, err := env.Client.CoreV1().Secrets(env.Namespace).Update(t.Context(), s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, c, env.Namespace, "web", "is installed once the keyring holds the signer's key", readyAt(1))
+	got = waitFor(t, c, env.Namespace, "web", "is installed once the keyring holds the signer's key", readyAt(1))
 	assertConfig(t, env, "replicas", "2")
+
+	// The proof is in the status, and in the revision's record, where helm keeps it.
+	if p := got.Status.ChartVerified; p == nil || p.Provider != "pgp" || !strings.Contains(p.Signer, "signer") || p.Digest != got.Status.ChartDigest {
+		t.Errorf("status.chartVerified %+v, want the pgp proof of key signer, of digest %s", p, got.Status.ChartDigest)
+	}
+	rec, err := release.NewSecretStore(env.Client.CoreV1(), env.Namespace).Get(t.Context(), got.Status.ReleaseName, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := release.ProvenanceOf(rec); p == nil || err != nil || p.Provider != "pgp" || p.Reference != "web" {
+		t.Errorf("the record's proof: %+v, %v; want pgp of chart web", p, err)
+	}
 }
