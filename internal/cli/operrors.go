@@ -52,6 +52,10 @@ func explainOperationError(err error) error {
 	if errors.As(err, &jr) {
 		hints = append(hints, journalHint(jr))
 	}
+	var unverified *lifecycle.UnverifiedRollbackError
+	if errors.As(err, &unverified) {
+		hints = append(hints, "roll back to a verified revision (berth history shows which), or pass --allow-unverified to run the unverified chart anyway")
+	}
 	var nd *lifecycle.NoDeployedError
 	if errors.As(err, &nd) {
 		hints = append(hints, fmt.Sprintf("berth recover %s finishes the %s instead", nd.Release, nd.Operation))

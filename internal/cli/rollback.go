@@ -22,6 +22,8 @@ type rollbackFlags struct {
 	forceReplace  bool
 	description   string
 	cleanupOnFail bool
+	// allowUnverified lets a release whose last chart was verified go back to one that was not.
+	allowUnverified bool
 }
 
 func newRollbackCommand(streams Streams) *cobra.Command {
@@ -115,6 +117,7 @@ func (flags rollbackFlags) options(name string, version int, s *session) lifecyc
 		Name: name, Namespace: s.clients.Namespace, Version: version, WaitOptions: flags.wait,
 		TakeOwnership: flags.takeOwnership, NoHooks: flags.noHooks, DryRun: flags.dryRun, HistoryMax: flags.historyMax,
 		ForceReplace: flags.forceReplace, Description: flags.description, CleanupOnFail: flags.cleanupOnFail,
+		AllowUnverified: flags.allowUnverified,
 	}
 }
 
@@ -127,6 +130,7 @@ func (flags *rollbackFlags) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&flags.noHooks, "no-hooks", false, "do not run the hooks of the rollback")
 	f.BoolVar(&flags.takeOwnership, "take-ownership", false, "adopt existing objects that belong to another release or to none")
 	addForceReplaceFlag(f, &flags.forceReplace)
+	f.BoolVar(&flags.allowUnverified, "allow-unverified", false, "roll back to a revision whose chart was not verified, though the last revision's was")
 	addServerSideFlags(cmd, false)
 	f.StringVar(&flags.description, "description", "", fmt.Sprintf("add a custom description for the rollback (max %d characters)", action.MaxDescriptionLength))
 	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this rollback when rollback fails: as in Helm, when applying the objects fails, those that did not exist before are deleted, and waited for until gone, once the failure is recorded (the last third of --timeout is kept for it)")

@@ -17,6 +17,7 @@ type upgradeFlags struct {
 	resetThenReuseValues bool
 	historyMax           int
 	cleanupOnFail        bool
+	allowUnverified      bool
 }
 
 func newUpgradeCommand(streams Streams) *cobra.Command {
@@ -74,7 +75,7 @@ func (flags upgradeFlags) options(name string, s *session, c *chartInput, strate
 		TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
 		HistoryMax: flags.historyMax, Description: flags.description, Capabilities: c.caps,
 		Labels: flags.labels, Provenance: c.proof, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(), ForceReplace: flags.forceReplace,
-		CleanupOnFail: flags.cleanupOnFail, Rendering: flags.render,
+		CleanupOnFail: flags.cleanupOnFail, Rendering: flags.render, AllowUnverified: flags.allowUnverified,
 	}
 }
 
@@ -98,6 +99,7 @@ func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	addServerSideFlags(cmd, false)
 	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails: the objects that did not exist before it are deleted, and waited for until gone, once the failure is recorded (the last third of --timeout is kept for it, as for --rollback-on-failure)")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
+	f.BoolVar(&flags.allowUnverified, "allow-unverified", false, "let the rollback that undoes a failed upgrade of a verified chart go back to a revision whose chart was not verified")
 	addWatchFlags(f, &flags.wait.Watch, "upgrade", " (with --rollback-on-failure, it is rolled back to the deployed revision)")
 	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be separated by comma. Original release labels will be merged with upgrade labels. You can unset label using null.")
 	f.BoolVar(&flags.reuseValues, "reuse-values", false, "merge the new values over the last release's, rendering with its chart defaults")

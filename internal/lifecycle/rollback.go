@@ -28,6 +28,9 @@ type RollbackOptions struct {
 	// CleanupOnFail deletes, when the rollback fails, the objects it created (see
 	// UpgradeOptions).
 	CleanupOnFail bool
+	// AllowUnverified lets the rollback go back to a revision whose chart was not verified when
+	// the release's last revision's was: without it, that is refused (UnverifiedRollbackError).
+	AllowUnverified bool
 
 	// preview, when set with a server dry run, is filled with what the rollback would do.
 	preview *Preview
@@ -53,6 +56,37 @@ func (o *operation) rollback(ctx context.Context, opts RollbackOptions) (*releas
 	return o.carryOut(ctx, rollbackOp{opts})
 }
 
+// UnverifiedRollbackError refuses a rollback of a release whose last revision's chart was
+// verified to a revision whose chart was not: it would run a chart nobody verified.
+type UnverifiedRollbackError struct {
+	Release string
+	// Revision is the one the rollback goes back to; Last is the release's last, verified by
+	// Provider.
+	Revision, Last int
+	Provider       string
+}
+
+func (e *UnverifiedRollbackError) Error() string {
+	return fmt.Sprintf("release %s: revision %d's chart was not verified, and the last revision %d's was (%s): a rollback to it would run a chart nobody verified",
+		e.Release, e.Revision, e.Last, e.Provider)
+}
+
+// checkVerified refuses a rollback from last to target when last's chart was verified and
+// target's was not, unless allowed.
+func checkVerified(last, target *release.Release, allowed bool) error {
+	if allowed {
+		return nil
+	}
+	proof, err := release.ProvenanceOf(last)
+	if err != nil || proof == nil {
+		return nil
+	}
+	if p, err := release.ProvenanceOf(target); err == nil && p != nil {
+		return nil
+	}
+	return &UnverifiedRollbackError{Release: last.Name, Revision: target.Version, Last: last.Version, Provider: proof.Provider}
+}
+
 // rollbackOp is a rollback as the revision pipeline carries it out.
 type rollbackOp struct{ o RollbackOptions }
 
@@ -73,6 +107,9 @@ func (op rollbackOp) read(ctx context.Context, d *operation) (draft, policy, err
 	}
 	target, err := d.Store.Get(ctx, o.Name, version)
 	if err != nil {
+		return draft{}, policy{}, err
+	}
+	if err := checkVerified(last, target, o.AllowUnverified); err != nil {
 		return draft{}, policy{}, err
 	}
 	deployed, _ := deployedOf(ctx, d.Store, last)

@@ -37,6 +37,9 @@ type UpgradeOptions struct {
 	// Provenance is the proof that Chart was verified, recorded with the revision; nil records
 	// it as not verified.
 	Provenance *release.Provenance
+	// AllowUnverified lets the rollback that undoes a failed upgrade (RollbackOnFailure, the
+	// watch window) go back to a revision whose chart was not verified when the upgrade's was.
+	AllowUnverified bool
 	// Labels are merged over the last revision's labels, as Helm's --labels: a label whose
 	// value is "null" is removed.
 	Labels map[string]string
@@ -184,7 +187,7 @@ func (op upgradeOp) read(ctx context.Context, d *operation) (draft, policy, erro
 		}
 		// The rollback replaces objects whose immutable fields change, as the upgrade did.
 		_, err := d.rollback(ctx, RollbackOptions{Name: o.Name, Namespace: o.Namespace, Version: deployed.Version,
-			NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}, ForceReplace: o.ForceReplace,
+			NoHooks: o.NoHooks, WaitOptions: WaitOptions{Wait: true}, ForceReplace: o.ForceReplace, AllowUnverified: o.AllowUnverified,
 			Description: undoDescription(deployed.Version, number, cause)})
 		return err
 	}

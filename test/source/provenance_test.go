@@ -69,4 +69,18 @@ func TestVerifiedReleaseKeepsItsProof(t *testing.T) {
 	if !listed("--verified") {
 		t.Error("a release rolled back to its verified revision is not listed by --verified")
 	}
+
+	// Back from the verified revision 3 to the unverified 2: refused, and nothing recorded,
+	// unless allowed.
+	_, _, err := berthtest.Berth(t, env, "rollback", "good", "2")
+	if err == nil || !strings.Contains(err.Error(), "revision 2's chart was not verified, and the last revision 3's was (pgp)") || !strings.Contains(err.Error(), "--allow-unverified") {
+		t.Errorf("berth rollback to an unverified revision: %v, want it refused, naming the revisions and --allow-unverified", err)
+	}
+	if got := berth("history", "good", "-o", "json"); strings.Contains(got, `"revision":4`) {
+		t.Errorf("a refused rollback recorded a revision:\n%s", got)
+	}
+	berth("rollback", "good", "2", "--allow-unverified")
+	if listed("--verified") || deployedVersion(t, env, "web", "good") != "1.1.0" {
+		t.Error("berth rollback --allow-unverified did not go back to the unverified revision 2")
+	}
 }
