@@ -28,7 +28,38 @@ const (
 	// ReasonVerificationFailed: the chart has no provenance file, or it does not verify against
 	// the keyring of spec.chart.verify.
 	ReasonVerificationFailed = "VerificationFailed"
+	// ReasonVerificationRequired: the controller requires every chart to be verified
+	// (--require-verified), and the Release's is not.
+	ReasonVerificationRequired = "VerificationRequired"
 )
+
+// VerificationRequiredError says the controller requires every chart to be verified before it
+// is released, and the Release's chart cannot be: it names no keyring (spec.chart.verify), or it
+// comes from a ConfigMap or Secret, which carries no signature.
+type VerificationRequiredError struct {
+	// InCluster says the chart comes from a ConfigMap or Secret.
+	InCluster bool
+}
+
+func (e *VerificationRequiredError) Error() string {
+	if e.InCluster {
+		return "this controller releases only charts verified before they are released (--require-verified), and a chart held in a ConfigMap or Secret carries no signature: serve it from a repository or registry with its provenance file, and set spec.chart.verify"
+	}
+	return "this controller releases only charts verified before they are released (--require-verified): set spec.chart.verify to the Secret holding the keyring of the chart's signer"
+}
+
+// checkVerified refuses, when required, a Release whose chart d is not verified.
+func checkVerified(d *desired, required bool) error {
+	switch {
+	case !required:
+		return nil
+	case d.ChartIn != nil:
+		return &VerificationRequiredError{InCluster: true}
+	case d.Chart.Verify == "":
+		return &VerificationRequiredError{}
+	}
+	return nil
+}
 
 // chartAccess is how a fetch reaches a repository or registry: its credentials and TLS
 // material, as read from the Release's Secrets. It is never printed.

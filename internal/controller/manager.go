@@ -86,6 +86,9 @@ type Options struct {
 	// carry the release's values, Secrets included, and anyone who may view a Release's namespace
 	// reads its status: off, the controller writes none of it.
 	StatusChartOutput bool
+	// RequireVerified refuses every Release whose chart is not verified before it is released
+	// (spec.chart.verify): a tenant cannot opt out.
+	RequireVerified bool
 	// NoSecretWatch drops the watch of the metadata of Secrets: a change of a Secret a Release
 	// reads (valuesFrom, chart credentials, TLS, keyring, kubeconfig, a chart in a Secret) is then
 	// seen at the Release's next reconcile (spec.interval, or a change of the Release) rather
@@ -266,6 +269,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,
+		RequireVerified:       o.RequireVerified,
 		KubeConfigReach:       o.KubeConfigReach,
 		MaxTimeout:            o.MaxTimeout,
 		RecordExpansion:       recordExpansion(o.MaxRecordExpansion),

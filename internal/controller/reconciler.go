@@ -63,6 +63,8 @@ type Reconciler struct {
 	// end of a failed hook's logs, a template's fail or required message), which can carry the
 	// release's values; without it the controller writes none of it anywhere.
 	StatusChartOutput bool
+	// RequireVerified refuses every Release whose chart is not verified (VerificationRequired).
+	RequireVerified bool
 	// KubeConfigReach is what a Release's kubeconfig may make the controller do beyond
 	// connecting over verified TLS straight to its server.
 	KubeConfigReach inputs.KubeConfigReach
@@ -199,6 +201,10 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 	if err := checkWindows(d, meta.IsStatusConditionTrue(rel.Status.Conditions, ConditionTimeoutCapped)); err != nil {
 		// As a spec error: nothing happens until the spec changes.
 		markFailed(rel, reasonOf(err, ReasonInvalidSpec), err, true)
+		return nil, ctrl.Result{}, r.patchStatus(ctx, orig, rel)
+	}
+	if err := checkVerified(d, r.RequireVerified); err != nil {
+		markFailed(rel, ReasonVerificationRequired, err, true)
 		return nil, ctrl.Result{}, r.patchStatus(ctx, orig, rel)
 	}
 
