@@ -18,4 +18,7 @@ const (
 	// WatchNamespaceAnnotation on that Lease is the one namespace the controller serves ("" for
 	// every namespace).
 	WatchNamespaceAnnotation = "berth.dev/watch-namespace"
+	// RequireVerifiedAnnotation on that Lease is "true" when the controller releases only
+	// verified charts (--require-verified).
+	RequireVerifiedAnnotation = "berth.dev/require-verified"
 )

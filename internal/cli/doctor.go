@@ -55,8 +55,10 @@ releases whose record is near the 1 MiB an object may hold or split into parts
 (with what their history holds), records whose parts are missing and parts no
 record names, PodDisruptionBudgets that allow no eviction, and Releases (berth.dev) that no
 running controller serves: of a shard no controller runs for (label
-sharding.berth.dev/key), or with no controller at all. Controllers are found by
-their leader election Leases, so those run without --leader-elect are not seen.
+sharding.berth.dev/key), or with no controller at all, and Releases that run
+an unverified chart under a controller that requires verification
+(--require-verified). Controllers are found by their leader election Leases, so
+those run without --leader-elect are not seen.
 
 Without -n (or HELM_NAMESPACE) the whole cluster is checked, as far as you may
 read it; with -n, that namespace and the cluster-wide objects that affect it;

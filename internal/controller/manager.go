@@ -327,7 +327,7 @@ func addPresence(mgr manager.Manager, cfg *rest.Config, shard Shard, namespace s
 	if err != nil {
 		return fmt.Errorf("create the client of the leader election Lease: %w", err)
 	}
-	return mgr.Add(newPresence(cs.CoordinationV1(), namespace, shard, o.Namespace, o.Logger.WithName("presence")))
+	return mgr.Add(newPresence(cs.CoordinationV1(), namespace, shard, o.Namespace, o.RequireVerified, o.Logger.WithName("presence")))
 }
 
 // metricsOptions serves the metrics as o says: over HTTPS, each request authenticated and

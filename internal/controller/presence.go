@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,13 +35,14 @@ type presence struct {
 	log             logr.Logger
 }
 
-func newPresence(leases coordinationv1client.LeasesGetter, namespace string, shard Shard, watchNamespace string, log logr.Logger) *presence {
+func newPresence(leases coordinationv1client.LeasesGetter, namespace string, shard Shard, watchNamespace string, requireVerified bool, log logr.Logger) *presence {
 	return &presence{
 		leases: leases, namespace: namespace, name: shard.LeaseName(),
 		labels: map[string]string{v1alpha1.ControllerLabel: shard.ID()},
 		annotations: map[string]string{
 			v1alpha1.WatchLabelSelectorAnnotation: shard.Selector(),
 			v1alpha1.WatchNamespaceAnnotation:     watchNamespace,
+			v1alpha1.RequireVerifiedAnnotation:    strconv.FormatBool(requireVerified),
 		},
 		log: log,
 	}

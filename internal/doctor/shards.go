@@ -31,6 +31,8 @@ type liveController struct {
 	// selector selects the Releases it serves; text is as the controller wrote it.
 	selector labels.Selector
 	text     string
+	// requireVerified says it releases only verified charts (--require-verified).
+	requireVerified bool
 }
 
 func (c liveController) String() string {
@@ -65,7 +67,8 @@ func liveControllers(leases []coordinationv1.Lease, now time.Time) []liveControl
 		if err != nil {
 			continue
 		}
-		out = append(out, liveController{namespace: l.Annotations[v1alpha1.WatchNamespaceAnnotation], selector: sel, text: text})
+		out = append(out, liveController{namespace: l.Annotations[v1alpha1.WatchNamespaceAnnotation], selector: sel, text: text,
+			requireVerified: l.Annotations[v1alpha1.RequireVerifiedAnnotation] == "true"})
 	}
 	return out
 }
@@ -114,6 +117,58 @@ func (r *run) shards(ctx context.Context) {
 	}
 	for _, rel := range left {
 		r.add(unservedFinding(rel, ctrls))
+	}
+	r.unverified(ctx, ctrls)
+}
+
+// unverified finds the Releases that run a chart that was not verified while a controller that
+// requires verification serves them.
+func (r *run) unverified(ctx context.Context, ctrls []liveController) {
+	if !slices.ContainsFunc(ctrls, func(c liveController) bool { return c.requireVerified }) {
+		return
+	}
+	l, err := r.Dynamic.Resource(berthReleaseGVR).Namespace(r.opts.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		r.unreadable(berthReleaseGVR, "Release", r.opts.Namespace, err)
+		return
+	}
+	rels := make([]v1alpha1.Release, 0, len(l.Items))
+	for _, item := range l.Items {
+		var rel v1alpha1.Release
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &rel); err == nil {
+			rels = append(rels, rel)
+		}
+	}
+	for _, rel := range runningUnverified(rels, ctrls) {
+		r.add(unverifiedFinding(rel))
+	}
+}
+
+// runningUnverified are the Releases of rels that run a chart (a revision is deployed) that was
+// not verified, while a controller of ctrls that requires verification serves them.
+func runningUnverified(rels []v1alpha1.Release, ctrls []liveController) []v1alpha1.Release {
+	var out []v1alpha1.Release
+	for _, rel := range rels {
+		if rel.Status.Revision == 0 || rel.Status.ChartVerified != nil {
+			continue
+		}
+		if slices.ContainsFunc(ctrls, func(c liveController) bool { return c.requireVerified && c.serves(rel.Namespace, rel.Labels) }) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// unverifiedFinding names a Release that runs an unverified chart under a controller that
+// requires verification.
+func unverifiedFinding(rel v1alpha1.Release) Finding {
+	return Finding{
+		Severity: Warning, Check: "verification",
+		Object: resource.Identity{Group: berthReleaseGVR.Group, Kind: "Release", Namespace: rel.Namespace, Name: rel.Name},
+		Problem: fmt.Sprintf("it runs revision %d of chart %s %s, which was not verified (no status.chartVerified), and the controller that serves it releases only verified charts (--require-verified)",
+			rel.Status.Revision, rel.Status.ChartName, rel.Status.ChartVersion),
+		Breaks: "the controller refuses it (VerificationRequired): it is neither upgraded nor corrected until its chart is verified",
+		Fix:    fmt.Sprintf("set spec.chart.verify of Release %s/%s to the Secret holding the keyring of its chart's signer, and serve the chart with its provenance file", rel.Namespace, rel.Name),
 	}
 }
 

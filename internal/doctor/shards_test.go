@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -64,5 +65,40 @@ func TestUnserved(t *testing.T) {
 				t.Errorf("unserved %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRunningUnverified: a deployed Release whose chart was not verified is named when a
+// controller that requires verification serves it, and only then.
+func TestRunningUnverified(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	lease := func(selector string, require bool) coordinationv1.Lease {
+		return coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+				v1alpha1.WatchLabelSelectorAnnotation: selector, v1alpha1.RequireVerifiedAnnotation: strconv.FormatBool(require),
+			}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: ptr.To(metav1.NewMicroTime(now))},
+		}
+	}
+	rel := func(name, shard string, revision int, verified bool) v1alpha1.Release {
+		r := v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, Labels: map[string]string{v1alpha1.ShardKeyLabel: shard}}}
+		r.Status.Revision = revision
+		if verified {
+			r.Status.ChartVerified = &v1alpha1.ChartProof{Provider: "pgp", Signer: "signer"}
+		}
+		return r
+	}
+	rels := []v1alpha1.Release{rel("unverified", "strict", 2, false), rel("verified", "strict", 1, true),
+		rel("never-released", "strict", 0, false), rel("lax", "lax", 3, false)}
+	ctrls := liveControllers([]coordinationv1.Lease{lease("sharding.berth.dev/key=strict", true), lease("sharding.berth.dev/key=lax", false)}, now)
+	var got []string
+	for _, r := range runningUnverified(rels, ctrls) {
+		got = append(got, r.Name)
+	}
+	if !slices.Equal(got, []string{"unverified"}) {
+		t.Errorf("running unverified: %v, want [unverified]", got)
+	}
+	if f := unverifiedFinding(rels[0]); f.Severity != Warning || f.Object.Name != "unverified" {
+		t.Errorf("finding %+v", f)
 	}
 }
