@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
 )
 
 type upgradeFlags struct {
@@ -60,6 +61,9 @@ func (flags *upgradeFlags) setup(cmd *cobra.Command, streams Streams, args []str
 		return nil, lifecycle.UpgradeOptions{}, err
 	}
 	flags.defaults(cmd)
+	if err := flags.keepVerifying(cmd, args[0]); err != nil {
+		return nil, lifecycle.UpgradeOptions{}, err
+	}
 	s, c, err := newChartSession(cmd, streams, args[1], &flags.installFlags)
 	if err != nil {
 		return nil, lifecycle.UpgradeOptions{}, err
@@ -77,6 +81,31 @@ func (flags upgradeFlags) options(name string, s *session, c *chartInput, strate
 		Labels: flags.labels, Provenance: c.proof, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(), ForceReplace: flags.forceReplace,
 		CleanupOnFail: flags.cleanupOnFail, Rendering: flags.render, AllowUnverified: flags.allowUnverified,
 	}
+}
+
+// keepVerifying turns --verify on for an upgrade that reuses the values of release name whose
+// last revision's chart was verified: --reuse-values (or --reset-then-reuse-values) keeps the
+// release's settings, its verification among them, unless --verify says otherwise. A release
+// not found is left to the upgrade to report.
+func (flags *upgradeFlags) keepVerifying(cmd *cobra.Command, name string) error {
+	if !(flags.reuseValues || flags.resetThenReuseValues) || cmd.Flags().Changed("verify") {
+		return nil
+	}
+	store, err := releaseStore(cmd.Context(), cmd)
+	if err != nil {
+		return err
+	}
+	last, err := store.Last(cmd.Context(), name)
+	if errors.Is(err, release.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if p := proofOf(last); p != nil && p.Provider == release.ProviderPGP {
+		flags.source.Verify = true
+	}
+	return nil
 }
 
 // defaults sets what Helm's settings default: --history-max from HELM_MAX_HISTORY.

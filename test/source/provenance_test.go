@@ -11,9 +11,10 @@ import (
 )
 
 // TestVerifiedReleaseKeepsItsProof: a revision installed with --verify records who signed its
-// chart, which berth status, history, get metadata and list show; an upgrade without --verify is
-// recorded unverified; helm reads the records and rolls back to the verified revision, whose
-// proof the rollback keeps.
+// chart, which berth status, history, get metadata and list show; an upgrade with --reuse-values
+// verifies again, one without --verify is recorded unverified; helm reads the records and rolls
+// back to the verified revision, whose proof the rollback keeps; berth does not roll back from
+// it to an unverified one unless allowed.
 func TestVerifiedReleaseKeepsItsProof(t *testing.T) {
 	berthtest.UseHelmHome(t)
 	env := testenv.New(t)
@@ -46,6 +47,11 @@ func TestVerifiedReleaseKeepsItsProof(t *testing.T) {
 		t.Error("a release installed with --verify is not listed by --verified alone")
 	}
 
+	// --reuse-values keeps the release's verification, unless --verify says otherwise.
+	berth("upgrade", "good", "signed/web", "--version", "1.0.0", "--reuse-values", "--keyring", signer.Pubring)
+	if !strings.Contains(berth("status", "good"), "\nVERIFIED: pgp") {
+		t.Error("an upgrade with --reuse-values of a verified release was not verified")
+	}
 	berth("upgrade", "good", "signed/web", "--version", "1.1.0")
 	if strings.Contains(berth("status", "good"), "VERIFIED") {
 		t.Error("berth status says an upgrade without --verify is verified")
@@ -61,7 +67,8 @@ func TestVerifiedReleaseKeepsItsProof(t *testing.T) {
 		t.Error("the proof of revision 1 was lost by helm's rollback to it")
 	}
 	history := berth("history", "good")
-	for _, want := range []string{`(?m)^1\s.*1\.0\.0\s+pgp\s+Install complete`, `(?m)^2\s.*1\.1\.0\s+no\s+Upgrade complete`, `(?m)^3\s.*1\.0\.0\s+pgp\s+Rollback to 1`} {
+	for _, want := range []string{`(?m)^1\s.*1\.0\.0\s+pgp\s+Install complete`, `(?m)^2\s.*1\.0\.0\s+pgp\s+Upgrade complete`,
+		`(?m)^3\s.*1\.1\.0\s+no\s+Upgrade complete`, `(?m)^4\s.*1\.0\.0\s+pgp\s+Rollback to 1`} {
 		if !regexp.MustCompile(want).MatchString(history) {
 			t.Errorf("berth history printed\n%s\nwithout %s", history, want)
 		}
@@ -70,17 +77,17 @@ func TestVerifiedReleaseKeepsItsProof(t *testing.T) {
 		t.Error("a release rolled back to its verified revision is not listed by --verified")
 	}
 
-	// Back from the verified revision 3 to the unverified 2: refused, and nothing recorded,
+	// Back from the verified revision 4 to the unverified 3: refused, and nothing recorded,
 	// unless allowed.
-	_, _, err := berthtest.Berth(t, env, "rollback", "good", "2")
-	if err == nil || !strings.Contains(err.Error(), "revision 2's chart was not verified, and the last revision 3's was (pgp)") || !strings.Contains(err.Error(), "--allow-unverified") {
+	_, _, err := berthtest.Berth(t, env, "rollback", "good", "3")
+	if err == nil || !strings.Contains(err.Error(), "revision 3's chart was not verified, and the last revision 4's was (pgp)") || !strings.Contains(err.Error(), "--allow-unverified") {
 		t.Errorf("berth rollback to an unverified revision: %v, want it refused, naming the revisions and --allow-unverified", err)
 	}
-	if got := berth("history", "good", "-o", "json"); strings.Contains(got, `"revision":4`) {
+	if got := berth("history", "good", "-o", "json"); strings.Contains(got, `"revision":5`) {
 		t.Errorf("a refused rollback recorded a revision:\n%s", got)
 	}
-	berth("rollback", "good", "2", "--allow-unverified")
+	berth("rollback", "good", "3", "--allow-unverified")
 	if listed("--verified") || deployedVersion(t, env, "web", "good") != "1.1.0" {
-		t.Error("berth rollback --allow-unverified did not go back to the unverified revision 2")
+		t.Error("berth rollback --allow-unverified did not go back to the unverified revision 3")
 	}
 }
