@@ -10,6 +10,13 @@ import (
 	"github.com/berthdev/berth/internal/release"
 )
 
+// The controller's decisions are the decide*.go files: what a reconcile asks lifecycle.Next and
+// with which account (decide.go), a deleted Release's uninstall or letting go
+// (decide_finalize.go), the retries a failed attempt spends and when (decide_retries.go), a
+// forced retry asked by annotation (decide_requested.go), and the guard that an attempt is still
+// what was decided once it holds the release (decide_stale.go). The controller acts on what they
+// answer and decides nothing elsewhere.
+
 // decide is what the reconcile of rel does, as lifecycle.Next decides it for the release in
 // state s: what the spec asks (d, resolved to chartVersion), the controller's way (an upgrade
 // that installs a release that has none), weighed against what rel's status says (statusAccount).
