@@ -27,9 +27,11 @@ var errEnoughReferrers = errors.New("enough referrers")
 func (v *verification) referrers(ctx context.Context, artifactType string) ([]ocispec.Descriptor, error) {
 	subject := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: v.opts.Digest}
 	var found []ocispec.Descriptor
+	// A store's predecessors may not carry their artifact type: those are kept and told apart by
+	// their contents.
 	keep := func(descs []ocispec.Descriptor) error {
 		for _, d := range descs {
-			if artifactType != "" && d.ArtifactType != artifactType {
+			if artifactType != "" && d.ArtifactType != "" && d.ArtifactType != artifactType {
 				continue
 			}
 			if len(found) == v.lim.MaxSignatures {
