@@ -71,11 +71,16 @@ const Grace = 10 * time.Second
 
 // Graced is the context of what a caller that runs operations (the controller) says once its
 // work ended at its deadline or was stopped, such as the status that tells what came of it: ctx's
-// values without its end, for the one Grace an operation has past its deadline. As an
-// operation's writes check its lease first (see session.guard), the caller checks before such a
-// write that it still holds what lets it write.
+// values without its cancellation, for the one Grace an operation has past its deadline. It ends
+// Grace from now at the latest, and never later than Grace after ctx's deadline: what is said
+// long after the deadline is not said. As an operation's writes check its lease first (see
+// session.guard), the caller checks before such a write that it still holds what lets it write.
 func Graced(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(context.WithoutCancel(ctx), Grace, fmt.Errorf("what had to be said after the work's end took over %s", Grace))
+	end := time.Now().Add(Grace)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(Grace).Before(end) {
+		end = dl.Add(Grace)
+	}
+	return context.WithDeadlineCause(context.WithoutCancel(ctx), end, fmt.Errorf("what had to be said after the work's end took over %s", Grace))
 }
 
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
