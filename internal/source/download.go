@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,9 +161,9 @@ func (k *keyring) noteVerified(v *provenance.Verification) {
 	p := &release.Provenance{Provider: release.ProviderPGP, Digest: v.FileHash, Verified: time.Now().UTC()}
 	if e := v.SignedBy; e != nil && e.PrimaryKey != nil {
 		p.Signer = e.PrimaryKey.KeyIdString()
-		for name := range e.Identities {
-			p.Signer = name + " (" + e.PrimaryKey.KeyIdString() + ")"
-			break
+		// A key of several identities is named by the first in order, the same every time.
+		if names := slices.Sorted(maps.Keys(e.Identities)); len(names) > 0 {
+			p.Signer = names[0] + " (" + e.PrimaryKey.KeyIdString() + ")"
 		}
 	}
 	k.proof = p
