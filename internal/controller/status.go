@@ -157,12 +157,17 @@ func reasonOf(err error, failed string) string {
 	var blocked *engine.BlockedError
 	var hook *lifecycle.HookError
 	var spec *SpecError
+	var missing *inputs.MissingError
 	var reasoned interface{ conditionReason() string }
 	switch {
 	case errors.As(err, &spec):
 		return spec.Reason
 	case errors.As(err, &reasoned) && reasoned.conditionReason() != "":
 		return reasoned.conditionReason()
+	case errors.As(err, &missing) && missing.Reason != "":
+		return missing.Reason
+	case errors.As(err, new(*inputs.ValuesError)):
+		return ReasonInvalidValues
 	case errors.As(err, new(*inputs.KubeConfigError)):
 		return ReasonInvalidKubeConfig
 	case errors.As(err, new(*chart.RenderBudgetError)):
