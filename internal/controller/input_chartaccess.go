@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller/inputs"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -333,5 +334,5 @@ func (r *Reconciler) warnAuthFailed(rel *v1alpha1.Release, err error) {
 	if c := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonAuthenticationFailed {
 		return
 	}
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonAuthenticationFailed, "fetch", "%s", eventNote(nil, err))
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonAuthenticationFailed, "fetch", "%s", status.EventNote(nil, err))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/controller/remotes"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/kube"
 )
 
@@ -310,7 +311,7 @@ func (r *Reconciler) clusterEvent(ctx context.Context, orig, rel *v1alpha1.Relea
 	if was := meta.FindStatusCondition(orig.Status.Conditions, ConditionReady); was != nil && was.Reason == now.Reason && was.Message == now.Message {
 		return
 	}
-	r.event(ctx, rel, corev1.EventTypeWarning, now.Reason, "reach", eventNote(redactorOf(ctx), err))
+	r.event(ctx, rel, corev1.EventTypeWarning, now.Reason, "reach", status.EventNote(status.RedactorOf(ctx), err))
 }
 
 // isClusterError says err keeps the controller from a Release's cluster (spec.kubeConfig): a
@@ -353,7 +354,7 @@ func (r *Reconciler) uninstallBlocked(ctx context.Context, orig, rel *v1alpha1.R
 	for i := range rel.Status.Blockers {
 		rel.Status.Blockers[i].Next += "; " + hatch
 	}
-	r.event(ctx, rel, corev1.EventTypeWarning, reasonOf(err, ReasonClusterUnreachable), "uninstall", eventNote(redactorOf(ctx), err)+"; "+hatch)
+	r.event(ctx, rel, corev1.EventTypeWarning, reasonOf(err, ReasonClusterUnreachable), "uninstall", status.EventNote(status.RedactorOf(ctx), err)+"; "+hatch)
 	return ctrl.Result{RequeueAfter: uninstallBackoff(rel.Status.History)}, false, r.patchStatus(ctx, orig, rel)
 }
 
