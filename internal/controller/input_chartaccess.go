@@ -11,9 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/inputs"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -213,43 +214,43 @@ func hostOfRef(ref chartRef) string {
 }
 
 // readChartAccess reads, with r, the credentials and TLS material of ref's Secrets.
-func readChartAccess(ctx context.Context, r keyReader, ref chartRef) (chartAccess, error) {
+func readChartAccess(ctx context.Context, r inputs.KeyReader, ref chartRef) (chartAccess, error) {
 	var a chartAccess
 	if ref.Credentials != "" {
-		s, err := r.secret(ctx, ref.Credentials, keyUsername)
+		s, err := r.Secret(ctx, ref.Credentials, keyUsername)
 		if err != nil {
 			return a, credentialsMissing(err, "chart.credentials")
 		}
-		if a.Username, a.Password, err = credentialsIn(s, r.namespace, hostOfRef(ref)); err != nil {
+		if a.Username, a.Password, err = credentialsIn(s, r.Namespace, hostOfRef(ref)); err != nil {
 			return a, credentialsMissing(err, "chart.credentials")
 		}
 	}
 	if ref.TLS != "" {
-		s, err := r.secret(ctx, ref.TLS, keyCA)
+		s, err := r.Secret(ctx, ref.TLS, keyCA)
 		if err != nil {
 			return a, credentialsMissing(err, "chart.tls")
 		}
-		if a.TLS, err = tlsIn(s, r.namespace); err != nil {
+		if a.TLS, err = tlsIn(s, r.Namespace); err != nil {
 			return a, credentialsMissing(err, "chart.tls")
 		}
 	}
 	if ref.Verify != "" {
-		k, err := r.read(ctx, "Secret", ref.Verify, ref.VerifyKey)
+		k, err := r.Read(ctx, "Secret", ref.Verify, ref.VerifyKey)
 		if err != nil {
 			return a, credentialsMissing(err, "chart.verify")
 		}
 		if err := source.CheckKeyring(k); err != nil {
-			return a, &ChartAccessError{Namespace: r.namespace, Name: ref.Verify, Key: ref.VerifyKey, Field: "chart.verify", Err: err}
+			return a, &ChartAccessError{Namespace: r.Namespace, Name: ref.Verify, Key: ref.VerifyKey, Field: "chart.verify", Err: err}
 		}
 		a.Keyring = k
 	}
 	return a, nil
 }
 
-// credentialsMissing gives a MissingError of a credentials or tls Secret its reason and what to
+// credentialsMissing gives an inputs.MissingError of a credentials or tls Secret its reason and what to
 // do; other errors pass as they are.
 func credentialsMissing(err error, field string) error {
-	var missing *MissingError
+	var missing *inputs.MissingError
 	if !errors.As(err, &missing) {
 		return err
 	}
@@ -268,7 +269,9 @@ func credentialsMissing(err error, field string) error {
 // credentialsIn returns the username and password that the credentials Secret s (of namespace
 // ns) holds for host: its keys username and password, or its .dockerconfigjson's entry for host.
 func credentialsIn(s *corev1.Secret, ns, host string) (string, string, error) {
-	missing := func(key string) error { return &MissingError{Kind: "Secret", Namespace: ns, Name: s.Name, Key: key} }
+	missing := func(key string) error {
+		return &inputs.MissingError{Kind: "Secret", Namespace: ns, Name: s.Name, Key: key}
+	}
 	if s.Type == corev1.SecretTypeDockerConfigJson {
 		data, ok := s.Data[corev1.DockerConfigJsonKey]
 		if !ok {
@@ -297,7 +300,9 @@ func tlsIn(s *corev1.Secret, ns string) (source.TLSData, error) {
 	fail := func(key string, err error) error {
 		return &ChartAccessError{Namespace: ns, Name: s.Name, Key: key, Field: "chart.tls", Err: err}
 	}
-	missing := func(key string) error { return &MissingError{Kind: "Secret", Namespace: ns, Name: s.Name, Key: key} }
+	missing := func(key string) error {
+		return &inputs.MissingError{Kind: "Secret", Namespace: ns, Name: s.Name, Key: key}
+	}
 	switch {
 	case len(d.Cert) > 0 && len(d.Key) == 0:
 		return d, missing(keyKey)
@@ -318,16 +323,6 @@ func tlsIn(s *corev1.Secret, ns string) (source.TLSData, error) {
 	return d, nil
 }
 
-// secret returns the Secret name of r's namespace, a *MissingError (naming key, the first key
-// wanted) when it is not there.
-func (k keyReader) secret(ctx context.Context, name, key string) (*corev1.Secret, error) {
-	s, err := k.core.Secrets(k.namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, readError(&MissingError{Kind: "Secret", Namespace: k.namespace, Name: name, Key: key}, err)
-	}
-	return s, nil
-}
-
 // warnAuthFailed records a Warning event when err is a repository or registry that refused the
 // Release's credentials, and its Ready condition did not say so already: once per failure, not
 // at every look.
@@ -339,5 +334,5 @@ func (r *Reconciler) warnAuthFailed(rel *v1alpha1.Release, err error) {
 	if c := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady); c != nil && c.Reason == ReasonAuthenticationFailed {
 		return
 	}
-	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonAuthenticationFailed, "fetch", "%s", eventNote(nil, err))
+	r.Recorder.Eventf(rel, nil, corev1.EventTypeWarning, ReasonAuthenticationFailed, "fetch", "%s", status.EventNote(nil, err))
 }

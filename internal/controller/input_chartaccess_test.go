@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/source"
 	"github.com/berthdev/berth/test/testca"
 )
@@ -50,7 +51,7 @@ func TestReadChartAccess(t *testing.T) {
 		secret("keyring", corev1.SecretTypeOpaque, map[string]string{"pubring.gpg": pubring.String(), "trusted.gpg": pubring.String(), "junk.gpg": "s3cret-junk"}),
 		secret("empty-keyring", corev1.SecretTypeOpaque, map[string]string{"pubring.gpg": ""}),
 	)
-	r := keyReader{core: objects.CoreV1(), namespace: "team-a"}
+	r := inputs.KeyReader{Core: objects.CoreV1(), Namespace: "team-a"}
 	repo := chartRef{Ref: "web", RepoURL: "https://charts.example.test"}
 	oci := chartRef{Ref: "oci://registry.example.test:5000/charts/web"}
 	with := func(ref chartRef, creds, tls string) chartRef {

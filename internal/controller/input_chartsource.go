@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/source"
 )
@@ -74,9 +75,9 @@ func (e *ChartError) Error() string {
 func (e *ChartError) Unwrap() error { return e.Err }
 
 // chartIn reads and loads the packaged chart o names, in namespace ns, with r.
-func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error) {
-	data, err := r.read(ctx, o.Kind, o.Name, o.Key)
-	var missing *MissingError
+func chartIn(ctx context.Context, r inputs.KeyReader, o *chartObject) (*fetched, error) {
+	data, err := r.Read(ctx, o.Kind, o.Name, o.Key)
+	var missing *inputs.MissingError
 	if errors.As(err, &missing) {
 		missing.Reason = ReasonChartMissing
 		missing.Next = fmt.Sprintf("put the packaged chart there (kubectl create %s %s --from-file=%s=CHART.tgz), or fix spec.%s",
@@ -86,10 +87,10 @@ func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error)
 	if err != nil {
 		return nil, err
 	}
-	name := fmt.Sprintf("%s/%s/%s key %s", o.Kind, r.namespace, o.Name, o.Key)
+	name := fmt.Sprintf("%s/%s/%s key %s", o.Kind, r.Namespace, o.Name, o.Key)
 	ch, err := chart.LoadArchive(name, data, tenantChartBounds())
 	if err != nil {
-		return nil, &ChartError{Kind: o.Kind, Namespace: r.namespace, Name: o.Name, Key: o.Key, Err: err}
+		return nil, &ChartError{Kind: o.Kind, Namespace: r.Namespace, Name: o.Name, Key: o.Key, Err: err}
 	}
 	sum := sha256.Sum256(data)
 	return &fetched{chart: ch, digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
@@ -101,7 +102,7 @@ func chartIn(ctx context.Context, r keyReader, o *chartObject) (*fetched, error)
 // for its chart.
 func (r *Reconciler) inputs(ctx context.Context, rel types.NamespacedName, d *desired, clients *kube.Clients) (ch *fetched, took time.Duration, err error) {
 	start := time.Now()
-	reader := keyReader{core: clients.Client.CoreV1(), namespace: d.Namespace}
+	reader := inputs.KeyReader{Core: clients.Client.CoreV1(), Namespace: d.Namespace}
 	if d.ChartIn != nil {
 		ch, err = chartIn(ctx, reader, d.ChartIn)
 		took = time.Since(start)
@@ -129,7 +130,7 @@ func (r *Reconciler) inputs(ctx context.Context, rel types.NamespacedName, d *de
 // source.TimeoutError naming it. The fetch runs off the controller's workers: while it is under
 // way, fetchChart returns a FetchPendingError, and the Release is reconciled again when it ends.
 // took is how long the Release has waited for its chart.
-func (r *Reconciler) fetchChart(ctx context.Context, rel types.NamespacedName, d *desired, reader keyReader) (ch *fetched, took time.Duration, err error) {
+func (r *Reconciler) fetchChart(ctx context.Context, rel types.NamespacedName, d *desired, reader inputs.KeyReader) (ch *fetched, took time.Duration, err error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
@@ -198,7 +199,7 @@ func (e *inputError) Unwrap() error { return e.err }
 func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
 	reason := reasonOf(err, ReasonChartUnavailable)
 	var chartErr *ChartError
-	var valuesErr *ValuesError
+	var valuesErr *inputs.ValuesError
 	var accessErr *ChartAccessError
 	var authErr *ChartAuthError
 	var verifyErr *VerificationError

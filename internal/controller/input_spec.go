@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/readiness"
 	"github.com/berthdev/berth/internal/source"
@@ -253,7 +254,7 @@ func valuesOf(s v1alpha1.ReleaseSpec) (map[string]any, string, error) {
 			return nil, "", invalid("values", "must be a map of values, as in a values file")
 		}
 	}
-	digest, err := digestOf(vals)
+	digest, err := inputs.DigestOf(vals)
 	if err != nil {
 		return nil, "", invalid("values", "%v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/status"
 )
 
 func TestDesiredOf(t *testing.T) {
@@ -207,13 +208,13 @@ func TestValuesDigestIgnoresKeyOrder(t *testing.T) {
 }
 
 func TestEventNoteFitsAnEvent(t *testing.T) {
-	for _, n := range []int{10, maxEventNote, maxEventNote + 1, 5000} {
+	for _, n := range []int{10, status.MaxEventNote, status.MaxEventNote + 1, 5000} {
 		msg := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
-		got := eventNote(nil, errors.New(msg))
-		if len(got) > maxEventNote || !utf8.ValidString(got) {
+		got := status.EventNote(nil, errors.New(msg))
+		if len(got) > status.MaxEventNote || !utf8.ValidString(got) {
 			t.Errorf("note of a %d-byte error: %d bytes, valid UTF-8 %v", len(msg), len(got), utf8.ValidString(got))
 		}
-		if len(msg) <= maxEventNote && got != msg {
+		if len(msg) <= status.MaxEventNote && got != msg {
 			t.Errorf("a %d-byte error was cut", len(msg))
 		}
 	}

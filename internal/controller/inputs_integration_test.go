@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -283,4 +284,43 @@ spec:
 		t.Errorf("status.failures = %d after a change of the values, want a new count", got.Status.Failures)
 	}
 	deleteRelease(t, c, got)
+}
+
+// TestReleaseWaitsForItsKubeConfig: a Release whose spec.kubeConfig names a Secret that is not
+// there, then one without the key, says so with KubeConfigMissing, naming the Secret and the key.
+// The kubeconfig is read as the namespace's default account, here allowed to read Secrets.
+func TestReleaseWaitsForItsKubeConfig(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	rbac := env.Client.RbacV1()
+	read := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "read-secrets"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}}
+	if _, err := rbac.Roles(env.Namespace).Create(t.Context(), read, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "read-secrets"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "read-secrets"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: env.Namespace}}}
+	if _, err := rbac.RoleBindings(env.Namespace).Create(t.Context(), bind, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, settingsChart(t)), "deployer")
+	rel.Spec.KubeConfig = &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.KubeConfigSecretReference{Name: "workload"}}
+	if err := c.Create(t.Context(), rel); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "waits for its kubeconfig", notReadyWith(controller.ReasonKubeConfigMissing))
+	want := "Secret/" + env.Namespace + "/workload not found (key value wanted): put the cluster's kubeconfig there, or fix spec.kubeConfig.secretRef"
+	if msg := condition(got, controller.ConditionReady).Message; !strings.Contains(msg, want) {
+		t.Errorf("Ready message %q, want it to say %q", msg, want)
+	}
+
+	createSecret(t, env, "workload", map[string][]byte{"other": []byte("x")})
+	want = "Secret/" + env.Namespace + "/workload has no key value: put the cluster's kubeconfig there"
+	waitFor(t, c, env.Namespace, "web", "names the missing key", func(r *v1alpha1.Release) bool {
+		ready := condition(r, controller.ConditionReady)
+		return ready != nil && ready.Reason == controller.ReasonKubeConfigMissing && strings.Contains(ready.Message, want)
+	})
+	berthtest.AssertNoRecords(t, env)
 }

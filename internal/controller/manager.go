@@ -32,6 +32,7 @@ import (
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/controller/inputs"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/controller/tenancy"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/release"
@@ -232,7 +233,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("releases-synced", releasesSynced(mgr.GetCache())); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(releaseMetricsFor(mgr)); err != nil {
+	if err := mgr.Add(status.ReleaseMetrics(mgr, metricConditions())); err != nil {
 		return nil, err
 	}
 	if o.LeaderElection {
@@ -260,7 +261,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Templates: templates,
 		Client:    patchesReleases{mgr.GetClient()},
 		Config:    mgr.GetConfig(),
-		Recorder:  cutNotes{mgr.GetEventRecorder(Name)},
+		Recorder:  status.CutNotes{EventRecorder: mgr.GetEventRecorder(Name)},
 		Charts:    charts,
 		Holder:    holder(o.Identity),
 		Uncached:  mgr.GetAPIReader(),

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/doctor"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -40,8 +41,8 @@ func TestPreflightBlockedError(t *testing.T) {
 				t.Errorf("reason %s, want %s", got, ReasonPreflightBlocked)
 			}
 			line := errorLine(err)
-			if line != errorText(err) {
-				t.Errorf("the message is more than one line:\n%s", errorText(err))
+			if line != status.ErrorText(err) {
+				t.Errorf("the message is more than one line:\n%s", status.ErrorText(err))
 			}
 			for _, want := range tc.says {
 				if !strings.Contains(line, want) {

@@ -23,6 +23,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/controller/remotes"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -126,9 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// From here on, what the reconcile writes and logs goes without the release's values, and
 	// so does the error controller-runtime logs.
-	ctx, bound = redacting(ctx, in.redact), redacting(bound, in.redact)
+	ctx, bound = status.Redacting(ctx, in.redact), status.Redacting(bound, in.redact)
 	res, err = r.next(bound, ctx, in)
-	return res, in.redact.redactError(err)
+	return res, in.redact.RedactError(err)
 }
 
 // next acts on what lifecycle.Next decides for the release in: its work under ctx, what it
@@ -160,7 +161,7 @@ type reconciliation struct {
 	// state is what the release's newest record says.
 	state lifecycle.State
 	// redact removes the release's values from what the reconcile writes.
-	redact *valueRedactor
+	redact *status.ValueRedactor
 }
 
 // version is the chart version the spec resolves to.
@@ -233,8 +234,8 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 		return nil, inputFailed(rel, d, err), r.patchStatus(ctx, orig, rel)
 	}
 	// The values are known: what is written from here on goes without them.
-	redact := newValueRedactor(d.Values, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace, d.ServiceAccount, ch.chart.Name())
-	ctx = redacting(ctx, redact)
+	redact := status.NewValueRedactor(d.Values, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace, d.ServiceAccount, ch.chart.Name())
+	ctx = status.Redacting(ctx, redact)
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
 	state, err := r.lastRecord(ctx, clients, d.ReleaseName)
@@ -387,7 +388,7 @@ func (r *Reconciler) outcome(ctx context.Context, in *reconciliation, op string,
 		requeue := attemptFailed(rel, d, in.state, reason, err)
 		setCondition(rel, ConditionReleased, metav1.ConditionFalse, failed, errorLine(err))
 		healthUnknown(rel, d, fmt.Sprintf("the %s failed: the next check of the Release, within spec.interval, says whether its objects are ready", op))
-		r.event(ctx, rel, corev1.EventTypeWarning, reason, op, eventNote(redactorOf(ctx), err))
+		r.event(ctx, rel, corev1.EventTypeWarning, reason, op, status.EventNote(status.RedactorOf(ctx), err))
 		return ctrl.Result{RequeueAfter: requeue}, r.patchStatus(ctx, in.orig, rel)
 	}
 	reason := ReasonInstallSucceeded
@@ -503,8 +504,8 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	err = unanswered(d, clients, err)
 	if state.Last != nil {
 		// The values the release was deployed with are left out of what the uninstall writes.
-		redact := newValueRedactor(state.Last.Config, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace)
-		ctx, bound = redacting(ctx, redact), redacting(bound, redact)
+		redact := status.NewValueRedactor(state.Last.Config, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace)
+		ctx, bound = status.Redacting(ctx, redact), status.Redacting(bound, redact)
 	}
 	if err == nil {
 		// Nothing to uninstall (no record and nothing left behind, or uninstalled with its
@@ -563,7 +564,7 @@ func (r *Reconciler) uninstall(bound, ctx context.Context, rel *v1alpha1.Release
 	if err != nil {
 		reason := reasonOf(err, ReasonUninstallFailed)
 		markFailed(rel, reason, err, false)
-		r.event(ctx, rel, corev1.EventTypeWarning, reason, "uninstall", eventNote(redactorOf(ctx), err))
+		r.event(ctx, rel, corev1.EventTypeWarning, reason, "uninstall", status.EventNote(status.RedactorOf(ctx), err))
 		return ctrl.Result{RequeueAfter: uninstallBackoff(rel.Status.History)}, false, r.patchStatus(ctx, orig, rel)
 	}
 	msg := fmt.Sprintf("release %s uninstalled from namespace %s", d.ReleaseName, d.TargetNamespace)
@@ -642,7 +643,7 @@ func cascade(p string) string {
 // its work. A controller that no longer leads (Leading) writes nothing: the one that leads now
 // looks at the Release again.
 func (r *Reconciler) patchStatus(ctx context.Context, orig, rel *v1alpha1.Release) error {
-	redactStatus(rel, r.StatusChartOutput, redactorOf(ctx))
+	status.Redact(rel, r.StatusChartOutput, status.RedactorOf(ctx))
 	if equality.Semantic.DeepEqual(orig.Status, rel.Status) {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/controller/remotes"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/kube"
 )
 
@@ -130,15 +131,20 @@ func hostOf(server string) string {
 // controller's cluster), the cluster is asked for its version within d.Timeout, and, when
 // d.Remote names an account, that account must exist there.
 func (r *Reconciler) remoteClients(ctx context.Context, d *desired, local *kube.Clients) (*kube.Clients, error) {
-	secret, err := local.Client.CoreV1().Secrets(d.Namespace).Get(ctx, d.Remote.Secret, metav1.GetOptions{})
-	missing := &MissingError{Reason: ReasonKubeConfigMissing, Kind: "Secret", Namespace: d.Namespace, Name: d.Remote.Secret, Key: d.Remote.Key,
-		Next: "put the cluster's kubeconfig there, or fix spec.kubeConfig.secretRef"}
-	if err != nil {
-		return nil, readError(missing, err)
+	secret, err := inputs.KeyReader{Core: local.Client.CoreV1(), Namespace: d.Namespace}.Secret(ctx, d.Remote.Secret, d.Remote.Key)
+	var data []byte
+	if err == nil {
+		var ok bool
+		if data, ok = secret.Data[d.Remote.Key]; !ok {
+			err = &inputs.MissingError{Kind: "Secret", Namespace: d.Namespace, Name: d.Remote.Secret, Key: d.Remote.Key}
+		}
 	}
-	data, ok := secret.Data[d.Remote.Key]
-	if !ok {
+	if missing := new(inputs.MissingError); errors.As(err, &missing) {
+		missing.Reason, missing.Next = ReasonKubeConfigMissing, "put the cluster's kubeconfig there, or fix spec.kubeConfig.secretRef"
 		return nil, missing
+	}
+	if err != nil {
+		return nil, err
 	}
 	name := types.NamespacedName{Namespace: d.Namespace, Name: d.Remote.Secret}
 	key := remotes.Key{Config: sha256.Sum256(data), Timeout: d.Timeout}
@@ -250,7 +256,7 @@ func checkRemoteAccount(ctx context.Context, own *kube.Clients, d *desired) erro
 // lostWithNamespace says err is what the deletion of a Release's namespace does to the reading of
 // its kubeconfig: the Secret gone, the account that reads it gone or without its rights.
 func lostWithNamespace(err error) bool {
-	var missing *MissingError
+	var missing *inputs.MissingError
 	return errors.As(err, new(*AccountNotFoundError)) || isForbidden(err) ||
 		errors.As(err, &missing) && missing.Reason == ReasonKubeConfigMissing
 }
@@ -305,7 +311,7 @@ func (r *Reconciler) clusterEvent(ctx context.Context, orig, rel *v1alpha1.Relea
 	if was := meta.FindStatusCondition(orig.Status.Conditions, ConditionReady); was != nil && was.Reason == now.Reason && was.Message == now.Message {
 		return
 	}
-	r.event(ctx, rel, corev1.EventTypeWarning, now.Reason, "reach", eventNote(redactorOf(ctx), err))
+	r.event(ctx, rel, corev1.EventTypeWarning, now.Reason, "reach", status.EventNote(status.RedactorOf(ctx), err))
 }
 
 // isClusterError says err keeps the controller from a Release's cluster (spec.kubeConfig): a
@@ -314,7 +320,7 @@ func (r *Reconciler) clusterEvent(ctx context.Context, orig, rel *v1alpha1.Relea
 func isClusterError(err error) bool {
 	var kc *inputs.KubeConfigError
 	var cluster *ClusterError
-	var missing *MissingError
+	var missing *inputs.MissingError
 	return errors.As(err, &kc) || errors.As(err, &cluster) || isForbidden(err) ||
 		errors.As(err, &missing) && missing.Reason == ReasonKubeConfigMissing
 }
@@ -348,7 +354,7 @@ func (r *Reconciler) uninstallBlocked(ctx context.Context, orig, rel *v1alpha1.R
 	for i := range rel.Status.Blockers {
 		rel.Status.Blockers[i].Next += "; " + hatch
 	}
-	r.event(ctx, rel, corev1.EventTypeWarning, reasonOf(err, ReasonClusterUnreachable), "uninstall", eventNote(redactorOf(ctx), err)+"; "+hatch)
+	r.event(ctx, rel, corev1.EventTypeWarning, reasonOf(err, ReasonClusterUnreachable), "uninstall", status.EventNote(status.RedactorOf(ctx), err)+"; "+hatch)
 	return ctrl.Result{RequeueAfter: uninstallBackoff(rel.Status.History)}, false, r.patchStatus(ctx, orig, rel)
 }
 

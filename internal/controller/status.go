@@ -1,13 +1,13 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,8 +15,8 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
-	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/controller/inputs"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -50,6 +50,17 @@ const (
 	ReasonRenderBudgetExceeded = "RenderBudgetExceeded"
 )
 
+// metricConditions are the conditions berth_releases counts Releases by. A Release without
+// Ready counts as Ready Unknown; Reconciling and Stalled are only there while true, so a
+// Release without them counts as False.
+func metricConditions() []status.Counted {
+	return []status.Counted{
+		{Type: ConditionReady, Absent: metav1.ConditionUnknown},
+		{Type: ConditionReconciling, Absent: metav1.ConditionFalse},
+		{Type: ConditionStalled, Absent: metav1.ConditionFalse},
+	}
+}
+
 // historyMax is how many operations the status keeps.
 const historyMax = 5
 
@@ -57,9 +68,9 @@ const historyMax = 5
 const logTailLines = 20
 
 // setCondition sets a condition of rel for its current generation.
-func setCondition(rel *v1alpha1.Release, t string, status metav1.ConditionStatus, reason, msg string) {
-	putCondition(&rel.Status.Conditions, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: rel.Generation,
+func setCondition(rel *v1alpha1.Release, t string, is metav1.ConditionStatus, reason, msg string) {
+	status.PutCondition(&rel.Status.Conditions, metav1.Condition{
+		Type: t, Status: is, Reason: reason, Message: msg, ObservedGeneration: rel.Generation,
 	})
 }
 
@@ -157,12 +168,17 @@ func reasonOf(err error, failed string) string {
 	var blocked *engine.BlockedError
 	var hook *lifecycle.HookError
 	var spec *SpecError
+	var missing *inputs.MissingError
 	var reasoned interface{ conditionReason() string }
 	switch {
 	case errors.As(err, &spec):
 		return spec.Reason
 	case errors.As(err, &reasoned) && reasoned.conditionReason() != "":
 		return reasoned.conditionReason()
+	case errors.As(err, &missing) && missing.Reason != "":
+		return missing.Reason
+	case errors.As(err, new(*inputs.ValuesError)):
+		return ReasonInvalidValues
 	case errors.As(err, new(*inputs.KubeConfigError)):
 		return ReasonInvalidKubeConfig
 	case errors.As(err, new(*chart.RenderBudgetError)):
@@ -197,7 +213,7 @@ func reasonOf(err error, failed string) string {
 // blockersOf names what stopped an operation, as the CLI names it: what its preflight found
 // would block it, the blockers of a blocked deletion, a failed hook with the end of its logs, a template that failed with its message, or
 // a missing permission of the Release's account (permissionNext). The logs and the message are
-// in logTail, which redactStatus removes unless the controller may show them.
+// in logTail, which status.Redact removes unless the controller may show them.
 func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 	var out []v1alpha1.Blocker
 	var degraded *DegradedError
@@ -219,7 +235,7 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 	if errors.As(err, &hook) {
 		return []v1alpha1.Blocker{{
 			Kind: "hook", Object: hook.Hook.String(),
-			Message: fmt.Sprintf("%s hook %s%s", hook.Event, hookOutcome(hook), lastPodState(hook.Pods)),
+			Message: fmt.Sprintf("%s hook %s%s", hook.Event, status.HookOutcome(hook), status.LastPodState(hook.Pods)),
 			Next:    "fix the hook or what it depends on, then change the Release (or set install/upgrade.disableHooks, uninstall.disableHooks)",
 			LogTail: logTail(hook.Logs),
 		}}
@@ -230,7 +246,7 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 	}
 	var tmpl *chart.TemplateError
 	if errors.As(err, &tmpl) {
-		return []v1alpha1.Blocker{templateBlocker(tmpl)}
+		return []v1alpha1.Blocker{status.TemplateBlocker(tmpl)}
 	}
 	var immutable *lifecycle.ImmutableFieldError
 	if errors.As(err, &immutable) {
@@ -241,14 +257,14 @@ func blockersOf(err error, rel *v1alpha1.Release) []v1alpha1.Blocker {
 		}
 		return []v1alpha1.Blocker{b}
 	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && apierrors.IsForbidden(err) && !lifecycle.NamespaceTerminating(err) {
+	var refusal apierrors.APIStatus
+	if errors.As(err, &refusal) && apierrors.IsForbidden(err) && !lifecycle.NamespaceTerminating(err) {
 		b := v1alpha1.Blocker{
 			Kind:    "permission",
-			Message: status.Status().Message,
+			Message: refusal.Status().Message,
 			Next:    permissionNext(rel),
 		}
-		if d := status.Status().Details; d != nil {
+		if d := refusal.Status().Details; d != nil {
 			b.Object = strings.Trim(d.Kind+"/"+d.Name, "/")
 		}
 		if admissionDenied(err) {
@@ -278,27 +294,8 @@ func permissionNext(rel *v1alpha1.Release) string {
 }
 
 func isForbidden(err error) bool {
-	var status apierrors.APIStatus
-	return errors.As(err, &status) && apierrors.IsForbidden(err)
-}
-
-// lastPodState is "; last Pod NAME: PHASE, REASON: MESSAGE, CONTAINERS" for the newest of a
-// hook's Pods, the containers without their messages (a termination message is the container's
-// own output); empty when it has none.
-func lastPodState(pods []cluster.PodReport) string {
-	if len(pods) == 0 {
-		return ""
-	}
-	p := pods[len(pods)-1]
-	parts := []string{p.Phase, strings.Trim(p.Reason+": "+p.Message, ": ")}
-	for _, c := range p.Containers {
-		parts = append(parts, withoutMessage(c))
-	}
-	parts = slices.DeleteFunc(parts, func(s string) bool { return s == "" })
-	if len(parts) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; last Pod %s: %s", p.Name, strings.Join(parts, ", "))
+	var refusal apierrors.APIStatus
+	return errors.As(err, &refusal) && apierrors.IsForbidden(err)
 }
 
 // logTail returns the last lines of a hook's logs, each container's under its name.
@@ -318,21 +315,11 @@ func logTail(logs map[string]string) string {
 // firstLine is the first line of s, for a condition's message (inputs.FirstLine).
 func firstLine(s string) string { return inputs.FirstLine(s) }
 
-// maxEventNote is the longest note an Event may have (events.k8s.io/v1: under 1 kB).
-const maxEventNote = 1000
+// errorLine is the first line of err's message as the controller may write it (status.ErrorLine).
+func errorLine(err error) string { return status.ErrorLine(err) }
 
-// eventNote is err's message, as errorText gives it without the values r knows, cut to fit an
-// Event (after the values are taken out: a cut value would not be found); the status keeps the
-// details.
-func eventNote(r *valueRedactor, err error) string {
-	msg := r.Error(err)
-	if len(msg) <= maxEventNote {
-		return msg
-	}
-	const more = "\n... (see the Release's status.blockers)"
-	cut := maxEventNote - len(more)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + more
+// event records an Event about rel, its note without the values the reconcile's redactor (ctx)
+// knows, then cut to fit (status.CutNotes): the Events of a reconcile go through it.
+func (r *Reconciler) event(ctx context.Context, rel *v1alpha1.Release, eventtype, reason, action, note string) {
+	r.Recorder.Eventf(rel, nil, eventtype, reason, action, "%s", status.RedactorOf(ctx).Text(note))
 }

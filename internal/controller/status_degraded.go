@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
@@ -99,7 +100,7 @@ func (r *Reconciler) degraded(ctx context.Context, rel *v1alpha1.Release, client
 
 // degradedBlocker names what regressed: the object, the Pod and its state without its
 // containers' messages; the Pod's state in full and the ends of its logs are its logTail,
-// which redactStatus removes unless the controller may show them.
+// which status.Redact removes unless the controller may show them.
 func degradedBlocker(re *cluster.RegressionError) v1alpha1.Blocker {
 	b := v1alpha1.Blocker{
 		Kind: "degraded", Object: re.Object.String(), Message: re.Error(),
@@ -107,7 +108,7 @@ func degradedBlocker(re *cluster.RegressionError) v1alpha1.Blocker {
 			"or lengthen install/upgrade.watchTolerance or raise watchRestarts if this is expected",
 	}
 	if re.Report != nil {
-		b.Message += lastPodState([]cluster.PodReport{*re.Report})
+		b.Message += status.LastPodState([]cluster.PodReport{*re.Report})
 		b.LogTail = strings.Join(re.Detail(), "\n")
 	}
 	return b

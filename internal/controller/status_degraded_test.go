@@ -12,6 +12,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -90,7 +91,7 @@ func TestDegradedStatus(t *testing.T) {
 	for _, chartOutput := range []bool{false, true} {
 		rel := &v1alpha1.Release{}
 		markFailed(rel, reasonOf(de, ReasonUpgradeFailed), de, true)
-		redactStatus(rel, chartOutput, nil)
+		status.Redact(rel, chartOutput, nil)
 		c := meta.FindStatusCondition(rel.Status.Conditions, ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonDegraded || !strings.Contains(c.Message, "Pod web-7d4b9-x2x") || !strings.Contains(c.Message, "back on revision 1") {
 			t.Errorf("Ready: %+v", c)
@@ -109,7 +110,7 @@ func TestDegradedStatus(t *testing.T) {
 			t.Errorf("--status-chart-output %v: logTail %q", chartOutput, b.LogTail)
 		}
 	}
-	if note := eventNote(nil, de); strings.Contains(note, "hunter2") || !strings.HasPrefix(note, "revision 2 of release web degraded") {
+	if note := status.EventNote(nil, de); strings.Contains(note, "hunter2") || !strings.HasPrefix(note, "revision 2 of release web degraded") {
 		t.Errorf("event note: %s", note)
 	}
 }

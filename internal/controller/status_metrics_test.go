@@ -86,10 +86,10 @@ func TestMetricsEndpoint(t *testing.T) {
 	if f := families["controller_runtime_reconcile_total"]; f == nil || len(f.GetMetric()) == 0 {
 		t.Error("the metrics endpoint serves no controller_runtime_reconcile_total")
 	}
-	if code := status(t, url, ""); code != http.StatusUnauthorized {
+	if code := statusCode(t, url, ""); code != http.StatusUnauthorized {
 		t.Errorf("metrics without a token: %d, want %d", code, http.StatusUnauthorized)
 	}
-	if code := status(t, url, accountToken(t, env, "nosy")); code != http.StatusForbidden {
+	if code := statusCode(t, url, accountToken(t, env, "nosy")); code != http.StatusForbidden {
 		t.Errorf("metrics with the token of an account that may not read them: %d, want %d", code, http.StatusForbidden)
 	}
 	resp, err := http.Get("http://" + probeAddr + "/readyz")
@@ -173,8 +173,8 @@ func get(url, token string) (*http.Response, error) {
 	return c.Do(req)
 }
 
-// status is the HTTP status of a request of url with token.
-func status(t *testing.T, url, token string) int {
+// statusCode is the HTTP status of a request of url with token.
+func statusCode(t *testing.T, url, token string) int {
 	t.Helper()
 	resp, err := get(url, token)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -34,7 +35,7 @@ const reportDelay = 2 * time.Second
 // nothing is written after.
 type stepReports struct {
 	// write patches the Release's status with status.
-	write func(status map[string]any)
+	write func(fields map[string]any)
 	// after runs f after d unless the function it returns is called first (time.AfterFunc).
 	after func(d time.Duration, f func()) (stop func() bool)
 	now   func() time.Time
@@ -75,9 +76,9 @@ func (s *stepReports) handle(e engine.Event) {
 	s.latest, s.latestAt = step, s.now()
 	if revision, ok := watchStep(e.Step); ok && s.watching != nil {
 		// A change of phase: the release is Ready, and watched.
-		status := s.watching(revision)
-		status["currentStep"] = step
-		s.write(status)
+		fields := s.watching(revision)
+		fields["currentStep"] = step
+		s.write(fields)
 		s.written = step
 		return
 	}
@@ -140,8 +141,8 @@ func (r *Reconciler) operationReporter(ctx context.Context, rel *v1alpha1.Releas
 			left := windowLeft(ctx, journals, name, window, began)
 			return map[string]any{"conditions": watchingConditions(conditions, generation, watchingMessage(revision, left, window))}
 		},
-		write: func(status map[string]any) {
-			patch, err := json.Marshal(map[string]any{"status": status})
+		write: func(fields map[string]any) {
+			patch, err := json.Marshal(map[string]any{"status": fields})
 			if err != nil {
 				return
 			}
@@ -211,11 +212,11 @@ func watchingMessage(revision int, left, window time.Duration) string {
 func watchingConditions(conditions []metav1.Condition, generation int64, msg string) []metav1.Condition {
 	out := slices.Clone(conditions)
 	for _, t := range []string{ConditionReconciling, ConditionReady} {
-		status := metav1.ConditionTrue
+		is := metav1.ConditionTrue
 		if t == ConditionReady {
-			status = metav1.ConditionUnknown
+			is = metav1.ConditionUnknown
 		}
-		putCondition(&out, metav1.Condition{Type: t, Status: status, Reason: ReasonProgressing, Message: msg, ObservedGeneration: generation})
+		status.PutCondition(&out, metav1.Condition{Type: t, Status: is, Reason: ReasonProgressing, Message: msg, ObservedGeneration: generation})
 	}
 	return out
 }

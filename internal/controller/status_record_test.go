@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 )
@@ -88,7 +89,7 @@ func TestFootprintNote(t *testing.T) {
 				t.Errorf("note %q, want it to say %q", note, w)
 			}
 		}
-		if len(note) > maxEventNote {
+		if len(note) > status.MaxEventNote {
 			t.Errorf("note of %d bytes, more than an Event holds", len(note))
 		}
 	}

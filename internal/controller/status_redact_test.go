@@ -17,6 +17,7 @@ import (
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/resource"
 )
@@ -98,11 +99,11 @@ func TestErrorTextLeavesValuesOut(t *testing.T) {
 			if !strings.Contains(tt.err.Error(), secret) && tt.name != "joined" {
 				t.Fatalf("the test's error does not hold the secret: %v", tt.err)
 			}
-			got := errorText(tt.err)
+			got := status.ErrorText(tt.err)
 			if !strings.HasPrefix(got, tt.want) {
 				t.Errorf("errorText =\n%s\nwant it to start with\n%s", got, tt.want)
 			}
-			for what, text := range map[string]string{"errorText": got, "errorLine": errorLine(tt.err), "eventNote": eventNote(nil, tt.err)} {
+			for what, text := range map[string]string{"errorText": got, "errorLine": errorLine(tt.err), "eventNote": status.EventNote(nil, tt.err)} {
 				if strings.Contains(text, "Sup3r") {
 					t.Errorf("%s holds the secret: %s", what, text)
 				}
@@ -148,11 +149,11 @@ func TestFailedStatusLeavesValuesOut(t *testing.T) {
 			}
 			// With --status-chart-output, the chart's own output is in logTail, and only there.
 			allowed := rel.DeepCopy()
-			redactStatus(allowed, true, nil)
+			status.Redact(allowed, true, nil)
 			if !strings.Contains(allowed.Status.Blockers[0].LogTail, tt.wantLogTail) {
 				t.Errorf("logTail with the chart's output allowed: %q, want it to hold %q", allowed.Status.Blockers[0].LogTail, tt.wantLogTail)
 			}
-			redactStatus(rel, false, nil)
+			status.Redact(rel, false, nil)
 			if b := rel.Status.Blockers[0]; b.LogTail != "" {
 				t.Errorf("logTail %q without the chart's output allowed", b.LogTail)
 			}
@@ -165,21 +166,5 @@ func TestFailedStatusLeavesValuesOut(t *testing.T) {
 				t.Errorf("history or blocker holds the secret: %+v", rel.Status)
 			}
 		})
-	}
-}
-
-func TestWithoutMessage(t *testing.T) {
-	for in, want := range map[string]string{
-		"c: terminated, exit code 1 (Error): out":  "c: terminated, exit code 1 (Error)",
-		"c: terminated, exit code 137 (OOMKilled)": "c: terminated, exit code 137 (OOMKilled)",
-		"c: terminated, exit code 2: out (x): y":   "c: terminated, exit code 2",
-		"c: waiting: CrashLoopBackOff: back-off":   "c: waiting: CrashLoopBackOff",
-		"c: waiting":                               "c: waiting",
-		"c: running":                               "c: running",
-		"c: something else: out":                   "c",
-	} {
-		if got := withoutMessage(in); got != want {
-			t.Errorf("withoutMessage(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

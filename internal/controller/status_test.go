@@ -12,12 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/inputs"
 )
 
 func TestReasonOf(t *testing.T) {
 	terminating := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("namespace is being terminated"))
 	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "x", errors.New("no"))
+	values := func(path, data string) error {
+		ref := v1alpha1.ValuesReference{Kind: "Secret", Name: "v", Key: "k", TargetPath: path}
+		_, err := inputs.MergeValues("team-a", []inputs.ValuesSource{{Ref: ref, Data: []byte(data)}}, nil)
+		return err
+	}
+	notAMap, tooDeep := values("", "- 1\n"), values("a[65537]", "v")
 	tests := []struct {
 		name        string
 		err         error
@@ -28,6 +35,10 @@ func TestReasonOf(t *testing.T) {
 		{"waiting", fmt.Errorf("check: %w", &DependencyError{Reason: ReasonDependencyNotReady}), ReasonDependencyNotReady, ""},
 		{"namespace terminating", fmt.Errorf("install: %w", terminating), ReasonNamespaceTerminating, ""},
 		{"permission", fmt.Errorf("install: %w", forbidden), ReasonPermissionDenied, "permission"},
+		{"values that are not a map", notAMap, ReasonInvalidValues, ""},
+		{"a targetPath over a limit", fmt.Errorf("read the values: %w", tooDeep), ReasonInvalidValues, ""},
+		{"values missing", fmt.Errorf("read the values: %w", &inputs.MissingError{Reason: ReasonValuesMissing, Kind: "Secret", Name: "v"}), ReasonValuesMissing, ""},
+		{"a missing key no reason was given", &inputs.MissingError{Kind: "Secret", Name: "v"}, ReasonFailed, ""},
 		{"other", errors.New("boom"), ReasonFailed, ""},
 	}
 	for _, tt := range tests {

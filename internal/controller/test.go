@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/engine"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/lifecycle"
@@ -74,7 +75,7 @@ func (r *Reconciler) runTests(ctx context.Context, rel *v1alpha1.Release, d *des
 	}
 	if err != nil {
 		markTestFailed(rel, err)
-		r.event(ctx, rel, corev1.EventTypeWarning, ReasonTestFailed, "test", eventNote(redactorOf(ctx), err))
+		r.event(ctx, rel, corev1.EventTypeWarning, ReasonTestFailed, "test", status.EventNote(status.RedactorOf(ctx), err))
 		return
 	}
 	msg := testSummary(res.Release, began)

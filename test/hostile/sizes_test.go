@@ -19,6 +19,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/source"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
@@ -84,7 +85,7 @@ func TestSizesTargetPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := sizesNotReady(t, c, env.Namespace, "thirty")
-	want := fmt.Sprintf("more than the %d allowed", controller.MaxPathItems)
+	want := fmt.Sprintf("more than the %d allowed", inputs.MaxPathItems)
 	if cond.Reason != controller.ReasonInvalidValues || !strings.Contains(cond.Message, "targetPath") || !strings.Contains(cond.Message, want) {
 		t.Errorf("Release thirty: %s %q, want %s naming the targetPath and saying %q", cond.Reason, cond.Message, controller.ReasonInvalidValues, want)
 	}

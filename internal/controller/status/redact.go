@@ -1,8 +1,9 @@
-package controller
+package status
 
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,15 +11,17 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/lifecycle"
 )
 
 // Whoever may view a Release's namespace reads its status and Events, and the controller's logs
 // and metrics are read by its operators: none of them may learn the release's values, which come
 // from the tenant's Secrets. What the controller writes there from an error goes through
-// errorText. What a chart's own code outputs (a hook's logs, a template's fail or required
+// ErrorText. What a chart's own code outputs (a hook's logs, a template's fail or required
 // message) can print any value: it goes only to status.blockers[].logTail, and only when the
-// controller is started with --status-chart-output (Reconciler.StatusChartOutput).
+// controller is started with --status-chart-output (controller.Reconciler.StatusChartOutput).
 
 // What a wait says of an object comes from the readiness package, which quotes no value by
 // construction: a health check that cannot be evaluated is told by its expression (the
@@ -26,7 +29,7 @@ import (
 // cel-go's words, which quote the values they failed on (a missing key is given by its value);
 // a readiness annotation reads only the object's status.
 
-// errorText is err's message as the controller may write it in a condition, an Event, the
+// ErrorText is err's message as the controller may write it in a condition, an Event, the
 // status' history or its logs: the parts of it that can carry values are replaced by a form that
 // carries none.
 //   - an error of the chart package that can quote values (a values schema's violations, a
@@ -38,7 +41,7 @@ import (
 //
 // When a wrapper did not keep such an error's message as it is, only the redacted forms are
 // given, without the wrappers' words.
-func errorText(err error) string {
+func ErrorText(err error) string {
 	if err == nil {
 		return ""
 	}
@@ -64,8 +67,8 @@ func errorText(err error) string {
 	return msg
 }
 
-// errorLine is the first line of errorText.
-func errorLine(err error) string { return firstLine(errorText(err)) }
+// ErrorLine is the first line of ErrorText.
+func ErrorLine(err error) string { return inputs.FirstLine(ErrorText(err)) }
 
 // walkErrors calls visit with err and, while visit says so, with what it wraps, depth first.
 func walkErrors(err error, visit func(error) bool) {
@@ -88,7 +91,7 @@ func redacted(e error) (string, bool) {
 	case chart.RedactedError:
 		return e.Redacted(), true
 	case *lifecycle.HookError:
-		return fmt.Sprintf("%s hook %s %s%s", e.Event, e.Hook, hookOutcome(e), lastPodState(e.Pods)), true
+		return fmt.Sprintf("%s hook %s %s%s", e.Event, e.Hook, HookOutcome(e), LastPodState(e.Pods)), true
 	case apierrors.APIStatus:
 		if s := e.Status(); s.Reason == metav1.StatusReasonInvalid {
 			return invalidText(s), true
@@ -97,16 +100,16 @@ func redacted(e error) (string, bool) {
 	return "", false
 }
 
-// hookOutcome is the first line of a failed hook's outcome, with the error that ended it (a
-// refused create, say) as errorText gives it.
-func hookOutcome(h *lifecycle.HookError) string {
+// HookOutcome is the first line of a failed hook's outcome, with the error that ended it (a
+// refused create, say) as ErrorText gives it.
+func HookOutcome(h *lifecycle.HookError) string {
 	outcome := h.Outcome
 	if h.Cause != nil {
 		if c := h.Cause.Error(); c != "" {
-			outcome = strings.ReplaceAll(outcome, c, errorText(h.Cause))
+			outcome = strings.ReplaceAll(outcome, c, ErrorText(h.Cause))
 		}
 	}
-	return firstLine(outcome)
+	return inputs.FirstLine(outcome)
 }
 
 // invalidText says which fields of an object the API server found invalid, and why in its
@@ -132,9 +135,9 @@ func invalidText(s metav1.Status) string {
 // exit code N (REASON): MESSAGE" or "NAME: waiting: REASON: MESSAGE", without the message.
 var containerState = regexp.MustCompile(`^[^:]+: (?:terminated, exit code -?\d+(?: \([A-Za-z]+\))?|waiting(?:: [A-Za-z]+)?|running)`)
 
-// withoutMessage is a container's state without its message; its name alone when the state
+// WithoutMessage is a container's state without its message; its name alone when the state
 // does not read as expected.
-func withoutMessage(container string) string {
+func WithoutMessage(container string) string {
 	if s := containerState.FindString(container); s != "" {
 		return s
 	}
@@ -142,9 +145,28 @@ func withoutMessage(container string) string {
 	return name
 }
 
-// templateBlocker names the template that failed to render; its message, which the template's
+// LastPodState is "; last Pod NAME: PHASE, REASON: MESSAGE, CONTAINERS" for the newest of a
+// hook's Pods, the containers without their messages (a termination message is the container's
+// own output); empty when it has none.
+func LastPodState(pods []cluster.PodReport) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	p := pods[len(pods)-1]
+	parts := []string{p.Phase, strings.Trim(p.Reason+": "+p.Message, ": ")}
+	for _, c := range p.Containers {
+		parts = append(parts, WithoutMessage(c))
+	}
+	parts = slices.DeleteFunc(parts, func(s string) bool { return s == "" })
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; last Pod %s: %s", p.Name, strings.Join(parts, ", "))
+}
+
+// TemplateBlocker names the template that failed to render; its message, which the template's
 // author wrote and which can print values, is its logTail.
-func templateBlocker(t *chart.TemplateError) v1alpha1.Blocker {
+func TemplateBlocker(t *chart.TemplateError) v1alpha1.Blocker {
 	return v1alpha1.Blocker{
 		Kind: "template", Object: t.Location(), Message: t.Redacted(),
 		Next:    "fix the values the template checks: berth template with the same values prints its message (in logTail too when the controller runs with --status-chart-output)",
@@ -152,11 +174,11 @@ func templateBlocker(t *chart.TemplateError) v1alpha1.Blocker {
 	}
 }
 
-// redactStatus removes from rel's status what a chart's own code output (status.blockers[].
+// Redact removes from rel's status what a chart's own code output (status.blockers[].
 // logTail: a hook's logs, a template's message) unless chartOutput allows it, and the values r
 // knows from every message (conditions, blockers, history): every status the controller writes
-// goes through it (patchStatus).
-func redactStatus(rel *v1alpha1.Release, chartOutput bool, r *valueRedactor) {
+// goes through it (the controller's patchStatus).
+func Redact(rel *v1alpha1.Release, chartOutput bool, r *ValueRedactor) {
 	s := &rel.Status
 	for i := range s.Blockers {
 		b := &s.Blockers[i]

@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestValueRedactorText(t *testing.T) {
 		"name":     "web",
 		"fullname": "team-a-web",
 	}
-	r := newValueRedactor(values, "team-a-web")
+	r := NewValueRedactor(values, "team-a-web")
 	for _, tt := range []struct {
 		name, msg, want string
 	}{
@@ -61,11 +61,11 @@ func TestValueRedactorText(t *testing.T) {
 }
 
 func TestValueRedactorNilRedactsNothing(t *testing.T) {
-	var r *valueRedactor
+	var r *ValueRedactor
 	if got := r.Text("*Hunter2-s3cr3t"); got != "*Hunter2-s3cr3t" {
 		t.Errorf("got %q", got)
 	}
-	if got := newValueRedactor(nil).Text("*Hunter2-s3cr3t"); got != "*Hunter2-s3cr3t" {
+	if got := NewValueRedactor(nil).Text("*Hunter2-s3cr3t"); got != "*Hunter2-s3cr3t" {
 		t.Errorf("got %q", got)
 	}
 }
@@ -77,7 +77,7 @@ func TestValueRedactorBounds(t *testing.T) {
 	for i := range 2 * maxRedactedForms {
 		many[fmt.Sprintf("k%05d", i)] = fmt.Sprintf("value-%05d", i)
 	}
-	r := newValueRedactor(many)
+	r := NewValueRedactor(many)
 	if len(r.forms) != maxRedactedForms {
 		t.Errorf("%d forms looked for, want the cap %d", len(r.forms), maxRedactedForms)
 	}
@@ -91,7 +91,7 @@ func TestValueRedactorBounds(t *testing.T) {
 		fmt.Fprintf(&b, "%05d,", i)
 	}
 	long := b.String()
-	r = newValueRedactor(map[string]any{"long": long, "secret": "*Hunter2-s3cr3t"})
+	r = NewValueRedactor(map[string]any{"long": long, "secret": "*Hunter2-s3cr3t"})
 	if got := r.Text("a " + long + " b"); got != "a [redacted]"+long[maxRedactedForm:]+" b" {
 		t.Errorf("a long value is looked for by its first %d bytes: got %.40q...", maxRedactedForm, got)
 	}
@@ -105,12 +105,12 @@ func TestValueRedactorBounds(t *testing.T) {
 }
 
 func TestRedactStatusTakesValuesOut(t *testing.T) {
-	r := newValueRedactor(map[string]any{"password": "*Hunter2-s3cr3t"})
+	r := NewValueRedactor(map[string]any{"password": "*Hunter2-s3cr3t"})
 	rel := &v1alpha1.Release{}
-	rel.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Message: "near *Hunter2-s3cr3t"}}
+	rel.Status.Conditions = []metav1.Condition{{Type: "Ready", Message: "near *Hunter2-s3cr3t"}}
 	rel.Status.History = []v1alpha1.OperationRecord{{Operation: "install", Message: "near *Hunter2-s3cr3t"}}
 	rel.Status.Blockers = []v1alpha1.Blocker{{Kind: "permission", Object: "Secret/a/*Hunter2-s3cr3t", Message: "*Hunter2-s3cr3t", Next: "x"}}
-	redactStatus(rel, false, r)
+	Redact(rel, false, r)
 	for _, text := range []string{rel.Status.Conditions[0].Message, rel.Status.History[0].Message, rel.Status.Blockers[0].Object, rel.Status.Blockers[0].Message} {
 		if strings.Contains(text, "Hunter2") {
 			t.Errorf("the status holds the value: %q", text)
@@ -119,10 +119,10 @@ func TestRedactStatusTakesValuesOut(t *testing.T) {
 }
 
 func TestRedactingLogsAndErrors(t *testing.T) {
-	r := newValueRedactor(map[string]any{"password": "*Hunter2-s3cr3t"})
+	r := NewValueRedactor(map[string]any{"password": "*Hunter2-s3cr3t"})
 	var lines []string
 	base := funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) }, funcr.Options{})
-	ctx := redacting(log.IntoContext(context.Background(), base), r)
+	ctx := Redacting(log.IntoContext(context.Background(), base), r)
 	l := log.FromContext(ctx).WithValues("value", "*Hunter2-s3cr3t")
 	l.Info("rendered *Hunter2-s3cr3t", "message", "near *Hunter2-s3cr3t")
 	l.Error(errors.New(`yaml: near "*Hunter2-s3cr3t"`), "apply", "cause", errors.New("*Hunter2-s3cr3t"))
@@ -136,12 +136,12 @@ func TestRedactingLogsAndErrors(t *testing.T) {
 	}
 
 	err := fmt.Errorf("upgrade: %w", reconcile.TerminalError(errors.New("near *Hunter2-s3cr3t")))
-	got := r.redactError(err)
+	got := r.RedactError(err)
 	if strings.Contains(got.Error(), "Hunter2") || !errors.Is(got, reconcile.TerminalError(nil)) {
-		t.Errorf("redactError = %q; still terminal: %v", got, errors.Is(got, reconcile.TerminalError(nil)))
+		t.Errorf("RedactError = %q; still terminal: %v", got, errors.Is(got, reconcile.TerminalError(nil)))
 	}
-	if redactorOf(ctx) != r || redactorOf(context.Background()) != nil {
-		t.Error("redactorOf does not give the context's redactor")
+	if RedactorOf(ctx) != r || RedactorOf(context.Background()) != nil {
+		t.Error("RedactorOf does not give the context's redactor")
 	}
 	var _ logr.CallDepthLogSink = redactSink{}
 }
@@ -153,7 +153,7 @@ func BenchmarkValueRedactor(b *testing.B) {
 	for i := range maxRedactedForms {
 		values[fmt.Sprintf("k%05d", i)] = fmt.Sprintf("secret-value-%05d", i)
 	}
-	r := newValueRedactor(values)
+	r := NewValueRedactor(values)
 	msg := strings.Repeat("s", maxRedactedMessage)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -175,13 +175,13 @@ func FuzzValueRedactor(f *testing.F) {
 		if n := len(msg); n > 0 && len(key)%2 == 1 {
 			msg = strings.Repeat(msg, max(1, 2*maxRedactedMessage/n))
 		}
-		r := newValueRedactor(map[string]any{key: v1, key + "2": []any{v2, map[string]any{"x": v1 + v2}}})
+		r := NewValueRedactor(map[string]any{key: v1, key + "2": []any{v2, map[string]any{"x": v1 + v2}}})
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		got := r.Text(msg)
 		runtime.ReadMemStats(&after)
 		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
-			t.Errorf("redacting %d bytes allocated %d KiB", len(msg), n>>10)
+			t.Errorf("Redacting %d bytes allocated %d KiB", len(msg), n>>10)
 		}
 		if len(got) > maxRedactedMessage+len(cutMark)+len(redactedMark)*(maxRedactedMessage/minRedactedValue+1) {
 			t.Errorf("redacted %d bytes into %d", len(msg), len(got))

@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"context"
@@ -21,28 +21,25 @@ import (
 // scrape reports an error rather than waiting for it.
 const collectTimeout = 5 * time.Second
 
-// metricConditions are the conditions berth_releases counts Releases by. A Release without
-// Ready counts as Ready Unknown; Reconciling and Stalled are only there while true, so a
-// Release without them counts as False.
-var metricConditions = []struct {
-	condition string
-	absent    metav1.ConditionStatus
-}{
-	{ConditionReady, metav1.ConditionUnknown},
-	{ConditionReconciling, metav1.ConditionFalse},
-	{ConditionStalled, metav1.ConditionFalse},
+// Counted is a condition berth_releases counts Releases by, and the status a Release without it
+// is counted with (conditions that are only there while true count as False when absent).
+type Counted struct {
+	Type   string
+	Absent metav1.ConditionStatus
 }
 
 // releaseCollector is the gauge berth_releases{condition, status}: the Releases of the
-// manager's cache by the status of their conditions, computed on each scrape.
+// manager's cache by the status of the conditions counted, computed on each scrape.
 type releaseCollector struct {
-	reader client.Reader
-	desc   *prometheus.Desc
+	reader  client.Reader
+	counted []Counted
+	desc    *prometheus.Desc
 }
 
-func newReleaseCollector(reader client.Reader) *releaseCollector {
+func newReleaseCollector(reader client.Reader, counted []Counted) *releaseCollector {
 	return &releaseCollector{
-		reader: reader,
+		reader:  reader,
+		counted: counted,
 		desc: prometheus.NewDesc("berth_releases",
 			"Releases (berth.dev/v1alpha1) by the status (True, False, Unknown) of their Ready, Reconciling and Stalled conditions.",
 			[]string{"condition", "status"}, nil),
@@ -59,17 +56,17 @@ func (c *releaseCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.desc, fmt.Errorf("list Releases: %w", err))
 		return
 	}
-	for _, mc := range metricConditions {
+	for _, mc := range c.counted {
 		counts := map[metav1.ConditionStatus]int{}
 		for i := range list.Items {
-			status := mc.absent
-			if cond := meta.FindStatusCondition(list.Items[i].Status.Conditions, mc.condition); cond != nil {
-				status = cond.Status
+			is := mc.Absent
+			if cond := meta.FindStatusCondition(list.Items[i].Status.Conditions, mc.Type); cond != nil {
+				is = cond.Status
 			}
-			counts[status]++
+			counts[is]++
 		}
 		for _, s := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
-			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), mc.condition, string(s))
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), mc.Type, string(s))
 		}
 	}
 }
@@ -81,9 +78,10 @@ type releaseMetrics struct {
 	collector *releaseCollector
 }
 
-// releaseMetricsFor returns the runnable that serves berth_releases for mgr; add it to mgr.
-func releaseMetricsFor(mgr manager.Manager) manager.Runnable {
-	return releaseMetrics{collector: newReleaseCollector(mgr.GetCache())}
+// ReleaseMetrics returns the runnable that serves berth_releases for mgr, counting the
+// conditions counted; add it to mgr.
+func ReleaseMetrics(mgr manager.Manager, counted []Counted) manager.Runnable {
+	return releaseMetrics{collector: newReleaseCollector(mgr.GetCache(), counted)}
 }
 
 func (m releaseMetrics) NeedLeaderElection() bool { return false }

@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"strings"
@@ -30,18 +30,18 @@ func TestCutMessageKeepsRunesWhole(t *testing.T) {
 
 func TestPutConditionCutsItsMessage(t *testing.T) {
 	var conditions []metav1.Condition
-	putCondition(&conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonFailed, Message: strings.Repeat("€", 20000)})
+	PutCondition(&conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Failed", Message: strings.Repeat("€", 20000)})
 	msg := conditions[0].Message
-	if len(msg) > maxConditionMessage || !utf8.ValidString(msg) || !strings.HasSuffix(msg, cutMark) {
-		t.Errorf("message of %d bytes (valid UTF-8: %t), want at most %d ending %q", len(msg), utf8.ValidString(msg), maxConditionMessage, cutMark)
+	if len(msg) > MaxConditionMessage || !utf8.ValidString(msg) || !strings.HasSuffix(msg, cutMark) {
+		t.Errorf("message of %d bytes (valid UTF-8: %t), want at most %d ending %q", len(msg), utf8.ValidString(msg), MaxConditionMessage, cutMark)
 	}
 }
 
 func TestCutNotesCutsEveryEvent(t *testing.T) {
 	fake := events.NewFakeRecorder(1)
-	cutNotes{fake}.Eventf(nil, nil, "Warning", "Failed", "reconcile", "chart %s failed", strings.Repeat("x", 5000))
+	CutNotes{fake}.Eventf(nil, nil, "Warning", "Failed", "reconcile", "chart %s failed", strings.Repeat("x", 5000))
 	got := <-fake.Events
-	if len(got) > maxEventNote+len("Warning Failed ") || !strings.HasSuffix(got, cutMark) {
-		t.Errorf("event of %d bytes, want its note cut to %d", len(got), maxEventNote)
+	if len(got) > MaxEventNote+len("Warning Failed ") || !strings.HasSuffix(got, cutMark) {
+		t.Errorf("event of %d bytes, want its note cut to %d", len(got), MaxEventNote)
 	}
 }

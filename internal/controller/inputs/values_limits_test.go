@@ -1,4 +1,4 @@
-package controller
+package inputs
 
 import (
 	"errors"
@@ -22,8 +22,8 @@ func TestTargetPathLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := valuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "s", Key: "k", TargetPath: tt.path}, Data: []byte("v")}
-			_, err := mergeValues("team-a", []valuesSource{src}, nil)
+			src := ValuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "s", Key: "k", TargetPath: tt.path}, Data: []byte("v")}
+			_, err := MergeValues("team-a", []ValuesSource{src}, nil)
 			var limit *LimitError
 			if !errors.As(err, &limit) {
 				t.Fatalf("got %v, want a LimitError", err)
@@ -31,26 +31,23 @@ func TestTargetPathLimits(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "Secret/team-a/s key k") {
 				t.Errorf("error %q does not name the key and say %q", err, tt.want)
 			}
-			if reasonOf(err, ReasonFailed) != ReasonInvalidValues {
-				t.Errorf("reason %s, want %s", reasonOf(err, ReasonFailed), ReasonInvalidValues)
-			}
 		})
 	}
 	// Within the limits: one index of the largest, and many small ones.
 	for _, path := range []string{"a[65536]", "a" + strings.Repeat("[1]", 60)} {
-		src := valuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "s", Key: "k", TargetPath: path}, Data: []byte("v")}
-		if _, err := mergeValues("team-a", []valuesSource{src}, nil); err != nil {
+		src := ValuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "s", Key: "k", TargetPath: path}, Data: []byte("v")}
+		if _, err := MergeValues("team-a", []ValuesSource{src}, nil); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}
 	}
 }
 
 func TestValuesDocumentLimits(t *testing.T) {
-	big := func(name string, n int) valuesSource {
-		return valuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: name, Key: "values.yaml"},
+	big := func(name string, n int) ValuesSource {
+		return ValuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: name, Key: "values.yaml"},
 			Data: []byte("a: '" + strings.Repeat("x", n-6) + "'\n")}
 	}
-	_, err := mergeValues("team-a", []valuesSource{big("huge", MaxValuesDocumentBytes+1)}, nil)
+	_, err := MergeValues("team-a", []ValuesSource{big("huge", MaxValuesDocumentBytes+1)}, nil)
 	var limit *LimitError
 	if !errors.As(err, &limit) || limit.Limit != MaxValuesDocumentBytes {
 		t.Fatalf("got %v, want the document's limit", err)
@@ -58,15 +55,15 @@ func TestValuesDocumentLimits(t *testing.T) {
 	if !strings.Contains(err.Error(), "ConfigMap/team-a/huge key values.yaml: the content is 1048577 bytes, more than the 1048576 allowed") {
 		t.Errorf("error %q", err)
 	}
-	var five []valuesSource
+	var five []ValuesSource
 	for range 5 {
 		five = append(five, big("one", MaxValuesDocumentBytes))
 	}
-	_, err = mergeValues("team-a", five, nil)
+	_, err = MergeValues("team-a", five, nil)
 	if !errors.As(err, &limit) || limit.Limit != MaxValuesBytes {
 		t.Fatalf("got %v, want the total's limit", err)
 	}
-	if _, err := mergeValues("team-a", five[:4], nil); err != nil {
+	if _, err := MergeValues("team-a", five[:4], nil); err != nil {
 		t.Errorf("four documents of the largest: %v", err)
 	}
 }
@@ -130,9 +127,9 @@ func FuzzValuesDocument(f *testing.F) {
 		f.Add([]byte(seed.doc), seed.path)
 	}
 	f.Fuzz(func(t *testing.T, doc []byte, path string) {
-		src := valuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "s", Key: "k", TargetPath: path}, Data: doc}
-		base := valuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: "b", Key: "values.yaml"}, Data: []byte("list: [a, b]\nm: {k: v}\n")}
-		vals, err := mergeValues("team-a", []valuesSource{base, src}, map[string]any{"spec": "x"})
+		src := ValuesSource{Ref: v1alpha1.ValuesReference{Kind: "Secret", Name: "s", Key: "k", TargetPath: path}, Data: doc}
+		base := ValuesSource{Ref: v1alpha1.ValuesReference{Kind: "ConfigMap", Name: "b", Key: "values.yaml"}, Data: []byte("list: [a, b]\nm: {k: v}\n")}
+		vals, err := MergeValues("team-a", []ValuesSource{base, src}, map[string]any{"spec": "x"})
 		if err != nil {
 			var ve *ValuesError
 			if !errors.As(err, &ve) {
@@ -140,7 +137,7 @@ func FuzzValuesDocument(f *testing.F) {
 			}
 			return
 		}
-		if _, err := digestOf(vals); err != nil {
+		if _, err := DigestOf(vals); err != nil {
 			t.Fatalf("values merged from %q cannot be digested: %v", doc, err)
 		}
 	})

@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"bytes"
@@ -14,23 +14,23 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/inputs"
 )
 
-// errorText redacts an error by its kind: the errors known to quote values are given by a form
+// ErrorText redacts an error by its kind: the errors known to quote values are given by a form
 // without them. Any other error can still quote one: a parser's message on a rendered manifest, a
-// dry run's or an admission webhook's answer, an error of client-go. A valueRedactor removes
+// dry run's or an admission webhook's answer, an error of client-go. A ValueRedactor removes
 // the Release's own values from whatever the controller writes of a reconcile: it holds the
 // string values of the Release (spec.values and every valuesFrom key, merged), in the forms in
 // which a message can quote them, and replaces each occurrence by redactedMark.
 //
 // It is the second layer, not the first: a value it does not know (one beyond its caps, one too
-// short to look for) is still left out where errorText leaves it out by kind.
+// short to look for) is still left out where ErrorText leaves it out by kind.
 
 // redactedMark replaces a value in a message.
 const redactedMark = "[redacted]"
 
-// Bounds of a valueRedactor: what it costs is the number of forms times the length of a message.
+// Bounds of a ValueRedactor: what it costs is the number of forms times the length of a message.
 const (
 	// minRedactedValue is the shortest value looked for, in bytes. Shorter strings ("on", "v1",
 	// "app") are in every message: looking for them would make messages unreadable, and a
@@ -40,7 +40,7 @@ const (
 	// maxRedactedForms is how many forms of values are looked for: a value gives up to four
 	// (as it is, JSON-escaped, Go-quoted, YAML single-quoted) and a multi-line value each of its
 	// lines too. Forms beyond it, those of the values that come last in the values' order (keys
-	// sorted, depth first), are not looked for: messages fall back on errorText's redaction by
+	// sorted, depth first), are not looked for: messages fall back on ErrorText's redaction by
 	// kind for them.
 	maxRedactedForms = 512
 	// maxRedactedForm is the longest form looked for, in bytes: a longer value is looked for by
@@ -52,22 +52,22 @@ const (
 	maxRedactedMessage = 32 << 10
 )
 
-// valueRedactor removes a Release's values from messages. The zero value and nil remove nothing.
-type valueRedactor struct {
+// ValueRedactor removes a Release's values from messages. The zero value and nil remove nothing.
+type ValueRedactor struct {
 	// forms are the forms looked for, longest first.
 	forms []string
 }
 
-// newValueRedactor looks for the string values of values, except those in keep (the Release's
+// NewValueRedactor looks for the string values of values, except those in keep (the Release's
 // own names, which every message names anyway and the spec shows).
-func newValueRedactor(values map[string]any, keep ...string) *valueRedactor {
+func NewValueRedactor(values map[string]any, keep ...string) *ValueRedactor {
 	c := formCollector{seen: map[string]bool{redactedMark: true}}
 	for _, k := range keep {
 		c.seen[k] = true
 	}
 	c.walk(values)
 	slices.SortStableFunc(c.forms, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	return &valueRedactor{forms: c.forms}
+	return &ValueRedactor{forms: c.forms}
 }
 
 // formCollector collects the forms of string values, up to maxRedactedForms.
@@ -155,7 +155,7 @@ func jsonEscaped(s string) string {
 // or touch are replaced by one mark. A msg longer than maxRedactedMessage is cut to it first,
 // and a value that the cut would split is redacted whole, as the cut is made after. A msg that
 // was cut before (it ends with cutMark) has the start of a value that ends it redacted too.
-func (r *valueRedactor) Text(msg string) string {
+func (r *ValueRedactor) Text(msg string) string {
 	if r == nil || len(r.forms) == 0 || msg == "" {
 		return msg
 	}
@@ -200,7 +200,7 @@ func (r *valueRedactor) Text(msg string) string {
 // partial is the length of the longest start of a form that ends text, when it is at least
 // minRedactedValue bytes: what a cut left of a value. Each form is matched against text's end as
 // Knuth, Morris and Pratt match, in time linear in the form's length.
-func (r *valueRedactor) partial(text string) int {
+func (r *ValueRedactor) partial(text string) int {
 	longest := 0
 	var fail []int
 	for _, f := range r.forms {
@@ -248,7 +248,7 @@ func prefixFunction(f string, buf []int) []int {
 // order, with extra (an empty one adds nothing). Every occurrence counts, overlapping ones too:
 // each adds one to where it starts and takes one from where it ends, and the ranges are where the
 // running sum is above zero.
-func (r *valueRedactor) spans(text string, extra [2]int) [][2]int {
+func (r *ValueRedactor) spans(text string, extra [2]int) [][2]int {
 	var depth []int32
 	if extra[0] < extra[1] {
 		depth = make([]int32, len(text)+1)
@@ -284,28 +284,28 @@ func (r *valueRedactor) spans(text string, extra [2]int) [][2]int {
 	return spans
 }
 
-// Error is err as the controller may write it: errorText's form, without the values.
-func (r *valueRedactor) Error(err error) string { return r.Text(errorText(err)) }
+// Error is err as the controller may write it: ErrorText's form, without the values.
+func (r *ValueRedactor) Error(err error) string { return r.Text(ErrorText(err)) }
 
 // Line is the first line of Error.
-func (r *valueRedactor) Line(err error) string { return firstLine(r.Error(err)) }
+func (r *ValueRedactor) Line(err error) string { return inputs.FirstLine(r.Error(err)) }
 
 type redactorKey struct{}
 
 // withRedactor is ctx carrying the redactor of its reconcile.
-func withRedactor(ctx context.Context, r *valueRedactor) context.Context {
+func withRedactor(ctx context.Context, r *ValueRedactor) context.Context {
 	return context.WithValue(ctx, redactorKey{}, r)
 }
 
-// redactorOf is the redactor ctx carries; nil, which redacts nothing, when it carries none.
-func redactorOf(ctx context.Context) *valueRedactor {
-	r, _ := ctx.Value(redactorKey{}).(*valueRedactor)
+// RedactorOf is the redactor ctx carries; nil, which redacts nothing, when it carries none.
+func RedactorOf(ctx context.Context) *ValueRedactor {
+	r, _ := ctx.Value(redactorKey{}).(*ValueRedactor)
 	return r
 }
 
-// redacting is ctx carrying r, and a logger that writes nothing r would redact: what the
+// Redacting is ctx carrying r, and a logger that writes nothing r would redact: what the
 // reconcile logs goes through it.
-func redacting(ctx context.Context, r *valueRedactor) context.Context {
+func Redacting(ctx context.Context, r *ValueRedactor) context.Context {
 	ctx = withRedactor(ctx, r)
 	if sink := log.FromContext(ctx).GetSink(); sink != nil {
 		if d, ok := sink.(logr.CallDepthLogSink); ok {
@@ -326,9 +326,9 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redactError is err as the controller may log it: controller-runtime logs the error a
+// RedactError is err as the controller may log it: controller-runtime logs the error a
 // reconcile returns.
-func (r *valueRedactor) redactError(err error) error {
+func (r *ValueRedactor) RedactError(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -338,7 +338,7 @@ func (r *valueRedactor) redactError(err error) error {
 // redactSink is a logr.LogSink that redacts messages, errors and string values with r.
 type redactSink struct {
 	sink logr.LogSink
-	r    *valueRedactor
+	r    *ValueRedactor
 }
 
 func (s redactSink) Init(info logr.RuntimeInfo) { s.sink.Init(info) }
@@ -349,7 +349,7 @@ func (s redactSink) Info(level int, msg string, kv ...any) {
 }
 
 func (s redactSink) Error(err error, msg string, kv ...any) {
-	s.sink.Error(s.r.redactError(err), s.r.Text(msg), s.values(kv)...)
+	s.sink.Error(s.r.RedactError(err), s.r.Text(msg), s.values(kv)...)
 }
 
 func (s redactSink) WithValues(kv ...any) logr.LogSink {
@@ -380,10 +380,4 @@ func (s redactSink) values(kv []any) []any {
 		}
 	}
 	return out
-}
-
-// event records an Event about rel, its note without the values the reconcile's redactor (ctx)
-// knows, then cut to fit (cutNotes): the Events of a reconcile go through it.
-func (r *Reconciler) event(ctx context.Context, rel *v1alpha1.Release, eventtype, reason, action, note string) {
-	r.Recorder.Eventf(rel, nil, eventtype, reason, action, "%s", redactorOf(ctx).Text(note))
 }
