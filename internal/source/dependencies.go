@@ -108,7 +108,7 @@ func (r *Resolver) Dependencies(ctx context.Context, dir string, opts Dependency
 		Keyring:          opts.Keyring,
 		SkipUpdate:       opts.SkipRefresh,
 		Getters:          g.providers(r.Settings),
-		RegistryClient:   rc,
+		RegistryClient:   rc.Client,
 		RepositoryConfig: r.Settings.RepositoryConfig,
 		RepositoryCache:  r.Settings.RepositoryCache,
 		ContentCache:     r.Settings.ContentCache,

@@ -17,11 +17,12 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
-	"helm.sh/helm/v4/pkg/provenance"
+	helmprov "helm.sh/helm/v4/pkg/provenance"
 	"helm.sh/helm/v4/pkg/registry"
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/provenance"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/yamlbound"
 )
@@ -32,7 +33,7 @@ import (
 // URL (--repo, the controller's), by berth's own bounded requests and caches around Helm's
 // registry client and index lookup; REPO/CHART of the user's repositories and a chart's URL by
 // Helm's downloader, as Helm's LocateChart does, detached and bounded (helmDownload).
-func (r *Resolver) download(ctx context.Context, ref, version string, k *keyring) (string, []string, error) {
+func (r *Resolver) download(ctx context.Context, ref, version string, k *verifier) (string, []string, error) {
 	ctx = withBudget(ctx)
 	f := r.fetcher()
 	switch {
@@ -75,7 +76,7 @@ func (r *Resolver) out() io.Writer {
 
 // repositoryChart fetches the chart ref names from the repository Options.RepoURL, with the
 // credentials and TLS settings of Options, and verifies it with k when it is not nil.
-func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version string, k *keyring) (string, []string, error) {
+func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version string, k *verifier) (string, []string, error) {
 	o := r.Options
 	a := repoAccess{
 		Username: o.Username, Password: o.Password, PassCredentialsAll: o.PassCredentialsAll,
@@ -84,13 +85,18 @@ func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version
 	return f.repositoryChart(ctx, f.chartCache(r.Settings.ContentCache), o.RepoURL, ref, version, a, k)
 }
 
-// keyring is the public keyring a chart is verified against: a file, or its content in memory;
-// once it verified the chart, proof says by whom.
-type keyring struct {
-	path  string
-	data  []byte
-	proof *release.Provenance
+// verifier is what a fetch checks a chart against: a PGP public keyring (a file, or its content
+// in memory) for a provenance file beside the chart, or cosign's options for the signatures of
+// an OCI chart. Once it verified the chart, proof says by whom.
+type verifier struct {
+	path   string
+	data   []byte
+	cosign *provenance.CosignOptions
+	proof  *release.Provenance
 }
+
+// pgp reports whether k checks a provenance file against a keyring.
+func (k *verifier) pgp() bool { return k != nil && k.cosign == nil }
 
 // CheckKeyring checks that data is a public keyring as Helm reads one: binary OpenPGP keys, as
 // gpg --export writes them (not --armor). Its error never quotes data.
@@ -105,16 +111,20 @@ func CheckKeyring(data []byte) error {
 	return nil
 }
 
-// keyring is the keyring of r's Options, the file Keyring names, else KeyringData; nil when
-// Options do not ask to verify.
-func (r *Resolver) keyring() *keyring {
+// verifier is what r's Options ask a chart to be verified with: cosign's options, else with
+// Verify the keyring, the file Keyring names or else KeyringData; nil when they ask for no
+// verification.
+func (r *Resolver) verifier() *verifier {
+	if r.Options.Cosign != nil {
+		return &verifier{cosign: r.Options.Cosign}
+	}
 	if !r.Options.Verify {
 		return nil
 	}
 	if r.Options.Keyring == "" && r.Options.KeyringData != nil {
-		return &keyring{data: r.Options.KeyringData}
+		return &verifier{data: r.Options.KeyringData}
 	}
-	return &keyring{path: r.Options.Keyring}
+	return &verifier{path: r.Options.Keyring}
 }
 
 // verifyArchive checks the chart archive at path against its provenance file prov and the
@@ -122,7 +132,7 @@ func (r *Resolver) keyring() *keyring {
 // NAME-VERSION.tgz, which a file in cache does not have: a copy of that name is checked. A
 // keyring in memory is written beside it. The check's failure is a ProvenanceError; its success
 // is noted in k.proof.
-func (k *keyring) verify(path, prov string) error {
+func (k *verifier) verify(path, prov string) error {
 	ch, err := chart.Load(path)
 	if err != nil {
 		return err
@@ -157,7 +167,7 @@ func (k *keyring) verify(path, prov string) error {
 
 // noteVerified notes in k.proof the PGP signature v that verified a chart: the archive's digest
 // and the signing key's identity and id.
-func (k *keyring) noteVerified(v *provenance.Verification) {
+func (k *verifier) noteVerified(v *helmprov.Verification) {
 	p := &release.Provenance{Provider: release.ProviderPGP, Digest: v.FileHash, Verified: time.Now().UTC()}
 	if e := v.SignedBy; e != nil && e.PrimaryKey != nil {
 		p.Signer = e.PrimaryKey.KeyIdString()
@@ -175,7 +185,7 @@ func (k *keyring) noteVerified(v *provenance.Verification) {
 // request bounded by RequestTimeout or what is left of ctx's deadline, through the fetcher's
 // transport (its dial, TLS handshake and response header timeouts, and connections that serve
 // the next fetch) unless the fetch has TLS settings of its own.
-func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version string, k *keyring) (string, error) {
+func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version string, k *verifier) (string, error) {
 	o := r.Options
 	timeout := f.opts.RequestTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -205,7 +215,7 @@ func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version st
 		ContentCache:     r.Settings.ContentCache,
 		Cache:            f.chartCache(r.Settings.ContentCache),
 	}
-	if k != nil {
+	if k.pgp() {
 		dl.Verify = downloader.VerifyAlways
 	}
 	if err := os.MkdirAll(r.Settings.RepositoryCache, 0o755); err != nil {
@@ -216,7 +226,7 @@ func (r *Resolver) helmDownload(ctx context.Context, f *Fetcher, ref, version st
 		if err != nil {
 			return "", err
 		}
-		if k != nil && v != nil {
+		if k.pgp() && v != nil {
 			k.noteVerified(v)
 		}
 		return filepath.Abs(file)

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/plugins"
+	"github.com/berthdev/berth/internal/provenance"
 	"github.com/berthdev/berth/internal/yamlbound"
 )
 
@@ -338,9 +339,12 @@ func fetchKind(err error) (Kind, bool) {
 		provErr   *ProvenanceError
 		getterErr *plugins.GetterError
 	)
+	var sigErr *provenance.Error
 	switch {
 	case errors.As(err, &provErr):
 		return KindUnverified, true
+	case errors.As(err, &sigErr):
+		return signatureKind(sigErr)
 	case errors.As(err, &authErr):
 		if authErr.WithCredentials {
 			return KindUnauthorized, true
@@ -368,4 +372,19 @@ func fetchKind(err error) (Kind, bool) {
 // within it, when which request was under way is not known.
 func DeadlineError(repoURL string, after time.Duration) *TimeoutError {
 	return &TimeoutError{Host: hostOf(repoURL), Step: StepFetch, After: after, Err: context.DeadlineExceeded}
+}
+
+// signatureKind is the kind of a signature's failed verification: unverified, unless what
+// failed was reading the registry (its own kind) or a signature beyond the limits.
+func signatureKind(e *provenance.Error) (Kind, bool) {
+	switch e.Reason {
+	case provenance.ReasonRegistry:
+		if k, ok := fetchKind(e.Err); ok {
+			return k, true
+		}
+		return KindUnknown, false
+	case provenance.ReasonBoundsExceeded:
+		return KindTooLarge, true
+	}
+	return KindUnverified, true
 }

@@ -53,12 +53,12 @@ type indexEntry struct {
 func (e *indexEntry) validated() bool { return e.etag != "" || e.lastModified != "" }
 
 // repositoryChart returns the chart name at version in the chart repository at repoURL, checked
-// against keyring when it is not nil: its path in cache, the content cache, and the files this
+// against k's keyring when it has one: its path in cache, the content cache, and the files this
 // fetch put there. The index comes from memory when its server answers a conditional request
 // with 304 Not Modified (or, when it gives no validator, within IndexTTL); the chart comes from
 // cache when it holds the digest the index gives, so that fetching again what did not change
 // downloads nothing.
-func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoURL, name, version string, a repoAccess, keyring *keyring) (string, []string, error) {
+func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoURL, name, version string, a repoAccess, k *verifier) (string, []string, error) {
 	idx, asked, err := f.index(ctx, repoURL, a, false)
 	if err == nil && !asked && !has(idx, name, version) {
 		// The index in memory, within IndexTTL, may predate the chart: ask the server.
@@ -96,7 +96,7 @@ func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoUR
 		return "", nil, err
 	}
 	path, created, err := f.archive(ctx, cache, key, chartURL, digest, a)
-	if err != nil || keyring == nil {
+	if err != nil || !k.pgp() {
 		return path, created, err
 	}
 	prov, put, err := f.provenance(ctx, cache, key, chartURL, a)
@@ -104,7 +104,7 @@ func (f *Fetcher) repositoryChart(ctx context.Context, cache *chartCache, repoUR
 	if err != nil {
 		return "", created, err
 	}
-	return path, created, keyring.verify(path, prov)
+	return path, created, k.verify(path, prov)
 }
 
 // has reports whether idx has chart name at version.

@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/registry"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 )
@@ -29,7 +30,7 @@ import (
 // under ctx, so that the fetch's deadline and cancellation reach them, and under the fetcher's
 // timeouts and size limits. Its requests share the fetcher's connections and, for the same
 // credentials, its registry tokens. done releases what the client opened of its own.
-func (f *Fetcher) registryClient(ctx context.Context, settings *helmcli.EnvSettings, host string, opts RegistryOptions, out io.Writer) (*registry.Client, func(), error) {
+func (f *Fetcher) registryClient(ctx context.Context, settings *helmcli.EnvSettings, host string, opts RegistryOptions, out io.Writer) (*registrySession, func(), error) {
 	base, done, err := f.transportFor(opts)
 	if err != nil {
 		return nil, nil, err
@@ -54,7 +55,28 @@ func (f *Fetcher) registryClient(ctx context.Context, settings *helmcli.EnvSetti
 		done()
 		return nil, nil, fmt.Errorf("registry client: %w", err)
 	}
-	return rc, done, nil
+	return &registrySession{Client: rc, authorizer: authorizer, plainHTTP: opts.PlainHTTP}, done, nil
+}
+
+// registrySession is one fetch's way to a registry: Helm's registry client, and the authorizer
+// and scheme that an oras repository of the same registry is reached with, for what Helm's
+// client does not do (signatures).
+type registrySession struct {
+	*registry.Client
+	authorizer auth.Client
+	plainHTTP  bool
+}
+
+// repository is the repository name (HOST/PATH) reached through s: its requests bounded and
+// authorized as those of Helm's client, sharing its tokens.
+func (s *registrySession) repository(name string) (*remote.Repository, error) {
+	repo, err := remote.NewRepository(name)
+	if err != nil {
+		return nil, err
+	}
+	repo.Client = &s.authorizer
+	repo.PlainHTTP = s.plainHTTP
+	return repo, nil
 }
 
 // registryCredential is how Helm's registry client finds credentials: opts' username and
@@ -225,7 +247,7 @@ func (b *boundBody) Close() error {
 // the latest); the tag's manifest digest, from a HEAD request, is the chart's key in cache, so
 // that fetching again a tag that did not move downloads nothing. Helm's calls run detached
 // (detach): a registry that does not answer fails the fetch when ctx ends.
-func (r *Resolver) registryChart(ctx context.Context, f *Fetcher, ref, version string, k *keyring) (string, []string, error) {
+func (r *Resolver) registryChart(ctx context.Context, f *Fetcher, ref, version string, k *verifier) (string, []string, error) {
 	rc, done, err := f.registryClient(ctx, r.Settings, OCIHost(ref), r.registryOptions(), r.out())
 	if err != nil {
 		return "", nil, err
@@ -247,7 +269,7 @@ func (r *Resolver) registryChart(ctx context.Context, f *Fetcher, ref, version s
 }
 
 // pullChart is registryChart's work, with Helm's registry client rc.
-func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Client, cache *chartCache, ref, version string, k *keyring) (string, []string, error) {
+func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registrySession, cache *chartCache, ref, version string, k *verifier) (string, []string, error) {
 	name, tag, digest := ociParts(ref)
 	check := version
 	if digest == "" && tag == "" && !isVersion(version) {
@@ -321,7 +343,10 @@ func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registry.Clien
 		}
 		f.grant(grant)
 	}
-	if k == nil {
+	if k != nil && k.cosign != nil {
+		return path, created, r.verifyCosign(ctx, rc, k, ref, name, digest)
+	}
+	if !k.pgp() {
 		return path, created, nil
 	}
 	prov, err := cache.Get(key, downloader.CacheProv)

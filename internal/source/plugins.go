@@ -111,7 +111,7 @@ func pluginScheme(u string) bool {
 // FindChartInRepoURL, then the chart's URL downloaded (helmDownload), with the credentials
 // only when the chart is on the repository's server or PassCredentialsAll says so. Helm's
 // index lookup takes no context: it runs detached, the plugin bound to ctx.
-func (r *Resolver) pluginRepositoryChart(ctx context.Context, f *Fetcher, name, version string, k *keyring) (string, error) {
+func (r *Resolver) pluginRepositoryChart(ctx context.Context, f *Fetcher, name, version string, k *verifier) (string, error) {
 	o := r.Options
 	timeout := f.opts.RequestTimeout
 	if dl, ok := ctx.Deadline(); ok {

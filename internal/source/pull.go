@@ -14,6 +14,9 @@ import (
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
 	"helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/release"
 )
 
 // PullOptions say where Pull puts a chart: Helm's --destination, --untar, --untardir and
@@ -38,18 +41,26 @@ type PullOptions struct {
 // names, with one), and to a chart's host other than the repository's only with
 // PassCredentialsAll.
 func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (string, error) {
+	out, _, err := r.PullVerified(ctx, ref, opts)
+	return out, err
+}
+
+// PullVerified is Pull, and with Verify or Cosign, the proof that the chart verified. With
+// Cosign, the chart is the one Locate fetched and verified (Helm's downloader would not check
+// its signatures), copied into opts.DestDir under Helm's name for it, and nothing is reported.
+func (r *Resolver) PullVerified(ctx context.Context, ref string, opts PullOptions) (string, *release.Provenance, error) {
 	version := r.Options.version()
 	host := ""
 	if registry.IsOCI(ref) {
 		host = OCIHost(ref)
 	}
-	fail := func(kind Kind, err error) (string, error) {
-		return "", &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Host: host, Err: err}
+	fail := func(kind Kind, err error) (string, *release.Provenance, error) {
+		return "", nil, &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Host: host, Err: err}
 	}
 	switch name := r.repositoryOf(ref); {
 	case name != "":
 		if err := r.checkIndexed(ref, name, version); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	case IsLocal(ref, r.Options):
 		return fail(KindNoChart, errors.New("pull takes REPO/CHART of an added repository, CHART with a repository URL, a URL or an oci:// reference"))
@@ -59,17 +70,30 @@ func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (stri
 			return fail(KindNoGetter, err)
 		}
 	}
+	if r.Options.Cosign != nil && !registry.IsOCI(ref) {
+		return fail(KindUnverified, ErrNotSigned)
+	}
 	if fi, err := os.Stat(opts.DestDir); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("destination %s: not a directory", opts.DestDir)
+		return "", nil, fmt.Errorf("destination %s: not a directory", opts.DestDir)
 	}
 	staging, err := os.MkdirTemp(opts.DestDir, ".pull-")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer os.RemoveAll(staging)
 
+	var out string
+	var proof *release.Provenance
 	guard := newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache)
-	out, err := r.pullTo(withBudget(ctx), ref, version, staging, opts.Prov)
+	if r.Options.Cosign != nil {
+		var path string
+		if path, proof, err = r.locate(ctx, ref); err != nil {
+			return "", nil, err
+		}
+		err = copyNamed(path, staging)
+	} else {
+		out, err = r.pullTo(withBudget(ctx), ref, version, staging, opts.Prov)
+	}
 	if err != nil {
 		guard.undo()
 		kind, ok := fetchKind(err)
@@ -100,16 +124,16 @@ func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (stri
 	if !opts.Untar {
 		entries, err := os.ReadDir(staging)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		for _, e := range entries {
 			if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(opts.DestDir, e.Name())); err != nil {
-				return "", err
+				return "", nil, err
 			}
 		}
-		return out, nil
+		return out, proof, nil
 	}
-	return out, untar(archive, acc.Name(), staging, opts)
+	return out, proof, untar(archive, acc.Name(), staging, opts)
 }
 
 // pullTo downloads the chart ref names at version into dest as Helm's pull action does (the
@@ -149,8 +173,8 @@ func (r *Resolver) pullTo(ctx context.Context, ref, version, dest string, prov b
 			return "", err
 		}
 		defer done()
-		c.RegistryClient = rc
-		c.Options = append(c.Options, getter.WithRegistryClient(rc))
+		c.RegistryClient = rc.Client
+		c.Options = append(c.Options, getter.WithRegistryClient(rc.Client))
 	}
 	switch {
 	case o.Verify:
@@ -225,4 +249,18 @@ func archiveIn(dir string) (string, error) {
 		return "", errors.New("the download left no chart archive")
 	}
 	return matches[0], nil
+}
+
+// copyNamed copies the chart archive at path into dir under the name Helm gives it:
+// NAME-VERSION.tgz.
+func copyNamed(path, dir string) error {
+	ch, err := chart.Load(path)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ch.Metadata.Name+"-"+ch.Metadata.Version+".tgz"), data, 0o644)
 }

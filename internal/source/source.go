@@ -29,6 +29,7 @@ import (
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/berthdev/berth/internal/chart"
+	"github.com/berthdev/berth/internal/provenance"
 	"github.com/berthdev/berth/internal/release"
 )
 
@@ -50,6 +51,11 @@ type Options struct {
 	// KeyringData is a public keyring in memory (the controller's comes from a Secret), used
 	// with Verify where Keyring names no file.
 	KeyringData []byte
+	// Cosign verifies the cosign signatures of a chart of an OCI registry, with a public key or
+	// keyless, instead of a provenance file (Verify): the chart is used only when a signature of
+	// its manifest's digest verifies. A chart of a Helm repository or on disk fails with
+	// ErrNotSigned.
+	Cosign *provenance.CosignOptions
 }
 
 // TLSData is TLS material in memory, PEM encoded.
@@ -183,13 +189,16 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, *release.Pro
 	}
 	var path string
 	var err error
-	k := r.keyring()
+	k := r.verifier()
+	if k != nil && k.cosign != nil && !registry.IsOCI(ref) {
+		return fail(KindUnverified, ErrNotSigned)
+	}
 	if onDisk {
 		inst := action.NewInstall(&action.Configuration{})
 		inst.ChartPathOptions = r.Options.ChartPathOptions
 		inst.Version = version
 		path, err = inst.LocateChart(ref, r.Settings)
-		if err == nil && k != nil {
+		if err == nil && k.pgp() {
 			// Helm's verification of an archive on disk says nothing of who signed it.
 			err = k.verify(path, path+".prov")
 		}
@@ -210,7 +219,7 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, *release.Pro
 		if notServed(err, kind) {
 			kind = KindNotServed
 		}
-		if r.Options.Verify && kind == KindUnknown {
+		if k != nil && kind == KindUnknown {
 			kind = KindUnverified
 		}
 		return fail(kind, err)
