@@ -46,3 +46,18 @@ func verifiedColumn(p *release.Provenance) string {
 	}
 	return p.Provider
 }
+
+// signatureReport is what berth pull prints of a signature it verified, in the way Helm's
+// report of a provenance file reads.
+func signatureReport(p *release.Provenance) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Signed by: %s\n", p.Signer)
+	if p.Issuer != "" {
+		fmt.Fprintf(&b, "OIDC issuer: %s\n", p.Issuer)
+	}
+	if p.LogIndex != nil {
+		fmt.Fprintf(&b, "Transparency log index: %d\n", *p.LogIndex)
+	}
+	fmt.Fprintf(&b, "Verified with %s: %s\n", p.Provider, p.Digest)
+	return b.String()
+}

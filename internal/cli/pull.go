@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -38,11 +39,15 @@ result in an error, and the chart will not be saved locally.`,
 				return err
 			}
 			for _, ref := range args {
-				out, err := r.Pull(cmd.Context(), ref, flags.pull)
+				out, proof, err := r.PullVerified(cmd.Context(), ref, flags.pull)
 				if err != nil {
 					return explainSourceError(err)
 				}
 				fmt.Fprint(streams.Out, out)
+				if proof != nil && proof.Provider != release.ProviderPGP {
+					// Helm's report says what a PGP verification found; cosign's is berth's.
+					fmt.Fprint(streams.Out, signatureReport(proof))
+				}
 			}
 			return nil
 		},

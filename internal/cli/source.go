@@ -38,6 +38,7 @@ func addChartPathFlags(f *pflag.FlagSet, o *source.Options) {
 	f.BoolVar(&o.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
 	f.StringVar(&o.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled servers using this CA bundle")
 	f.BoolVar(&o.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
+	addCosignFlags(f)
 }
 
 // addDependencyUpdateFlag adds Helm's --dependency-update of install, upgrade and template.
@@ -47,6 +48,13 @@ func addDependencyUpdateFlag(f *pflag.FlagSet, o *source.Options) {
 
 // newResolver returns a resolver of chart references with the user's Helm settings and opts.
 func newResolver(cmd *cobra.Command, streams Streams, opts source.Options) (*source.Resolver, error) {
+	if opts.Cosign == nil {
+		cosign, err := cosignOptions(cmd.Flags(), opts.Verify)
+		if err != nil {
+			return nil, err
+		}
+		opts.Cosign = cosign
+	}
 	r, err := source.NewResolver(helmSettings(cmd), opts, streams.ErrOut)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/registry"
 
+	"github.com/berthdev/berth/internal/provenance"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -26,6 +27,9 @@ func explainSourceError(err error) error {
 	var se *source.Error
 	if !errors.As(err, &se) {
 		return err
+	}
+	if hint := signatureHint(err); hint != "" {
+		return &hintedError{err: err, hint: hint}
 	}
 	if se.Host != "" {
 		return withRegistryHint(err)
@@ -70,6 +74,33 @@ func sourceHint(e *source.Error) string {
 		return "the reference must name a packaged chart (.tgz) or a directory with a Chart.yaml"
 	case source.KindNoGetter:
 		return "install a getter plugin that serves it with `berth plugin install`; `berth plugin list` lists those installed"
+	}
+	return ""
+}
+
+// signatureHint says what to do about a chart whose signature did not verify, by why; "" for
+// another error.
+func signatureHint(err error) string {
+	var pe *provenance.Error
+	switch {
+	case errors.Is(err, source.ErrNotSigned):
+		return "give the chart by its oci:// reference, or verify a provenance file (.prov) with --verify instead"
+	case !errors.As(err, &pe):
+		return ""
+	}
+	switch pe.Reason {
+	case provenance.ReasonNoSignature:
+		return "sign the chart's digest with `cosign sign` (or ask its publisher to), and check that the reference names the chart that was signed"
+	case provenance.ReasonUntrusted:
+		return fmt.Sprintf("a signature is there, but not one of the key given with --%s, or of a certificate of --%s: check which key or root signs this chart", flagCosignKey, flagTrustedRoot)
+	case provenance.ReasonWrongIdentity:
+		return fmt.Sprintf("the signature's certificate names another identity: check --%s or --%s against who signs the chart", flagCertIdentity, flagCertIdentityRegexp)
+	case provenance.ReasonWrongIssuer:
+		return fmt.Sprintf("the signer's identity was vouched for by another OIDC issuer: check --%s or --%s", flagCertOIDCIssuer, flagCertOIDCIssuerRegexp)
+	case provenance.ReasonNotInLog:
+		return fmt.Sprintf("a keyless signature must be in a transparency log of the trusted root: check --%s", flagTrustedRoot)
+	case provenance.ReasonInvalidOptions:
+		return fmt.Sprintf("check the key (--%s), the trusted root (--%s) and the regular expressions given", flagCosignKey, flagTrustedRoot)
 	}
 	return ""
 }

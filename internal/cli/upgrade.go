@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -102,8 +103,13 @@ func (flags *upgradeFlags) keepVerifying(cmd *cobra.Command, name string) error 
 	if err != nil {
 		return err
 	}
-	if p := proofOf(last); p != nil && p.Provider == release.ProviderPGP {
+	p := proofOf(last)
+	switch {
+	case p == nil:
+	case p.Provider == release.ProviderPGP:
 		flags.source.Verify = true
+	case p.Provider == release.ProviderCosign && !flags.allowUnverified && !cosignGiven(cmd):
+		return fmt.Errorf("release %q runs a chart verified with cosign, signed by %s: --reuse-values keeps that verification, but the key or identity it used is not kept in the release: give --%s, or the keyless flags, again (or --allow-unverified to upgrade without)", name, p.Signer, flagCosignKey)
 	}
 	return nil
 }
@@ -128,7 +134,7 @@ func (flags *upgradeFlags) addFlags(cmd *cobra.Command) {
 	addServerSideFlags(cmd, false)
 	f.BoolVar(&flags.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails: the objects that did not exist before it are deleted, and waited for until gone, once the failure is recorded (the last third of --timeout is kept for it, as for --rollback-on-failure)")
 	f.BoolVar(&flags.rollbackOnFailure, "rollback-on-failure", false, "if the upgrade fails, roll back to the deployed revision; implies --wait")
-	f.BoolVar(&flags.allowUnverified, "allow-unverified", false, "let the rollback that undoes a failed upgrade of a verified chart go back to a revision whose chart was not verified")
+	f.BoolVar(&flags.allowUnverified, "allow-unverified", false, "upgrade a release verified with cosign with --reuse-values without verifying the new chart, and let the rollback that undoes a failed upgrade of a verified chart go back to a revision whose chart was not verified")
 	addWatchFlags(f, &flags.wait.Watch, "upgrade", " (with --rollback-on-failure, it is rolled back to the deployed revision)")
 	f.StringToStringVarP(&flags.labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be separated by comma. Original release labels will be merged with upgrade labels. You can unset label using null.")
 	f.BoolVar(&flags.reuseValues, "reuse-values", false, "merge the new values over the last release's, rendering with its chart defaults")

@@ -1,0 +1,93 @@
+package source
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/berthdev/berth/internal/testenv"
+	"github.com/berthdev/berth/test/berthtest"
+)
+
+// TestCosignVerifiedRelease: a chart of an OCI registry signed with a cosign key installs with
+// --cosign-key, and the release says who signed which digest; one signed by another key is
+// refused, named, before anything changes; an upgrade with --reuse-values asks for the key
+// again; template and pull verify too; helm reads and rolls back what berth recorded.
+func TestCosignVerifiedRelease(t *testing.T) {
+	berthtest.UseHelmHome(t)
+	env := testenv.New(t)
+	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{PlainHTTP: true})
+	key, other := berthtest.NewCosignKey(t), berthtest.NewCosignKey(t)
+	dir := t.TempDir()
+	pub := key.WritePublic(t, dir)
+	files := map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-{{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n"}
+	pushed := regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`)
+	publish := func(repo, version string, by berthtest.CosignKey) string {
+		t.Helper()
+		out := mustBerth(t, "push", berthtest.PackageNewChart(t, "web", version, files), reg.Ref(repo), "--plain-http")
+		m := pushed.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("berth push printed no digest:\n%s", out)
+		}
+		by.SignBundle(t, reg, repo+"/web", m[1])
+		return m[1]
+	}
+	signed := publish("signed", "1.0.0", key)
+	publish("signed", "1.1.0", key)
+	publish("forged", "1.0.0", other)
+	berth := func(args ...string) string {
+		t.Helper()
+		out, _ := berthtest.MustBerth(t, env, args...)
+		return out
+	}
+
+	// Signed by another key: refused before anything changes, naming the reference, digest
+	// and reason.
+	_, _, err := berthtest.Berth(t, env, "install", "forged", reg.Ref("forged/web"), "--version", "1.0.0", "--plain-http", "--cosign-key", pub)
+	if err == nil || !strings.Contains(err.Error(), reg.Ref("forged/web")) || !strings.Contains(err.Error(), "cosign verification: Untrusted") || !strings.Contains(err.Error(), "--cosign-key") {
+		t.Errorf("berth install of a chart signed by another key: %v, want it refused as Untrusted", err)
+	}
+	if out, _, _ := berthtest.Berth(t, env, "list", "-q", "-a"); strings.Contains(out, "forged") {
+		t.Errorf("a refused install left a release:\n%s", out)
+	}
+
+	berth("install", "good", reg.Ref("signed/web"), "--version", "1.0.0", "--plain-http", "--cosign-key", pub)
+	want := regexp.MustCompile(`\nVERIFIED: cosign, signed by sha256:[0-9a-f]{64}; ` + regexp.QuoteMeta(signed) + `; from ` + regexp.QuoteMeta(reg.Ref("signed/web")) + `\n`)
+	if status := berth("status", "good"); !want.MatchString(status) {
+		t.Errorf("berth status of a cosign-verified install printed:\n%s", status)
+	}
+
+	// --reuse-values keeps the verification: without the key, the upgrade is refused.
+	_, _, err = berthtest.Berth(t, env, "upgrade", "good", reg.Ref("signed/web"), "--version", "1.1.0", "--plain-http", "--reuse-values")
+	if err == nil || !strings.Contains(err.Error(), "verified with cosign") || !strings.Contains(err.Error(), "--cosign-key") {
+		t.Errorf("berth upgrade --reuse-values without the key: %v, want it refused, naming --cosign-key", err)
+	}
+	berth("upgrade", "good", reg.Ref("signed/web"), "--version", "1.1.0", "--plain-http", "--reuse-values", "--cosign-key", pub)
+	if deployedVersion(t, env, "web", "good") != "1.1.0" || !strings.Contains(berth("status", "good"), "\nVERIFIED: cosign") {
+		t.Error("the upgrade with the key did not deploy a verified 1.1.0")
+	}
+
+	// helm reads the records and rolls back; the rollback keeps revision 1's proof.
+	berthtest.MustHelm(t, env, "rollback", "good", "1")
+	history := berth("history", "good")
+	for _, row := range []string{`(?m)^1\s.*1\.0\.0\s+cosign\s+Install complete`, `(?m)^3\s.*1\.0\.0\s+cosign\s+Rollback to 1`} {
+		if !regexp.MustCompile(row).MatchString(history) {
+			t.Errorf("berth history printed\n%s\nwithout %s", history, row)
+		}
+	}
+
+	// template and pull verify alike, before they write anything.
+	if _, _, err := berthtest.Berth(t, env, "template", "x", reg.Ref("forged/web"), "--version", "1.0.0", "--plain-http", "--cosign-key", pub); err == nil {
+		t.Error("berth template of a chart signed by another key succeeded")
+	}
+	dest := t.TempDir()
+	out := berth("pull", reg.Ref("signed/web"), "--version", "1.0.0", "--plain-http", "--cosign-key", pub, "--destination", dest)
+	if !strings.Contains(out, "Verified with cosign: "+signed) {
+		t.Errorf("berth pull printed %q, want the verified digest", out)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "web-1.0.0.tgz")); err != nil {
+		t.Errorf("berth pull left no archive: %v", err)
+	}
+}
