@@ -12,6 +12,7 @@ import (
 	"github.com/notaryproject/notation-go/verifier/trustpolicy"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry"
 )
 
 // Media types of Notary Project signature envelopes.
@@ -39,10 +40,18 @@ func (r *notationRepository) keep(err error) error {
 // notation signature signs).
 func (r *notationRepository) Resolve(ctx context.Context, reference string) (ocispec.Descriptor, error) {
 	v := r.v
-	if desc, err := v.opts.Repository.Resolve(ctx, reference); err == nil {
-		return desc, nil
+	// The digest first; a store that resolves only tags is asked for the reference's tag, which must
+	// still name the digest.
+	candidates := []string{reference, v.opts.Reference}
+	if ref, err := registry.ParseReference(v.opts.Reference); err == nil && ref.Reference != "" {
+		candidates = append(candidates, ref.Reference)
 	}
-	// A store that resolves only tags: read the manifest itself, bounded, to learn its size.
+	for _, c := range candidates {
+		if desc, err := v.opts.Repository.Resolve(ctx, c); err == nil && desc.Digest == v.opts.Digest {
+			return desc, nil
+		}
+	}
+	// Else read the manifest itself, bounded, to learn its size.
 	data, err := v.fetch(ctx, ocispec.Descriptor{Digest: v.opts.Digest, MediaType: ocispec.MediaTypeImageManifest}, "manifest", v.lim.MaxManifestBytes)
 	if err != nil {
 		return ocispec.Descriptor{}, r.keep(err)
