@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -17,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/notaryproject/notation-core-go/signature"
 	"github.com/notaryproject/notation-go"
 	notationregistry "github.com/notaryproject/notation-go/registry"
 	"github.com/notaryproject/notation-go/signer"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content/memory"
 )
 
@@ -73,6 +76,27 @@ func notationSign(t *testing.T, s *memory.Store, ca testCA) {
 	}
 }
 
+// pluginSign signs the chart with an envelope that asks for a verification plugin, as a signature
+// made through a plugin signer does, and pushes it as a referrer.
+func pluginSign(t *testing.T, s *memory.Store, m ocispec.Descriptor, ca testCA) {
+	t.Helper()
+	payload, _ := json.Marshal(map[string]any{"targetArtifact": ocispec.Descriptor{MediaType: m.MediaType, Digest: m.Digest, Size: m.Size}})
+	ls, err := signature.NewLocalSigner([]*x509.Certificate{ca.leaf, ca.root}, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := signature.NewEnvelope(MediaTypeNotationJWS)
+	sig, err := env.Sign(&signature.SignRequest{Payload: signature.Payload{ContentType: "application/vnd.cncf.notary.payload.v1+json", Content: payload},
+		Signer: ls, SigningTime: time.Now(), SigningScheme: signature.SigningSchemeX509,
+		ExtendedSignedAttributes: []signature.Attribute{{Key: "io.cncf.notary.verificationPlugin", Critical: true, Value: "com.example.verifier"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := notationregistry.NewRepository(s).PushSignature(context.Background(), MediaTypeNotationJWS, sig, m, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func trustPolicy(scope, level, identity string) []byte {
 	return []byte(fmt.Sprintf(`{"version":"1.0","trustPolicies":[{"name":"charts","registryScopes":[%q],
 		"signatureVerification":{"level":%q},"trustStores":["ca:berth"],"trustedIdentities":[%q]}]}`, scope, level, identity))
@@ -89,6 +113,7 @@ func TestNotation(t *testing.T) {
 	tests := []struct {
 		name   string
 		sign   []testCA
+		plugin bool
 		policy []byte
 		certs  []NotationCertificate
 		limits Limits
@@ -119,6 +144,7 @@ func TestNotation(t *testing.T) {
 			certs: []NotationCertificate{{Type: "plugin", Store: "berth", Name: "root.crt", Data: ca.pem()}}},
 		{name: "envelope larger than the limit", sign: []testCA{ca}, policy: good, certs: store(ca), limits: Limits{MaxBundleBytes: 64}, reason: ReasonBoundsExceeded, detail: "signature envelope"},
 		{name: "policy larger than the limit", sign: []testCA{ca}, policy: good, certs: store(ca), limits: Limits{MaxMaterialBytes: 64}, reason: ReasonBoundsExceeded, detail: "trust policy"},
+		{name: "signature that needs a verification plugin", plugin: true, policy: good, certs: store(ca), reason: ReasonUntrusted, detail: `verification plugin "com.example.verifier"`},
 		{name: "more signatures than the limit", sign: []testCA{other, other, ca}, policy: good, certs: store(ca), limits: Limits{MaxSignatures: 2}, reason: ReasonBoundsExceeded},
 	}
 	for _, tt := range tests {
@@ -126,6 +152,9 @@ func TestNotation(t *testing.T) {
 			s, m := chart(t)
 			for _, c := range tt.sign {
 				notationSign(t, s, c)
+			}
+			if tt.plugin {
+				pluginSign(t, s, m, ca)
 			}
 			proof, err := Verify(context.Background(), VerifyOptions{Repository: s, Reference: ref, Digest: m.Digest,
 				Notation: &NotationOptions{TrustPolicy: tt.policy, Certificates: tt.certs}, Limits: tt.limits})
@@ -243,4 +272,3 @@ func TestDefaultNotationDir(t *testing.T) {
 		t.Fatalf("got %q, %v", d, err)
 	}
 }
-
