@@ -61,4 +61,3 @@ func TestNotationRegistry(t *testing.T) {
 		})
 	}
 }
-

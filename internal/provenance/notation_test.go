@@ -114,6 +114,7 @@ func TestNotation(t *testing.T) {
 		name   string
 		sign   []testCA
 		plugin bool
+		other  bool // another referrer, whose artifact type the store does not say
 		policy []byte
 		certs  []NotationCertificate
 		limits Limits
@@ -124,6 +125,8 @@ func TestNotation(t *testing.T) {
 		{name: "a wildcard scope", sign: []testCA{ca}, policy: trustPolicy("*", "permissive", "*"), certs: store(ca)},
 		{name: "trust store in DER", sign: []testCA{ca}, policy: good, certs: []NotationCertificate{{Type: "ca", Store: "berth", Name: "root.der", Data: ca.root.Raw}}},
 		{name: "an untrusted signature beside a trusted one", sign: []testCA{other, ca}, policy: good, certs: store(ca)},
+		{name: "beside a referrer of another kind", sign: []testCA{ca}, other: true, policy: good, certs: store(ca)},
+		{name: "only a referrer of another kind", other: true, policy: good, certs: store(ca), reason: ReasonNoSignature},
 		{name: "no signature", policy: good, certs: store(ca), reason: ReasonNoSignature},
 		{name: "signed by another CA", sign: []testCA{other}, policy: good, certs: store(ca), reason: ReasonUntrusted, detail: `trust stores ["ca:berth"]`},
 		{name: "identity not trusted", sign: []testCA{ca}, certs: store(ca), reason: ReasonWrongIdentity, detail: `signed by "CN=berth test signer,O=Berth,L=Seattle,ST=WA,C=US"`,
@@ -152,6 +155,11 @@ func TestNotation(t *testing.T) {
 			s, m := chart(t)
 			for _, c := range tt.sign {
 				notationSign(t, s, c)
+			}
+			if tt.other {
+				empty := push(t, s, ocispec.MediaTypeEmptyJSON, []byte("{}"))
+				layer := push(t, s, "application/vnd.example.sbom", []byte("an SBOM"))
+				pushManifest(t, s, ocispec.Manifest{Config: empty, Layers: []ocispec.Descriptor{layer}, Subject: &m})
 			}
 			if tt.plugin {
 				pluginSign(t, s, m, ca)

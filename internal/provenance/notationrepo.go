@@ -75,7 +75,17 @@ func (r *notationRepository) ListSignatures(ctx context.Context, desc ocispec.De
 	}
 	var sigs []ocispec.Descriptor
 	for _, d := range refs {
-		if d.ArtifactType == notationregistry.ArtifactTypeNotation || d.ArtifactType == "" && d.MediaType == ocispec.MediaTypeImageManifest {
+		if d.ArtifactType == "" && d.MediaType == ocispec.MediaTypeImageManifest {
+			// A store that does not say a referrer's artifact type: its manifest says it.
+			m, err := r.v.manifest(ctx, d)
+			if err != nil {
+				return r.keep(err)
+			}
+			if m.ArtifactType == notationregistry.ArtifactTypeNotation || m.Config.MediaType == notationregistry.ArtifactTypeNotation {
+				d.ArtifactType = notationregistry.ArtifactTypeNotation
+			}
+		}
+		if d.ArtifactType == notationregistry.ArtifactTypeNotation {
 			sigs = append(sigs, d)
 		}
 	}
@@ -85,7 +95,8 @@ func (r *notationRepository) ListSignatures(ctx context.Context, desc ocispec.De
 	return fn(sigs)
 }
 
-// FetchSignatureBlob reads a signature manifest and its one envelope, bounded.
+// FetchSignatureBlob reads a signature manifest and its one envelope, bounded. A referrer that holds
+// no envelope ends the verification, as it ends `notation verify`.
 func (r *notationRepository) FetchSignatureBlob(ctx context.Context, desc ocispec.Descriptor) ([]byte, ocispec.Descriptor, error) {
 	v := r.v
 	m, err := v.manifest(ctx, desc)
@@ -93,7 +104,7 @@ func (r *notationRepository) FetchSignatureBlob(ctx context.Context, desc ocispe
 		return nil, ocispec.Descriptor{}, r.keep(err)
 	}
 	if len(m.Layers) != 1 || (m.Layers[0].MediaType != MediaTypeNotationJWS && m.Layers[0].MediaType != MediaTypeNotationCOSE) {
-		return nil, ocispec.Descriptor{}, fmt.Errorf("referrer %s does not hold one signature envelope", desc.Digest)
+		return nil, ocispec.Descriptor{}, r.keep(v.fail(ReasonNoSignature, fmt.Sprintf("referrer %s does not hold one signature envelope", desc.Digest), nil))
 	}
 	data, err := v.fetch(ctx, m.Layers[0], "signature envelope", v.lim.MaxBundleBytes)
 	if err != nil {
