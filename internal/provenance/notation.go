@@ -14,7 +14,11 @@ import (
 )
 
 // NotationOptions verifies Notary Project signatures the way `notation verify` does, from what its
-// configuration directory holds, in memory: the trust policy and the trust store.
+// configuration directory holds, in memory: the trust policy and the trust store. The trust policy
+// statement whose registry scope covers the chart's registry/repository applies; it must enforce
+// integrity and authenticity (the strict or permissive level). No plugin is run: a signature that
+// asks for a verification plugin is refused. Revocation is checked as notation checks it, through
+// the OCSP and CRL addresses of certificates that chain to the trust store, within Limits.Timeout.
 type NotationOptions struct {
 	// TrustPolicy is the OCI trust policy document: the JSON of trustpolicy.oci.json (or of the
 	// trustpolicy.json of older notation, which has the same schema).

@@ -161,6 +161,9 @@ func LoadNotationDir(dir string, lim Limits) (*NotationOptions, error) {
 			break
 		}
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		err = errors.New("neither trustpolicy.oci.json nor trustpolicy.json exists; import one with notation policy import")
+	}
 	if err != nil {
 		return nil, configError(filepath.Join(dir, "trustpolicy.oci.json"), err)
 	}
