@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/notaryproject/notation-go"
 	notationregistry "github.com/notaryproject/notation-go/registry"
@@ -104,9 +105,9 @@ func (v *verification) notation(ctx context.Context) (*Proof, error) {
 }
 
 // artifactReference is the reference notation matches trust policy scopes against:
-// registry/repository@digest.
+// registry/repository@digest. Reference may be given as Helm names it, with oci://.
 func (v *verification) artifactReference() (string, error) {
-	ref, err := registry.ParseReference(v.opts.Reference)
+	ref, err := registry.ParseReference(strings.TrimPrefix(v.opts.Reference, "oci://"))
 	if err != nil {
 		return "", v.fail(ReasonInvalidOptions, "the reference does not name a registry and repository", err)
 	}

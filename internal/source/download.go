@@ -86,17 +86,21 @@ func (r *Resolver) repositoryChart(ctx context.Context, f *Fetcher, ref, version
 }
 
 // verifier is what a fetch checks a chart against: a PGP public keyring (a file, or its content
-// in memory) for a provenance file beside the chart, or cosign's options for the signatures of
-// an OCI chart. Once it verified the chart, proof says by whom.
+// in memory) for a provenance file beside the chart, or cosign's or notation's options for the
+// signatures of an OCI chart. Once it verified the chart, proof says by whom.
 type verifier struct {
-	path   string
-	data   []byte
-	cosign *provenance.CosignOptions
-	proof  *release.Provenance
+	path     string
+	data     []byte
+	cosign   *provenance.CosignOptions
+	notation *provenance.NotationOptions
+	proof    *release.Provenance
 }
 
 // pgp reports whether k checks a provenance file against a keyring.
-func (k *verifier) pgp() bool { return k != nil && k.cosign == nil }
+func (k *verifier) pgp() bool { return k != nil && !k.signatures() }
+
+// signatures reports whether k checks an OCI chart's signatures (cosign or notation).
+func (k *verifier) signatures() bool { return k != nil && (k.cosign != nil || k.notation != nil) }
 
 // CheckKeyring checks that data is a public keyring as Helm reads one: binary OpenPGP keys, as
 // gpg --export writes them (not --armor). Its error never quotes data.
@@ -111,12 +115,12 @@ func CheckKeyring(data []byte) error {
 	return nil
 }
 
-// verifier is what r's Options ask a chart to be verified with: cosign's options, else with
-// Verify the keyring, the file Keyring names or else KeyringData; nil when they ask for no
-// verification.
+// verifier is what r's Options ask a chart to be verified with: cosign's or notation's options,
+// else with Verify the keyring, the file Keyring names or else KeyringData; nil when they ask for
+// no verification.
 func (r *Resolver) verifier() *verifier {
-	if r.Options.Cosign != nil {
-		return &verifier{cosign: r.Options.Cosign}
+	if r.Options.Cosign != nil || r.Options.Notation != nil {
+		return &verifier{cosign: r.Options.Cosign, notation: r.Options.Notation}
 	}
 	if !r.Options.Verify {
 		return nil

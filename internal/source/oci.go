@@ -343,8 +343,8 @@ func (r *Resolver) pullChart(ctx context.Context, f *Fetcher, rc *registrySessio
 		}
 		f.grant(grant)
 	}
-	if k != nil && k.cosign != nil {
-		return path, created, r.verifyCosign(ctx, rc, k, ref, name, digest)
+	if k.signatures() {
+		return path, created, r.verifySignatures(ctx, rc, k, ref, name, digest)
 	}
 	if !k.pgp() {
 		return path, created, nil

@@ -45,9 +45,10 @@ func (r *Resolver) Pull(ctx context.Context, ref string, opts PullOptions) (stri
 	return out, err
 }
 
-// PullVerified is Pull, and with Verify or Cosign, the proof that the chart verified. With
-// Cosign, the chart is the one Locate fetched and verified (Helm's downloader would not check
-// its signatures), copied into opts.DestDir under Helm's name for it, and nothing is reported.
+// PullVerified is Pull, and with Verify, Cosign or Notation, the proof that the chart verified.
+// With Cosign or Notation, the chart is the one Locate fetched and verified (Helm's downloader
+// would not check its signatures), copied into opts.DestDir under Helm's name for it, and
+// nothing is reported.
 func (r *Resolver) PullVerified(ctx context.Context, ref string, opts PullOptions) (string, *release.Provenance, error) {
 	version := r.Options.version()
 	host := ""
@@ -70,7 +71,8 @@ func (r *Resolver) PullVerified(ctx context.Context, ref string, opts PullOption
 			return fail(KindNoGetter, err)
 		}
 	}
-	if r.Options.Cosign != nil && !registry.IsOCI(ref) {
+	signatures := r.Options.Cosign != nil || r.Options.Notation != nil
+	if signatures && !registry.IsOCI(ref) {
 		return fail(KindUnverified, ErrNotSigned)
 	}
 	if fi, err := os.Stat(opts.DestDir); err != nil || !fi.IsDir() {
@@ -85,7 +87,7 @@ func (r *Resolver) PullVerified(ctx context.Context, ref string, opts PullOption
 	var out string
 	var proof *release.Provenance
 	guard := newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache)
-	if r.Options.Cosign != nil {
+	if signatures {
 		var path string
 		if path, proof, err = r.locate(ctx, ref); err != nil {
 			return "", nil, err

@@ -56,6 +56,9 @@ type Options struct {
 	// its manifest's digest verifies. A chart of a Helm repository or on disk fails with
 	// ErrNotSigned.
 	Cosign *provenance.CosignOptions
+	// Notation verifies the Notary Project signatures of a chart of an OCI registry with a trust
+	// policy and trust store, as Cosign does cosign's. At most one of the two is set.
+	Notation *provenance.NotationOptions
 }
 
 // TLSData is TLS material in memory, PEM encoded.
@@ -190,7 +193,7 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, *release.Pro
 	var path string
 	var err error
 	k := r.verifier()
-	if k != nil && k.cosign != nil && !registry.IsOCI(ref) {
+	if k.signatures() && !registry.IsOCI(ref) {
 		return fail(KindUnverified, ErrNotSigned)
 	}
 	if onDisk {

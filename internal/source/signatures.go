@@ -11,15 +11,15 @@ import (
 	"github.com/berthdev/berth/internal/release"
 )
 
-// ErrNotSigned is why a chart that is not in an OCI registry cannot be verified with cosign:
-// signatures of a chart in a Helm repository or on disk have no place cosign puts them.
-var ErrNotSigned = errors.New("cosign verifies charts of OCI registries (oci://) only: a chart of a Helm repository or on disk has no signature cosign would find")
+// ErrNotSigned is why a chart that is not in an OCI registry cannot be verified with cosign or
+// notation: a chart of a Helm repository or on disk has no place for their signatures.
+var ErrNotSigned = errors.New("cosign and notation verify charts of OCI registries (oci://) only: a chart of a Helm repository or on disk has no signature they would find")
 
-// verifyCosign verifies the cosign signatures of the chart ref names, name@dgst in its registry,
-// with k's cosign options, through the registry session rc (its bounded, authorized requests),
-// and notes the proof in k. Its failure is a *provenance.Error naming ref, the digest and the
-// reason.
-func (r *Resolver) verifyCosign(ctx context.Context, rc *registrySession, k *verifier, ref, name, dgst string) error {
+// verifySignatures verifies the cosign or notation signatures of the chart ref names,
+// name@dgst in its registry, with k's options, through the registry session rc (its bounded,
+// authorized requests), and notes the proof in k. Its failure is a *provenance.Error naming ref,
+// the digest and the reason.
+func (r *Resolver) verifySignatures(ctx context.Context, rc *registrySession, k *verifier, ref, name, dgst string) error {
 	repo, err := rc.repository(name)
 	if err != nil {
 		return err
@@ -29,13 +29,14 @@ func (r *Resolver) verifyCosign(ctx context.Context, rc *registrySession, k *ver
 		Reference:  ref,
 		Digest:     digest.Digest(dgst),
 		Cosign:     k.cosign,
+		Notation:   k.notation,
 		Limits:     r.verifyLimits(),
 	})
 	if err != nil {
 		return err
 	}
 	k.proof = &release.Provenance{
-		Provider: release.ProviderCosign,
+		Provider: string(proof.Provider),
 		Digest:   string(proof.Digest),
 		Signer:   proof.Signer,
 		Issuer:   proof.Issuer,

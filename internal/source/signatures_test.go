@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	helmcli "helm.sh/helm/v4/pkg/cli"
@@ -146,6 +147,53 @@ func TestCosignKeyless(t *testing.T) {
 			}
 			if proof.Signer != id || proof.Issuer != iss || proof.LogIndex == nil || *proof.LogIndex != index || proof.Digest != dgst {
 				t.Fatalf("proof %+v, want %s of %s at log index %d", proof, id, iss, index)
+			}
+		})
+	}
+}
+
+// TestNotationVerifiesRegistryCharts: a chart of an OCI registry signed with notation by a CA of
+// the trust store, as the trust policy's statement for its repository trusts it, is located with
+// the proof of the signing certificate's subject; one signed by another CA, or by an identity the
+// policy does not trust, is refused, named.
+func TestNotationVerifiesRegistryCharts(t *testing.T) {
+	berthtest.IsolateHelmFiles(t)
+	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{PlainHTTP: true})
+	ca, other := berthtest.NewNotationCA(t, "release"), berthtest.NewNotationCA(t, "other")
+	signed := push(t, helmcli.New(), webChart(t, "0.1.0"), reg.Ref("signed"), source.RegistryOptions{PlainHTTP: true})
+	reg.NotationSign(t, "signed/web", signed, ca)
+	forged := push(t, helmcli.New(), webChart(t, "0.1.0"), reg.Ref("forged"), source.RegistryOptions{PlainHTTP: true})
+	reg.NotationSign(t, "forged/web", forged, other)
+	store := []provenance.NotationCertificate{{Type: "ca", Store: "release", Name: "root.crt", Data: ca.RootPEM()}}
+
+	for _, tc := range []struct {
+		name, repo, identity string
+		reason               provenance.Reason
+	}{
+		{"trusted", "signed", berthtest.NotationTrustedIdentity, ""},
+		{"another CA", "forged", berthtest.NotationTrustedIdentity, provenance.ReasonUntrusted},
+		{"another identity", "signed", "x509.subject: C=US, ST=CA, O=Elsewhere, CN=someone", provenance.ReasonWrongIdentity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := source.Options{Notation: &provenance.NotationOptions{
+				TrustPolicy:  berthtest.NotationTrustPolicy(reg.Host+"/"+tc.repo+"/web", "release", tc.identity),
+				Certificates: store,
+			}}
+			opts.Version, opts.PlainHTTP = "0.1.0", true
+			r := &source.Resolver{Settings: settingsIn(t), Options: opts}
+			_, proof, err := r.LocateVerified(t.Context(), reg.Ref(tc.repo+"/web"))
+			if tc.reason != "" {
+				var perr *provenance.Error
+				if !errors.As(err, &perr) || perr.Reason != tc.reason {
+					t.Fatalf("got %v, want %s", err, tc.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if proof.Provider != release.ProviderNotation || proof.Digest != signed || !strings.Contains(proof.Signer, "CN=berth test signer") {
+				t.Fatalf("proof %+v, want notation of %s by the test signer", proof, signed)
 			}
 		})
 	}
