@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/berthdev/berth/internal/provenance"
+	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 )
 
@@ -58,6 +59,8 @@ func signWithCosignCLI(t *testing.T) cosignSigned {
 	}
 	files := map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-{{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n"}
 	for _, repo := range []string{bundleRepo, taggedRepo, unsignedRepo} {
+		// Each repository's chart is its own, so that no digest is signed in another one.
+		files["values.yaml"] = "repository: " + repo + "\n"
 		out := mustBerth(t, "push", berthtest.PackageNewChart(t, "web", "1.0.0", files), s.reg.Ref(strings.TrimSuffix(repo, "/web")), "--ca-file", s.reg.CAFile)
 		m := pushedDigest.FindStringSubmatch(out)
 		if m == nil {
@@ -127,5 +130,54 @@ func assertReason(t *testing.T, what string, err error, reason provenance.Reason
 	var e *provenance.Error
 	if !errors.As(err, &e) || e.Reason != reason || e.Digest != dgst || !strings.Contains(err.Error(), dgst) {
 		t.Errorf("%s: %v, want a %s error naming %s", what, err, reason, dgst)
+	}
+}
+
+// TestCosignCLISignedChartInstalls: berth template and berth install with --cosign-key
+// cosign.pub take a chart the cosign CLI signed, in either format, and the release records the
+// key's fingerprint and the digest; with another key, or for an unsigned chart, both refuse it
+// before anything changes, naming the reference, the digest and the reason.
+func TestCosignCLISignedChartInstalls(t *testing.T) {
+	berthtest.UseHelmHome(t)
+	env := testenv.New(t)
+	s := signWithCosignCLI(t)
+	otherPub := berthtest.NewCosignKey(t).WritePublic(t, t.TempDir())
+	chart := func(cmd, name, repo, pub string) []string {
+		return []string{cmd, name, s.reg.Ref(repo), "--version", "1.0.0", "--ca-file", s.reg.CAFile, "--cosign-key", pub}
+	}
+
+	for _, tc := range []struct {
+		repo, name, pub string
+		reason          provenance.Reason
+	}{
+		{bundleRepo, "bundle-other", otherPub, provenance.ReasonUntrusted},
+		{taggedRepo, "tagged-other", otherPub, provenance.ReasonUntrusted},
+		{unsignedRepo, "unsigned", s.pub, provenance.ReasonNoSignature},
+	} {
+		for _, cmd := range []string{"template", "install"} {
+			_, _, err := berthtest.Berth(t, env, chart(cmd, tc.name, tc.repo, tc.pub)...)
+			if err == nil || !strings.Contains(err.Error(), s.reg.Ref(tc.repo)) || !strings.Contains(err.Error(), s.digests[tc.repo]) ||
+				!strings.Contains(err.Error(), "cosign verification: "+string(tc.reason)) {
+				t.Errorf("berth %s of %s with %s: %v, want it refused as %s, naming the reference and %s", cmd, tc.repo, tc.pub, err, tc.reason, s.digests[tc.repo])
+			}
+		}
+		berthtest.AssertNotRecorded(t, env, tc.name)
+		berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-"+tc.name)
+	}
+
+	for _, tc := range []struct{ repo, name string }{{bundleRepo, "bundle"}, {taggedRepo, "tagged"}} {
+		out, _ := berthtest.MustBerth(t, env, chart("template", tc.name, tc.repo, s.pub)...)
+		if !strings.Contains(out, "name: web-"+tc.name+"\n") {
+			t.Errorf("berth template of %s printed:\n%s", tc.repo, out)
+		}
+		berthtest.MustBerth(t, env, chart("install", tc.name, tc.repo, s.pub)...)
+		status, _ := berthtest.MustBerth(t, env, "status", tc.name)
+		want := "\nVERIFIED: cosign, signed by " + s.fingerprint + "; " + s.digests[tc.repo] + "; from " + s.reg.Ref(tc.repo) + "\n"
+		if !strings.Contains(status, want) {
+			t.Errorf("berth status of %s printed\n%s\nwithout %q", tc.name, status, want)
+		}
+		if got := deployedVersion(t, env, "web", tc.name); got != "1.0.0" {
+			t.Errorf("%s: deployed chart version %q, want 1.0.0", tc.name, got)
+		}
 	}
 }
