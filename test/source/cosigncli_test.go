@@ -181,3 +181,30 @@ func TestCosignCLISignedChartInstalls(t *testing.T) {
 		}
 	}
 }
+
+// TestCosignCLIVerifiesTestSignatures: the signatures berthtest.CosignKey makes for the other
+// tests, a Sigstore bundle referrer and a .sig tag, are ones the cosign CLI verifies too, so
+// that those tests sign charts as cosign does.
+func TestCosignCLIVerifiesTestSignatures(t *testing.T) {
+	berthtest.UseHelmHome(t)
+	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{})
+	key := berthtest.NewCosignKey(t)
+	env := berthtest.NewCosignEnv(t, "")
+	key.WritePublic(t, env.Dir)
+	for _, tc := range []struct {
+		repo, how string
+		sign      func(t testing.TB, r *berthtest.OCIRegistry, repo, dgst string)
+	}{{"bundle", "SignBundle", key.SignBundle}, {"tagged", "SignTagged", key.SignTagged}} {
+		files := map[string]string{"values.yaml": "repository: " + tc.repo + "\n"}
+		out := mustBerth(t, "push", berthtest.PackageNewChart(t, "web", "1.0.0", files), reg.Ref(tc.repo), "--ca-file", reg.CAFile)
+		m := pushedDigest.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("berth push printed no digest:\n%s", out)
+		}
+		tc.sign(t, reg, tc.repo+"/web", m[1])
+		ref := reg.Host + "/" + tc.repo + "/web@" + m[1]
+		if _, stderr, err := berthtest.RunCosign(t, env, "verify", "--key", "cosign.pub", "--insecure-ignore-tlog=true", "--registry-cacert", reg.CAFile, ref); err != nil {
+			t.Errorf("cosign verify of %s signed by berthtest.CosignKey.%s: %v\n%s", ref, tc.how, err, stderr)
+		}
+	}
+}
