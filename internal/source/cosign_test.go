@@ -97,3 +97,56 @@ func TestCosignVerifiesRegistryCharts(t *testing.T) {
 		}
 	})
 }
+
+// TestCosignKeyless: a chart signed keyless (a certificate for an OIDC identity, a transparency
+// log entry and a timestamp, by the test's own Sigstore) is located with the proof of the
+// identity, its issuer and log index, when the identity, issuer and trusted root match; with
+// another identity, issuer or root it is refused, naming why.
+func TestCosignKeyless(t *testing.T) {
+	berthtest.IsolateHelmFiles(t)
+	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{PlainHTTP: true})
+	sigstore, other := berthtest.NewSigstore(t), berthtest.NewSigstore(t)
+	const id, iss = "https://github.com/acme/charts/.github/workflows/release.yml@refs/heads/main", "https://token.actions.githubusercontent.com"
+	dgst := push(t, helmcli.New(), webChart(t, "0.1.0"), reg.Ref("keyless"), source.RegistryOptions{PlainHTTP: true})
+	index := sigstore.SignBundle(t, reg, "keyless/web", dgst, id, iss)
+	readRoot := func(s *berthtest.Sigstore) []byte {
+		data, err := os.ReadFile(s.WriteTrustedRoot(t, t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	trusted, untrusted := readRoot(sigstore), readRoot(other)
+
+	for _, tc := range []struct {
+		name   string
+		opts   provenance.CosignOptions
+		reason provenance.Reason
+	}{
+		{name: "identity and issuer", opts: provenance.CosignOptions{CertificateIdentity: id, CertificateOIDCIssuer: iss, TrustedRoot: trusted}},
+		{name: "regexps", opts: provenance.CosignOptions{CertificateIdentityRegexp: `https://github\.com/acme/.*`, CertificateOIDCIssuerRegexp: `https://token\.actions\.githubusercontent\.com`, TrustedRoot: trusted}},
+		{name: "another identity", opts: provenance.CosignOptions{CertificateIdentity: "https://github.com/evil/charts", CertificateOIDCIssuer: iss, TrustedRoot: trusted}, reason: provenance.ReasonWrongIdentity},
+		{name: "another issuer", opts: provenance.CosignOptions{CertificateIdentity: id, CertificateOIDCIssuer: "https://accounts.google.com", TrustedRoot: trusted}, reason: provenance.ReasonWrongIssuer},
+		{name: "another root", opts: provenance.CosignOptions{CertificateIdentity: id, CertificateOIDCIssuer: iss, TrustedRoot: untrusted}, reason: provenance.ReasonNotInLog},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := source.Options{Cosign: &tc.opts}
+			opts.Version, opts.PlainHTTP = "0.1.0", true
+			r := &source.Resolver{Settings: settingsIn(t), Options: opts}
+			_, proof, err := r.LocateVerified(t.Context(), reg.Ref("keyless/web"))
+			if tc.reason != "" {
+				var perr *provenance.Error
+				if !errors.As(err, &perr) || perr.Reason != tc.reason {
+					t.Fatalf("got %v, want %s", err, tc.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if proof.Signer != id || proof.Issuer != iss || proof.LogIndex == nil || *proof.LogIndex != index || proof.Digest != dgst {
+				t.Fatalf("proof %+v, want %s of %s at log index %d", proof, id, iss, index)
+			}
+		})
+	}
+}

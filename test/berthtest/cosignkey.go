@@ -1,7 +1,6 @@
 package berthtest
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -10,11 +9,8 @@ import (
 	"testing"
 
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"google.golang.org/protobuf/encoding/protojson"
-	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/content/memory"
 
 	"github.com/berthdev/berth/internal/provenance"
 )
@@ -71,15 +67,9 @@ func (k CosignKey) SignTagged(t testing.TB, r *OCIRegistry, repo, dgst string) {
 // bundle of a DSSE in-toto statement naming the digest, pushed as a referrer of the manifest.
 func (k CosignKey) SignBundle(t testing.TB, r *OCIRegistry, repo, dgst string) {
 	t.Helper()
-	ctx := t.Context()
-	dst := r.repository(t, repo)
-	subject, err := dst.Resolve(ctx, dgst)
-	if err != nil {
-		t.Fatalf("resolve %s@%s: %v", repo, dgst, err)
-	}
 	stmt := fmt.Sprintf(`{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":%q,"digest":{"sha256":%q}}],"predicateType":"https://sigstore.dev/cosign/sign/v1","predicate":{}}`,
 		r.Host+"/"+repo, strings.TrimPrefix(dgst, "sha256:"))
-	pb, err := sign.Bundle(&sign.DSSEData{Data: []byte(stmt), PayloadType: "application/vnd.in-toto+json"}, k.kp, sign.BundleOptions{Context: ctx})
+	pb, err := sign.Bundle(&sign.DSSEData{Data: []byte(stmt), PayloadType: "application/vnd.in-toto+json"}, k.kp, sign.BundleOptions{Context: t.Context()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,17 +77,5 @@ func (k CosignKey) SignBundle(t testing.TB, r *OCIRegistry, repo, dgst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := memory.New()
-	layer := ocispec.Descriptor{MediaType: provenance.MediaTypeSigstoreBundle, Digest: digest.FromBytes(data), Size: int64(len(data))}
-	if err := store.Push(ctx, layer, bytes.NewReader(data)); err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := oras.PackManifest(ctx, store, oras.PackManifestVersion1_1, provenance.MediaTypeSigstoreBundle,
-		oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}, Subject: &subject})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := oras.CopyGraph(ctx, store, dst, manifest, oras.DefaultCopyGraphOptions); err != nil {
-		t.Fatalf("push the bundle of %s@%s: %v", repo, dgst, err)
-	}
+	r.pushReferrer(t, repo, dgst, provenance.MediaTypeSigstoreBundle, data)
 }

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -89,5 +90,46 @@ func TestCosignVerifiedRelease(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dest, "web-1.0.0.tgz")); err != nil {
 		t.Errorf("berth pull left no archive: %v", err)
+	}
+}
+
+// TestCosignKeylessInstall: a chart signed keyless (by the test's own Sigstore) installs with
+// cosign's identity and issuer flags and a trusted root file, and berth status names the
+// identity, its issuer and the log entry; another identity is refused, naming the flag to
+// check; keyless flags without a trusted root are refused before anything is fetched.
+func TestCosignKeylessInstall(t *testing.T) {
+	berthtest.UseHelmHome(t)
+	env := testenv.New(t)
+	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{PlainHTTP: true})
+	sigstore := berthtest.NewSigstore(t)
+	trusted := sigstore.WriteTrustedRoot(t, t.TempDir())
+	const id, iss = "https://github.com/acme/charts/.github/workflows/release.yml@refs/heads/main", "https://token.actions.githubusercontent.com"
+	files := map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-{{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n"}
+	out := mustBerth(t, "push", berthtest.PackageNewChart(t, "web", "1.0.0", files), reg.Ref("keyless"), "--plain-http")
+	m := regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("berth push printed no digest:\n%s", out)
+	}
+	index := sigstore.SignBundle(t, reg, "keyless/web", m[1], id, iss)
+	ref := reg.Ref("keyless/web")
+
+	_, _, err := berthtest.Berth(t, env, "install", "other", ref, "--plain-http", "--certificate-identity", "https://github.com/evil/charts", "--certificate-oidc-issuer", iss, "--trusted-root", trusted)
+	if err == nil || !strings.Contains(err.Error(), "WrongIdentity") || !strings.Contains(err.Error(), "--certificate-identity") {
+		t.Errorf("berth install signed by another identity: %v, want WrongIdentity naming --certificate-identity", err)
+	}
+	_, _, err = berthtest.Berth(t, env, "install", "other", ref, "--plain-http", "--certificate-identity", id, "--certificate-oidc-issuer", iss)
+	if err == nil || !strings.Contains(err.Error(), "--trusted-root") {
+		t.Errorf("berth install keyless without a trusted root: %v, want it refused naming --trusted-root", err)
+	}
+	if out, _, _ := berthtest.Berth(t, env, "list", "-q", "-a"); strings.Contains(out, "other") {
+		t.Errorf("a refused install left a release:\n%s", out)
+	}
+
+	if _, _, err := berthtest.Berth(t, env, "install", "good", ref, "--plain-http", "--certificate-identity-regexp", `https://github\.com/acme/.*`, "--certificate-oidc-issuer", iss, "--trusted-root", trusted); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("\nVERIFIED: cosign, signed by %s (issuer %s); transparency log index %d; %s; from %s\n", id, iss, index, m[1], ref)
+	if status, _ := berthtest.MustBerth(t, env, "status", "good"); !strings.Contains(status, want) {
+		t.Errorf("berth status printed\n%s\nwithout %q", status, want)
 	}
 }
