@@ -16,8 +16,9 @@ import (
 
 // cosignSigned are charts in a test's OCI registry (TLS, with its own CA) that the real cosign
 // CLI signed, offline, with a key it generated: web 1.0.0 in bundle/web signed in the Sigstore
-// bundle format (a referrer), in tagged/web in the older format (the sha256-<hex>.sig tag), and
-// in unsigned/web not signed at all.
+// bundle format (a referrer; the distribution registry has no referrers API, so cosign and oras
+// both list it under the referrers tag sha256-<hex>), in tagged/web in the older format (the
+// sha256-<hex>.sig tag), and in unsigned/web not signed at all.
 type cosignSigned struct {
 	reg *berthtest.OCIRegistry
 	// cosign is where cosign.key and cosign.pub are.
