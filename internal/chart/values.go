@@ -1,13 +1,17 @@
 package chart
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
-	"helm.sh/helm/v4/pkg/cli/values"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/strvals"
 
+	"github.com/berthdev/berth/internal/sopsvalues"
 	"github.com/berthdev/berth/internal/yamlbound"
 )
 
@@ -23,24 +27,89 @@ type ValueOptions struct {
 }
 
 // Merge merges the values exactly as Helm does: value files in order, then --set-json, --set,
-// --set-string, --set-file and --set-literal. A malformed expression is a *ValueExprError.
+// --set-string, --set-file and --set-literal. A malformed expression is a *ValueExprError. A
+// values file encrypted with SOPS (told by its sops metadata, not its name) is decrypted first
+// with the keys the sops CLI would find (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, the user's
+// sops/age/keys.txt, PGP, cloud KMS); one that cannot be is a *ValuesFileError holding the
+// *sopsvalues.Error that says why.
 func (o ValueOptions) Merge() (map[string]any, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	opts := values.Options{
-		ValueFiles:    o.ValueFiles,
-		StringValues:  o.StringValues,
-		Values:        o.Values,
-		FileValues:    o.FileValues,
-		JSONValues:    o.JSONValues,
-		LiteralValues: o.LiteralValues,
+	base := map[string]any{}
+	for _, path := range o.ValueFiles {
+		raw, err := readValuesFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if format, ok := sopsvalues.Detect(raw); ok {
+			if raw, err = sopsvalues.Decrypt(raw, format, sopsvalues.Keys{}); err != nil {
+				return nil, &ValuesFileError{Path: path, Err: err}
+			}
+		}
+		current, err := loader.LoadValues(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse %s: %w", path, err)
+		}
+		base = loader.MergeMaps(base, current)
 	}
-	vals, err := opts.MergeValues(nil)
+	base, err := o.setInto(base)
 	if err != nil {
 		return nil, fmt.Errorf("merge values: %w", err)
 	}
-	return vals, nil
+	return base, nil
+}
+
+// readValuesFile reads the values file path, standard input for "-", as Helm's reader does for
+// a local file.
+func readValuesFile(path string) ([]byte, error) {
+	if strings.TrimSpace(path) == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}
+
+// setInto sets the value expressions of o into base as Helm does after the values files:
+// --set-json, --set, --set-string, --set-file, then --set-literal, and returns the result.
+func (o ValueOptions) setInto(base map[string]any) (map[string]any, error) {
+	for _, value := range o.JSONValues {
+		if t := strings.TrimSpace(value); t != "" && t[0] == '{' {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(t), &m); err != nil {
+				return nil, fmt.Errorf("failed parsing --set-json data JSON: %s", value)
+			}
+			base = loader.MergeMaps(base, m)
+			continue
+		}
+		if err := strvals.ParseJSON(value, base); err != nil {
+			return nil, fmt.Errorf("failed parsing --set-json data %s", value)
+		}
+	}
+	for _, value := range o.Values {
+		if err := strvals.ParseInto(value, base); err != nil {
+			return nil, fmt.Errorf("failed parsing --set data: %w", err)
+		}
+	}
+	for _, value := range o.StringValues {
+		if err := strvals.ParseIntoString(value, base); err != nil {
+			return nil, fmt.Errorf("failed parsing --set-string data: %w", err)
+		}
+	}
+	for _, value := range o.FileValues {
+		read := func(rs []rune) (any, error) {
+			data, err := readValuesFile(string(rs))
+			return string(data), err
+		}
+		if err := strvals.ParseIntoFile(value, base, read); err != nil {
+			return nil, fmt.Errorf("failed parsing --set-file data: %w", err)
+		}
+	}
+	for _, value := range o.LiteralValues {
+		if err := strvals.ParseLiteralInto(value, base); err != nil {
+			return nil, fmt.Errorf("failed parsing --set-literal data: %w", err)
+		}
+	}
+	return base, nil
 }
 
 // ValueSource is where a value expression came from: Helm's --set and its kin, named as the

@@ -24,6 +24,9 @@ func explainOperationError(err error) error {
 		return werr
 	}
 	var hints []string
+	if hint := sopsHint(err); hint != "" {
+		hints = append(hints, hint)
+	}
 	var ns *lifecycle.NamespaceNotFoundError
 	if errors.As(err, &ns) {
 		hints = append(hints, "create it, or pass --create-namespace")

@@ -10,7 +10,9 @@ const (
 	// ReasonNoSignature: no signature of the asked provider refers to the digest, or none that
 	// parses.
 	ReasonNoSignature Reason = "NoSignature"
-	// ReasonWrongIdentity: a keyless signature verified, but its certificate names another signer.
+	// ReasonWrongIdentity: a keyless signature verified, but its certificate names another signer; or a
+	// notation signature is anchored in the trust store, but the trust policy's trusted identities do
+	// not name its signer.
 	ReasonWrongIdentity Reason = "WrongIdentity"
 	// ReasonWrongIssuer: a keyless signature verified, but its identity was issued by another OIDC
 	// issuer.
@@ -19,13 +21,15 @@ const (
 	// does not hold against the trusted root.
 	ReasonNotInLog Reason = "NotInLog"
 	// ReasonUntrusted: a signature was found but does not verify against the given key, its
-	// certificate does not chain to the trusted root or trust store, or it signs another digest.
+	// certificate does not chain to the trusted root or trust store, it has expired or been revoked,
+	// its envelope is not intact, it needs a verification plugin, or it signs another digest.
 	ReasonUntrusted Reason = "Untrusted"
 	// ReasonBoundsExceeded: the registry or the tenant's material is larger than the limits allow
 	// (a manifest, a bundle, too many signatures).
 	ReasonBoundsExceeded Reason = "BoundsExceeded"
-	// ReasonInvalidOptions: the options themselves are unusable (no provider, an unparsable key,
-	// trusted root, trust policy or regular expression).
+	// ReasonInvalidOptions: the options themselves are unusable (no provider or two, an unparsable
+	// key, trusted root, trust policy, certificate or regular expression, a trust policy without a
+	// statement for the repository or whose statement does not enforce authenticity).
 	ReasonInvalidOptions Reason = "InvalidOptions"
 	// ReasonRegistry: the registry could not be read (network, authentication, cancellation).
 	ReasonRegistry Reason = "RegistryError"

@@ -27,3 +27,15 @@ func FuzzParseSimpleSigning(f *testing.F) {
 	f.Add([]byte(`{"critical":{"image":{"docker-manifest-digest":"sha256:00"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) { _, _ = ParseSimpleSigning(data) })
 }
+
+func FuzzParseTrustPolicy(f *testing.F) {
+	f.Add([]byte(`{"version":"1.0","trustPolicies":[{"name":"p","registryScopes":["*"],"signatureVerification":{"level":"strict"},"trustStores":["ca:s"],"trustedIdentities":["*"]}]}`))
+	f.Add([]byte(`{"version":"1.0","trustPolicies":[{"name":"p","registryScopes":["r.io/a"],"signatureVerification":{"level":"strict","override":{"revocation":"log"}},"trustStores":["ca:s"],"trustedIdentities":["x509.subject: C=US, ST=WA, O=B"]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) { _, _ = ParseTrustPolicy(data) })
+}
+
+func FuzzParseTrustStoreCert(f *testing.F) {
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
+	f.Add([]byte{0x30, 0x82, 0x01, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) { _, _ = ParseTrustStoreCert(data) })
+}

@@ -1,11 +1,14 @@
 // Package provenance verifies that a chart stored in an OCI registry is signed, with cosign (a public
-// key, or keyless: a certificate identity and OIDC issuer checked against a transparency log) and
+// key, or keyless: a certificate identity and OIDC issuer checked against a transparency log) or with
+// the Notary Project's notation (a trust policy and trust store, as `notation verify` reads them), and
 // returns the proof of it. It is a library: it reads the registry through oras-go, reads everything
 // the tenant or the registry supplies with a size limit, and returns a Proof or a typed *Error.
 //
 // Signatures are found through the OCI 1.1 referrers API (Sigstore bundles, artifact type
 // application/vnd.dev.sigstore.bundle.v0.3+json) and, when none verifies, through cosign's tag
-// schema (the manifest tagged sha256-<hex>.sig, simple-signing layers).
+// schema (the manifest tagged sha256-<hex>.sig, simple-signing layers). Notary Project signatures are
+// found through the referrers API (artifact type application/vnd.cncf.notary.signature), which oras
+// falls back to the referrers tag schema for on a registry without it.
 package provenance
 
 import (
@@ -39,11 +42,14 @@ type Limits struct {
 	Timeout time.Duration
 	// MaxManifestBytes bounds each manifest read (signature manifests, referrers).
 	MaxManifestBytes int64
-	// MaxBundleBytes bounds each signature blob: a Sigstore bundle or a simple-signing payload.
+	// MaxBundleBytes bounds each signature blob: a Sigstore bundle, a simple-signing payload or a
+	// Notary Project signature envelope.
 	MaxBundleBytes int64
-	// MaxMaterialBytes bounds each piece of the caller's material: a key, a trusted root.
+	// MaxMaterialBytes bounds each piece of the caller's material: a key, a trusted root, a trust
+	// policy, each trust store certificate file.
 	MaxMaterialBytes int64
-	// MaxSignatures bounds how many candidate signatures are listed and tried.
+	// MaxSignatures bounds how many candidate signatures are listed and tried (notation's
+	// MaxSignatureAttempts).
 	MaxSignatures int
 }
 
@@ -109,7 +115,9 @@ type VerifyOptions struct {
 	Digest digest.Digest
 	// Cosign selects the cosign provider.
 	Cosign *CosignOptions
-	Limits Limits
+	// Notation selects the Notary Project provider. Exactly one of Cosign and Notation is set.
+	Notation *NotationOptions
+	Limits   Limits
 }
 
 // Proof is what a successful verification establishes.
@@ -120,13 +128,14 @@ type Proof struct {
 	Provider Provider
 	// Signer identifies who signed: the certificate's subject alternative name for keyless, the
 	// key's fingerprint ("sha256:<hex>" of its DER form) for a key, the certificate subject for
-	// notation.
+	// notation (RFC 2253 form).
 	Signer string
 	// Issuer is the OIDC issuer of a keyless signer; empty otherwise.
 	Issuer string
 	// LogIndex is the transparency log index of a keyless signature; nil otherwise.
 	LogIndex *int64
-	// Format is how the signature was found: "bundle" (referrers) or "simplesigning" (tag schema).
+	// Format is how the signature was found: "bundle" (referrers) or "simplesigning" (tag schema)
+	// for cosign; "notation" for a Notary Project signature.
 	Format string
 }
 
@@ -138,10 +147,16 @@ func Verify(ctx context.Context, opts VerifyOptions) (*Proof, error) {
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	v := &verification{opts: opts, lim: lim}
-	if opts.Cosign == nil {
+	switch {
+	case opts.Cosign != nil && opts.Notation != nil:
+		return nil, v.fail(ReasonInvalidOptions, "both cosign and notation selected; select one provider", nil)
+	case opts.Cosign != nil:
+		v.provider = ProviderCosign
+	case opts.Notation != nil:
+		v.provider = ProviderNotation
+	default:
 		return nil, v.fail(ReasonInvalidOptions, "no provider selected", nil)
 	}
-	v.provider = ProviderCosign
 	if opts.Repository == nil {
 		return nil, v.fail(ReasonInvalidOptions, "no repository", nil)
 	}
@@ -154,6 +169,9 @@ func Verify(ctx context.Context, opts VerifyOptions) (*Proof, error) {
 	}
 	if err := v.opts.Digest.Validate(); err != nil || v.opts.Digest.Algorithm() != digest.SHA256 {
 		return nil, v.fail(ReasonInvalidOptions, fmt.Sprintf("digest %q is not a sha256 digest", v.opts.Digest), err)
+	}
+	if v.provider == ProviderNotation {
+		return v.notation(ctx)
 	}
 	return v.cosign(ctx)
 }

@@ -1,0 +1,33 @@
+package sopsvalues_test
+
+import (
+	"testing"
+
+	"github.com/berthdev/berth/internal/sopsvalues"
+)
+
+// FuzzDecrypt reads any document as a tenant may write one: detection never panics, and
+// decryption of what is detected, with no key at hand, fails with an *Error or not at all.
+func FuzzDecrypt(f *testing.F) {
+	f.Add([]byte("sops:\n  mac: ENC[AES256_GCM,data:x,iv:y,tag:z,type:str]\n  lastmodified: \"2026-01-01T00:00:00Z\"\n  age:\n    - recipient: age1x\n      enc: abc\n  version: 3.13.3\n"))
+	f.Add([]byte(`{"a":"ENC[AES256_GCM,data:AA==,iv:AA==,tag:AA==,type:str]","sops":{"mac":"m","lastmodified":"2026-01-01T00:00:00Z","version":"3"}}`))
+	f.Add([]byte("replicas: 3\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		format, ok := sopsvalues.Detect(data)
+		if !ok {
+			return
+		}
+		if _, err := sopsvalues.Decrypt(data, format, mustAgeKeys(t)); err == nil {
+			t.Skip("decrypted without a key: a document with no encrypted value")
+		}
+	})
+}
+
+// mustAgeKeys are keys that decrypt nothing: no identity, nothing of the environment.
+func mustAgeKeys(t *testing.T) sopsvalues.Keys {
+	k, err := sopsvalues.AgeKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}

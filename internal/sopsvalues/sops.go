@@ -1,0 +1,207 @@
+// Package sopsvalues reads values files encrypted with SOPS: it tells them from plain values by
+// their sops metadata (not by their name), and decrypts them with the SOPS project's own library,
+// returning the plaintext document in its format (YAML or JSON), to be read as any values file.
+// Its errors name why a file cannot be decrypted and the recipients it was encrypted for, and
+// never quote the plaintext.
+package sopsvalues
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/aes"
+	"github.com/getsops/sops/v3/config"
+	"github.com/getsops/sops/v3/keyservice"
+	sopsjson "github.com/getsops/sops/v3/stores/json"
+	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berthdev/berth/internal/yamlbound"
+)
+
+// Format is the format of a SOPS document.
+type Format string
+
+const (
+	YAML Format = "yaml"
+	JSON Format = "json"
+)
+
+// Detect reports whether data is a document SOPS encrypted, and its format: a JSON object or a
+// YAML mapping whose top-level key "sops" holds SOPS's metadata (its MAC and the time it was last
+// modified). A document whose YAML aliases would expand past yamlbound.Local is not taken as one
+// (reading it as values refuses it).
+func Detect(data []byte) (Format, bool) {
+	if !bytes.Contains(data, []byte("sops")) || yamlbound.Check(data, yamlbound.Local) != nil {
+		return "", false
+	}
+	var doc struct {
+		Sops *struct {
+			MAC          string `json:"mac"`
+			LastModified string `json:"lastmodified"`
+		} `json:"sops"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Sops == nil || doc.Sops.MAC == "" || doc.Sops.LastModified == "" {
+		return "", false
+	}
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+		return JSON, true
+	}
+	return YAML, true
+}
+
+// Reason says why a SOPS document could not be decrypted.
+type Reason string
+
+const (
+	// ReasonNoKey: no key at hand decrypts the document's data key: none was found, or those
+	// found are not among its recipients.
+	ReasonNoKey Reason = "NoKey"
+	// ReasonTampered: the data key decrypts it, but its MAC does not match its content: it was
+	// changed after it was encrypted.
+	ReasonTampered Reason = "Tampered"
+	// ReasonMalformed: it is not a SOPS document that can be read (its metadata or a value).
+	ReasonMalformed Reason = "Malformed"
+	// ReasonKeyRefused: only keys of a kind the caller does not allow hold its data key (PGP,
+	// cloud KMS, with AgeKeys).
+	ReasonKeyRefused Reason = "KeyRefused"
+)
+
+// Error is a SOPS document that could not be decrypted: why, and the recipients its data key
+// was encrypted for (age recipients, PGP fingerprints, KMS key names). It never holds plaintext.
+type Error struct {
+	Reason     Reason
+	Recipients []string
+	// Detail is what the key services said, for ReasonNoKey and ReasonKeyRefused.
+	Detail string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var msg string
+	switch e.Reason {
+	case ReasonNoKey:
+		msg = "no key at hand decrypts it"
+	case ReasonTampered:
+		msg = "its MAC does not match its content: it was changed after it was encrypted"
+	case ReasonKeyRefused:
+		msg = "only keys that are not allowed here decrypt it"
+	default:
+		msg = "it is not a SOPS document that can be read"
+	}
+	if len(e.Recipients) > 0 {
+		msg += "; it was encrypted for " + strings.Join(e.Recipients, ", ")
+	}
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Keys say which keys decrypt a document's data key.
+type Keys struct {
+	// Services are the key services asked, in order. Nil is the SOPS CLI's own: the keys it
+	// finds for the user (age keys in SOPS_AGE_KEY_FILE, SOPS_AGE_KEY or the user's
+	// sops/age/keys.txt, PGP through gpg, cloud KMS with the user's credentials).
+	Services []keyservice.KeyServiceClient
+	// ageOnly: the services decrypt age keys only (AgeKeys).
+	ageOnly bool
+}
+
+func (k Keys) services() []keyservice.KeyServiceClient {
+	if k.Services != nil {
+		return k.Services
+	}
+	return []keyservice.KeyServiceClient{keyservice.NewLocalClient()}
+}
+
+// Decrypt decrypts the SOPS document data of format f with keys and returns the plaintext
+// document in the same format, without its sops metadata. Its error is an *Error.
+func Decrypt(data []byte, f Format, keys Keys) (_ []byte, err error) {
+	defer func() {
+		// SOPS's library reads what a document says with less care than its author may take:
+		// what makes it panic is a document it cannot read.
+		if p := recover(); p != nil {
+			err = &Error{Reason: ReasonMalformed, Err: fmt.Errorf("the SOPS library failed on it: %v", p)}
+		}
+	}()
+	var store interface {
+		LoadEncryptedFile([]byte) (sops.Tree, error)
+		EmitPlainFile(sops.TreeBranches) ([]byte, error)
+	} = sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	if f == JSON {
+		store = sopsjson.NewStore(&config.JSONStoreConfig{})
+	}
+	tree, err := store.LoadEncryptedFile(data)
+	if err != nil {
+		return nil, &Error{Reason: ReasonMalformed, Err: errors.New("its sops metadata cannot be read")}
+	}
+	recipients := recipientsOf(tree.Metadata)
+	key, err := tree.Metadata.GetDataKeyWithKeyServices(keys.services(), nil)
+	if err != nil {
+		e := &Error{Reason: ReasonNoKey, Recipients: recipients, Detail: keyErrors(err), Err: err}
+		if keys.ageOnly {
+			// Only age identities were given: what else SOPS would say is of keys not asked.
+			e.Detail = ""
+			if !hasAge(tree.Metadata) {
+				e.Reason = ReasonKeyRefused
+			}
+		}
+		return nil, e
+	}
+	cipher := aes.NewCipher()
+	mac, err := tree.Decrypt(key, cipher)
+	if err != nil {
+		// The cipher's error may quote the value it could not decrypt; it is not kept.
+		return nil, &Error{Reason: ReasonMalformed, Recipients: recipients, Err: errors.New("a value does not decrypt with the data key")}
+	}
+	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, key, tree.Metadata.LastModified.Format(time.RFC3339))
+	if err != nil || stored != mac {
+		return nil, &Error{Reason: ReasonTampered, Recipients: recipients}
+	}
+	out, err := store.EmitPlainFile(tree.Branches)
+	if err != nil {
+		return nil, &Error{Reason: ReasonMalformed, Recipients: recipients, Err: errors.New("the decrypted document cannot be written")}
+	}
+	return out, nil
+}
+
+// recipientsOf names the master keys of every key group of m.
+func recipientsOf(m sops.Metadata) []string {
+	var names []string
+	for _, g := range m.KeyGroups {
+		for _, k := range g {
+			names = append(names, k.TypeToIdentifier()+" "+k.ToString())
+		}
+	}
+	return names
+}
+
+// keyErrors is what the key services said of the data key, on one line: SOPS's own account of
+// each group and key, which names keys and never the plaintext.
+func keyErrors(err error) string {
+	var ue interface{ UserError() string }
+	msg := err.Error()
+	if errors.As(err, &ue) {
+		msg = ue.UserError()
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// hasAge reports whether an age key holds m's data key.
+func hasAge(m sops.Metadata) bool {
+	for _, g := range m.KeyGroups {
+		for _, k := range g {
+			if k.TypeToIdentifier() == "age" {
+				return true
+			}
+		}
+	}
+	return false
+}

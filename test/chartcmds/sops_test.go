@@ -1,0 +1,87 @@
+package chartcmds
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berthdev/berth/test/berthtest"
+)
+
+// useAgeKeyFile points sops's key lookup at a keys.txt holding identities, and nowhere else.
+func useAgeKeyFile(t *testing.T, identities ...string) {
+	t.Helper()
+	for _, name := range []string{"SOPS_AGE_KEY", "SOPS_AGE_KEY_CMD", "SOPS_AGE_SSH_PRIVATE_KEY_FILE"} {
+		t.Setenv(name, "") // restored when the test ends
+		os.Unsetenv(name)
+	}
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	path := filepath.Join(t.TempDir(), "keys.txt")
+	if err := os.WriteFile(path, []byte(strings.Join(identities, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SOPS_AGE_KEY_FILE", path)
+}
+
+// TestTemplateDecryptsSOPSValues: a values file encrypted with sops (told by its metadata, not
+// its name) is decrypted and merged in the order of the flags, before --set; one that cannot be
+// decrypted (no key of its recipients, a file changed after encryption) is refused, naming the
+// file, its recipients and what to do, and never the plaintext.
+func TestTemplateDecryptsSOPSValues(t *testing.T) {
+	chartDir := berthtest.VersionedChart(t, "app", "0.1.0", map[string]string{
+		"values.yaml":       "password: none\nuser: none\nreplicas: 1\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  password: {{ .Values.password | quote }}\n  user: {{ .Values.user | quote }}\n  replicas: {{ .Values.replicas | quote }}\n",
+	})
+	key, other := berthtest.NewAgeKey(t), berthtest.NewAgeKey(t)
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	plain := write("plain.yaml", []byte("user: from-plain\npassword: from-plain\nreplicas: 2\n"))
+	secret := write("secrets.yaml", berthtest.EncryptSOPS(t, []byte("password: Hunter2-s3cret\nuser: from-secrets\n"), false, key.Recipient))
+	jsonSecret := write("secrets.json", berthtest.EncryptSOPS(t, []byte(`{"user":"from-json"}`), true, key.Recipient))
+
+	useAgeKeyFile(t, key.Identity)
+	out := mustBerth(t, "template", "app", chartDir, "-f", plain, "-f", secret, "-f", jsonSecret, "--set", "replicas=3")
+	for _, want := range []string{`password: "Hunter2-s3cret"`, `user: "from-json"`, `replicas: "3"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("berth template printed\n%s\nwithout %s", out, want)
+		}
+	}
+
+	refused := func(t *testing.T, file string, wants ...string) {
+		t.Helper()
+		_, _, err := berthtest.RunBerth(t, "template", "app", chartDir, "-f", plain, "-f", file)
+		if err == nil {
+			t.Fatal("berth template succeeded")
+		}
+		for _, want := range append([]string{"values file " + file}, wants...) {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "Hunter2") {
+			t.Errorf("the error quotes the plaintext: %v", err)
+		}
+	}
+	t.Run("another key", func(t *testing.T) {
+		useAgeKeyFile(t, other.Identity)
+		refused(t, secret, "no key at hand decrypts it", "encrypted for age "+key.Recipient, "SOPS_AGE_KEY_FILE")
+	})
+	t.Run("tampered", func(t *testing.T) {
+		useAgeKeyFile(t, key.Identity)
+		data, _ := os.ReadFile(secret)
+		var kept []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if !strings.HasPrefix(l, "user:") {
+				kept = append(kept, l)
+			}
+		}
+		refused(t, write("tampered.yaml", []byte(strings.Join(kept, "\n"))), "MAC does not match", "encrypt it again")
+	})
+}
