@@ -1,0 +1,110 @@
+package berthtest
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// cosignModule is the directory of the module that pins the cosign CLI as its tool: a module of
+// its own, so that cosign's dependencies stay out of berth's go.mod.
+const cosignModule = "test/tools/cosign"
+
+// cosignBinary builds the cosign CLI from its module (the go tool directive of
+// test/tools/cosign/go.mod) once per test binary and returns the binary's path: go tool cosign
+// version builds it into the build cache, and go tool -n cosign prints the cached binary's path.
+var cosignBinary = sync.OnceValues(func() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	var path string
+	for _, args := range [][]string{{"tool", "cosign", "version"}, {"tool", "-n", "cosign"}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = filepath.Join(root, cosignModule)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), cosignModule, err, stderr.String())
+		}
+		path = strings.TrimSpace(string(out))
+	}
+	return path, nil
+})
+
+// CosignEnv is what the cosign CLI runs with.
+type CosignEnv struct {
+	// Dir is its working directory: generate-key-pair writes cosign.key and cosign.pub there,
+	// and relative paths in its arguments are relative to it.
+	Dir string
+	// Password is COSIGN_PASSWORD, which encrypts the key generate-key-pair writes and decrypts
+	// the key sign reads.
+	Password string
+}
+
+// NewCosignEnv is a CosignEnv in a new temporary directory, with password as its keys' password.
+func NewCosignEnv(t testing.TB, password string) CosignEnv {
+	t.Helper()
+	return CosignEnv{Dir: t.TempDir(), Password: password}
+}
+
+// Path is the path of file in the environment's directory.
+func (e CosignEnv) Path(file string) string { return filepath.Join(e.Dir, file) }
+
+// RunCosign runs the cosign CLI, built from its module, with args as its whole command line, in
+// env.Dir, with a new empty HOME (no docker credentials, no Sigstore TUF cache) and no network
+// but the loopback one: every request to another host goes through a proxy that refuses it, so
+// that cosign never reaches the public Sigstore services. It fails the test when cosign cannot
+// be built.
+func RunCosign(t testing.TB, env CosignEnv, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	bin, err := cosignBinary()
+	if err != nil {
+		t.Fatalf("build cosign: %v", err)
+	}
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no network in a berth test: "+r.Host, http.StatusForbidden)
+	}))
+	defer refuse.Close()
+	home := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = env.Dir
+	// Loopback hosts (the test's registry) are never proxied; everything else is refused.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home,
+		"DOCKER_CONFIG=" + filepath.Join(home, ".docker"), "TUF_ROOT=" + filepath.Join(home, ".sigstore", "root"),
+		"HTTPS_PROXY=" + refuse.URL, "HTTP_PROXY=" + refuse.URL, "NO_PROXY=", "COSIGN_PASSWORD=" + env.Password, "NO_COLOR=1"}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// MustCosign runs the cosign CLI as RunCosign does and returns its stdout; it fails the test,
+// showing cosign's stderr, when cosign fails.
+func MustCosign(t testing.TB, env CosignEnv, args ...string) string {
+	t.Helper()
+	stdout, stderr, err := RunCosign(t, env, args...)
+	if err != nil {
+		t.Fatalf("cosign %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return stdout
+}
+
+// Repository is the oras client of repo on the registry, as its account and trusting its CA:
+// what a test hands to provenance.Verify to read a chart and its signatures.
+func (r *OCIRegistry) Repository(t testing.TB, repo string) *remote.Repository {
+	t.Helper()
+	return r.repository(t, repo)
+}
