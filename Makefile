@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all help build berth devcluster generate docs test test-shared fuzz demo bench bench-fleet clean
+.PHONY: all help build berth devcluster generate docs test test-tools test-shared fuzz demo bench bench-fleet clean
 
 all: build
 
@@ -45,12 +45,18 @@ docs:
 ## test: run every test, unit and integration (integration tests start devclusters), then each
 ## fuzz target for FUZZTIME_SHORT beyond its seed corpus
 FUZZTIME_SHORT ?= 5s
-test: devcluster
+test: devcluster test-tools
 	@rm -f bin/crash-summary.txt
 	BERTH_CRASH_SUMMARY=$(CURDIR)/bin/crash-summary.txt $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@cat bin/crash-summary.txt 2>/dev/null || true
 	cd devcluster && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	GO=$(GO) FUZZTIME=$(FUZZTIME_SHORT) scripts/fuzz.sh
+
+## test-tools: build into Go's build cache the other side's CLIs that tests run (cosign, from its
+## own module test/tools/cosign), so that their first build, minutes long, is not counted against
+## a test package's timeout; tests find the cached binary
+test-tools:
+	$(GO) -C test/tools/cosign tool cosign version >/dev/null
 
 ## fuzz: run every fuzz target of the module for FUZZTIME each (scripts/fuzz.sh); a failing input
 ## is saved under its package's testdata/fuzz and becomes a regression test once committed
