@@ -38,7 +38,7 @@ func addChartPathFlags(f *pflag.FlagSet, o *source.Options) {
 	f.BoolVar(&o.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
 	f.StringVar(&o.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled servers using this CA bundle")
 	f.BoolVar(&o.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
-	addCosignFlags(f)
+	addSignatureFlags(f)
 }
 
 // addDependencyUpdateFlag adds Helm's --dependency-update of install, upgrade and template.
@@ -48,12 +48,16 @@ func addDependencyUpdateFlag(f *pflag.FlagSet, o *source.Options) {
 
 // newResolver returns a resolver of chart references with the user's Helm settings and opts.
 func newResolver(cmd *cobra.Command, streams Streams, opts source.Options) (*source.Resolver, error) {
-	if opts.Cosign == nil {
+	if opts.Cosign == nil && opts.Notation == nil {
 		cosign, err := cosignOptions(cmd.Flags(), opts.Verify)
 		if err != nil {
 			return nil, err
 		}
-		opts.Cosign = cosign
+		notation, err := notationOptions(cmd.Flags(), opts.Verify, cosign != nil)
+		if err != nil {
+			return nil, err
+		}
+		opts.Cosign, opts.Notation = cosign, notation
 	}
 	r, err := source.NewResolver(helmSettings(cmd), opts, streams.ErrOut)
 	if err != nil {

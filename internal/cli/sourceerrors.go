@@ -87,12 +87,14 @@ func signatureHint(err error) string {
 		return "give the chart by its oci:// reference, or verify a provenance file (.prov) with --verify instead"
 	case !errors.As(err, &pe):
 		return ""
+	case pe.Provider == provenance.ProviderNotation:
+		return notationHint(pe.Reason)
 	}
 	switch pe.Reason {
 	case provenance.ReasonNoSignature:
 		return "sign the chart's digest with `cosign sign` (or ask its publisher to), and check that the reference names the chart that was signed"
 	case provenance.ReasonUntrusted:
-		return fmt.Sprintf("a signature is there, but not one of the key given with --%s, or of a certificate of --%s: check which key or root signs this chart", flagCosignKey, flagTrustedRoot)
+		return fmt.Sprintf("a signature is there, but not one that verifies with the key given (--%s) or, keyless, with a certificate of the trusted root (--%s): check which key or root signs this chart", flagCosignKey, flagTrustedRoot)
 	case provenance.ReasonWrongIdentity:
 		return fmt.Sprintf("the signature's certificate names another identity: check --%s or --%s against who signs the chart", flagCertIdentity, flagCertIdentityRegexp)
 	case provenance.ReasonWrongIssuer:
@@ -101,6 +103,21 @@ func signatureHint(err error) string {
 		return fmt.Sprintf("a keyless signature must be in a transparency log of the trusted root: check --%s", flagTrustedRoot)
 	case provenance.ReasonInvalidOptions:
 		return fmt.Sprintf("check the key (--%s), the trusted root (--%s) and the regular expressions given", flagCosignKey, flagTrustedRoot)
+	}
+	return ""
+}
+
+// notationHint says what to do about a chart whose notation signature did not verify.
+func notationHint(r provenance.Reason) string {
+	switch r {
+	case provenance.ReasonNoSignature:
+		return "sign the chart's digest with `notation sign` (or ask its publisher to), and check that the reference names the chart that was signed"
+	case provenance.ReasonUntrusted:
+		return "a signature is there, but its certificate does not chain to a CA of the trust store the trust policy names (truststore/x509/ca/NAME), or it expired or was revoked"
+	case provenance.ReasonWrongIdentity:
+		return "the signing certificate's subject is not among the trust policy statement's trustedIdentities"
+	case provenance.ReasonInvalidOptions:
+		return fmt.Sprintf("check the trust policy (trustpolicy.oci.json) and trust store of notation's configuration directory, or of --%s", flagNotationConfig)
 	}
 	return ""
 }

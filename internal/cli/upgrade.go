@@ -84,10 +84,12 @@ func (flags upgradeFlags) options(name string, s *session, c *chartInput, strate
 	}
 }
 
-// keepVerifying turns --verify on for an upgrade that reuses the values of release name whose
-// last revision's chart was verified: --reuse-values (or --reset-then-reuse-values) keeps the
-// release's settings, its verification among them, unless --verify says otherwise. A release
-// not found is left to the upgrade to report.
+// keepVerifying keeps the verification of release name's last revision for an upgrade that
+// reuses its values: --reuse-values (or --reset-then-reuse-values) keeps the release's settings,
+// its verification among them, unless the flags say otherwise. A PGP-verified release is
+// verified again (--verify), a notation-verified one with notation's own files (--notation), and
+// one verified with cosign asks for the cosign flags again, whose key or identities it does not
+// keep. A release not found is left to the upgrade to report.
 func (flags *upgradeFlags) keepVerifying(cmd *cobra.Command, name string) error {
 	if !(flags.reuseValues || flags.resetThenReuseValues) || cmd.Flags().Changed("verify") {
 		return nil
@@ -108,8 +110,13 @@ func (flags *upgradeFlags) keepVerifying(cmd *cobra.Command, name string) error 
 	case p == nil:
 	case p.Provider == release.ProviderPGP:
 		flags.source.Verify = true
-	case p.Provider == release.ProviderCosign && !flags.allowUnverified && !cosignGiven(cmd):
+	case p.Provider == release.ProviderCosign && !flags.allowUnverified && !signatureFlagGiven(cmd):
 		return fmt.Errorf("release %q runs a chart verified with cosign, signed by %s: --reuse-values keeps that verification, but the key or identity it used is not kept in the release: give --%s, or the keyless flags, again (or --allow-unverified to upgrade without)", name, p.Signer, flagCosignKey)
+	case p.Provider == release.ProviderNotation && !signatureFlagGiven(cmd):
+		// notation's trust policy and store are the user's own files: verify with them again.
+		if err := cmd.Flags().Set(flagNotation, "true"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

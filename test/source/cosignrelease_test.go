@@ -133,3 +133,60 @@ func TestCosignKeylessInstall(t *testing.T) {
 		t.Errorf("berth status printed\n%s\nwithout %q", status, want)
 	}
 }
+
+// TestNotationVerifiedRelease: a chart signed with notation installs with notation's own
+// configuration (a trust policy and a trust store in a directory), and berth status names the
+// signing certificate's subject; a chart signed by a CA the trust store does not hold is refused,
+// named; an upgrade with --reuse-values verifies again with notation's files.
+func TestNotationVerifiedRelease(t *testing.T) {
+	berthtest.UseHelmHome(t)
+	env := testenv.New(t)
+	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{PlainHTTP: true})
+	ca, other := berthtest.NewNotationCA(t, "release"), berthtest.NewNotationCA(t, "other")
+	files := map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-{{ .Release.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n"}
+	pushed := regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`)
+	publish := func(repo, version string, by *berthtest.NotationCA) string {
+		t.Helper()
+		out := mustBerth(t, "push", berthtest.PackageNewChart(t, "web", version, files), reg.Ref(repo), "--plain-http")
+		m := pushed.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("berth push printed no digest:\n%s", out)
+		}
+		reg.NotationSign(t, repo+"/web", m[1], by)
+		return m[1]
+	}
+	signed := publish("signed", "1.0.0", ca)
+	publish("signed", "1.1.0", ca)
+	publish("forged", "1.0.0", other)
+
+	// notation's configuration directory, as `notation policy import` and `notation cert add`
+	// leave it.
+	config := t.TempDir()
+	store := filepath.Join(config, "truststore", "x509", "ca", "release")
+	if err := os.MkdirAll(store, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "root.crt"), ca.RootPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(config, "trustpolicy.oci.json"), berthtest.NotationTrustPolicy("*", "release", berthtest.NotationTrustedIdentity), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	_, _, err := berthtest.Berth(t, env, "install", "forged", reg.Ref("forged/web"), "--plain-http", "--notation-config", config)
+	if err == nil || !strings.Contains(err.Error(), "notation verification: Untrusted") || !strings.Contains(err.Error(), "trust store") {
+		t.Errorf("berth install of a chart signed by another CA: %v, want it refused as Untrusted", err)
+	}
+	berthtest.MustBerth(t, env, "install", "good", reg.Ref("signed/web"), "--version", "1.0.0", "--plain-http", "--notation-config", config)
+	want := "\nVERIFIED: notation, signed by CN=berth test signer,O=Berth,L=Seattle,ST=WA,C=US; " + signed + "; from " + reg.Ref("signed/web") + "\n"
+	if status, _ := berthtest.MustBerth(t, env, "status", "good"); !strings.Contains(status, want) {
+		t.Errorf("berth status printed\n%s\nwithout %q", status, want)
+	}
+
+	// --reuse-values verifies again, with notation's own directory ($NOTATION_CONFIG).
+	t.Setenv("NOTATION_CONFIG", config)
+	berthtest.MustBerth(t, env, "upgrade", "good", reg.Ref("signed/web"), "--version", "1.1.0", "--plain-http", "--reuse-values")
+	if status, _ := berthtest.MustBerth(t, env, "status", "good"); !strings.Contains(status, "\nVERIFIED: notation") || deployedVersion(t, env, "web", "good") != "1.1.0" {
+		t.Errorf("an upgrade with --reuse-values of a notation-verified release was not verified:\n%s", status)
+	}
+}

@@ -20,6 +20,8 @@ const (
 	flagCertOIDCIssuer       = "certificate-oidc-issuer"
 	flagCertOIDCIssuerRegexp = "certificate-oidc-issuer-regexp"
 	flagTrustedRoot          = "trusted-root"
+	flagNotation             = "notation"
+	flagNotationConfig       = "notation-config"
 )
 
 // keylessFlags are the flags of keyless verification.
@@ -28,14 +30,44 @@ var keylessFlags = []string{flagCertIdentity, flagCertIdentityRegexp, flagCertOI
 // maxMaterialFile bounds a key or trusted root file read for verification.
 const maxMaterialFile = 1 << 20
 
-// addCosignFlags adds the flags that verify a chart of an OCI registry by its cosign signatures.
-func addCosignFlags(f *pflag.FlagSet) {
+// addSignatureFlags adds the flags that verify a chart of an OCI registry by its cosign or
+// notation signatures.
+func addSignatureFlags(f *pflag.FlagSet) {
+	f.Bool(flagNotation, false, "verify the chart's Notary Project signature with notation's trust policy and trust store, from notation's configuration directory ($NOTATION_CONFIG, else notation under your configuration directory); the chart must come from an OCI registry")
+	f.String(flagNotationConfig, "", "like --notation, with the trust policy (trustpolicy.oci.json) and trust store (truststore/x509/...) of this directory")
 	f.String(flagCosignKey, "", "verify the chart's cosign signature with this public key file (PEM, as cosign.pub); the chart must come from an OCI registry")
 	f.String(flagCertIdentity, "", "verify the chart's keyless cosign signature: the identity its certificate must name (an email or URI); needs --certificate-oidc-issuer[-regexp] and --trusted-root")
 	f.String(flagCertIdentityRegexp, "", "like --certificate-identity, a regular expression the identity must match")
 	f.String(flagCertOIDCIssuer, "", "verify the chart's keyless cosign signature: the OIDC issuer that must have vouched for its identity, e.g. https://token.actions.githubusercontent.com")
 	f.String(flagCertOIDCIssuerRegexp, "", "like --certificate-oidc-issuer, a regular expression the issuer must match")
 	f.String(flagTrustedRoot, "", "the Sigstore trusted root (trusted_root.json) that keyless signatures, their certificates and transparency log entries are checked against")
+}
+
+// notationOptions are what the notation flags of f ask for, notation's files read: nil when
+// neither is given (or f has none). The other flags checked are pgp (--verify) and cosign (a
+// cosign flag), which verify otherwise: only one may be asked for.
+func notationOptions(f *pflag.FlagSet, pgp, cosign bool) (*provenance.NotationOptions, error) {
+	asked, _ := f.GetBool(flagNotation)
+	dir, _ := f.GetString(flagNotationConfig)
+	switch {
+	case !asked && dir == "":
+		return nil, nil
+	case pgp:
+		return nil, fmt.Errorf("--verify checks a PGP provenance file, --%s a notation signature: give one or the other", flagNotation)
+	case cosign:
+		return nil, fmt.Errorf("the cosign flags verify a cosign signature, --%s a notation signature: give one or the other", flagNotation)
+	}
+	if dir == "" {
+		var err error
+		if dir, err = provenance.DefaultNotationDir(); err != nil {
+			return nil, fmt.Errorf("--%s: %w", flagNotation, err)
+		}
+	}
+	o, err := provenance.LoadNotationDir(dir, provenance.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagNotationConfig, err)
+	}
+	return o, nil
 }
 
 // cosignOptions are what the cosign flags of f ask for, their files read: nil when none is
@@ -121,9 +153,9 @@ func readMaterial(path, flag string) ([]byte, error) {
 	return data, nil
 }
 
-// cosignGiven reports whether a cosign flag of cmd is given.
-func cosignGiven(cmd *cobra.Command) bool {
-	for _, name := range append([]string{flagCosignKey}, keylessFlags...) {
+// signatureFlagGiven reports whether a cosign or notation flag of cmd is given.
+func signatureFlagGiven(cmd *cobra.Command) bool {
+	for _, name := range append([]string{flagCosignKey, flagNotation, flagNotationConfig}, keylessFlags...) {
 		if cmd.Flags().Changed(name) {
 			return true
 		}
