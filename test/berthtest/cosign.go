@@ -2,7 +2,6 @@ package berthtest
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"testing"
 
 	"oras.land/oras-go/v2/registry/remote"
-
-	"github.com/berthdev/berth/internal/testenv"
 )
 
 // cosignModule is the directory of the module that pins the cosign CLI as its tool: a module of
@@ -22,27 +19,8 @@ import (
 const cosignModule = "test/tools/cosign"
 
 // cosignBinary builds the cosign CLI from its module (the go tool directive of
-// test/tools/cosign/go.mod) once per test binary and returns the binary's path: go tool cosign
-// version builds it into the build cache, and go tool -n cosign prints the cached binary's path.
-var cosignBinary = sync.OnceValues(func() (string, error) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	var path string
-	for _, args := range [][]string{{"tool", "cosign", "version"}, {"tool", "-n", "cosign"}} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = filepath.Join(root, cosignModule)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), cosignModule, err, stderr.String())
-		}
-		path = strings.TrimSpace(string(out))
-	}
-	return path, nil
-})
+// test/tools/cosign/go.mod) once per test binary and returns the binary's path.
+var cosignBinary = sync.OnceValues(func() (string, error) { return toolBinary(cosignModule, "cosign") })
 
 // CosignEnv is what the cosign CLI runs with.
 type CosignEnv struct {

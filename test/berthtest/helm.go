@@ -14,27 +14,31 @@ import (
 )
 
 // helmBinary builds Helm v4's CLI from the module (its go tool directive) once per test binary
-// and returns the binary's path: go tool helm version builds it into the build cache, and go
-// tool -n helm prints the cached binary's path.
-var helmBinary = sync.OnceValues(func() (string, error) {
+// and returns the binary's path.
+var helmBinary = sync.OnceValues(func() (string, error) { return toolBinary(".", "helm") })
+
+// toolBinary builds the tool name of the module in dir (relative to the repository's root; its
+// go tool directive) and returns the binary's path: go tool NAME version builds it into the build
+// cache, and go tool -n NAME prints the cached binary's path.
+func toolBinary(dir, name string) (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	var path string
-	for _, args := range [][]string{{"tool", "helm", "version"}, {"tool", "-n", "helm"}} {
+	for _, args := range [][]string{{"tool", name, "version"}, {"tool", "-n", name}} {
 		cmd := exec.Command("go", args...)
-		cmd.Dir = root
+		cmd.Dir = filepath.Join(root, dir)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
-			return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+			return "", fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), dir, err, stderr.String())
 		}
 		path = strings.TrimSpace(string(out))
 	}
 	return path, nil
-})
+}
 
 // RunHelm runs Helm v4's binary with args as its whole command line, with its own empty
 // configuration and no kubeconfig but the one args name. It fails the test when Helm cannot be
