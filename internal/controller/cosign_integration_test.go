@@ -3,6 +3,7 @@ package controller_test
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -151,4 +152,50 @@ func TestAllowedSignerRefusesOtherSigners(t *testing.T) {
 	}
 	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
 	berthtest.AssertNotRecorded(t, env, "web")
+}
+
+// TestReleaseVerifiesKeylessSignature: a Release verifying keyless (identity, issuer, and the
+// trusted root of a Secret) is installed with the identity, issuer and log index in
+// status.chartVerified; one that asks for another identity is refused, WrongIdentity, naming the
+// signer it found, and is not released.
+func TestReleaseVerifiesKeylessSignature(t *testing.T) {
+	env := testenv.New(t)
+	c := startController(t, env)
+	deployer(t, env, "deployer")
+	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{PlainHTTP: true})
+	sigstore := berthtest.NewSigstore(t)
+	const id, iss = "https://github.com/acme/charts/.github/workflows/release.yml@refs/heads/main", "https://token.actions.githubusercontent.com"
+	dgst := pushChart(t, reg, "keyless")
+	index := sigstore.SignBundle(t, reg, "keyless/web", dgst, id, iss)
+	root, err := os.ReadFile(sigstore.WriteTrustedRoot(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createSecret(t, env, "sigstore", map[string][]byte{"trusted_root.json": root})
+	keyless := func(name, identity string) *v1alpha1.Release {
+		rel := cosignRelease(t, env.Namespace, reg, "keyless", name, "")
+		rel.Spec.Chart.Verify.Cosign = &v1alpha1.CosignVerification{Identity: identity, Issuer: iss,
+			TrustedRoot: &v1alpha1.SecretKeyReference{Name: "sigstore"}}
+		return rel
+	}
+
+	if err := c.Create(t.Context(), keyless("web", id)); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, c, env.Namespace, "web", "is installed, its keyless signature verified", readyAt(1))
+	if p := got.Status.ChartVerified; p == nil || p.Provider != "cosign" || p.Digest != dgst || p.Signer != id || p.Issuer != iss || p.LogIndex == nil || *p.LogIndex != index {
+		t.Errorf("status.chartVerified %+v, want the keyless proof of %s by %s of %s at log index %d", p, dgst, id, iss, index)
+	}
+
+	if err := c.Create(t.Context(), keyless("wrong", "https://github.com/evil/charts")); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, c, env.Namespace, "wrong", "refuses the chart of another identity", notReadyWith(controller.ReasonVerificationFailed))
+	msg := condition(got, controller.ConditionReady).Message
+	for _, want := range []string{dgst, string(provenance.ReasonWrongIdentity), id, "Secret/" + env.Namespace + "/sigstore key trusted_root.json"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Ready message %q does not hold %q", msg, want)
+		}
+	}
+	berthtest.AssertNotRecorded(t, env, "wrong")
 }
