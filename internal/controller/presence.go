@@ -1,8 +1,8 @@
 package controller
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"maps"
 	"os"
 	"strconv"

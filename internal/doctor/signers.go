@@ -47,7 +47,9 @@ func runningUnallowed(rels []v1alpha1.Release, ctrls []liveController) []v1alpha
 		if rel.Status.Revision == 0 || rel.Status.ChartVerified == nil {
 			continue
 		}
-		if slices.ContainsFunc(ctrls, func(c liveController) bool { return c.serves(rel.Namespace, rel.Labels) && c.refuses(rel.Status.ChartVerified) }) {
+		if slices.ContainsFunc(ctrls, func(c liveController) bool {
+			return c.serves(rel.Namespace, rel.Labels) && c.refuses(rel.Status.ChartVerified)
+		}) {
 			out = append(out, rel)
 		}
 	}
