@@ -199,3 +199,48 @@ func TestReleaseVerifiesKeylessSignature(t *testing.T) {
 	}
 	berthtest.AssertNotRecorded(t, env, "wrong")
 }
+
+// TestCosignFetchNotSharedAcrossNamespaces: two tenants whose Secrets of one name hold different
+// cosign keys ask for the same chart digest: the one whose key signed it is installed, and the
+// other is refused (Untrusted) after the chart was fetched and verified for the first.
+func TestCosignFetchNotSharedAcrossNamespaces(t *testing.T) {
+	signerEnv, otherEnv := testenv.New(t), testenv.New(t)
+	installCRD(t, signerEnv)
+	// One controller serves both namespaces, and only this test's Releases.
+	selector := "berth.test/run=" + signerEnv.Namespace
+	releasetest.RunController(t, signerEnv, controller.Options{
+		WatchLabelSelector: selector, MetricsBindAddress: "0", CacheDir: t.TempDir(),
+		Logger: logr.FromSlogHandler(slog.NewTextHandler(t.Output(), nil)),
+	})
+	c := startClient(t, signerEnv)
+	reg := berthtest.StartOCIRegistry(t, berthtest.OCIRegistryOptions{PlainHTTP: true})
+	key, other := berthtest.NewCosignKey(t), berthtest.NewCosignKey(t)
+	dgst := pushChart(t, reg, "shared")
+	key.SignBundle(t, reg, "shared/web", dgst)
+	for _, tenant := range []struct {
+		env *testenv.Env
+		pub []byte
+	}{{signerEnv, key.PublicPEM}, {otherEnv, other.PublicPEM}} {
+		deployer(t, tenant.env, "deployer")
+		createSecret(t, tenant.env, "cosign-key", map[string][]byte{"cosign.pub": tenant.pub})
+	}
+	create := func(env *testenv.Env) {
+		rel := cosignRelease(t, env.Namespace, reg, "shared", "web", "cosign-key")
+		rel.Labels = map[string]string{"berth.test/run": signerEnv.Namespace}
+		if err := c.Create(t.Context(), rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	create(signerEnv)
+	got := waitFor(t, c, signerEnv.Namespace, "web", "is installed with its tenant's key", readyAt(1))
+	if p := got.Status.ChartVerified; p == nil || p.Digest != dgst || p.Signer != fingerprint(t, key) {
+		t.Errorf("status.chartVerified %+v, want the proof of %s by the signer's key", p, dgst)
+	}
+	create(otherEnv)
+	got = waitFor(t, c, otherEnv.Namespace, "web", "refuses the chart for its own key", notReadyWith(controller.ReasonVerificationFailed))
+	if msg := condition(got, controller.ConditionReady).Message; !strings.Contains(msg, string(provenance.ReasonUntrusted)) || !strings.Contains(msg, "Secret/"+otherEnv.Namespace+"/cosign-key") {
+		t.Errorf("Ready message %q does not name Untrusted and the tenant's Secret", msg)
+	}
+	berthtest.AssertNotRecorded(t, otherEnv, "web")
+}
