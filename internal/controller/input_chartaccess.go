@@ -28,10 +28,12 @@ const (
 	// ReasonAuthenticationFailed: the repository or registry refused the credentials (401/403).
 	ReasonAuthenticationFailed = "AuthenticationFailed"
 	// ReasonVerificationFailed: the chart has no provenance file, or it does not verify against
-	// the keyring of spec.chart.verify.
+	// the keyring of spec.chart.verify, or its cosign signature does not verify as
+	// spec.chart.verify.cosign asks.
 	ReasonVerificationFailed = "VerificationFailed"
 	// ReasonVerificationRequired: the controller requires every chart to be verified
-	// (--require-verified), and the Release's is not.
+	// (--require-verified), and the Release's is not, or its signer is not one the controller
+	// allows (--allowed-signer, --allowed-issuer).
 	ReasonVerificationRequired = "VerificationRequired"
 )
 
@@ -47,7 +49,7 @@ func (e *VerificationRequiredError) Error() string {
 	if e.InCluster {
 		return "this controller releases only charts verified before they are released (--require-verified), and a chart held in a ConfigMap or Secret carries no signature: serve it from a repository or registry with its provenance file, and set spec.chart.verify"
 	}
-	return "this controller releases only charts verified before they are released (--require-verified): set spec.chart.verify to the Secret holding the keyring of the chart's signer"
+	return "this controller releases only charts verified before they are released (--require-verified): set spec.chart.verify to the Secret holding the keyring of the chart's signer, or, for a chart of an OCI registry signed with cosign, to provider cosign with its signer's key or keyless identity"
 }
 
 // checkVerified refuses, when required, a Release whose chart d is not verified.
