@@ -214,22 +214,77 @@ type ChartSource struct {
 	// Repository's host only.
 	// +optional
 	PassCredentials bool `json:"passCredentials,omitempty"`
-	// Verify checks the chart's provenance as helm --verify does: the provenance file beside
+	// Verify checks the chart's signature before it is released. With provider pgp (the
+	// default) it checks the chart's provenance as helm --verify does: the provenance file beside
 	// the chart (the archive's URL with .prov in a Helm repository, the provenance layer in an
 	// OCI registry) must be signed by a key of the public keyring in the Secret it names, read as
-	// the Release's ServiceAccount, and name the chart's digest. A chart that fails is not
-	// released.
+	// the Release's ServiceAccount, and name the chart's digest. With provider cosign, the chart
+	// of an oci:// Repository must carry a cosign signature of its digest, checked as cosblock
+	// says. A chart that fails is not released.
 	// +optional
 	Verify *KeyringReference `json:"verify,omitempty"`
 }
 
-// KeyringReference names a key of a Secret of the Release's namespace that holds a public
-// keyring (as gpg --export writes it).
+// KeyringReference says how a chart's signature is verified: with provider pgp, name (and key)
+// is a key of a Secret of the Release's namespace that holds a public keyring (as gpg --export
+// writes it); with provider cosign, cosign says with which key or keyless identity.
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || self.provider != 'cosign' || has(self.cosign)",message="provider cosign needs verify.cosign: a key, or a keyless identity and issuer with a trusted root"
+// +kubebuilder:validation:XValidation:rule="has(self.provider) && self.provider == 'cosign' || !has(self.cosign)",message="verify.cosign applies to provider cosign only: set provider: cosign, or remove cosign"
 type KeyringReference struct {
+	// Provider is what verifies the chart: pgp (a provenance file and a public keyring, the
+	// default) or cosign (a cosign signature in the chart's OCI registry).
+	// +kubebuilder:validation:Enum=pgp;cosign
+	// +kubebuilder:default=pgp
+	// +optional
+	Provider string `json:"provider,omitempty"`
+	// Name of the Secret that holds the public keyring (provider pgp).
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Key of the Secret that holds the keyring; default pubring.gpg.
+	// +optional
+	Key string `json:"key,omitempty"`
+	// Cosign says how a cosign signature is verified (provider cosign).
+	// +optional
+	Cosign *CosignVerification `json:"cosign,omitempty"`
+}
+
+// CosignVerification is how the cosign signature of a chart is verified: against the public key
+// of a Secret, or keyless, against the signer's certificate identity and OIDC issuer and a
+// Sigstore trusted root. Its Secrets are read as the Release's ServiceAccount.
+// +kubebuilder:validation:XValidation:rule="!has(self.key) || !(has(self.identity) || has(self.identityRegexp) || has(self.issuer) || has(self.issuerRegexp) || has(self.trustedRoot))",message="set cosign.key, or the keyless identity, issuer and trustedRoot, not both"
+// +kubebuilder:validation:XValidation:rule="!(has(self.identity) && has(self.identityRegexp))",message="set one of cosign.identity and cosign.identityRegexp"
+// +kubebuilder:validation:XValidation:rule="!(has(self.issuer) && has(self.issuerRegexp))",message="set one of cosign.issuer and cosign.issuerRegexp"
+type CosignVerification struct {
+	// Key names the Secret, and its key (default cosign.pub), that holds the PEM public key
+	// the signature must verify against.
+	// +optional
+	Key *SecretKeyReference `json:"key,omitempty"`
+	// Identity is the keyless signer's certificate identity (its subject alternative name),
+	// exactly; IdentityRegexp the same as a regular expression, anchored. One of them is
+	// required keyless.
+	// +optional
+	Identity string `json:"identity,omitempty"`
+	// +optional
+	IdentityRegexp string `json:"identityRegexp,omitempty"`
+	// Issuer is the OIDC issuer that vouched for the keyless identity, exactly; IssuerRegexp the
+	// same as a regular expression, anchored. One of them is required keyless.
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
+	// +optional
+	IssuerRegexp string `json:"issuerRegexp,omitempty"`
+	// TrustedRoot names the Secret, and its key (default trusted_root.json), that holds the
+	// Sigstore trusted root keyless signatures are checked against (its certificate
+	// authorities and transparency logs). Required keyless.
+	// +optional
+	TrustedRoot *SecretKeyReference `json:"trustedRoot,omitempty"`
+}
+
+// SecretKeyReference names a key of a Secret of the Release's namespace.
+type SecretKeyReference struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
-	// Key of the Secret that holds the keyring; default pubring.gpg.
+	// Key of the Secret; each field that uses it says its default.
 	// +optional
 	Key string `json:"key,omitempty"`
 }
@@ -489,13 +544,21 @@ type DriftIgnore struct {
 // provider, of which package, signed by whom.
 type ChartProof struct {
 	// Provider is what verified the chart: pgp (a provenance file checked against
-	// spec.chart.verify's keyring).
+	// spec.chart.verify's keyring) or cosign (a cosign signature in the chart's registry).
 	Provider string `json:"provider"`
-	// Digest is what was signed: the chart package's sha256.
+	// Digest is what was signed: the chart package's sha256 (pgp), or the chart manifest's
+	// digest in its registry (cosign).
 	// +optional
 	Digest string `json:"digest,omitempty"`
-	// Signer is who signed it: the PGP key's identity and id.
+	// Signer is who signed it: the PGP key's identity and id; for cosign, the public key's
+	// fingerprint (sha256 of its DER form), or keyless, the certificate's identity.
 	Signer string `json:"signer"`
+	// Issuer is the OIDC issuer of a keyless cosign signer's identity.
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
+	// LogIndex is the transparency log's entry of a keyless cosign signature.
+	// +optional
+	LogIndex *int64 `json:"logIndex,omitempty"`
 }
 
 // ReleaseStatus is what the controller observed and did.

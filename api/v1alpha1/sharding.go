@@ -21,4 +21,9 @@ const (
 	// RequireVerifiedAnnotation on that Lease is "true" when the controller releases only
 	// verified charts (--require-verified).
 	RequireVerifiedAnnotation = "berth.dev/require-verified"
+	// AllowedSignersAnnotation and AllowedIssuersAnnotation on that Lease are the controller's
+	// --allowed-signer and --allowed-issuer regular expressions, as a JSON array of strings
+	// ("" when it gives none: any signer, any issuer).
+	AllowedSignersAnnotation = "berth.dev/allowed-signers"
+	AllowedIssuersAnnotation = "berth.dev/allowed-issuers"
 )

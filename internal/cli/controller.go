@@ -28,6 +28,8 @@ type controllerFlags struct {
 	defaultServiceAccount   string
 	statusChartOutput       bool
 	requireVerified         bool
+	allowedSigners          []string
+	allowedIssuers          []string
 	watchSecrets            bool
 	watchLabelSelector      string
 	kubeConfigReach         inputs.KubeConfigReach
@@ -137,6 +139,8 @@ others.`,
 				DefaultServiceAccount:   flags.defaultServiceAccount,
 				StatusChartOutput:       flags.statusChartOutput,
 				RequireVerified:         flags.requireVerified,
+				AllowedSigners:          flags.allowedSigners,
+				AllowedIssuers:          flags.allowedIssuers,
 				NoSecretWatch:           !flags.watchSecrets,
 				KubeConfigReach:         flags.kubeConfigReach,
 				MaxTimeout:              flags.maxTimeout,
@@ -163,6 +167,8 @@ others.`,
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
 	f.StringVar(&flags.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Release's namespace) that a Release naming none in spec.serviceAccountName acts as (default: the namespace's default account)")
 	f.BoolVar(&flags.requireVerified, "require-verified", false, "release only charts verified before they are released: a Release without spec.chart.verify, or with a chart from a ConfigMap or Secret, is refused (VerificationRequired), so that no tenant can opt out")
+	f.StringArrayVar(&flags.allowedSigners, "allowed-signer", nil, "with --require-verified, a regular expression (anchored at both ends; repeat the flag for more) one of which a verified chart's signer must match: a PGP key's identity and id, a cosign key's fingerprint (sha256:HEX) or a keyless certificate's identity. A chart signed by anyone else is refused (VerificationRequired). Default: any signer")
+	f.StringArrayVar(&flags.allowedIssuers, "allowed-issuer", nil, "with --require-verified, a regular expression (anchored at both ends; repeat the flag for more) one of which a keyless cosign signer's OIDC issuer must match; a chart whose signer another issuer vouched for is refused (VerificationRequired). Default: any issuer")
 	f.BoolVar(&flags.statusChartOutput, "status-chart-output", false, "show what a chart's own code outputs (the end of a failed hook's logs, a template's fail or required message) in the Release's status.blockers[].logTail. Off by default: that output can print the release's values, Secrets included, and anyone who may view a Release's namespace reads its status. Events and conditions never carry it")
 	f.BoolVar(&flags.watchSecrets, "watch-secrets", true, "watch the metadata of Secrets, to reconcile at once a Release whose values, chart credentials or kubeconfig Secret changed. It needs list and watch on Secrets, which RBAC cannot limit to metadata: the controller's account may then read every Secret's data, though it asks for none. false: no right on Secrets; such a change is seen at the Release's next reconcile (its interval)")
 	f.StringVar(&flags.watchLabelSelector, "watch-label-selector", "", "reconcile, watch and cache only the Releases this label selector selects, e.g. sharding.berth.dev/key=shard1, or !sharding.berth.dev/key for the Releases of no shard. The leader election Lease is then the shard's own, berth-controller-HASH.berth.dev (HASH: the first 8 hex digits of the SHA-256 of the selector, its requirements sorted by key), so that one shard's replicas elect one leader and shards never contend; without it, berth-controller.berth.dev")

@@ -57,7 +57,8 @@ record names, PodDisruptionBudgets that allow no eviction, and Releases (berth.d
 running controller serves: of a shard no controller runs for (label
 sharding.berth.dev/key), or with no controller at all, and Releases that run
 an unverified chart under a controller that requires verification
-(--require-verified). Controllers are found by their leader election Leases, so
+(--require-verified), or a chart whose signer it does not allow
+(--allowed-signer, --allowed-issuer). Controllers are found by their leader election Leases, so
 those run without --leader-elect are not seen.
 
 Without -n (or HELM_NAMESPACE) the whole cluster is checked, as far as you may

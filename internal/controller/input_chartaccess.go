@@ -15,6 +15,7 @@ import (
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/controller/status"
+	"github.com/berthdev/berth/internal/provenance"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -27,10 +28,12 @@ const (
 	// ReasonAuthenticationFailed: the repository or registry refused the credentials (401/403).
 	ReasonAuthenticationFailed = "AuthenticationFailed"
 	// ReasonVerificationFailed: the chart has no provenance file, or it does not verify against
-	// the keyring of spec.chart.verify.
+	// the keyring of spec.chart.verify, or its cosign signature does not verify as
+	// spec.chart.verify.cosign asks.
 	ReasonVerificationFailed = "VerificationFailed"
 	// ReasonVerificationRequired: the controller requires every chart to be verified
-	// (--require-verified), and the Release's is not.
+	// (--require-verified), and the Release's is not, or its signer is not one the controller
+	// allows (--allowed-signer, --allowed-issuer).
 	ReasonVerificationRequired = "VerificationRequired"
 )
 
@@ -46,7 +49,7 @@ func (e *VerificationRequiredError) Error() string {
 	if e.InCluster {
 		return "this controller releases only charts verified before they are released (--require-verified), and a chart held in a ConfigMap or Secret carries no signature: serve it from a repository or registry with its provenance file, and set spec.chart.verify"
 	}
-	return "this controller releases only charts verified before they are released (--require-verified): set spec.chart.verify to the Secret holding the keyring of the chart's signer"
+	return "this controller releases only charts verified before they are released (--require-verified): set spec.chart.verify to the Secret holding the keyring of the chart's signer, or, for a chart of an OCI registry signed with cosign, to provider cosign with its signer's key or keyless identity"
 }
 
 // checkVerified refuses, when required, a Release whose chart d is not verified.
@@ -56,7 +59,7 @@ func checkVerified(d *desired, required bool) error {
 		return nil
 	case d.ChartIn != nil:
 		return &VerificationRequiredError{InCluster: true}
-	case d.Chart.Verify == "":
+	case !d.Chart.verified():
 		return &VerificationRequiredError{}
 	}
 	return nil
@@ -69,6 +72,9 @@ type chartAccess struct {
 	TLS                source.TLSData
 	// Keyring is the public keyring of spec.chart.verify, nil when the chart is not verified.
 	Keyring []byte
+	// Cosign is the cosign verification of spec.chart.verify.cosign, with its key or trusted
+	// root; nil when it asks for none.
+	Cosign *provenance.CosignOptions
 }
 
 // The keys of the credentials and tls Secrets.
@@ -185,7 +191,7 @@ func (e *VerificationError) conditionReason() string { return ReasonVerification
 // failed its provenance check.
 func verificationFailed(err error, ref chartRef, namespace string) error {
 	var srcErr *source.Error
-	if ref.Verify == "" || !errors.As(err, &srcErr) || srcErr.Kind != source.KindUnverified {
+	if !ref.verified() || !errors.As(err, &srcErr) || srcErr.Kind != source.KindUnverified {
 		return err
 	}
 	chart := ref.Ref
@@ -194,6 +200,10 @@ func verificationFailed(err error, ref chartRef, namespace string) error {
 	}
 	if ref.Version != "" {
 		chart = fmt.Sprintf("%s version %q", chart, ref.Version)
+	}
+	var sigErr *provenance.Error
+	if ref.Cosign != nil && errors.As(err, &sigErr) {
+		return &CosignVerificationError{Chart: chart, Against: ref.Cosign.against(namespace), Sig: sigErr}
 	}
 	return &VerificationError{Chart: chart, Keyring: fmt.Sprintf("Secret/%s/%s key %s", namespace, ref.Verify, ref.VerifyKey), Err: err}
 }
@@ -244,6 +254,12 @@ func readChartAccess(ctx context.Context, r inputs.KeyReader, ref chartRef) (cha
 		}
 		a.Keyring = k
 	}
+	if ref.Cosign != nil {
+		var err error
+		if a.Cosign, err = readCosign(ctx, r, *ref.Cosign); err != nil {
+			return a, err
+		}
+	}
 	return a, nil
 }
 
@@ -260,6 +276,10 @@ func credentialsMissing(err error, field string) error {
 		missing.Next = fmt.Sprintf("give the Secret keys username and password (kubectl create secret generic %s --from-literal=username=USER --from-literal=password=PASSWORD), or make it a kubernetes.io/dockerconfigjson Secret for an OCI registry, or fix spec.%s", missing.Name, field)
 	case "chart.verify":
 		missing.Next = fmt.Sprintf("put the public keyring there (kubectl create secret generic %s --from-file=%s=PUBRING.gpg), or fix spec.%s", missing.Name, missing.Key, field)
+	case "chart.verify.cosign.key":
+		missing.Next = fmt.Sprintf("put the cosign public key there (kubectl create secret generic %s --from-file=%s=cosign.pub), or fix spec.%s", missing.Name, missing.Key, field)
+	case "chart.verify.cosign.trustedRoot":
+		missing.Next = fmt.Sprintf("put the Sigstore trusted root there (kubectl create secret generic %s --from-file=%s=trusted_root.json), or fix spec.%s", missing.Name, missing.Key, field)
 	default:
 		missing.Next = fmt.Sprintf("give the Secret key ca.crt, and tls.crt with tls.key for a client certificate (kubectl create secret generic %s --from-file=ca.crt=CA.pem), or fix spec.%s", missing.Name, field)
 	}

@@ -2,7 +2,12 @@ package controller
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/berthdev/berth/internal/controller/inputs"
+	"github.com/berthdev/berth/internal/provenance"
 	"github.com/berthdev/berth/internal/source"
 	"github.com/berthdev/berth/test/testca"
 )
@@ -32,6 +38,7 @@ func TestReadChartAccess(t *testing.T) {
 		}
 		return s
 	}
+	cosignPEM := publicKeyPEM(t)
 	entity, err := openpgp.NewEntity("signer", "berth test key", "signer@berth.invalid", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -50,12 +57,19 @@ func TestReadChartAccess(t *testing.T) {
 		secret("bad-key", corev1.SecretTypeOpaque, map[string]string{"tls.crt": string(cert), "tls.key": "s3cret-key-material"}),
 		secret("keyring", corev1.SecretTypeOpaque, map[string]string{"pubring.gpg": pubring.String(), "trusted.gpg": pubring.String(), "junk.gpg": "s3cret-junk"}),
 		secret("empty-keyring", corev1.SecretTypeOpaque, map[string]string{"pubring.gpg": ""}),
+		secret("cosign", corev1.SecretTypeOpaque, map[string]string{"cosign.pub": string(cosignPEM), "junk.pub": "s3cret-junk"}),
+		secret("sigstore", corev1.SecretTypeOpaque, map[string]string{"trusted_root.json": "{s3cret"}),
 	)
 	r := inputs.KeyReader{Core: objects.CoreV1(), Namespace: "team-a"}
 	repo := chartRef{Ref: "web", RepoURL: "https://charts.example.test"}
 	oci := chartRef{Ref: "oci://registry.example.test:5000/charts/web"}
 	with := func(ref chartRef, creds, tls string) chartRef {
 		ref.Credentials, ref.TLS = creds, tls
+		return ref
+	}
+	cosign := func(c cosignRef) chartRef {
+		ref := oci
+		ref.Cosign = &c
 		return ref
 	}
 	verify := func(ref chartRef, name, key string) chartRef {
@@ -97,6 +111,16 @@ func TestReadChartAccess(t *testing.T) {
 			wantText: []string{"Secret/team-a/keyring has no key missing.gpg", "spec.chart.verify"}},
 		{name: "empty keyring", ref: verify(repo, "empty-keyring", "pubring.gpg"), wantReason: ReasonInvalidCredentials,
 			wantText: []string{"Secret/team-a/empty-keyring key pubring.gpg (spec.chart.verify): holds no public keyring"}},
+		{name: "cosign key", ref: cosign(cosignRef{Key: "cosign", KeyKey: "cosign.pub"}),
+			want: chartAccess{Cosign: &provenance.CosignOptions{PublicKey: cosignPEM}}},
+		{name: "cosign key that is none", ref: cosign(cosignRef{Key: "cosign", KeyKey: "junk.pub"}), wantReason: ReasonInvalidCredentials,
+			wantText: []string{"Secret/team-a/cosign key junk.pub (spec.chart.verify.cosign.key): holds no PEM public key"}},
+		{name: "no cosign key Secret", ref: cosign(cosignRef{Key: "nothing", KeyKey: "cosign.pub"}), wantReason: ReasonCredentialsMissing,
+			wantText: []string{"Secret/team-a/nothing not found (key cosign.pub wanted)", "spec.chart.verify.cosign.key"}},
+		{name: "trusted root that is none", ref: cosign(cosignRef{Identity: "ci", Issuer: "https://issuer", Root: "sigstore", RootKey: "trusted_root.json"}), wantReason: ReasonInvalidCredentials,
+			wantText: []string{"Secret/team-a/sigstore key trusted_root.json (spec.chart.verify.cosign.trustedRoot): holds no Sigstore trusted root"}},
+		{name: "no trusted root key", ref: cosign(cosignRef{Identity: "ci", Issuer: "https://issuer", Root: "sigstore", RootKey: "root.json"}), wantReason: ReasonCredentialsMissing,
+			wantText: []string{"Secret/team-a/sigstore has no key root.json", "spec.chart.verify.cosign.trustedRoot"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,4 +206,18 @@ func TestVerificationFailedNamesTheChartKeyringAndWhy(t *testing.T) {
 	if verificationFailed(other, chartRef{Ref: "web"}, "team-a") != other {
 		t.Error("an error of a chart not verified changed")
 	}
+}
+
+// publicKeyPEM is a new ECDSA P-256 public key, PEM-encoded as cosign.pub holds one.
+func publicKeyPEM(t *testing.T) []byte {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }

@@ -100,7 +100,7 @@ func chartProof(p *release.Provenance) *v1alpha1.ChartProof {
 	if p == nil {
 		return nil
 	}
-	return &v1alpha1.ChartProof{Provider: p.Provider, Digest: p.Digest, Signer: p.Signer}
+	return &v1alpha1.ChartProof{Provider: p.Provider, Digest: p.Digest, Signer: p.Signer, Issuer: p.Issuer, LogIndex: p.LogIndex}
 }
 
 // located is a chart's package on disk, and the proof of its verification when it was verified.
@@ -121,6 +121,7 @@ func (c *Charts) locate(ctx context.Context, ref chartRef, a chartAccess) (locat
 	if ref.Verify != "" {
 		opts.Verify, opts.KeyringData = true, a.Keyring
 	}
+	opts.Cosign = a.Cosign
 	r := &source.Resolver{Settings: c.settings, Options: opts, Out: io.Discard, Fetcher: c.fetcher}
 	path, proof, err := r.LocateVerified(ctx, ref.Ref)
 	return located{path: path, proof: proof}, err

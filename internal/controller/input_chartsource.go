@@ -204,7 +204,8 @@ func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
 	var authErr *ChartAuthError
 	var verifyErr *VerificationError
 	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, new(*InvalidChartError)) || errors.As(err, &valuesErr) || refusedSchema(err) ||
-		errors.As(err, &accessErr) || errors.As(err, &authErr) || errors.As(err, &verifyErr)
+		errors.As(err, &accessErr) || errors.As(err, &authErr) || errors.As(err, &verifyErr) || errors.As(err, new(*CosignVerificationError)) ||
+		errors.As(err, new(*SignerNotAllowedError))
 	markFailed(rel, reason, err, stalled)
 	if stalled {
 		return ctrl.Result{RequeueAfter: d.Interval}

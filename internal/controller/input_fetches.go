@@ -15,6 +15,7 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/berthdev/berth/internal/par"
+	"github.com/berthdev/berth/internal/provenance"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -299,14 +300,22 @@ func (f *fetches) sweep() {
 	}
 }
 
-// fetchKey names the fetch of ref with a's credentials, TLS material and keyring: Releases
-// share a fetch only when they ask for the same chart with the same access.
+// fetchKey names the fetch of ref with a's credentials, TLS material and verification material
+// (the keyring, or the whole of cosign's: key, identity, issuer, trusted root): Releases share a
+// fetch, and its proof, only when they ask for the same chart with the same access, verified
+// the same way.
 func fetchKey(ref chartRef, a chartAccess) string {
 	d := sha256.New()
+	var c provenance.CosignOptions
+	if a.Cosign != nil {
+		c = *a.Cosign
+	}
 	for _, s := range []string{ref.Ref, ref.RepoURL, ref.Version, a.Username, a.Password,
-		string(a.TLS.CA), string(a.TLS.Cert), string(a.TLS.Key), string(a.Keyring)} {
+		string(a.TLS.CA), string(a.TLS.Cert), string(a.TLS.Key), string(a.Keyring),
+		string(c.PublicKey), c.CertificateIdentity, c.CertificateIdentityRegexp,
+		c.CertificateOIDCIssuer, c.CertificateOIDCIssuerRegexp, string(c.TrustedRoot)} {
 		fmt.Fprintf(d, "%d:%s", len(s), s)
 	}
-	fmt.Fprintf(d, "%t%t%t", ref.PlainHTTP, ref.PassCredentials, ref.Verify != "")
+	fmt.Fprintf(d, "%t%t%t%t", ref.PlainHTTP, ref.PassCredentials, ref.Verify != "", a.Cosign != nil)
 	return fmt.Sprintf("%x", d.Sum(nil))
 }

@@ -35,7 +35,7 @@ func referencesOf(obj client.Object) []string {
 		out = append(out, "Secret/"+r.Name)
 	}
 	if r := rel.Spec.Chart.Verify; r != nil {
-		out = append(out, "Secret/"+r.Name)
+		out = append(out, verifySecrets(r)...)
 	}
 	for _, v := range rel.Spec.ValuesFrom {
 		out = append(out, v.Kind+"/"+v.Name)
@@ -71,4 +71,20 @@ func metadataOf(kind string) *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
 	return m
+}
+
+// verifySecrets are the Secrets spec.chart.verify v reads: the keyring, or cosign's key or
+// trusted root.
+func verifySecrets(v *v1alpha1.KeyringReference) []string {
+	var out []string
+	if v.Name != "" {
+		out = append(out, "Secret/"+v.Name)
+	}
+	if c := v.Cosign; c != nil && c.Key != nil {
+		out = append(out, "Secret/"+c.Key.Name)
+	}
+	if c := v.Cosign; c != nil && c.TrustedRoot != nil {
+		out = append(out, "Secret/"+c.TrustedRoot.Name)
+	}
+	return out
 }

@@ -4,7 +4,6 @@
 package controller
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -69,6 +68,8 @@ type chartRef struct {
 	// Verify and VerifyKey name the Secret of the Release's namespace, and its key, with the
 	// public keyring the chart's provenance is checked against; Verify is empty when it is not.
 	Verify, VerifyKey string
+	// Cosign, when set, is how the chart's cosign signature is verified (provider cosign).
+	Cosign *cosignRef
 }
 
 // SpecError says what in a Release's spec the controller cannot act on, and what to change.
@@ -192,8 +193,6 @@ func chartRefOf(c v1alpha1.ChartSource) (chartRef, error) {
 		return chartRef{}, invalid("chart.credentials.name", "is required: name the Secret, in the Release's namespace, with the credentials")
 	case c.TLS != nil && c.TLS.Name == "":
 		return chartRef{}, invalid("chart.tls.name", "is required: name the Secret, in the Release's namespace, with ca.crt (and tls.crt and tls.key)")
-	case c.Verify != nil && c.Verify.Name == "":
-		return chartRef{}, invalid("chart.verify.name", "is required: name the Secret, in the Release's namespace, with the public keyring")
 	case c.Credentials != nil && oci && c.PlainHTTP:
 		return chartRef{}, insecureCredentials("chart.plainHTTP", "would send the credentials of Secret %s over plain HTTP to %s: serve the registry over HTTPS (with chart.tls for its CA) and remove plainHTTP, or remove chart.credentials",
 			c.Credentials.Name, source.OCIHost(ref.Ref))
@@ -202,7 +201,9 @@ func chartRefOf(c v1alpha1.ChartSource) (chartRef, error) {
 			ref.RepoURL, c.Credentials.Name)
 	}
 	if c.Verify != nil {
-		ref.Verify, ref.VerifyKey = c.Verify.Name, cmp.Or(c.Verify.Key, keyKeyring)
+		if err := verifyOf(c.Verify, oci, &ref); err != nil {
+			return chartRef{}, err
+		}
 	}
 	if c.Credentials != nil {
 		ref.Credentials = c.Credentials.Name

@@ -90,6 +90,10 @@ type Options struct {
 	// RequireVerified refuses every Release whose chart is not verified before it is released
 	// (spec.chart.verify): a tenant cannot opt out.
 	RequireVerified bool
+	// AllowedSigners and AllowedIssuers, with RequireVerified, are the regular expressions
+	// (anchored) a verified chart's signer, and a keyless signer's OIDC issuer, must match:
+	// a chart signed by anyone else is refused (VerificationRequired). Empty: any.
+	AllowedSigners, AllowedIssuers []string
 	// NoSecretWatch drops the watch of the metadata of Secrets: a change of a Secret a Release
 	// reads (valuesFrom, chart credentials, TLS, keyring, kubeconfig, a chart in a Secret) is then
 	// seen at the Release's next reconcile (spec.interval, or a change of the Release) rather
@@ -181,6 +185,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	signers, err := signerPolicyOf(o)
+	if err != nil {
+		return nil, err
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -237,7 +245,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, err
 	}
 	if o.LeaderElection {
-		if err := addPresence(mgr, cfg, shard, cmp.Or(mo.LeaderElectionNamespace, inClusterNamespace()), o); err != nil {
+		if err := addPresence(mgr, cfg, shard, cmp.Or(mo.LeaderElectionNamespace, inClusterNamespace()), o, signers); err != nil {
 			return nil, err
 		}
 	}
@@ -271,6 +279,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,
 		RequireVerified:       o.RequireVerified,
+		Signers:               signers,
 		KubeConfigReach:       o.KubeConfigReach,
 		MaxTimeout:            o.MaxTimeout,
 		RecordExpansion:       recordExpansion(o.MaxRecordExpansion),
@@ -323,12 +332,12 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 
 // addPresence makes the controller findable from the cluster through its leader election Lease
 // in namespace (see presence).
-func addPresence(mgr manager.Manager, cfg *rest.Config, shard Shard, namespace string, o Options) error {
+func addPresence(mgr manager.Manager, cfg *rest.Config, shard Shard, namespace string, o Options, signers SignerPolicy) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create the client of the leader election Lease: %w", err)
 	}
-	return mgr.Add(newPresence(cs.CoordinationV1(), namespace, shard, o.Namespace, o.RequireVerified, o.Logger.WithName("presence")))
+	return mgr.Add(newPresence(cs.CoordinationV1(), namespace, shard, o.Namespace, o.RequireVerified, signers, o.Logger.WithName("presence")))
 }
 
 // metricsOptions serves the metrics as o says: over HTTPS, each request authenticated and
@@ -375,4 +384,16 @@ func releasesSynced(c cache.Cache) healthz.Checker {
 		}
 		return nil
 	}
+}
+
+// ErrSignersWithoutRequire is an allowed signer or issuer given without RequireVerified: a
+// chart that is not verified has no signer to match.
+var ErrSignersWithoutRequire = errors.New("--allowed-signer and --allowed-issuer apply with --require-verified only: a chart that is not verified has no signer to check; add --require-verified")
+
+// signerPolicyOf is the signer policy of o, checked.
+func signerPolicyOf(o Options) (SignerPolicy, error) {
+	if !o.RequireVerified && len(o.AllowedSigners)+len(o.AllowedIssuers) > 0 {
+		return SignerPolicy{}, ErrSignersWithoutRequire
+	}
+	return NewSignerPolicy(o.AllowedSigners, o.AllowedIssuers)
 }

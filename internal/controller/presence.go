@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"os"
 	"strconv"
@@ -35,7 +36,8 @@ type presence struct {
 	log             logr.Logger
 }
 
-func newPresence(leases coordinationv1client.LeasesGetter, namespace string, shard Shard, watchNamespace string, requireVerified bool, log logr.Logger) *presence {
+func newPresence(leases coordinationv1client.LeasesGetter, namespace string, shard Shard, watchNamespace string, requireVerified bool, signers SignerPolicy, log logr.Logger) *presence {
+	allowedSigners, allowedIssuers := signers.strings()
 	return &presence{
 		leases: leases, namespace: namespace, name: shard.LeaseName(),
 		labels: map[string]string{v1alpha1.ControllerLabel: shard.ID()},
@@ -43,6 +45,8 @@ func newPresence(leases coordinationv1client.LeasesGetter, namespace string, sha
 			v1alpha1.WatchLabelSelectorAnnotation: shard.Selector(),
 			v1alpha1.WatchNamespaceAnnotation:     watchNamespace,
 			v1alpha1.RequireVerifiedAnnotation:    strconv.FormatBool(requireVerified),
+			v1alpha1.AllowedSignersAnnotation:     jsonList(allowedSigners),
+			v1alpha1.AllowedIssuersAnnotation:     jsonList(allowedIssuers),
 		},
 		log: log,
 	}
@@ -110,4 +114,13 @@ func inClusterNamespace() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// jsonList is l as a JSON array of strings, "" when it is empty.
+func jsonList(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(l) // A list of strings always marshals.
+	return string(b)
 }

@@ -66,6 +66,8 @@ type Reconciler struct {
 	StatusChartOutput bool
 	// RequireVerified refuses every Release whose chart is not verified (VerificationRequired).
 	RequireVerified bool
+	// Signers is who may have signed a verified chart (--allowed-signer, --allowed-issuer).
+	Signers SignerPolicy
 	// KubeConfigReach is what a Release's kubeconfig may make the controller do beyond
 	// connecting over verified TLS straight to its server.
 	KubeConfigReach inputs.KubeConfigReach
@@ -228,6 +230,9 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 	if pending := new(FetchPendingError); errors.As(err, &pending) {
 		// The fetch goes on off the workers; it reconciles the Release when it ends.
 		return nil, ctrl.Result{RequeueAfter: time.Until(pending.Deadline)}, nil
+	}
+	if err == nil {
+		err = r.Signers.allows(ch.proof)
 	}
 	if err != nil {
 		r.warnAuthFailed(rel, err)

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type liveController struct {
 	text     string
 	// requireVerified says it releases only verified charts (--require-verified).
 	requireVerified bool
+	// signers and issuers are its allowed signers and keyless issuers (--allowed-signer,
+	// --allowed-issuer), anchored; empty allows any.
+	signers, issuers []*regexp.Regexp
 }
 
 func (c liveController) String() string {
@@ -68,7 +72,9 @@ func liveControllers(leases []coordinationv1.Lease, now time.Time) []liveControl
 			continue
 		}
 		out = append(out, liveController{namespace: l.Annotations[v1alpha1.WatchNamespaceAnnotation], selector: sel, text: text,
-			requireVerified: l.Annotations[v1alpha1.RequireVerifiedAnnotation] == "true"})
+			requireVerified: l.Annotations[v1alpha1.RequireVerifiedAnnotation] == "true",
+			signers:         anchoredList(l.Annotations[v1alpha1.AllowedSignersAnnotation]),
+			issuers:         anchoredList(l.Annotations[v1alpha1.AllowedIssuersAnnotation])})
 	}
 	return out
 }
@@ -141,6 +147,9 @@ func (r *run) unverified(ctx context.Context, ctrls []liveController) {
 	}
 	for _, rel := range runningUnverified(rels, ctrls) {
 		r.add(unverifiedFinding(rel))
+	}
+	for _, rel := range runningUnallowed(rels, ctrls) {
+		r.add(unallowedFinding(rel))
 	}
 }
 
