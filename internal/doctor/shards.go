@@ -177,7 +177,7 @@ func unverifiedFinding(rel v1alpha1.Release) Finding {
 		Problem: fmt.Sprintf("it runs revision %d of chart %s %s, which was not verified (no status.chartVerified), and the controller that serves it releases only verified charts (--require-verified)",
 			rel.Status.Revision, rel.Status.ChartName, rel.Status.ChartVersion),
 		Breaks: "the controller refuses it (VerificationRequired): it is neither upgraded nor corrected until its chart is verified",
-		Fix:    fmt.Sprintf("set spec.chart.verify of Release %s/%s to the Secret holding the keyring of its chart's signer, and serve the chart with its provenance file", rel.Namespace, rel.Name),
+		Fix:    fmt.Sprintf("set spec.chart.verify of Release %s/%s: provider cosign with the Secret of its signer's key (or keyless: its identity, issuer and trusted root) for a chart of an OCI registry, or a keyring Secret for a chart served with its provenance file", rel.Namespace, rel.Name),
 	}
 }
 

@@ -55,10 +55,8 @@ func (v *verification) cosign(ctx context.Context) (*Proof, error) {
 		if err == nil {
 			return proof, nil
 		}
-		if e := (*Error)(nil); errors.As(err, &e) {
-			if e.Reason != ReasonNoSignature || best == nil {
-				return nil, e
-			}
+		if e := (*Error)(nil); errors.As(err, &e) && e.Reason != ReasonNoSignature {
+			return nil, e
 		}
 	}
 	if best == nil {
