@@ -227,13 +227,17 @@ type ChartSource struct {
 
 // KeyringReference says how a chart's signature is verified: with provider pgp, name (and key)
 // is a key of a Secret of the Release's namespace that holds a public keyring (as gpg --export
-// writes it); with provider cosign, cosign says with which key or keyless identity.
+// writes it); with provider cosign, cosign says with which key or keyless identity; with provider
+// notation, notation names the Secret with the trust policy and trust store.
 // +kubebuilder:validation:XValidation:rule="!has(self.provider) || self.provider != 'cosign' || has(self.cosign)",message="provider cosign needs verify.cosign: a key, or a keyless identity and issuer with a trusted root"
 // +kubebuilder:validation:XValidation:rule="has(self.provider) && self.provider == 'cosign' || !has(self.cosign)",message="verify.cosign applies to provider cosign only: set provider: cosign, or remove cosign"
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || self.provider != 'notation' || has(self.notation)",message="provider notation needs verify.notation: the Secret with the trust policy and trust store"
+// +kubebuilder:validation:XValidation:rule="has(self.provider) && self.provider == 'notation' || !has(self.notation)",message="verify.notation applies to provider notation only: set provider: notation, or remove notation"
 type KeyringReference struct {
 	// Provider is what verifies the chart: pgp (a provenance file and a public keyring, the
-	// default) or cosign (a cosign signature in the chart's OCI registry).
-	// +kubebuilder:validation:Enum=pgp;cosign
+	// default), cosign (a cosign signature in the chart's OCI registry) or notation (a Notary
+	// Project signature in the chart's OCI registry).
+	// +kubebuilder:validation:Enum=pgp;cosign;notation
 	// +kubebuilder:default=pgp
 	// +optional
 	Provider string `json:"provider,omitempty"`
@@ -246,6 +250,21 @@ type KeyringReference struct {
 	// Cosign says how a cosign signature is verified (provider cosign).
 	// +optional
 	Cosign *CosignVerification `json:"cosign,omitempty"`
+	// Notation says how a Notary Project signature is verified (provider notation).
+	// +optional
+	Notation *NotationVerification `json:"notation,omitempty"`
+}
+
+// NotationVerification is how the Notary Project signature of a chart is verified: as `notation
+// verify` does, with the trust policy and trust store a Secret of the Release's namespace holds,
+// read as the Release's ServiceAccount. The Secret's key trustpolicy.oci.json (or
+// trustpolicy.json) holds the trust policy document; each key named TYPE.STORE.FILE (for example
+// ca.release.root.crt, TYPE one of ca, signingAuthority and tsa) holds certificates of the trust
+// store TYPE:STORE, as truststore/x509/TYPE/STORE/FILE would.
+type NotationVerification struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // CosignVerification is how the cosign signature of a chart is verified: against the public key

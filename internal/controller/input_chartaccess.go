@@ -49,7 +49,7 @@ func (e *VerificationRequiredError) Error() string {
 	if e.InCluster {
 		return "this controller releases only charts verified before they are released (--require-verified), and a chart held in a ConfigMap or Secret carries no signature: serve it from a repository or registry with its provenance file, and set spec.chart.verify"
 	}
-	return "this controller releases only charts verified before they are released (--require-verified): set spec.chart.verify to the Secret holding the keyring of the chart's signer, or, for a chart of an OCI registry signed with cosign, to provider cosign with its signer's key or keyless identity"
+	return "this controller releases only charts verified before they are released (--require-verified): set spec.chart.verify to the Secret holding the keyring of the chart's signer, or, for a chart of an OCI registry, to provider cosign with its signer's key or keyless identity, or to provider notation with the Secret of its trust policy and trust store"
 }
 
 // checkVerified refuses, when required, a Release whose chart d is not verified.
@@ -75,6 +75,9 @@ type chartAccess struct {
 	// Cosign is the cosign verification of spec.chart.verify.cosign, with its key or trusted
 	// root; nil when it asks for none.
 	Cosign *provenance.CosignOptions
+	// Notation is the notation verification of spec.chart.verify.notation, with its trust
+	// policy and trust store; nil when it asks for none.
+	Notation *provenance.NotationOptions
 }
 
 // The keys of the credentials and tls Secrets.
@@ -205,6 +208,9 @@ func verificationFailed(err error, ref chartRef, namespace string) error {
 	if ref.Cosign != nil && errors.As(err, &sigErr) {
 		return &CosignVerificationError{Chart: chart, Against: ref.Cosign.against(namespace), Sig: sigErr}
 	}
+	if ref.Notation != "" && errors.As(err, &sigErr) {
+		return &CosignVerificationError{Chart: chart, Against: fmt.Sprintf("the trust policy and trust store of Secret/%s/%s", namespace, ref.Notation), Sig: sigErr}
+	}
 	return &VerificationError{Chart: chart, Keyring: fmt.Sprintf("Secret/%s/%s key %s", namespace, ref.Verify, ref.VerifyKey), Err: err}
 }
 
@@ -260,6 +266,12 @@ func readChartAccess(ctx context.Context, r inputs.KeyReader, ref chartRef) (cha
 			return a, err
 		}
 	}
+	if ref.Notation != "" {
+		var err error
+		if a.Notation, err = readNotation(ctx, r, ref.Notation); err != nil {
+			return a, err
+		}
+	}
 	return a, nil
 }
 
@@ -278,6 +290,8 @@ func credentialsMissing(err error, field string) error {
 		missing.Next = fmt.Sprintf("put the public keyring there (kubectl create secret generic %s --from-file=%s=PUBRING.gpg), or fix spec.%s", missing.Name, missing.Key, field)
 	case "chart.verify.cosign.key":
 		missing.Next = fmt.Sprintf("put the cosign public key there (kubectl create secret generic %s --from-file=%s=cosign.pub), or fix spec.%s", missing.Name, missing.Key, field)
+	case "chart.verify.notation":
+		missing.Next = fmt.Sprintf("put notation's trust policy and trust store there (kubectl create secret generic %s --from-file=trustpolicy.oci.json --from-file=ca.STORE.root.crt=ROOT.crt), or fix spec.%s", missing.Name, field)
 	case "chart.verify.cosign.trustedRoot":
 		missing.Next = fmt.Sprintf("put the Sigstore trusted root there (kubectl create secret generic %s --from-file=%s=trusted_root.json), or fix spec.%s", missing.Name, missing.Key, field)
 	default:

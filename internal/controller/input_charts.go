@@ -121,7 +121,7 @@ func (c *Charts) locate(ctx context.Context, ref chartRef, a chartAccess) (locat
 	if ref.Verify != "" {
 		opts.Verify, opts.KeyringData = true, a.Keyring
 	}
-	opts.Cosign = a.Cosign
+	opts.Cosign, opts.Notation = a.Cosign, a.Notation
 	r := &source.Resolver{Settings: c.settings, Options: opts, Out: io.Discard, Fetcher: c.fetcher}
 	path, proof, err := r.LocateVerified(ctx, ref.Ref)
 	return located{path: path, proof: proof}, err

@@ -33,7 +33,7 @@ type cosignRef struct {
 }
 
 // verified says whether the chart of ref is verified before it is released.
-func (r chartRef) verified() bool { return r.Verify != "" || r.Cosign != nil }
+func (r chartRef) verified() bool { return r.Verify != "" || r.Cosign != nil || r.Notation != "" }
 
 // verifyOf checks spec.chart.verify v of a chart that is in an OCI registry when oci, and
 // sets in ref what it asks.
@@ -43,6 +43,9 @@ func verifyOf(v *v1alpha1.KeyringReference, oci bool, ref *chartRef) error {
 		if v.Cosign != nil {
 			return invalid("chart.verify.cosign", "applies to provider cosign only: set chart.verify.provider to cosign, or remove cosign")
 		}
+		if v.Notation != nil {
+			return invalid("chart.verify.notation", "applies to provider notation only: set chart.verify.provider to notation, or remove notation")
+		}
 		if v.Name == "" {
 			return invalid("chart.verify.name", "is required: name the Secret, in the Release's namespace, with the public keyring")
 		}
@@ -50,6 +53,8 @@ func verifyOf(v *v1alpha1.KeyringReference, oci bool, ref *chartRef) error {
 		return nil
 	case providerCosign:
 		switch {
+		case v.Notation != nil:
+			return invalid("chart.verify.notation", "applies to provider notation only: set chart.verify.provider to notation, or remove notation")
 		case !oci:
 			return invalid("chart.verify.provider", "cosign verifies charts of OCI registries (oci://) only: a chart of a Helm repository has no signature cosign would find: use provider pgp with its provenance file, or serve the chart from an OCI registry")
 		case v.Name != "" || v.Key != "":
@@ -60,8 +65,19 @@ func verifyOf(v *v1alpha1.KeyringReference, oci bool, ref *chartRef) error {
 		c, err := cosignOf(*v.Cosign)
 		ref.Cosign = c
 		return err
+	case providerNotation:
+		switch {
+		case !oci:
+			return invalid("chart.verify.provider", "notation verifies charts of OCI registries (oci://) only: a chart of a Helm repository has no signature notation would find: use provider pgp with its provenance file, or serve the chart from an OCI registry")
+		case v.Name != "" || v.Key != "" || v.Cosign != nil:
+			return invalid("chart.verify.name", "and chart.verify.cosign are of other providers, which provider notation does not use: put the Secret with the trust policy and trust store in chart.verify.notation.name")
+		case v.Notation == nil || v.Notation.Name == "":
+			return invalid("chart.verify.notation", "is required with provider notation: name the Secret, in the Release's namespace, with the trust policy and trust store")
+		}
+		ref.Notation = v.Notation.Name
+		return nil
 	}
-	return invalid("chart.verify.provider", "%q is not a provider: give pgp or cosign", v.Provider)
+	return invalid("chart.verify.provider", "%q is not a provider: give pgp, cosign or notation", v.Provider)
 }
 
 // cosignOf checks spec.chart.verify.cosign c: a key, or keyless an identity, an issuer and a
@@ -153,10 +169,10 @@ func readCosign(ctx context.Context, r inputs.KeyReader, c cosignRef) (*provenan
 	return o, nil
 }
 
-// CosignVerificationError is a chart whose cosign signature did not verify as
-// spec.chart.verify.cosign asks: none refers to its digest, or none is by the key, identity or
-// issuer given, or the signature is not in the transparency log. The chart is not released. It
-// names the chart, its digest and the reason, never the key's bytes.
+// CosignVerificationError is a chart whose cosign or notation signature did not verify as
+// spec.chart.verify asks: none refers to its digest, or none is by the key, identity, issuer or
+// trust store given, or the signature is not in the transparency log. The chart is not
+// released. It names the chart, its digest and the reason, never the key's bytes.
 type CosignVerificationError struct {
 	// Chart is the chart's reference (and version constraint).
 	Chart string
@@ -166,14 +182,30 @@ type CosignVerificationError struct {
 }
 
 func (e *CosignVerificationError) Error() string {
-	msg := fmt.Sprintf("chart %s (digest %s) failed cosign verification against %s: %s", e.Chart, e.Sig.Digest, e.Against, e.Sig.Reason)
+	msg := fmt.Sprintf("chart %s (digest %s) failed %s verification against %s: %s", e.Chart, e.Sig.Digest, e.Sig.Provider, e.Against, e.Sig.Reason)
 	if e.Sig.Detail != "" {
 		msg += ": " + e.Sig.Detail
 	}
 	if e.Sig.Err != nil {
 		msg += ": " + oneLine(e.Sig.Err)
 	}
+	if e.Sig.Provider == provenance.ProviderNotation {
+		return msg + ": " + notationNext(e.Sig.Reason)
+	}
 	return msg + ": " + cosignNext(e.Sig.Reason)
+}
+
+// notationNext says what to do about a notation verification that failed for reason r.
+func notationNext(r provenance.Reason) string {
+	switch r {
+	case provenance.ReasonNoSignature:
+		return "sign the chart's digest with notation (notation sign), or fix spec.chart.verify"
+	case provenance.ReasonUntrusted:
+		return "the signature's certificate does not chain to a CA of the trust store its statement names, or expired or was revoked: fix the trust store in spec.chart.verify.notation's Secret, or have the chart signed by it"
+	case provenance.ReasonWrongIdentity:
+		return "the signing certificate's subject is not among the statement's trustedIdentities: fix the trust policy in spec.chart.verify.notation's Secret"
+	}
+	return "fix the trust policy and trust store in spec.chart.verify.notation's Secret"
 }
 
 // cosignNext says what to do about a verification that failed for reason r.

@@ -38,6 +38,12 @@ func TestVerifyOf(t *testing.T) {
 		{name: "cosign keyless", v: v1alpha1.KeyringReference{Provider: "cosign", Cosign: keyless(nil)},
 			want: chartRef{Cosign: &cosignRef{Identity: "ci@example.test", Issuer: "https://issuer.example.test", Root: "sigstore", RootKey: "trusted_root.json"}}},
 		{name: "cosign of a Helm repository", v: v1alpha1.KeyringReference{Provider: "cosign", Cosign: withKey}, helmRepo: true, wantField: "chart.verify.provider"},
+		{name: "notation", v: v1alpha1.KeyringReference{Provider: "notation", Notation: &v1alpha1.NotationVerification{Name: "trust"}},
+			want: chartRef{Notation: "trust"}},
+		{name: "notation of a Helm repository", v: v1alpha1.KeyringReference{Provider: "notation", Notation: &v1alpha1.NotationVerification{Name: "trust"}}, helmRepo: true, wantField: "chart.verify.provider"},
+		{name: "notation without its block", v: v1alpha1.KeyringReference{Provider: "notation"}, wantField: "chart.verify.notation"},
+		{name: "notation with a cosign block", v: v1alpha1.KeyringReference{Provider: "notation", Notation: &v1alpha1.NotationVerification{Name: "trust"}, Cosign: withKey}, wantField: "chart.verify.name"},
+		{name: "pgp with a notation block", v: v1alpha1.KeyringReference{Name: "keyring", Notation: &v1alpha1.NotationVerification{Name: "trust"}}, wantField: "chart.verify.notation"},
 		{name: "cosign with a keyring name", v: v1alpha1.KeyringReference{Provider: "cosign", Name: "keyring", Cosign: withKey}, wantField: "chart.verify.name"},
 		{name: "cosign without its block", v: v1alpha1.KeyringReference{Provider: "cosign"}, wantField: "chart.verify.cosign"},
 		{name: "key and keyless", v: v1alpha1.KeyringReference{Provider: "cosign", Cosign: keyless(func(c *v1alpha1.CosignVerification) { c.Key = withKey.Key })},
@@ -53,7 +59,7 @@ func TestVerifyOf(t *testing.T) {
 		{name: "identity regexp that does not compile", v: v1alpha1.KeyringReference{Provider: "cosign", Cosign: keyless(func(c *v1alpha1.CosignVerification) {
 			c.Identity, c.IdentityRegexp = "", "(ci"
 		})}, wantField: "chart.verify.cosign.identityRegexp"},
-		{name: "unknown provider", v: v1alpha1.KeyringReference{Provider: "notation"}, wantField: "chart.verify.provider"},
+		{name: "unknown provider", v: v1alpha1.KeyringReference{Provider: "x509"}, wantField: "chart.verify.provider"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

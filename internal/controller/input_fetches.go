@@ -301,7 +301,8 @@ func (f *fetches) sweep() {
 }
 
 // fetchKey names the fetch of ref with a's credentials, TLS material and verification material
-// (the keyring, or the whole of cosign's: key, identity, issuer, trusted root): Releases share a
+// (the keyring, the whole of cosign's: key, identity, issuer, trusted root, or notation's trust
+// policy and trust store): Releases share a
 // fetch, and its proof, only when they ask for the same chart with the same access, verified
 // the same way.
 func fetchKey(ref chartRef, a chartAccess) string {
@@ -316,6 +317,14 @@ func fetchKey(ref chartRef, a chartAccess) string {
 		c.CertificateOIDCIssuer, c.CertificateOIDCIssuerRegexp, string(c.TrustedRoot)} {
 		fmt.Fprintf(d, "%d:%s", len(s), s)
 	}
-	fmt.Fprintf(d, "%t%t%t%t", ref.PlainHTTP, ref.PassCredentials, ref.Verify != "", a.Cosign != nil)
+	if n := a.Notation; n != nil {
+		fmt.Fprintf(d, "notation%d:%s", len(n.TrustPolicy), n.TrustPolicy)
+		for _, c := range n.Certificates {
+			for _, s := range []string{c.Type, c.Store, c.Name, string(c.Data)} {
+				fmt.Fprintf(d, "%d:%s", len(s), s)
+			}
+		}
+	}
+	fmt.Fprintf(d, "%t%t%t%t%t", ref.PlainHTTP, ref.PassCredentials, ref.Verify != "", a.Cosign != nil, a.Notation != nil)
 	return fmt.Sprintf("%x", d.Sum(nil))
 }

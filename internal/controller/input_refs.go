@@ -73,8 +73,8 @@ func metadataOf(kind string) *metav1.PartialObjectMetadata {
 	return m
 }
 
-// verifySecrets are the Secrets spec.chart.verify v reads: the keyring, or cosign's key or
-// trusted root.
+// verifySecrets are the Secrets spec.chart.verify v reads: the keyring, cosign's key or
+// trusted root, or notation's trust policy and store.
 func verifySecrets(v *v1alpha1.KeyringReference) []string {
 	var out []string
 	if v.Name != "" {
@@ -85,6 +85,9 @@ func verifySecrets(v *v1alpha1.KeyringReference) []string {
 	}
 	if c := v.Cosign; c != nil && c.TrustedRoot != nil {
 		out = append(out, "Secret/"+c.TrustedRoot.Name)
+	}
+	if n := v.Notation; n != nil {
+		out = append(out, "Secret/"+n.Name)
 	}
 	return out
 }

@@ -70,6 +70,9 @@ type chartRef struct {
 	Verify, VerifyKey string
 	// Cosign, when set, is how the chart's cosign signature is verified (provider cosign).
 	Cosign *cosignRef
+	// Notation names the Secret with the trust policy and trust store the chart's notation
+	// signature is verified with (provider notation); empty when it is not.
+	Notation string
 }
 
 // SpecError says what in a Release's spec the controller cannot act on, and what to change.

@@ -35,7 +35,8 @@ func TestReleaseSchemaVerify(t *testing.T) {
 			refused: "set one of cosign.identity and cosign.identityRegexp"},
 		{name: "cosign without its block", verify: v1alpha1.KeyringReference{Provider: "cosign"}, refused: "provider cosign needs verify.cosign"},
 		{name: "block without cosign", verify: v1alpha1.KeyringReference{Name: "keyring", Cosign: &v1alpha1.CosignVerification{Key: key}}, refused: "verify.cosign applies to provider cosign only"},
-		{name: "notation", verify: v1alpha1.KeyringReference{Provider: "notation"}, refused: "Unsupported value"},
+		{name: "notation without its block", verify: v1alpha1.KeyringReference{Provider: "notation"}, refused: "provider notation needs verify.notation"},
+		{name: "an unknown provider", verify: v1alpha1.KeyringReference{Provider: "x509"}, refused: "Unsupported value"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
