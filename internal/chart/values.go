@@ -76,23 +76,23 @@ func (o ValueOptions) setInto(base map[string]any) (map[string]any, error) {
 		if t := strings.TrimSpace(value); t != "" && t[0] == '{' {
 			var m map[string]any
 			if err := json.Unmarshal([]byte(t), &m); err != nil {
-				return nil, fmt.Errorf("failed parsing --set-json data JSON: %s", value)
+				return nil, &ValueExprError{Source: SetJSONValue, Expr: value, Err: err}
 			}
 			base = loader.MergeMaps(base, m)
 			continue
 		}
 		if err := strvals.ParseJSON(value, base); err != nil {
-			return nil, fmt.Errorf("failed parsing --set-json data %s", value)
+			return nil, &ValueExprError{Source: SetJSONValue, Expr: value, Err: err}
 		}
 	}
 	for _, value := range o.Values {
 		if err := strvals.ParseInto(value, base); err != nil {
-			return nil, fmt.Errorf("failed parsing --set data: %w", err)
+			return nil, &ValueExprError{Source: SetValue, Expr: value, Err: err}
 		}
 	}
 	for _, value := range o.StringValues {
 		if err := strvals.ParseIntoString(value, base); err != nil {
-			return nil, fmt.Errorf("failed parsing --set-string data: %w", err)
+			return nil, &ValueExprError{Source: SetStringValue, Expr: value, Err: err}
 		}
 	}
 	for _, value := range o.FileValues {
@@ -101,12 +101,12 @@ func (o ValueOptions) setInto(base map[string]any) (map[string]any, error) {
 			return string(data), err
 		}
 		if err := strvals.ParseIntoFile(value, base, read); err != nil {
-			return nil, fmt.Errorf("failed parsing --set-file data: %w", err)
+			return nil, &ValueExprError{Source: SetFileValue, Expr: value, Err: err}
 		}
 	}
 	for _, value := range o.LiteralValues {
 		if err := strvals.ParseLiteralInto(value, base); err != nil {
-			return nil, fmt.Errorf("failed parsing --set-literal data: %w", err)
+			return nil, &ValueExprError{Source: SetLiteralValue, Expr: value, Err: err}
 		}
 	}
 	return base, nil

@@ -68,10 +68,10 @@ func TestValueOptionsMergeErrors(t *testing.T) {
 		{"malformed --set", ValueOptions{Values: []string{"ok=1", "a.b"}}, SetValue, "a.b", []string{"has no value"}},
 		{"malformed --set-string", ValueOptions{StringValues: []string{"noval"}}, SetStringValue, "noval", nil},
 		{"malformed --set-json value", ValueOptions{JSONValues: []string{"a={bad"}}, SetJSONValue, "a={bad", nil},
-		{"malformed --set-json object", ValueOptions{JSONValues: []string{"{bad"}}, "", "", []string{"--set-json", "{bad"}},
+		{"malformed --set-json object", ValueOptions{JSONValues: []string{"{bad"}}, SetJSONValue, "{bad", nil},
 		{"malformed --set-literal", ValueOptions{LiteralValues: []string{"novalue"}}, SetLiteralValue, "novalue", nil},
 		{"missing values file", ValueOptions{ValueFiles: []string{"testdata/none.yaml"}}, "", "", []string{"testdata/none.yaml"}},
-		{"missing --set-file", ValueOptions{FileValues: []string{"k=testdata/none.pem"}}, "", "", []string{"--set-file", "testdata/none.pem"}},
+		{"missing --set-file", ValueOptions{FileValues: []string{"k=testdata/none.pem"}}, SetFileValue, "k=testdata/none.pem", []string{"testdata/none.pem"}},
 		{"invalid values file", ValueOptions{ValueFiles: []string{"testdata/app/templates/NOTES.txt"}}, "", "", []string{"testdata/app/templates/NOTES.txt"}},
 	}
 	for _, tt := range tests {

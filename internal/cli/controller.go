@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -153,7 +154,7 @@ others.`,
 				RenderSlots:             flags.concurrentRenders,
 			})
 			if err != nil {
-				return err
+				return explainManagerError(err)
 			}
 			return mgr.Start(cmd.Context())
 		},
@@ -222,4 +223,12 @@ func (f *controllerFlags) renderLimits() (chart.RenderLimits, error) {
 		return chart.RenderLimits{}, fmt.Errorf("invalid --concurrent-renders %d: give at least 1", f.concurrentRenders)
 	}
 	return chart.RenderLimits{Memory: memory.Value(), CPU: f.renderCPU, Output: output.Value(), Objects: f.renderObjects}, nil
+}
+
+// explainManagerError words the controller's refusal of its options in the flags that gave them.
+func explainManagerError(err error) error {
+	if errors.Is(err, controller.ErrSignersWithoutRequire) {
+		return errors.New("--allowed-signer and --allowed-issuer apply with --require-verified only: a chart that is not verified has no signer to check; add --require-verified")
+	}
+	return err
 }

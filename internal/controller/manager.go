@@ -388,7 +388,7 @@ func releasesSynced(c cache.Cache) healthz.Checker {
 
 // ErrSignersWithoutRequire is an allowed signer or issuer given without RequireVerified: a
 // chart that is not verified has no signer to match.
-var ErrSignersWithoutRequire = errors.New("--allowed-signer and --allowed-issuer apply with --require-verified only: a chart that is not verified has no signer to check; add --require-verified")
+var ErrSignersWithoutRequire = errors.New("allowed signers and issuers apply only when every chart must be verified (RequireVerified): a chart that is not verified has no signer to check")
 
 // signerPolicyOf is the signer policy of o, checked.
 func signerPolicyOf(o Options) (SignerPolicy, error) {

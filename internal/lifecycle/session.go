@@ -80,7 +80,8 @@ func Graced(ctx context.Context) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok && dl.Add(Grace).Before(end) {
 		end = dl.Add(Grace)
 	}
-	return context.WithDeadlineCause(context.WithoutCancel(ctx), end, fmt.Errorf("what had to be said after the work's end took over %s", Grace))
+	grace := time.Until(end)
+	return context.WithTimeoutCause(context.WithoutCancel(ctx), grace, fmt.Errorf("what had to be said after the work's end took over %s", Grace))
 }
 
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
