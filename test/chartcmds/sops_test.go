@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 )
 
@@ -84,4 +87,58 @@ func TestTemplateDecryptsSOPSValues(t *testing.T) {
 		}
 		refused(t, write("tampered.yaml", []byte(strings.Join(kept, "\n"))), "MAC does not match", "encrypt it again")
 	})
+}
+
+// TestInstallSOPSValues (scenario V1): a values file encrypted for the user's age key installs;
+// one for a key the user lacks and one whose ciphertext was edited are refused before anything
+// changes, naming the file and why; the plaintext is in no error and no Event.
+func TestInstallSOPSValues(t *testing.T) {
+	env := testenv.New(t)
+	chartDir := berthtest.VersionedChart(t, "app", "0.1.0", map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-{{ .Release.Name }}\ndata:\n  password: {{ .Values.password | quote }}\n",
+	})
+	key, other := berthtest.NewAgeKey(t), berthtest.NewAgeKey(t)
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const secret = "Hunter2-v1-secret"
+	mine := berthtest.EncryptSOPS(t, []byte("password: "+secret+"\n"), false, key.Recipient)
+	ours := write("mine.enc.yaml", mine)
+	theirs := write("theirs.enc.yaml", berthtest.EncryptSOPS(t, []byte("password: "+secret+"\n"), false, other.Recipient))
+	edited := write("edited.enc.yaml", []byte(strings.Replace(string(mine), "ENC[AES256_GCM,data:", "ENC[AES256_GCM,data:AA", 1)))
+	useAgeKeyFile(t, key.Identity)
+
+	for _, tc := range []struct{ release, file, why string }{
+		{"theirs", theirs, "no key at hand decrypts it"},
+		{"edited", edited, "not a SOPS document that can be read"},
+	} {
+		_, _, err := berthtest.Berth(t, env, "install", tc.release, chartDir, "-f", tc.file)
+		if err == nil || !strings.Contains(err.Error(), tc.file) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("berth install -f %s: %v, want it refused naming the file and %q", tc.file, err, tc.why)
+		}
+		if err != nil && strings.Contains(err.Error(), secret) {
+			t.Errorf("the error quotes the plaintext: %v", err)
+		}
+		berthtest.AssertNotRecorded(t, env, tc.release)
+	}
+
+	berthtest.MustBerth(t, env, "install", "mine", chartDir, "-f", ours)
+	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "app-mine", metav1.GetOptions{})
+	if err != nil || cm.Data["password"] != secret {
+		t.Fatalf("the ConfigMap of the install: %v, %v; want the decrypted password", cm.Data, err)
+	}
+	events, err := env.Client.CoreV1().Events(env.Namespace).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if strings.Contains(e.Message, secret) {
+			t.Errorf("Event %s quotes the plaintext: %s", e.Name, e.Message)
+		}
+	}
 }
