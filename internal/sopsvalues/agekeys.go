@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/keyservice"
@@ -24,13 +25,45 @@ func AgeKeys(identities ...[]byte) (Keys, error) {
 	return Keys{Services: []keyservice.KeyServiceClient{ageOnly{ids: ids}}, ageOnly: true}, nil
 }
 
+// WithCloudKMS are k and the cloud KMS keys of the process's own cloud identity (AWS KMS, GCP
+// KMS, Azure Key Vault, HashiCorp Vault transit, Huawei Cloud KMS), found as the sops CLI finds their credentials:
+// still no age key of the environment and no PGP.
+func (k Keys) WithCloudKMS() Keys {
+	k.Services = append(slices.Clip(k.Services), cloudOnly{local: keyservice.NewLocalClient()})
+	k.cloudKMS = true
+	return k
+}
+
+// cloudOnly is a key service that decrypts a data key with cloud KMS keys only.
+type cloudOnly struct{ local keyservice.KeyServiceClient }
+
+func (c cloudOnly) Decrypt(ctx context.Context, req *keyservice.DecryptRequest, opts ...grpc.CallOption) (*keyservice.DecryptResponse, error) {
+	if !isCloud(req.GetKey()) {
+		return nil, fmt.Errorf("%s: not a cloud KMS key", keyKind(req.GetKey()))
+	}
+	return c.local.Decrypt(ctx, req, opts...)
+}
+
+func (cloudOnly) Encrypt(context.Context, *keyservice.EncryptRequest, ...grpc.CallOption) (*keyservice.EncryptResponse, error) {
+	return nil, errors.New("encrypting is not what berth does")
+}
+
+// isCloud reports whether k is a key of a cloud KMS (or Vault's transit engine).
+func isCloud(k *keyservice.Key) bool {
+	switch k.GetKeyType().(type) {
+	case *keyservice.Key_KmsKey, *keyservice.Key_GcpKmsKey, *keyservice.Key_AzureKeyvaultKey, *keyservice.Key_VaultKey, *keyservice.Key_HckmsKey:
+		return true
+	}
+	return false
+}
+
 // ageOnly is a key service that decrypts a data key with its age identities only.
 type ageOnly struct{ ids sopsage.ParsedIdentities }
 
 func (a ageOnly) Decrypt(_ context.Context, req *keyservice.DecryptRequest, _ ...grpc.CallOption) (*keyservice.DecryptResponse, error) {
 	k, ok := req.GetKey().GetKeyType().(*keyservice.Key_AgeKey)
 	if !ok {
-		return nil, fmt.Errorf("%s: only age keys are allowed here", keyKind(req.GetKey()))
+		return nil, fmt.Errorf("%s: not an age key", keyKind(req.GetKey()))
 	}
 	if len(a.ids) == 0 {
 		return nil, errors.New("no age identity given")
@@ -61,6 +94,8 @@ func keyKind(k *keyservice.Key) string {
 		return "Azure Key Vault key " + k.GetAzureKeyvaultKey().GetName()
 	case *keyservice.Key_VaultKey:
 		return "Vault transit key " + k.GetVaultKey().GetKeyName()
+	case *keyservice.Key_HckmsKey:
+		return "Huawei Cloud KMS key " + k.GetHckmsKey().GetKeyId()
 	}
 	return "a key of another kind"
 }

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,7 +77,8 @@ const (
 type Error struct {
 	Reason     Reason
 	Recipients []string
-	// Detail is what the key services said, for ReasonNoKey and ReasonKeyRefused.
+	// Detail is what the key services said, for ReasonNoKey and ReasonKeyRefused, or what is
+	// wrong with the document, for ReasonMalformed.
 	Detail string
 	Err    error
 }
@@ -110,8 +112,9 @@ type Keys struct {
 	// finds for the user (age keys in SOPS_AGE_KEY_FILE, SOPS_AGE_KEY or the user's
 	// sops/age/keys.txt, PGP through gpg, cloud KMS with the user's credentials).
 	Services []keyservice.KeyServiceClient
-	// ageOnly: the services decrypt age keys only (AgeKeys).
-	ageOnly bool
+	// ageOnly: the services decrypt age keys only (AgeKeys), and cloud KMS keys with cloudKMS
+	// (WithCloudKMS).
+	ageOnly, cloudKMS bool
 }
 
 func (k Keys) services() []keyservice.KeyServiceClient {
@@ -120,6 +123,10 @@ func (k Keys) services() []keyservice.KeyServiceClient {
 	}
 	return []keyservice.KeyServiceClient{keyservice.NewLocalClient()}
 }
+
+// MaxRecipients bounds the keys a document's data key may be encrypted for: each is tried with
+// every identity given.
+const MaxRecipients = 128
 
 // Decrypt decrypts the SOPS document data of format f with keys and returns the plaintext
 // document in the same format, without its sops metadata. Its error is an *Error.
@@ -143,13 +150,20 @@ func Decrypt(data []byte, f Format, keys Keys) (_ []byte, err error) {
 		return nil, &Error{Reason: ReasonMalformed, Err: errors.New("its sops metadata cannot be read")}
 	}
 	recipients := recipientsOf(tree.Metadata)
+	if len(recipients) > MaxRecipients {
+		return nil, &Error{Reason: ReasonMalformed, Detail: fmt.Sprintf("it names %d recipients, more than the %d read", len(recipients), MaxRecipients)}
+	}
 	key, err := tree.Metadata.GetDataKeyWithKeyServices(keys.services(), nil)
 	if err != nil {
 		e := &Error{Reason: ReasonNoKey, Recipients: recipients, Detail: keyErrors(err), Err: err}
 		if keys.ageOnly {
-			// Only age identities were given: what else SOPS would say is of keys not asked.
+			// Only age identities were given (and cloud KMS keys): what SOPS would say of keys
+			// of other kinds is of keys not asked.
 			e.Detail = ""
-			if !hasAge(tree.Metadata) {
+			if keys.cloudKMS {
+				e.Detail = keyErrors(err)
+			}
+			if !hasKind(tree.Metadata, "age") && !(keys.cloudKMS && hasCloud(tree.Metadata)) {
 				e.Reason = ReasonKeyRefused
 			}
 		}
@@ -194,14 +208,20 @@ func keyErrors(err error) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-// hasAge reports whether an age key holds m's data key.
-func hasAge(m sops.Metadata) bool {
+// hasKind reports whether a key of kind (sops's identifier: age, pgp, kms, gcp_kms,
+// azure_kv, hc_vault) holds m's data key.
+func hasKind(m sops.Metadata, kind string) bool {
 	for _, g := range m.KeyGroups {
 		for _, k := range g {
-			if k.TypeToIdentifier() == "age" {
+			if k.TypeToIdentifier() == kind {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// hasCloud reports whether a cloud KMS key holds m's data key.
+func hasCloud(m sops.Metadata) bool {
+	return slices.ContainsFunc([]string{"kms", "gcp_kms", "azure_kv", "hc_vault", "hckms"}, func(kind string) bool { return hasKind(m, kind) })
 }

@@ -187,4 +187,42 @@ func TestAgeKeys(t *testing.T) {
 	if _, err := decrypt(kms, []byte(key.Identity)); !errors.As(err, &se) || se.Reason != sopsvalues.ReasonKeyRefused || !strings.Contains(err.Error(), "arn:aws:kms:eu-west-1:111122223333:key/berth-test") {
 		t.Fatalf("a KMS document: %v, want KeyRefused naming the key", err)
 	}
+
+	// Allowed, the cloud KMS key is asked (and, with no cloud credentials here, fails): the
+	// document is not refused for its kind.
+	for _, name := range []string{"AWS_EC2_METADATA_DISABLED", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"} {
+		t.Setenv(name, "")
+	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-a-secret")
+	t.Setenv("AWS_ENDPOINT_URL_KMS", "http://127.0.0.1:1")
+	keys, err := sopsvalues.AgeKeys([]byte(key.Identity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sopsvalues.Decrypt(kms, sopsvalues.YAML, keys.WithCloudKMS()); !errors.As(err, &se) || se.Reason != sopsvalues.ReasonNoKey {
+		t.Fatalf("a KMS document with cloud KMS allowed: %v, want NoKey", err)
+	}
+	// Cloud KMS allowed still reads no age key of the environment.
+	if _, err := sopsvalues.Decrypt(encrypted, sopsvalues.YAML, sopsvalues.Keys{}.WithCloudKMS()); !errors.As(err, &se) || se.Reason != sopsvalues.ReasonNoKey {
+		t.Fatalf("cloud KMS only, age key in the environment: %v, want NoKey", err)
+	}
+}
+
+func TestTooManyRecipients(t *testing.T) {
+	var recipients []string
+	for range sopsvalues.MaxRecipients + 1 {
+		recipients = append(recipients, berthtest.NewAgeKey(t).Recipient)
+	}
+	key := berthtest.NewAgeKey(t)
+	encrypted := berthtest.EncryptSOPS(t, []byte(plain), false, append(recipients, key.Recipient)...)
+	keys, err := sopsvalues.AgeKeys([]byte(key.Identity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se *sopsvalues.Error
+	if _, err := sopsvalues.Decrypt(encrypted, sopsvalues.YAML, keys); !errors.As(err, &se) || se.Reason != sopsvalues.ReasonMalformed || !strings.Contains(err.Error(), "recipients") {
+		t.Fatalf("Decrypt = %v, want Malformed for its recipients", err)
+	}
 }
