@@ -361,6 +361,24 @@ type ValuesReference struct {
 	// Optional makes a missing object or key count as no values instead of an error.
 	// +optional
 	Optional bool `json:"optional,omitempty"`
+	// Decrypt, when set, decrypts the key's content before it is read as a values file: a
+	// document encrypted with SOPS, as the sops CLI writes it (YAML or JSON). A key that holds
+	// a SOPS document is refused without it.
+	// +optional
+	Decrypt *ValuesDecryption `json:"decrypt,omitempty"`
+}
+
+// ValuesDecryption says how a valuesFrom key's content is decrypted.
+type ValuesDecryption struct {
+	// Provider is sops.
+	// +kubebuilder:validation:Enum=sops
+	Provider string `json:"provider"`
+	// SecretRef is the Secret of the Release's namespace that holds the keys, read as the
+	// Release's ServiceAccount: each of its keys whose name ends in .agekey holds age
+	// identities (AGE-SECRET-KEY-1..., one per line), as the age and sops CLIs write them.
+	// Documents whose data key only PGP or a cloud KMS holds are refused (a cloud KMS unless
+	// the controller runs with --allow-cloud-kms-decryption, with its own cloud identity).
+	SecretRef SecretReference `json:"secretRef"`
 }
 
 // DependencyReference names another Release of the same namespace.

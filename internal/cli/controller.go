@@ -29,6 +29,7 @@ type controllerFlags struct {
 	defaultServiceAccount   string
 	statusChartOutput       bool
 	requireVerified         bool
+	cloudKMSDecryption      bool
 	allowedSigners          []string
 	allowedIssuers          []string
 	watchSecrets            bool
@@ -140,6 +141,7 @@ others.`,
 				DefaultServiceAccount:   flags.defaultServiceAccount,
 				StatusChartOutput:       flags.statusChartOutput,
 				RequireVerified:         flags.requireVerified,
+				CloudKMSDecryption:      flags.cloudKMSDecryption,
 				AllowedSigners:          flags.allowedSigners,
 				AllowedIssuers:          flags.allowedIssuers,
 				NoSecretWatch:           !flags.watchSecrets,
@@ -168,6 +170,7 @@ others.`,
 	f.StringVar(&flags.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own namespace in a cluster, else --namespace)")
 	f.StringVar(&flags.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Release's namespace) that a Release naming none in spec.serviceAccountName acts as (default: the namespace's default account)")
 	f.BoolVar(&flags.requireVerified, "require-verified", false, "release only charts verified before they are released: a Release without spec.chart.verify, or with a chart from a ConfigMap or Secret, is refused (VerificationRequired), so that no tenant can opt out")
+	f.BoolVar(&flags.cloudKMSDecryption, "allow-cloud-kms-decryption", false, "let spec.valuesFrom[].decrypt decrypt SOPS values with the cloud KMS keys (AWS KMS, GCP KMS, Azure Key Vault, HashiCorp Vault, Huawei Cloud KMS) that the controller's own cloud identity may use, which every tenant then borrows. Without it only the age keys of a Release's own Secret decrypt, and a document that only a cloud KMS key holds is refused (DecryptionFailed)")
 	f.StringArrayVar(&flags.allowedSigners, "allowed-signer", nil, "with --require-verified, a regular expression (anchored at both ends; repeat the flag for more) one of which a verified chart's signer must match: a PGP key's identity and id, a cosign key's fingerprint (sha256:HEX) or a keyless certificate's identity. A chart signed by anyone else is refused (VerificationRequired). Default: any signer")
 	f.StringArrayVar(&flags.allowedIssuers, "allowed-issuer", nil, "with --require-verified, a regular expression (anchored at both ends; repeat the flag for more) one of which a keyless cosign signer's OIDC issuer must match; a chart whose signer another issuer vouched for is refused (VerificationRequired). Default: any issuer")
 	f.BoolVar(&flags.statusChartOutput, "status-chart-output", false, "show what a chart's own code outputs (the end of a failed hook's logs, a template's fail or required message) in the Release's status.blockers[].logTail. Off by default: that output can print the release's values, Secrets included, and anyone who may view a Release's namespace reads its status. Events and conditions never carry it")

@@ -119,7 +119,7 @@ func (r *Reconciler) inputs(ctx context.Context, rel types.NamespacedName, d *de
 	if err := checkSchemas(ch.chart); err != nil {
 		return nil, took, &inputError{reason: ReasonInvalidChart, err: err}
 	}
-	if err := resolveValues(ctx, reader, d); err != nil {
+	if err := resolveValues(ctx, reader, d, r.CloudKMS); err != nil {
 		return nil, took, &inputError{reason: reasonOf(err, ReasonValuesMissing), err: err}
 	}
 	return ch, took + time.Since(fetchedAt), nil
@@ -203,7 +203,7 @@ func inputFailed(rel *v1alpha1.Release, d *desired, err error) ctrl.Result {
 	var accessErr *ChartAccessError
 	var authErr *ChartAuthError
 	var verifyErr *VerificationError
-	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, new(*InvalidChartError)) || errors.As(err, &valuesErr) || refusedSchema(err) ||
+	stalled := isForbidden(err) || errors.As(err, &chartErr) || errors.As(err, new(*DecryptionError)) || errors.As(err, new(*EncryptedNotDecryptedError)) || errors.As(err, new(*InvalidChartError)) || errors.As(err, &valuesErr) || refusedSchema(err) ||
 		errors.As(err, &accessErr) || errors.As(err, &authErr) || errors.As(err, &verifyErr) || errors.As(err, new(*CosignVerificationError)) ||
 		errors.As(err, new(*SignerNotAllowedError))
 	markFailed(rel, reason, err, stalled)

@@ -39,6 +39,9 @@ func referencesOf(obj client.Object) []string {
 	}
 	for _, v := range rel.Spec.ValuesFrom {
 		out = append(out, v.Kind+"/"+v.Name)
+		if v.Decrypt != nil {
+			out = append(out, "Secret/"+v.Decrypt.SecretRef.Name)
+		}
 	}
 	if k := rel.Spec.KubeConfig; k != nil {
 		out = append(out, "Secret/"+k.SecretRef.Name)

@@ -13,6 +13,7 @@ import (
 	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/readiness"
+	"github.com/berthdev/berth/internal/sopsvalues"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -33,9 +34,13 @@ type desired struct {
 	ChartIn *chartObject
 	// Values are spec.values, then the values merged from ValuesFrom and spec.values once
 	// resolveValues read them; ValuesDigest is theirs.
-	Values            map[string]any
-	ValuesDigest      string
-	ValuesFrom        []v1alpha1.ValuesReference
+	Values       map[string]any
+	ValuesDigest string
+	ValuesFrom   []v1alpha1.ValuesReference
+	// EncryptedValues are the paths of the values that valuesFrom's SOPS documents held
+	// encrypted, once resolveValues decrypted them: the release records them, and berth
+	// masks what is there where it shows values.
+	EncryptedValues   []sopsvalues.Path
 	Interval, Timeout time.Duration
 	Install           v1alpha1.InstallSpec
 	Upgrade           v1alpha1.UpgradeSpec

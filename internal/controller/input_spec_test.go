@@ -112,6 +112,15 @@ func TestDesiredOf(t *testing.T) {
 		{name: "valuesFrom of another kind", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Pod", Name: "x"}}
 		}), wantField: "valuesFrom[0].kind", wantReason: ReasonInvalidSpec},
+		{name: "valuesFrom decrypted by another provider", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Secret", Name: "x"}, {Kind: "Secret", Name: "y", Decrypt: &v1alpha1.ValuesDecryption{Provider: "vault", SecretRef: v1alpha1.SecretReference{Name: "k"}}}}
+		}), wantField: "valuesFrom[1].decrypt.provider", wantReason: ReasonInvalidSpec},
+		{name: "valuesFrom decrypted without keys", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Secret", Name: "y", Decrypt: &v1alpha1.ValuesDecryption{Provider: "sops"}}}
+		}), wantField: "valuesFrom[0].decrypt.secretRef.name", wantReason: ReasonInvalidSpec},
+		{name: "valuesFrom decrypted at a targetPath", rel: base(func(r *v1alpha1.Release) {
+			r.Spec.ValuesFrom = []v1alpha1.ValuesReference{{Kind: "Secret", Name: "y", TargetPath: "a.b", Decrypt: &v1alpha1.ValuesDecryption{Provider: "sops", SecretRef: v1alpha1.SecretReference{Name: "k"}}}}
+		}), wantField: "valuesFrom[0].decrypt", wantReason: ReasonInvalidSpec},
 		{name: "dependsOn, once each", rel: base(func(r *v1alpha1.Release) {
 			r.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "db"}, {Name: "cache", Namespace: "team-a"}, {Name: "db"}}
 		}), want: func(d *desired) any { return d.DependsOn }, wantValue: []string{"db", "cache"}},

@@ -18,10 +18,12 @@ const (
 	ReasonInvalidValues = "InvalidValues"
 )
 
-// resolveValues reads d's valuesFrom with r and sets d's values and their digest to the merged
-// result (inputs.ReadValues, inputs.MergeValues). A reference that is not there is a
-// *inputs.MissingError of reason ValuesMissing.
-func resolveValues(ctx context.Context, r inputs.KeyReader, d *desired) error {
+// resolveValues reads d's valuesFrom with r, decrypts those that ask for it (with the
+// process's cloud KMS identity too when cloudKMS), and sets d's values and their digest to the
+// merged result (inputs.ReadValues, inputs.MergeValues), and d's EncryptedValues. A reference
+// that is not there is a *inputs.MissingError of reason ValuesMissing; one that cannot be
+// decrypted a *DecryptionError.
+func resolveValues(ctx context.Context, r inputs.KeyReader, d *desired, cloudKMS bool) error {
 	if len(d.ValuesFrom) == 0 {
 		return nil
 	}
@@ -31,6 +33,10 @@ func resolveValues(ctx context.Context, r inputs.KeyReader, d *desired) error {
 		return missing
 	}
 	if err != nil {
+		return err
+	}
+	dec := decrypter{r: r, cloudKMS: cloudKMS}
+	if d.EncryptedValues, err = dec.decrypt(ctx, sources); err != nil {
 		return err
 	}
 	vals, err := inputs.MergeValues(r.Namespace, sources, d.Values)
@@ -59,9 +65,28 @@ func valuesFromOf(refs []v1alpha1.ValuesReference) ([]v1alpha1.ValuesReference, 
 		if ref.Key == "" {
 			ref.Key = inputs.DefaultValuesKey
 		}
+		if err := decryptOf(field, ref); err != nil {
+			return nil, err
+		}
 		out = append(out, ref)
 	}
 	return out, nil
+}
+
+// decryptOf checks the decryption of the valuesFrom reference ref, at field.
+func decryptOf(field string, ref v1alpha1.ValuesReference) error {
+	dec := ref.Decrypt
+	switch {
+	case dec == nil:
+		return nil
+	case dec.Provider != providerSOPS:
+		return invalid(field+".decrypt.provider", "is %q: set sops", dec.Provider)
+	case dec.SecretRef.Name == "":
+		return invalid(field+".decrypt.secretRef.name", "is required: name the Secret, in the Release's namespace, whose keys ending in %s hold the age keys", ageKeySuffix)
+	case ref.TargetPath != "":
+		return invalid(field+".decrypt", "reads the key as an encrypted values file, which targetPath does not: remove targetPath, or decrypt")
+	}
+	return nil
 }
 
 // checkSchemas refuses a chart whose values schemas refer to a schema at an http, https or file

@@ -94,6 +94,10 @@ type Options struct {
 	// (anchored) a verified chart's signer, and a keyless signer's OIDC issuer, must match:
 	// a chart signed by anyone else is refused (VerificationRequired). Empty: any.
 	AllowedSigners, AllowedIssuers []string
+	// CloudKMSDecryption lets a Release's SOPS values be decrypted with the cloud KMS keys (AWS,
+	// GCP, Azure, Vault, Huawei Cloud) of the controller's own cloud identity, which every tenant
+	// then borrows: off, only the age keys of a Release's own Secret decrypt.
+	CloudKMSDecryption bool
 	// NoSecretWatch drops the watch of the metadata of Secrets: a change of a Secret a Release
 	// reads (valuesFrom, chart credentials, TLS, keyring, kubeconfig, a chart in a Secret) is then
 	// seen at the Release's next reconcile (spec.interval, or a change of the Release) rather
@@ -279,6 +283,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		StatusChartOutput:     o.StatusChartOutput,
 		RequireVerified:       o.RequireVerified,
+		CloudKMS:              o.CloudKMSDecryption,
 		Signers:               signers,
 		KubeConfigReach:       o.KubeConfigReach,
 		MaxTimeout:            o.MaxTimeout,

@@ -68,6 +68,9 @@ type Reconciler struct {
 	RequireVerified bool
 	// Signers is who may have signed a verified chart (--allowed-signer, --allowed-issuer).
 	Signers SignerPolicy
+	// CloudKMS lets valuesFrom's SOPS documents be decrypted with the cloud KMS keys of the
+	// controller's own cloud identity, beside the age keys of a Release's Secret.
+	CloudKMS bool
 	// KubeConfigReach is what a Release's kubeconfig may make the controller do beyond
 	// connecting over verified TLS straight to its server.
 	KubeConfigReach inputs.KubeConfigReach
@@ -239,7 +242,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 		return nil, inputFailed(rel, d, err), r.patchStatus(ctx, orig, rel)
 	}
 	// The values are known: what is written from here on goes without them.
-	redact := status.NewValueRedactor(d.Values, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace, d.ServiceAccount, ch.chart.Name())
+	redact := status.NewSecretFirstRedactor(d.Values, pathsOf(d.EncryptedValues), rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace, d.ServiceAccount, ch.chart.Name())
 	ctx = status.Redacting(ctx, redact)
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))

@@ -61,13 +61,40 @@ type ValueRedactor struct {
 // NewValueRedactor looks for the string values of values, except those in keep (the Release's
 // own names, which every message names anyway and the spec shows).
 func NewValueRedactor(values map[string]any, keep ...string) *ValueRedactor {
+	return NewSecretFirstRedactor(values, nil, keep...)
+}
+
+// NewSecretFirstRedactor is NewValueRedactor that looks for the values at the paths secret
+// (those that came encrypted) before any other, so that a Release's many other values never
+// leave them out.
+func NewSecretFirstRedactor(values map[string]any, secret [][]string, keep ...string) *ValueRedactor {
 	c := formCollector{seen: map[string]bool{redactedMark: true}}
 	for _, k := range keep {
 		c.seen[k] = true
 	}
+	for _, path := range secret {
+		if v, ok := valueAt(values, path); ok {
+			c.walk(v)
+		}
+	}
 	c.walk(values)
 	slices.SortStableFunc(c.forms, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	return &ValueRedactor{forms: c.forms}
+}
+
+// valueAt is the value at path in values.
+func valueAt(values map[string]any, path []string) (any, bool) {
+	var v any = values
+	for _, key := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[key]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // formCollector collects the forms of string values, up to maxRedactedForms.

@@ -196,3 +196,18 @@ func FuzzValueRedactor(f *testing.F) {
 		}
 	})
 }
+
+func TestSecretFirstRedactor(t *testing.T) {
+	values := map[string]any{"z": map[string]any{"password": "Hunter2-encrypted"}}
+	for i := range 1000 {
+		values[fmt.Sprintf("a%04d", i)] = fmt.Sprintf("plain-value-%04d", i)
+	}
+	msg := "template failed at Hunter2-encrypted"
+	if got := NewValueRedactor(values).Text(msg); got != msg {
+		t.Fatalf("the plain redactor found the value past its bound (%q): the test no longer shows what it should", got)
+	}
+	got := NewSecretFirstRedactor(values, [][]string{{"z", "password"}, {"no", "such"}}).Text(msg)
+	if strings.Contains(got, "Hunter2") {
+		t.Fatalf("Text = %q, want the encrypted value taken out", got)
+	}
+}
