@@ -52,11 +52,12 @@ test: devcluster test-tools
 	cd devcluster && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	GO=$(GO) FUZZTIME=$(FUZZTIME_SHORT) scripts/fuzz.sh
 
-## test-tools: build into Go's build cache the other side's CLIs that tests run (cosign, from its
-## own module test/tools/cosign), so that their first build, minutes long, is not counted against
-## a test package's timeout; tests find the cached binary
+## test-tools: build into Go's build cache the other side's CLIs that tests run (cosign and sops,
+## each from its own module under test/tools), so that their first build, minutes long, is not
+## counted against a test package's timeout; tests find the cached binary
 test-tools:
 	$(GO) -C test/tools/cosign tool cosign version >/dev/null
+	$(GO) -C test/tools/sops tool sops --disable-version-check --version >/dev/null
 
 ## fuzz: run every fuzz target of the module for FUZZTIME each (scripts/fuzz.sh); a failing input
 ## is saved under its package's testdata/fuzz and becomes a regression test once committed

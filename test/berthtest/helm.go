@@ -18,15 +18,19 @@ import (
 var helmBinary = sync.OnceValues(func() (string, error) { return toolBinary(".", "helm") })
 
 // toolBinary builds the tool name of the module in dir (relative to the repository's root; its
-// go tool directive) and returns the binary's path: go tool NAME version builds it into the build
-// cache, and go tool -n NAME prints the cached binary's path.
-func toolBinary(dir, name string) (string, error) {
+// go tool directive) and returns the binary's path: go tool NAME version (or NAME with the
+// arguments given, for a tool that has no version command) builds it into the build cache, and
+// go tool -n NAME prints the cached binary's path.
+func toolBinary(dir, name string, versionArgs ...string) (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
+	if len(versionArgs) == 0 {
+		versionArgs = []string{"version"}
+	}
 	var path string
-	for _, args := range [][]string{{"tool", name, "version"}, {"tool", "-n", name}} {
+	for _, args := range [][]string{append([]string{"tool", name}, versionArgs...), {"tool", "-n", name}} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = filepath.Join(root, dir)
 		var stderr bytes.Buffer
