@@ -19,7 +19,7 @@ import (
 	"github.com/getsops/sops/v3/keyservice"
 	sopsjson "github.com/getsops/sops/v3/stores/json"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"sigs.k8s.io/yaml"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/berthdev/berth/internal/yamlbound"
 )
@@ -34,25 +34,56 @@ const (
 
 // Detect reports whether data is a document SOPS encrypted, and its format: a JSON object or a
 // YAML mapping whose top-level key "sops" holds SOPS's metadata (its MAC and the time it was last
-// modified). A document whose YAML aliases would expand past yamlbound.Local is not taken as one
-// (reading it as values refuses it).
+// modified), each directly or through an alias. A document whose YAML aliases would expand past
+// yamlbound.Local is not taken as one (reading it as values refuses it). Detect reads the
+// document's node tree, where aliases stay pointers: what it costs is bounded by data's size,
+// whatever its aliases expand to, so that it may be asked of any document a tenant gives.
 func Detect(data []byte) (Format, bool) {
 	if !bytes.Contains(data, []byte("sops")) || yamlbound.Check(data, yamlbound.Local) != nil {
 		return "", false
 	}
-	var doc struct {
-		Sops *struct {
-			MAC          string `json:"mac"`
-			LastModified string `json:"lastmodified"`
-		} `json:"sops"`
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return "", false
 	}
-	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Sops == nil || doc.Sops.MAC == "" || doc.Sops.LastModified == "" {
+	meta := field(doc.Content[0], "sops")
+	if meta == nil || meta.Kind != yaml.MappingNode || !isText(field(meta, "mac")) || !isText(field(meta, "lastmodified")) {
 		return "", false
 	}
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
 		return JSON, true
 	}
 	return YAML, true
+}
+
+// field is the value of key in the mapping m (the last, when the key is repeated), through
+// aliases; nil when m is not a mapping or has no such key.
+func field(m *yaml.Node, key string) *yaml.Node {
+	m = resolve(m)
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	var v *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := resolve(m.Content[i]); k.Kind == yaml.ScalarNode && k.Value == key {
+			v = resolve(m.Content[i+1])
+		}
+	}
+	return v
+}
+
+// resolve is the node an alias names, or n itself.
+func resolve(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
+}
+
+// isText reports whether n is a scalar that reads as a string that is not empty: a string or a
+// time, not a number, a boolean or null.
+func isText(n *yaml.Node) bool {
+	return n != nil && n.Kind == yaml.ScalarNode && n.Value != "" && (n.ShortTag() == "!!str" || n.ShortTag() == "!!timestamp")
 }
 
 // Reason says why a SOPS document could not be decrypted.

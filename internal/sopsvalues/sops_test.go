@@ -43,6 +43,9 @@ func TestDetect(t *testing.T) {
 		{"a key named sops", []byte("sops:\n  enabled: true\n"), ""},
 		{"a sops list", []byte("sops: [1, 2]\n"), ""},
 		{"not YAML", []byte("sops: {mac: [\n"), ""},
+		{"metadata through an alias", []byte("m: &m {mac: x, lastmodified: \"2026-01-01T00:00:00Z\"}\nsops: *m\n"), sopsvalues.YAML},
+		{"a MAC that is a number", []byte("sops: {mac: 1, lastmodified: \"2026-01-01T00:00:00Z\"}\n"), ""},
+		{"a list of documents", []byte("- sops: {mac: x, lastmodified: y}\n"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := sopsvalues.Detect(tc.data)
