@@ -36,6 +36,7 @@ func TestCLIEncryptedDecrypts(t *testing.T) {
 		{"YAML", cliYAML, sopsvalues.YAML, nil},
 		{"JSON", cliJSON, sopsvalues.JSON, nil},
 		{"YAML with --encrypted-regex", cliYAML, sopsvalues.YAML, []string{"--encrypted-regex", "^(password|hosts)$"}},
+		{"YAML with --unencrypted-regex", cliYAML, sopsvalues.YAML, []string{"--unencrypted-regex", "^(user|replicas)$"}},
 		{"JSON with --unencrypted-suffix", `{"db":{"password":"Hunter2-cli-secret","user_clear":"app"}}`, sopsvalues.JSON, []string{"--unencrypted-suffix", "_clear"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,6 +25,22 @@ func useSOPSAgeKey(t *testing.T, identity string) {
 	}
 }
 
+// useUserKeysFile puts identity in the user's own sops/age/keys.txt, under HOME's .config (with
+// no XDG_CONFIG_HOME), and nowhere else.
+func useUserKeysFile(t *testing.T, identity string) {
+	t.Helper()
+	useSOPSAgeKey(t, "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	os.Unsetenv("XDG_CONFIG_HOME")
+	dir := filepath.Join(os.Getenv("HOME"), ".config", "sops", "age")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keys.txt"), []byte(identity+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // sopsCLIChart renders the values the tests encrypt into a ConfigMap.
 func sopsCLIChart(t *testing.T) string {
 	t.Helper()
@@ -66,6 +82,8 @@ func TestTemplateCLIEncryptedValues(t *testing.T) {
 			[]string{`password: "Hunter2-cli-yaml"`, `user: "from-json"`, `replicas: "4"`, `host: "db.local"`}},
 		{"JSON then YAML, SOPS_AGE_KEY", func(t *testing.T) { useSOPSAgeKey(t, key.Identity) }, []string{jsonFile, yamlFile},
 			[]string{`password: "Hunter2-cli-yaml"`, `user: "from-yaml"`, `replicas: "4"`}},
+		{"~/.config/sops/age/keys.txt", func(t *testing.T) { useUserKeysFile(t, key.Identity) }, []string{yamlFile},
+			[]string{`password: "Hunter2-cli-yaml"`, `user: "from-yaml"`}},
 		{"--encrypted-regex", func(t *testing.T) { useSOPSAgeKey(t, key.Identity) }, []string{yamlFile, regexFile},
 			[]string{`password: "Hunter2-cli-regex"`, `user: "from-yaml"`, `replicas: "5"`}},
 	} {
