@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berthdev/berth/internal/sopsvalues"
+	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 )
 
@@ -66,6 +69,27 @@ func TestCLIEncryptedDecrypts(t *testing.T) {
 			}
 			sameDocument(t, got, want)
 		})
+	}
+}
+
+// TestSOPSCLIVersion: the sops CLI the tests run is the version of the SOPS library berth
+// decrypts with: test/tools/sops/go.mod requires the one berth's go.mod requires.
+func TestSOPSCLIVersion(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*github\.com/getsops/sops/v3 v(\S+)`).FindSubmatch(gomod)
+	if m == nil {
+		t.Fatal("go.mod does not require github.com/getsops/sops/v3")
+	}
+	stdout, stderr, err := berthtest.RunSOPS(t, "--disable-version-check", "--version")
+	if err != nil || strings.TrimSpace(stdout) != "sops "+string(m[1]) {
+		t.Fatalf("sops --version = %q, %v (%s); want sops %s: require the same sops version in test/tools/sops/go.mod as in go.mod", stdout, err, stderr, m[1])
 	}
 }
 
