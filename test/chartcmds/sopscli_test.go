@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 )
 
@@ -166,5 +169,50 @@ func TestTemplateCLIEncryptedRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInstallCLIEncryptedValues: a values file the real sops CLI encrypted with age installs
+// with the user's key, its decrypted value in the release's objects and in no Event; the same
+// file with no key at hand is refused before any record, naming the file and its recipient.
+func TestInstallCLIEncryptedValues(t *testing.T) {
+	env := testenv.New(t)
+	chartDir := berthtest.VersionedChart(t, "app", "0.1.0", map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-{{ .Release.Name }}\ndata:\n  password: {{ .Values.password | quote }}\n",
+	})
+	key := berthtest.NewAgeKey(t)
+	const secret = "Hunter2-cli-install"
+	file := filepath.Join(t.TempDir(), "secrets.enc.yaml")
+	if err := os.WriteFile(file, berthtest.SOPSEncryptCLI(t, []byte("password: "+secret+"\n"), "yaml", key.Recipient), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	useSOPSAgeKey(t, "")
+	_, stderr, err := berthtest.Berth(t, env, "install", "nokey", chartDir, "-f", file)
+	if err == nil || !strings.Contains(err.Error(), "values file "+file) || !strings.Contains(err.Error(), "age "+key.Recipient) {
+		t.Errorf("berth install with no key: %v, want it refused naming the file and its recipient", err)
+	}
+	if err != nil && strings.Contains(err.Error()+stderr, secret) {
+		t.Errorf("the refusal quotes the plaintext: %v\n%s", err, stderr)
+	}
+	berthtest.AssertNotRecorded(t, env, "nokey")
+
+	useAgeKeyFile(t, key.Identity)
+	_, stderr = berthtest.MustBerth(t, env, "install", "withkey", chartDir, "-f", file)
+	if strings.Contains(stderr, secret) {
+		t.Errorf("berth install printed the plaintext:\n%s", stderr)
+	}
+	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "app-withkey", metav1.GetOptions{})
+	if err != nil || cm.Data["password"] != secret {
+		t.Fatalf("the ConfigMap of the install: %v, %v; want the decrypted password", cm.Data, err)
+	}
+	events, err := env.Client.CoreV1().Events(env.Namespace).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if strings.Contains(e.Message, secret) {
+			t.Errorf("Event %s quotes the plaintext: %s", e.Name, e.Message)
+		}
 	}
 }
