@@ -36,7 +36,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestReleaseDecryptsSOPSValues: a values key encrypted with SOPS for an age key is decrypted
+// TestReleaseDecryptsSOPSValues: a values key the sops CLI encrypted for an age key is decrypted
 // with the age keys of the Secret its reference names, and released; a wrong key, a missing
 // Secret, a document encrypted for someone else, an edited one and one not asked to be decrypted
 // are each DecryptionFailed, naming the object, the key, the Secret and the recipients, nothing
@@ -56,8 +56,9 @@ func TestReleaseDecryptsSOPSValues(t *testing.T) {
 
 	key, other := berthtest.NewAgeKey(t), berthtest.NewAgeKey(t)
 	plain := []byte("password: " + secret + "\nreplicas: 3\nnote_unencrypted: kept in clear\n")
-	encrypted := berthtest.EncryptSOPS(t, plain, false, key.Recipient)
-	forOther := berthtest.EncryptSOPS(t, plain, false, other.Recipient)
+	// Encrypted by the sops CLI, as a team would.
+	encrypted := berthtest.SOPSEncryptCLIArgs(t, plain, "yaml", []string{"--unencrypted-suffix", "_unencrypted"}, key.Recipient)
+	forOther := berthtest.SOPSEncryptCLI(t, plain, "yaml", other.Recipient)
 	tampered := bytes.Replace(encrypted, []byte("kept in clear"), []byte("edited by hand"), 1)
 	if bytes.Equal(tampered, encrypted) {
 		t.Fatal("the clear value to edit is not in the encrypted document")

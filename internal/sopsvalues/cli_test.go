@@ -155,7 +155,7 @@ func TestCLIEncryptedRefused(t *testing.T) {
 		reason     sopsvalues.Reason
 		recipients []string
 	}{
-		{"edited ciphertext", []byte(enc[:data[2]] + flipped + enc[data[3]:]), key.Identity, sopsvalues.ReasonMalformed, []string{key.Recipient}},
+		{"edited ciphertext", []byte(enc[:data[2]] + flipped + enc[data[3]:]), key.Identity, sopsvalues.ReasonTampered, []string{key.Recipient}},
 		{"edited clear value", []byte(strings.Replace(enc, "host_unencrypted: db.local", "host_unencrypted: evil.example", 1)), key.Identity, sopsvalues.ReasonTampered, []string{key.Recipient}},
 		{"wrong key", []byte(enc), other.Identity, sopsvalues.ReasonNoKey, []string{key.Recipient}},
 		{"no key", []byte(enc), "", sopsvalues.ReasonNoKey, []string{key.Recipient}},

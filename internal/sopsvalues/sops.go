@@ -93,8 +93,8 @@ const (
 	// ReasonNoKey: no key at hand decrypts the document's data key: none was found, or those
 	// found are not among its recipients.
 	ReasonNoKey Reason = "NoKey"
-	// ReasonTampered: the data key decrypts it, but its MAC does not match its content: it was
-	// changed after it was encrypted.
+	// ReasonTampered: the data key decrypts it, but a value does not decrypt with it, or its MAC
+	// does not match its content: it was changed after it was encrypted.
 	ReasonTampered Reason = "Tampered"
 	// ReasonMalformed: it is not a SOPS document that can be read (its metadata or a value).
 	ReasonMalformed Reason = "Malformed"
@@ -120,7 +120,10 @@ func (e *Error) Error() string {
 	case ReasonNoKey:
 		msg = "no key at hand decrypts it"
 	case ReasonTampered:
-		msg = "its MAC does not match its content: it was changed after it was encrypted"
+		msg = "it was changed after it was encrypted"
+		if e.Detail == "" {
+			msg = "its MAC does not match its content: " + msg
+		}
 	case ReasonKeyRefused:
 		msg = "only keys that are not allowed here decrypt it"
 	default:
@@ -203,8 +206,10 @@ func Decrypt(data []byte, f Format, keys Keys) (_ []byte, err error) {
 	cipher := aes.NewCipher()
 	mac, err := tree.Decrypt(key, cipher)
 	if err != nil {
-		// The cipher's error may quote the value it could not decrypt; it is not kept.
-		return nil, &Error{Reason: ReasonMalformed, Recipients: recipients, Err: errors.New("a value does not decrypt with the data key")}
+		// The data key is the document's (its recipients' keys gave it): a value whose
+		// authentication tag does not match was changed after it was encrypted. The cipher's
+		// error may quote the value; it is not kept.
+		return nil, &Error{Reason: ReasonTampered, Recipients: recipients, Detail: "a value does not decrypt with the document's data key", Err: errors.New("a value does not decrypt with the data key")}
 	}
 	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, key, tree.Metadata.LastModified.Format(time.RFC3339))
 	if err != nil || stored != mac {

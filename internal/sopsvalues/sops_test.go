@@ -143,7 +143,7 @@ func TestDecrypt(t *testing.T) {
 			}
 		}
 		swapped := strings.NewReplacer(user, pass, pass, user).Replace(string(encrypted))
-		refused(t, []byte(swapped), sopsvalues.ReasonMalformed)
+		refused(t, []byte(swapped), sopsvalues.ReasonTampered)
 	})
 }
 

@@ -115,7 +115,7 @@ func TestInstallSOPSValues(t *testing.T) {
 
 	for _, tc := range []struct{ release, file, why string }{
 		{"theirs", theirs, "no key at hand decrypts it"},
-		{"edited", edited, "not a SOPS document that can be read"},
+		{"edited", edited, "it was changed after it was encrypted"},
 	} {
 		_, _, err := berthtest.Berth(t, env, "install", tc.release, chartDir, "-f", tc.file)
 		if err == nil || !strings.Contains(err.Error(), tc.file) || !strings.Contains(err.Error(), tc.why) {

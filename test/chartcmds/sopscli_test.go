@@ -137,7 +137,7 @@ func TestTemplateCLIEncryptedRefused(t *testing.T) {
 		recipients, why      []string
 	}{
 		{"edited ciphertext", write("edited.enc.yaml", enc[:at[2]]+flipped+enc[at[3]:]), key.Identity,
-			[]string{key.Recipient}, []string{"it is not a SOPS document that can be read", "sops decrypt"}},
+			[]string{key.Recipient}, []string{"it was changed after it was encrypted", "encrypt it again"}},
 		{"edited clear value", write("tampered.enc.yaml", strings.Replace(enc, "host_unencrypted: db.local", "host_unencrypted: evil.example", 1)), key.Identity,
 			[]string{key.Recipient}, []string{"its MAC does not match its content", "encrypt it again"}},
 		{"wrong key", ours, other.Identity, []string{key.Recipient}, noKey},
