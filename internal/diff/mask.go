@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/berthdev/berth/internal/valuemask"
@@ -21,7 +23,10 @@ func maskStrings(before, after map[string]any, secrets []string) {
 	if len(secrets) == 0 {
 		return
 	}
-	m := masker{secrets: secrets}
+	// The longest first, so that a secret within another is found after it.
+	secrets = slices.Clone(secrets)
+	slices.SortFunc(secrets, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	m := masker{secrets: slices.Compact(secrets)}
 	if before == nil || after == nil {
 		m.side(before)
 		m.side(after)
