@@ -51,7 +51,7 @@ then a summary line. Secret values are masked (each shows only whether it
 changes) unless --show-secrets (or --reveal-secrets) is given; so are, in every
 object, the strings and numbers of the values that came from a values file
 encrypted with SOPS, those applied now and those the release's revisions recorded
-(one shorter than `+fmt.Sprint(valuemask.MinLen)+` bytes, a boolean or a null is not sought: it would mask
+(one shorter than ` + fmt.Sprint(valuemask.MinLen) + ` bytes, a boolean or a null is not sought: it would mask
 unrelated text). Colours are used on a terminal only.
 
 With -o json the result follows the schema berth.dev/diff/v2 (see docs/diff.md).
