@@ -63,6 +63,18 @@ func UpgradeValues(ch *chartv2.Chart, prev Previous, newVals map[string]any, str
 	}
 }
 
+// ReusesPrevious says whether UpgradeValues, under strategy, keeps values of the previous
+// release (prevConfig, its Config) in those it returns.
+func ReusesPrevious(newVals, prevConfig map[string]any, strategy ValuesStrategy) bool {
+	switch strategy {
+	case ValuesReuse, ValuesResetThenReuse:
+		return true
+	case ValuesDefault:
+		return len(newVals) == 0 && len(prevConfig) > 0
+	}
+	return false
+}
+
 // copyValues deep-copies a values tree (maps and slices as YAML and JSON decode them), so that
 // Helm's in-place merges leave the caller's values alone.
 func copyValues(v map[string]any) map[string]any {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -26,38 +27,58 @@ type ValueOptions struct {
 	LiteralValues []string // --set-literal
 }
 
-// Merge merges the values exactly as Helm does: value files in order, then --set-json, --set,
-// --set-string, --set-file and --set-literal. A malformed expression is a *ValueExprError. A
-// values file encrypted with SOPS (told by its sops metadata, not its name) is decrypted first
-// with the keys the sops CLI would find (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, the user's
-// sops/age/keys.txt, PGP, cloud KMS); one that cannot be is a *ValuesFileError holding the
-// *sopsvalues.Error that says why.
+// Merged are the values a user passes, merged, and the paths of those that came from a values
+// file encrypted with SOPS.
+type Merged struct {
+	Values map[string]any
+	// Encrypted are the paths (lists of keys) of the values the encrypted files held encrypted,
+	// sorted, each once; a later file or expression that sets one does not take it off.
+	Encrypted [][]string
+}
+
+// Merge merges the values exactly as Helm does (see MergeValues).
 func (o ValueOptions) Merge() (map[string]any, error) {
+	m, err := o.MergeValues()
+	return m.Values, err
+}
+
+// MergeValues merges the values exactly as Helm does: value files in order, then --set-json,
+// --set, --set-string, --set-file and --set-literal. A malformed expression is a
+// *ValueExprError. A values file encrypted with SOPS (told by its sops metadata, not its name)
+// is decrypted first with the keys the sops CLI would find (SOPS_AGE_KEY_FILE, SOPS_AGE_KEY, the
+// user's sops/age/keys.txt, PGP, cloud KMS); one that cannot be is a *ValuesFileError holding
+// the *sopsvalues.Error that says why. The paths of the values it held encrypted are Encrypted.
+func (o ValueOptions) MergeValues() (Merged, error) {
 	if err := o.check(); err != nil {
-		return nil, err
+		return Merged{}, err
 	}
 	base := map[string]any{}
+	var encrypted [][]string
 	for _, path := range o.ValueFiles {
 		raw, err := readValuesFile(path)
 		if err != nil {
-			return nil, err
+			return Merged{}, err
 		}
 		if format, ok := sopsvalues.Detect(raw); ok {
+			for _, p := range sopsvalues.EncryptedPaths(raw) {
+				encrypted = append(encrypted, p)
+			}
 			if raw, err = sopsvalues.Decrypt(raw, format, sopsvalues.Keys{}); err != nil {
-				return nil, &ValuesFileError{Path: path, Err: err}
+				return Merged{}, &ValuesFileError{Path: path, Err: err}
 			}
 		}
 		current, err := loader.LoadValues(bytes.NewReader(raw))
 		if err != nil {
-			return nil, fmt.Errorf("failed to parse %s: %w", path, err)
+			return Merged{}, fmt.Errorf("failed to parse %s: %w", path, err)
 		}
 		base = loader.MergeMaps(base, current)
 	}
 	base, err := o.setInto(base)
 	if err != nil {
-		return nil, fmt.Errorf("merge values: %w", err)
+		return Merged{}, fmt.Errorf("merge values: %w", err)
 	}
-	return base, nil
+	slices.SortFunc(encrypted, slices.Compare[[]string])
+	return Merged{Values: base, Encrypted: slices.CompactFunc(encrypted, slices.Equal[[]string])}, nil
 }
 
 // readValuesFile reads the values file path, standard input for "-", as Helm's reader does for

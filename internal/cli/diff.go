@@ -10,6 +10,8 @@ import (
 
 	"github.com/berthdev/berth/internal/diff"
 	"github.com/berthdev/berth/internal/lifecycle"
+	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/valuemask"
 )
 
 // ExitChanges is berth diff's exit code with --detailed-exitcode when the operation would change
@@ -46,14 +48,19 @@ The output lists, in the order the operation would go: the hooks that would run
 (with weight and delete policy), the objects created, changed (a unified diff of
 their YAML), adopted (fields Helm applied client-side), kept and deleted, and the release record written,
 then a summary line. Secret values are masked (each shows only whether it
-changes) unless --show-secrets is given. Colours are used on a terminal only.
+changes) unless --show-secrets (or --reveal-secrets) is given; so are, in every
+object, the strings and numbers of the values that came from a values file
+encrypted with SOPS, those applied now and those the release's revisions recorded
+(one shorter than ` + fmt.Sprint(valuemask.MinLen) + ` bytes, a boolean or a null is not sought: it would mask
+unrelated text). Colours are used on a terminal only.
 
 With -o json the result follows the schema berth.dev/diff/v2 (see docs/diff.md).
 With --detailed-exitcode the exit code is 0 when nothing would be created,
 changed or deleted, 2 when something would, and 1 on error.`,
 	}
 	pf := cmd.PersistentFlags()
-	pf.BoolVar(&flags.opts.ShowSecrets, "show-secrets", false, "show the values of Secrets; without it each value shows only whether it changes")
+	pf.BoolVar(&flags.opts.ShowSecrets, "show-secrets", false, "show the values of Secrets and those from encrypted values files; without it each is masked")
+	pf.BoolVar(&flags.opts.ShowSecrets, "reveal-secrets", false, "the same as --show-secrets")
 	pf.IntVar(&flags.opts.Context, "context", flags.opts.Context, "lines of context around each change")
 	pf.BoolVar(&flags.detailedExitCode, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 1 on error")
 	pf.StringVarP(&flags.output, "output", "o", "text", `output format: "text" or "json" (schema `+diff.SchemaVersion+`)`)
@@ -123,7 +130,11 @@ func newDiffSubcommand[O any](streams Streams, df *diffFlags, cmd *cobra.Command
 			return err
 		}
 		pv, err := preview(cmd.Context(), s.deps, o)
-		return df.print(cmd, streams, pv, err)
+		opts, serr := df.masking(cmd.Context(), s.deps.Store, pv)
+		if serr != nil {
+			return errors.Join(err, serr)
+		}
+		return df.print(cmd, streams, pv, opts, err)
 	}
 	addFlags(cmd)
 	return cmd
@@ -142,11 +153,11 @@ func (df diffFlags) check() error {
 
 // print prints what the preview shows (also when the preview comes with an error: a blocked
 // deletion), and with --detailed-exitcode says whether anything would change.
-func (df diffFlags) print(cmd *cobra.Command, streams Streams, pv *lifecycle.Preview, err error) error {
+func (df diffFlags) print(cmd *cobra.Command, streams Streams, pv *lifecycle.Preview, opts diff.Options, err error) error {
 	if pv == nil {
 		return err
 	}
-	r, cerr := diff.Compute(pv, df.opts)
+	r, cerr := diff.Compute(pv, opts)
 	if cerr != nil {
 		return errors.Join(err, cerr)
 	}
@@ -165,6 +176,24 @@ func (df diffFlags) print(cmd *cobra.Command, streams Streams, pv *lifecycle.Pre
 		return changesFound{}
 	}
 	return nil
+}
+
+// masking are the diff's options with, unless secrets are shown, the texts of the values that
+// came from an encrypted values file: of the revision the preview would record, and of every
+// revision the release has recorded, whose objects may stand in the cluster now.
+func (df diffFlags) masking(ctx context.Context, store release.Reader, pv *lifecycle.Preview) (diff.Options, error) {
+	opts := df.opts
+	if opts.ShowSecrets || pv == nil || pv.Release == nil {
+		return opts, nil
+	}
+	revisions, err := store.History(ctx, pv.Release.Name)
+	if err != nil && !errors.Is(err, release.ErrNotFound) {
+		return opts, fmt.Errorf("read the values of release %s/%s to mask: %w", pv.Release.Namespace, pv.Release.Name, err)
+	}
+	for _, rel := range append(revisions, pv.Release) {
+		opts.Secrets = append(opts.Secrets, valuemask.Strings(rel.Config, release.EncryptedValuesOf(rel))...)
+	}
+	return opts, nil
 }
 
 // colorFor says whether to colour the output: Helm's --color (and NO_COLOR, HELM_COLOR), where

@@ -6,11 +6,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/cli/output"
 
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/valuemask"
 )
 
 func newGetCommand(streams Streams) *cobra.Command {
@@ -102,15 +104,20 @@ func writeHooks(out io.Writer, rel *release.Release) error {
 type getValuesFlags struct {
 	revision int
 	all      bool
+	reveal   bool
 	output   output.Format
 }
 
 func newGetValuesCommand(streams Streams) *cobra.Command {
 	var flags getValuesFlags
 	cmd := &cobra.Command{
-		Use:               "values RELEASE_NAME",
-		Short:             "download the values file for a named release",
-		Long:              "This command downloads a values file for a given release.",
+		Use:   "values RELEASE_NAME",
+		Short: "download the values file for a named release",
+		Long: `This command downloads a values file for a given release.
+
+A value that came from a values file encrypted with SOPS is shown as ` + valuemask.Mask + `
+(a map or a list there masked whole), in every output format, unless
+--reveal-secrets is given.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeReleaseName,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -124,6 +131,7 @@ func newGetValuesCommand(streams Streams) *cobra.Command {
 					return fmt.Errorf("release %s/%s: compute values of revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
 				}
 			}
+			vals = maskValues(rel, vals, flags.reveal)
 			return flags.output.Write(streams.Out, valuesWriter{vals: vals, all: flags.all})
 		},
 	}
@@ -131,6 +139,7 @@ func newGetValuesCommand(streams Streams) *cobra.Command {
 	f.IntVar(&flags.revision, "revision", 0, "get the named release with revision")
 	completeRevisionFlag(cmd)
 	f.BoolVarP(&flags.all, "all", "a", false, "dump all (computed) values")
+	addRevealSecretsFlag(f, &flags.reveal)
 	addOutputFlag(cmd, &flags.output)
 	return cmd
 }
@@ -155,3 +164,18 @@ func (w valuesWriter) WriteTable(out io.Writer) error {
 func (w valuesWriter) WriteJSON(out io.Writer) error { return output.EncodeJSON(out, w.vals) }
 
 func (w valuesWriter) WriteYAML(out io.Writer) error { return output.EncodeYAML(out, w.vals) }
+
+// addRevealSecretsFlag adds --reveal-secrets, which shows the values that came from an encrypted
+// values file.
+func addRevealSecretsFlag(f *pflag.FlagSet, reveal *bool) {
+	f.BoolVar(reveal, "reveal-secrets", false, "show the values that came from an encrypted values file; without it each is shown as "+valuemask.Mask)
+}
+
+// maskValues is vals, values of revision rel, with those that came from an encrypted values file
+// masked, unless reveal.
+func maskValues(rel *release.Release, vals map[string]any, reveal bool) map[string]any {
+	if reveal {
+		return vals
+	}
+	return valuemask.Values(vals, release.EncryptedValuesOf(rel))
+}

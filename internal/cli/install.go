@@ -141,7 +141,7 @@ func (flags installFlags) options(name string, s *session, c *chartInput) lifecy
 		Name: name, Namespace: s.clients.Namespace, Chart: c.chart, Values: c.values, WaitOptions: flags.wait,
 		CreateNamespace: flags.createNamespace, TakeOwnership: flags.takeOwnership,
 		RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun, Description: flags.description,
-		Capabilities: c.caps, Labels: flags.labels, Provenance: c.proof, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(),
+		Capabilities: c.caps, Labels: flags.labels, Provenance: c.proof, EncryptedValues: c.encrypted, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(),
 		Replace: flags.replace, Rendering: flags.render, ForceReplace: flags.forceReplace,
 	}
 }
@@ -196,6 +196,8 @@ type chartInput struct {
 	postRenderer postrenderer.PostRenderer
 	// proof is the chart's verification (--verify); nil when it was not verified.
 	proof *release.Provenance
+	// encrypted are the paths of the values that came from an encrypted values file.
+	encrypted [][]string
 }
 
 // newChartSession merges the values, finds the post-renderer and locates and loads the chart ref
@@ -208,7 +210,7 @@ func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *ins
 	// this context.
 	ctx, cancel := flags.wait.Bound(cmd.Context())
 	defer cancel()
-	vals, err := flags.values.Merge()
+	vals, err := flags.values.MergeValues()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,7 +230,7 @@ func newChartSession(cmd *cobra.Command, streams Streams, ref string, flags *ins
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, &chartInput{chart: ch, values: vals, caps: caps, postRenderer: pr, proof: proof}, nil
+	return s, &chartInput{chart: ch, values: vals.Values, caps: caps, postRenderer: pr, proof: proof, encrypted: vals.Encrypted}, nil
 }
 
 // printResult prints what an operation did to the progress stream, and the release it recorded as

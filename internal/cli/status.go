@@ -94,6 +94,8 @@ type statusWriter struct {
 	operation string
 	// all prints what helm get all prints: the chart's metadata, the values, hooks and manifest.
 	all bool
+	// revealSecrets, with all, shows the values that came from an encrypted values file.
+	revealSecrets bool
 	// objects are the revision's objects as they stand in the cluster, and readErr why some
 	// could not be read.
 	objects []releaseObject
@@ -166,7 +168,7 @@ func (w statusWriter) WriteTable(out io.Writer) error {
 	}
 
 	if w.all {
-		if err := writeAllValues(&b, rel); err != nil {
+		if err := writeAllValues(&b, rel, w.revealSecrets); err != nil {
 			return err
 		}
 	}
@@ -203,10 +205,11 @@ func testHooks(rel *release.Release) []*release.Hook {
 	return tests
 }
 
-// writeAllValues prints a revision's user-supplied and computed values as helm get all does.
-func writeAllValues(b *strings.Builder, rel *release.Release) error {
+// writeAllValues prints a revision's user-supplied and computed values as helm get all does,
+// those from an encrypted values file masked unless reveal.
+func writeAllValues(b *strings.Builder, rel *release.Release, reveal bool) error {
 	b.WriteString("USER-SUPPLIED VALUES:\n")
-	if err := output.EncodeYAML(b, rel.Config); err != nil {
+	if err := output.EncodeYAML(b, maskValues(rel, rel.Config, reveal)); err != nil {
 		return err
 	}
 	b.WriteString("\nCOMPUTED VALUES:\n")
@@ -214,7 +217,7 @@ func writeAllValues(b *strings.Builder, rel *release.Release) error {
 	if err != nil {
 		return fmt.Errorf("release %s/%s: compute values of revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
 	}
-	if err := output.EncodeYAML(b, vals.AsMap()); err != nil {
+	if err := output.EncodeYAML(b, maskValues(rel, vals.AsMap(), reveal)); err != nil {
 		return err
 	}
 	b.WriteString("\n")

@@ -79,7 +79,7 @@ func (flags upgradeFlags) options(name string, s *session, c *chartInput, strate
 		WaitOptions: flags.wait, Install: flags.install, CreateNamespace: flags.createNamespace,
 		TakeOwnership: flags.takeOwnership, RollbackOnFailure: flags.rollbackOnFailure, NoHooks: flags.noHooks, DryRun: flags.dryRun,
 		HistoryMax: flags.historyMax, Description: flags.description, Capabilities: c.caps,
-		Labels: flags.labels, Provenance: c.proof, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(), ForceReplace: flags.forceReplace,
+		Labels: flags.labels, Provenance: c.proof, EncryptedValues: c.encrypted, PostRenderer: c.postRenderer, CRDs: flags.crdPolicy(), ForceReplace: flags.forceReplace,
 		CleanupOnFail: flags.cleanupOnFail, Rendering: flags.render, AllowUnverified: flags.allowUnverified,
 	}
 }

@@ -29,8 +29,15 @@ type Change = plan.Change
 
 // Options change how a diff is computed.
 type Options struct {
-	// ShowSecrets shows the values of Secrets; otherwise each value shows only whether it changed.
+	// ShowSecrets shows the values of Secrets, and the values that came from an encrypted values
+	// file (Secrets); otherwise each value of a Secret shows only whether it changed, and each of
+	// Secrets is masked wherever it occurs.
 	ShowSecrets bool
+	// Secrets are the texts of the values that came from an encrypted values file, of the values
+	// applied now and of those recorded by the release's revisions (valuemask.Strings). Without
+	// ShowSecrets, every occurrence of one within a string of an object's diff, and every number
+	// that prints as one, is masked; where that would hide that a field changes, the field says so.
+	Secrets []string
 	// Context is the number of unchanged lines around each change.
 	Context int
 }
@@ -213,6 +220,9 @@ func object(pv *lifecycle.Preview, step plan.Step, id resource.Identity, o Optio
 	before, afterClean := clean(live), clean(after)
 	if id.Group == "" && id.Kind == "Secret" && !o.ShowSecrets {
 		maskSecret(before, afterClean)
+	}
+	if !o.ShowSecrets {
+		maskStrings(before, afterClean, o.Secrets)
 	}
 	a, err := toYAML(before)
 	if err != nil {

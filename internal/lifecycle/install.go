@@ -39,6 +39,9 @@ type InstallOptions struct {
 	// Provenance is the proof that Chart was verified, recorded with the revision; nil records
 	// it as not verified.
 	Provenance *release.Provenance
+	// EncryptedValues are the paths (lists of keys) of the values in Values that came from an
+	// encrypted values file, recorded with the revision so that what shows its values masks them.
+	EncryptedValues [][]string
 	// PostRenderer rewrites the rendered templates, as Helm's --post-renderer.
 	PostRenderer postrenderer.PostRenderer
 	// CRDs says what is done with the CRDs of the chart's crds/ directories; by default, the
@@ -99,7 +102,7 @@ type installOp struct{ o InstallOptions }
 // uninstalled with its history kept or failed.
 func (op installOp) read(ctx context.Context, d *operation) (draft, policy, error) {
 	o := op.o
-	dr := draft{name: o.Name, namespace: o.Namespace, number: 1, entry: entry{labels: o.Labels, proof: o.Provenance},
+	dr := draft{name: o.Name, namespace: o.Namespace, number: 1, entry: entry{labels: o.Labels, proof: o.Provenance, encrypted: o.EncryptedValues},
 		ensureNamespace: true, createNamespace: o.CreateNamespace,
 		// As in Helm, an install renders .Release.Revision 1, whatever revision it records.
 		render: &renderInput{chart: o.Chart, values: o.Values, rendering: o.Rendering, options: chart.RenderOptions{

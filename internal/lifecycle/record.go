@@ -38,12 +38,15 @@ type entry struct {
 	rollbackTo int
 	// proof is the verification of a chart read now; nil when it was not verified.
 	proof *release.Provenance
+	// encrypted are the paths of the values from an encrypted values file, of a chart read now.
+	encrypted [][]string
 }
 
 // pendingRevision is revision version of release name in namespace, with contents c, as operation
 // op records it before anything changes: the one place a revision's record is made. A chart
-// read now is recorded with the proof of its verification, or as not verified, whatever it
-// claims; one copied from a recorded revision keeps that revision's proof, with its labels.
+// read now is recorded with the proof of its verification, or as not verified, and with the
+// paths of its values from encrypted files, whatever it claims; one copied from a recorded
+// revision keeps that revision's proof, with its labels, and its paths.
 func (o *operation) pendingRevision(op release.Operation, name, namespace string, version int, c contents, e entry) (revision, error) {
 	now := o.now()
 	first := e.firstDeployed
@@ -66,6 +69,10 @@ func (o *operation) pendingRevision(op release.Operation, name, namespace string
 			Description: description, RollbackRevision: e.rollbackTo, Notes: c.notes},
 	}
 	if c.rendered {
+		// Before the proof, whose seal holds the chart's metadata as recorded.
+		if err := release.SetEncryptedValues(rel, e.encrypted); err != nil {
+			return revision{}, err
+		}
 		if err := release.SetProvenance(rel, e.proof); err != nil {
 			return revision{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
@@ -37,6 +38,10 @@ type UpgradeOptions struct {
 	// Provenance is the proof that Chart was verified, recorded with the revision; nil records
 	// it as not verified.
 	Provenance *release.Provenance
+	// EncryptedValues are the paths (lists of keys) of the values in Values that came from an
+	// encrypted values file, recorded with the revision; when the upgrade reuses the previous
+	// revision's values, the paths recorded with them are kept as well.
+	EncryptedValues [][]string
 	// AllowUnverified lets the rollback that undoes a failed upgrade (RollbackOnFailure, the
 	// watch window) go back to a revision whose chart was not verified when the upgrade's was.
 	AllowUnverified bool
@@ -118,7 +123,7 @@ func (o UpgradeOptions) install() InstallOptions {
 		Name: o.Name, Namespace: o.Namespace, Chart: o.Chart, Values: o.Values, WaitOptions: o.WaitOptions,
 		CreateNamespace: o.CreateNamespace, TakeOwnership: o.TakeOwnership, RollbackOnFailure: o.RollbackOnFailure,
 		NoHooks: o.NoHooks, DryRun: o.DryRun, Description: o.Description, Capabilities: o.Capabilities,
-		Labels: o.Labels, Provenance: o.Provenance, PostRenderer: o.PostRenderer, CRDs: o.CRDs, Rendering: o.Rendering, ForceReplace: o.ForceReplace,
+		Labels: o.Labels, Provenance: o.Provenance, EncryptedValues: o.EncryptedValues, PostRenderer: o.PostRenderer, CRDs: o.CRDs, Rendering: o.Rendering, ForceReplace: o.ForceReplace,
 		// As Helm's upgrade --install, the install takes the name of an uninstalled release.
 		Replace: true,
 		preview: o.preview,
@@ -164,7 +169,8 @@ func (op upgradeOp) read(ctx context.Context, d *operation) (draft, policy, erro
 	}
 	number := last.Version + 1
 	dr := draft{name: o.Name, namespace: o.Namespace, number: number, previous: []*release.Release{deployed, last},
-		entry: entry{labels: release.MergeLabels(last.Labels, o.Labels), firstDeployed: current.Info.FirstDeployed, proof: o.Provenance},
+		entry: entry{labels: release.MergeLabels(last.Labels, o.Labels), firstDeployed: current.Info.FirstDeployed, proof: o.Provenance,
+			encrypted: encryptedValues(o, current)},
 		render: &renderInput{chart: ch, values: vals, rendering: o.Rendering, options: chart.RenderOptions{
 			ReleaseName: o.Name, Namespace: o.Namespace, Revision: number, IsUpgrade: true, Capabilities: o.Capabilities,
 			Cluster: d.lookup(o.DryRun), PostRenderer: o.PostRenderer,
@@ -192,4 +198,14 @@ func (op upgradeOp) read(ctx context.Context, d *operation) (draft, policy, erro
 		return err
 	}
 	return dr, pol, nil
+}
+
+// encryptedValues are the paths of the values from an encrypted values file that an upgrade
+// records: those of its own values, and those recorded with the current revision's when the
+// upgrade reuses them.
+func encryptedValues(o UpgradeOptions, current *release.Release) [][]string {
+	if !chart.ReusesPrevious(o.Values, current.Config, o.ValuesStrategy) {
+		return o.EncryptedValues
+	}
+	return release.SortedPaths(append(slices.Clone(o.EncryptedValues), release.EncryptedValuesOf(current)...))
 }
