@@ -11,6 +11,8 @@ import (
 
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+
+	"github.com/berthdev/berth/internal/valuemask"
 )
 
 // TemplateOptions are the inputs of `helm template` that make sense without a cluster.
@@ -49,7 +51,7 @@ func Template(ctx context.Context, opts TemplateOptions) (string, error) {
 		}
 		caps = c
 	}
-	vals, err := opts.Values.Merge()
+	merged, err := opts.Values.MergeValues()
 	if err != nil {
 		return "", err
 	}
@@ -59,9 +61,10 @@ func Template(ctx context.Context, opts TemplateOptions) (string, error) {
 	}
 	ro := opts.Render
 	ro.Capabilities = caps
-	r, err := Render(ctx, ch, vals, ro)
+	r, err := Render(ctx, ch, merged.Values, ro)
 	if err != nil {
-		return "", err
+		// A template's error can quote a value: none that came encrypted.
+		return "", valuemask.Err(err, valuemask.Strings(merged.Values, merged.Encrypted))
 	}
 	if opts.OutputDir != "" {
 		return r.writeFiles(opts)

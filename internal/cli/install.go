@@ -19,6 +19,7 @@ import (
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
+	"github.com/berthdev/berth/internal/valuemask"
 )
 
 type installFlags struct {
@@ -76,6 +77,8 @@ Without NAME, --generate-name names the release after the chart and the time, an
 				return err
 			}
 			res, err := lifecycle.Install(cmd.Context(), s.deps, o)
+			// A template's error can quote a value: none that came encrypted.
+			err = valuemask.Err(err, valuemask.Strings(o.Values, o.EncryptedValues))
 			return printResult(streams, flags.output, flags.hideNotes, res, err)
 		},
 	}

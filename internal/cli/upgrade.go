@@ -9,6 +9,7 @@ import (
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/release"
+	"github.com/berthdev/berth/internal/valuemask"
 )
 
 type upgradeFlags struct {
@@ -42,6 +43,8 @@ helm.sh/resource-policy: keep. Values follow Helm: without --reuse-values or
 				return err
 			}
 			res, err := lifecycle.Upgrade(cmd.Context(), s.deps, o)
+			// A template's error can quote a value: none that came encrypted.
+			err = valuemask.Err(err, valuemask.Strings(o.Values, o.EncryptedValues))
 			return printResult(streams, flags.output, flags.hideNotes, res, err)
 		},
 	}

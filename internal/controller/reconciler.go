@@ -436,6 +436,7 @@ func (r *Reconciler) release(ctx, work context.Context, rel *v1alpha1.Release, d
 	// the spec gives none (as Flux's HelmRelease).
 	return revisionOf(lifecycle.Upgrade(ctx, deps, lifecycle.UpgradeOptions{
 		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Provenance: ch.proof, Values: d.Values, ValuesStrategy: chart.ValuesReset,
+		EncryptedValues: pathsOf(d.EncryptedValues),
 		Install: true, HistoryMax: d.HistoryMax, Capabilities: caps,
 		WaitOptions: d.wait(upgrade.OperationSpec, d.UpgradeWatch), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
 		CreateNamespace: install.CreateNamespace, CRDs: crdPolicy(upgrade.CRDs), ForceReplace: upgrade.Force,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/controller"
+	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/testenv"
 	"github.com/berthdev/berth/test/berthtest"
 	"github.com/berthdev/berth/test/releasetest"
@@ -69,7 +70,7 @@ func TestReleaseDecryptsSOPSValues(t *testing.T) {
 	createSecret(t, env, "age", map[string][]byte{"values.agekey": []byte("# the release's key\n" + key.Identity + "\n"), "README": []byte("not a key")})
 	createSecret(t, env, "age-other", map[string][]byte{"values.agekey": []byte(other.Identity)})
 
-	release := func(name, key, keys string, decrypt bool) {
+	releaseOf := func(name, key, keys string, decrypt bool) {
 		t.Helper()
 		rel := smallestRelease(t, env.Namespace, repo, "deployer")
 		rel.Name, rel.Spec.Values = name, nil
@@ -83,12 +84,16 @@ func TestReleaseDecryptsSOPSValues(t *testing.T) {
 		}
 	}
 
-	release("web", "values.yaml", "age", true)
+	releaseOf("web", "values.yaml", "age", true)
 	got := waitFor(t, c, env.Namespace, "web", "is installed with the decrypted values", readyAt(1))
 	assertConfig(t, env, "password", secret)
 	assertConfig(t, env, "replicas", "3")
 	if got.Status.ValuesDigest == "" {
 		t.Error("no values digest")
+	}
+	// The record says which values came encrypted, for berth get values and diff to mask.
+	if paths := release.EncryptedValuesOf(berthtest.LastRecord(t, env, "web")); len(paths) != 2 || paths[0][0] != "password" || paths[1][0] != "replicas" {
+		t.Errorf("encrypted values recorded %q, want password and replicas (not the value left in clear)", paths)
 	}
 
 	for _, tc := range []struct {
@@ -102,7 +107,7 @@ func TestReleaseDecryptsSOPSValues(t *testing.T) {
 		{"no-keys", "values.yaml", "no-such-keys", true, []string{"Secret/" + env.Namespace + "/no-such-keys not found", ".agekey"}},
 		{"not-asked", "values.yaml", "", false, []string{"key values.yaml holds a document encrypted with SOPS", "valuesFrom[0].decrypt"}},
 	} {
-		release(tc.name, tc.key, tc.keys, tc.decrypt)
+		releaseOf(tc.name, tc.key, tc.keys, tc.decrypt)
 		got := waitFor(t, c, env.Namespace, tc.name, "is refused: "+tc.name, notReadyWith(controller.ReasonDecryptionFailed))
 		msg := condition(got, controller.ConditionReady).Message
 		for _, want := range tc.want {

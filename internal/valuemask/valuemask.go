@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Mask is what is shown in place of a masked value.
@@ -121,4 +122,31 @@ func at(vals map[string]any, p []string) (any, bool) {
 		}
 	}
 	return v, len(p) > 0
+}
+
+// Error is an error whose message has the texts of values masked; the error it wraps is
+// unchanged, for errors.As and errors.Is.
+type Error struct {
+	msg string
+	Err error
+}
+
+func (e *Error) Error() string { return e.msg }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Err is err with each of texts (Strings: the longest first) masked in its message; err itself
+// when it is nil or its message holds none of them.
+func Err(err error, texts []string) error {
+	if err == nil || len(texts) == 0 {
+		return err
+	}
+	msg := err.Error()
+	masked := msg
+	for _, s := range texts {
+		masked = strings.ReplaceAll(masked, s, Mask)
+	}
+	if masked == msg {
+		return err
+	}
+	return &Error{msg: masked, Err: err}
 }

@@ -1,6 +1,8 @@
 package valuemask
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -62,5 +64,19 @@ func TestStrings(t *testing.T) {
 				t.Errorf("Strings (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestErr(t *testing.T) {
+	base := errors.New(`template: app/templates/cm.yaml:1: refused: Hunter2-s3cret and in-clear`)
+	err := Err(base, []string{"Hunter2-s3cret"})
+	if got := err.Error(); strings.Contains(got, "Hunter2") || !strings.Contains(got, Mask) || !strings.Contains(got, "in-clear") {
+		t.Errorf("Err = %q, want the secret masked and the rest kept", got)
+	}
+	if !errors.Is(err, base) {
+		t.Error("the masked error does not wrap the original")
+	}
+	if Err(base, []string{"not-in-it"}) != base || Err(nil, []string{"x"}) != nil {
+		t.Error("Err changed an error that holds no secret, or a nil one")
 	}
 }

@@ -142,3 +142,34 @@ func TestInstallSOPSValues(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateErrorMasksEncryptedValues: a template whose error quotes a value that came from an
+// encrypted values file prints it masked, in berth template and in berth install alike; a
+// value given in clear is quoted as Helm quotes it.
+func TestTemplateErrorMasksEncryptedValues(t *testing.T) {
+	const secret = "Hunter2-quoted-by-fail"
+	chartDir := berthtest.VersionedChart(t, "app", "0.1.0", map[string]string{
+		"values.yaml":       "password: none\nplain: none\n",
+		"templates/cm.yaml": "{{ fail (printf \"refused: %s and %s\" .Values.password .Values.plain) }}\n",
+	})
+	key := berthtest.NewAgeKey(t)
+	enc := filepath.Join(t.TempDir(), "secrets.enc.yaml")
+	if err := os.WriteFile(enc, berthtest.SOPSEncryptCLI(t, []byte("password: "+secret+"\n"), "yaml", key.Recipient), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	useAgeKeyFile(t, key.Identity)
+	env := testenv.New(t)
+	for _, args := range [][]string{
+		{"template", "app", chartDir, "-f", enc, "--set", "plain=in-clear-value"},
+		{"install", "app", chartDir, "-f", enc, "--set", "plain=in-clear-value"},
+	} {
+		_, stderr, err := berthtest.Berth(t, env, args...)
+		if err == nil {
+			t.Fatalf("berth %s succeeded, want the template's error", args[0])
+		}
+		msg := err.Error() + stderr
+		if strings.Contains(msg, secret) || !strings.Contains(msg, "(masked)") || !strings.Contains(msg, "in-clear-value") {
+			t.Errorf("berth %s: %s\nwant the encrypted value masked and the clear one quoted", args[0], msg)
+		}
+	}
+}
