@@ -437,7 +437,7 @@ func (r *Reconciler) release(ctx, work context.Context, rel *v1alpha1.Release, d
 	return revisionOf(lifecycle.Upgrade(ctx, deps, lifecycle.UpgradeOptions{
 		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Provenance: ch.proof, Values: d.Values, ValuesStrategy: chart.ValuesReset,
 		EncryptedValues: pathsOf(d.EncryptedValues),
-		Install: true, HistoryMax: d.HistoryMax, Capabilities: caps,
+		Install:         true, HistoryMax: d.HistoryMax, Capabilities: caps,
 		WaitOptions: d.wait(upgrade.OperationSpec, d.UpgradeWatch), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
 		CreateNamespace: install.CreateNamespace, CRDs: crdPolicy(upgrade.CRDs), ForceReplace: upgrade.Force,
 		InstallWith: &lifecycle.InstallSettings{WaitOptions: d.wait(install.OperationSpec, d.InstallWatch), NoHooks: install.DisableHooks,
