@@ -28,6 +28,10 @@ func (r *Reconciler) holdAt(bound, ctx context.Context, in *reconciliation) (ctr
 			rel.Status.ChartName, rel.Status.ChartVersion = rec.Chart.Metadata.Name, rec.Chart.Metadata.Version
 		}
 		rel.Status.ReleaseName, rel.Status.TargetNamespace = d.ReleaseName, d.TargetNamespace
+		// The values released are the earlier revision's, not any the spec asks: once the
+		// Release is no longer held, what it asks is released, whatever it is.
+		rel.Status.ValuesDigest, rel.Status.ChartDigest, rel.Status.ChartVerified = "", "", nil
+		rel.Status.LastAttemptedGeneration, rel.Status.LastAttemptedChartVersion, rel.Status.LastAttemptedValuesDigest = 0, "", ""
 		setCondition(rel, ConditionReleased, metav1.ConditionTrue, ReasonRolledBack, msg)
 		markReady(rel, ReasonRolledBack, msg)
 		return msg

@@ -51,8 +51,9 @@ func TestReleaseRollbackToHoldsAnEarlierRevision(t *testing.T) {
 		t.Errorf("status.history %+v, want the rollback first", h)
 	}
 
-	// Held: a new spec changes nothing while rollbackTo stays.
-	setValues(got, `{"replicas": 7}`)
+	// Held: a new spec changes nothing while rollbackTo stays, not even one that asks for the
+	// values of revision 2 again.
+	setValues(got, `{"replicas": 5}`)
 	got = waitFor(t, c, env.Namespace, "web", "is still held", func(rel *v1alpha1.Release) bool {
 		return readyAt(3)(rel) && condition(rel, controller.ConditionReady).Reason == controller.ReasonRolledBack
 	})
@@ -65,5 +66,5 @@ func TestReleaseRollbackToHoldsAnEarlierRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, c, env.Namespace, "web", "is upgraded once no longer held", readyAt(4))
-	assertConfig(t, env, "replicas", "7")
+	assertConfig(t, env, "replicas", "5")
 }

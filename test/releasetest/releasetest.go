@@ -204,6 +204,23 @@ func WaitFor(t testing.TB, c client.Client, ns, name, what string, cond func(*v1
 	return &rel
 }
 
+// WaitForRollout waits until the Rollout name satisfies cond, and returns it.
+func WaitForRollout(t testing.TB, c client.Client, ns, name, what string, cond func(*v1alpha1.Rollout) bool) *v1alpha1.Rollout {
+	t.Helper()
+	var ro v1alpha1.Rollout
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ro); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return cond(&ro), nil
+	})
+	if err != nil {
+		out, _ := yaml.Marshal(ro.Status)
+		t.Fatalf("wait until Rollout %s/%s %s: %v\nstatus:\n%s", ns, name, what, err, out)
+	}
+	return &ro
+}
+
 // WaitGone waits until the Release name is gone.
 func WaitGone(t testing.TB, c client.Client, ns, name string) {
 	t.Helper()
