@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,20 +41,22 @@ metadata: {name: Not_A_Valid_Name}
 	})
 }
 
-// workloads are clusters a Rollout releases into: each a devcluster with the test's namespace
-// and its deployer account, named to the controller's cluster by a kubeconfig Secret
-// cluster-NAME.
-type workloads map[string]*testenv.Env
+// workload is a cluster a Rollout releases into: a devcluster with the test's namespace and
+// its deployer account, named to the controller's cluster by a kubeconfig Secret cluster-NAME.
+type workload struct {
+	*testenv.Env
+	cluster *testenv.Cluster
+}
 
-func startWorkloads(t *testing.T, env *testenv.Env, names ...string) workloads {
+func startWorkloads(t *testing.T, env *testenv.Env, names ...string) map[string]workload {
 	t.Helper()
-	out := workloads{}
+	out := map[string]workload{}
 	for _, name := range names {
 		cl := testenv.NewCluster(t)
 		wenv := cl.New(t, env.Namespace)
 		releasetest.Deployer(t, wenv, "deployer")
 		kubeconfigSecret(t, env, "cluster-"+name, cl.KubeconfigData(t))
-		out[name] = wenv
+		out[name] = workload{Env: wenv, cluster: cl}
 	}
 	return out
 }
@@ -161,10 +164,10 @@ func TestRolloutMovesWaveByWaveAndUndoes(t *testing.T) {
 		t.Errorf("summary %q, want 3/3", got.Status.Summary)
 	}
 	for name, wenv := range clusters {
-		if v := configValue(t, wenv); v != "2" {
+		if v := configValue(t, wenv.Env); v != "2" {
 			t.Errorf("cluster %s: replicas %q, want 2", name, v)
 		}
-		if rec := berthtest.LastRecord(t, wenv, "web"); rec.Version != 1 {
+		if rec := berthtest.LastRecord(t, wenv.Env, "web"); rec.Version != 1 {
 			t.Errorf("cluster %s: revision %d, want 1", name, rec.Version)
 		}
 	}
@@ -188,19 +191,19 @@ func TestRolloutMovesWaveByWaveAndUndoes(t *testing.T) {
 		t.Errorf("Halted %+v, want True naming cluster b of wave rest", halted)
 	}
 	for _, name := range []string{"a", "b"} {
-		rec := berthtest.LastRecord(t, clusters[name], "web")
+		rec := berthtest.LastRecord(t, clusters[name].Env, "web")
 		if !strings.HasPrefix(rec.Info.Description, "Rollback to 1: Rollout web: cluster b of wave rest") {
 			t.Errorf("cluster %s: last revision %d %q, want a rollback to 1 naming cluster b", name, rec.Version, rec.Info.Description)
 		}
-		if v := configValue(t, clusters[name]); v != "2" {
+		if v := configValue(t, clusters[name].Env); v != "2" {
 			t.Errorf("cluster %s: replicas %q after the rollback, want 2", name, v)
 		}
 	}
-	if rec := berthtest.LastRecord(t, clusters["c"], "web"); rec.Version != 1 {
+	if rec := berthtest.LastRecord(t, clusters["c"].Env, "web"); rec.Version != 1 {
 		t.Errorf("cluster c was changed: revision %d, want 1", rec.Version)
 	}
 	// Newest wave first: b's rollback was recorded before a's.
-	if a, b := berthtest.LastRecord(t, clusters["a"], "web"), berthtest.LastRecord(t, clusters["b"], "web"); a.Info.LastDeployed.Before(b.Info.LastDeployed) {
+	if a, b := berthtest.LastRecord(t, clusters["a"].Env, "web"), berthtest.LastRecord(t, clusters["b"].Env, "web"); a.Info.LastDeployed.Before(b.Info.LastDeployed) {
 		t.Errorf("cluster a rolled back at %s, before cluster b at %s", a.Info.LastDeployed, b.Info.LastDeployed)
 	}
 
@@ -214,7 +217,7 @@ func TestRolloutMovesWaveByWaveAndUndoes(t *testing.T) {
 	}
 	rolloutCondition(t, c, env.Namespace, "web", "Complete")
 	for name, wenv := range clusters {
-		if v := configValue(t, wenv); v != "3" {
+		if v := configValue(t, wenv.Env); v != "3" {
 			t.Errorf("cluster %s: replicas %q, want 3", name, v)
 		}
 	}
@@ -224,4 +227,101 @@ func TestRolloutMovesWaveByWaveAndUndoes(t *testing.T) {
 // cluster is the wave cluster NAME, of kubeconfig Secret cluster-NAME.
 func cluster(name string) v1alpha1.WaveCluster {
 	return v1alpha1.WaveCluster{Name: name, KubeConfig: v1alpha1.KubeConfigReference{SecretRef: v1alpha1.KubeConfigSecretReference{Name: "cluster-" + name}}}
+}
+
+// rollout is a Rollout web of the fleet chart of repoURL, {replicas: 2}, acting as deployer in
+// each cluster, over waves.
+func rollout(t *testing.T, ns, repoURL string, waves ...v1alpha1.Wave) *v1alpha1.Rollout {
+	return &v1alpha1.Rollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: v1alpha1.RolloutSpec{
+			Template: v1alpha1.ReleaseTemplate{Spec: releaseOf(t, ns, "web", repoURL, "web", "deployer", "{replicas: 2}").Spec},
+			Waves:    waves,
+		},
+	}
+}
+
+// TestRolloutWaitsForApproval: a wave that asks for approval starts only once berth rollout
+// approve approves it, for the Rollout's template; berth rollout status names what it waits for.
+func TestRolloutWaitsForApproval(t *testing.T) {
+	env := testenv.New(t)
+	c := releasetest.Client(t, env)
+	clusters := startWorkloads(t, env, "a", "b")
+	defaultReadsSecrets(t, env)
+	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, fleetChart(t))
+	ctl := newController(t, env)
+	ctl.start()
+	ro := rollout(t, env.Namespace, repo.URL,
+		v1alpha1.Wave{Name: "canary", Clusters: []v1alpha1.WaveCluster{cluster("a")}},
+		v1alpha1.Wave{Name: "prod", Approval: true, Clusters: []v1alpha1.WaveCluster{cluster("b")}})
+	if err := c.Create(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	releasetest.WaitForRollout(t, c, env.Namespace, "web", "waits for the approval of wave prod", func(ro *v1alpha1.Rollout) bool {
+		p := meta.FindStatusCondition(ro.Status.Conditions, "Progressing")
+		return p != nil && p.Reason == "AwaitingApproval" && strings.Contains(p.Message, "wave prod")
+	})
+	out, _ := berthtest.MustBerth(t, env, "rollout", "status", "web")
+	for _, want := range []string{"AwaitingApproval", "berth rollout approve web", "canary (Done)", "prod (AwaitingApproval)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("berth rollout status does not say %q:\n%s", want, out)
+		}
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: env.Namespace, Name: "web-b"}, &v1alpha1.Release{}); err == nil {
+		t.Error("the Release of wave prod exists before the wave was approved")
+	}
+	berthtest.AssertNoRecords(t, clusters["b"].Env)
+
+	out, _ = berthtest.MustBerth(t, env, "rollout", "approve", "web")
+	if !strings.Contains(out, "wave prod approved") {
+		t.Errorf("berth rollout approve: %q", out)
+	}
+	rolloutCondition(t, c, env.Namespace, "web", "Complete")
+	if v := configValue(t, clusters["b"].Env); v != "2" {
+		t.Errorf("cluster b: replicas %q, want 2", v)
+	}
+	if out, _ := berthtest.MustBerth(t, env, "rollout", "list"); !strings.Contains(out, "2/2") || !strings.Contains(out, "Complete") {
+		t.Errorf("berth rollout list:\n%s", out)
+	}
+	ctl.running()
+}
+
+// TestRolloutHeldByUnreachableCluster: a cluster of the second wave that does not answer holds
+// its wave, named, and the third wave never starts; past the Release's timeout the rollout
+// halts for it (remediation Halt: the first wave stays as it is).
+func TestRolloutHeldByUnreachableCluster(t *testing.T) {
+	env := testenv.New(t)
+	c := releasetest.Client(t, env)
+	clusters := startWorkloads(t, env, "a", "b", "c")
+	clusters["b"].cluster.Stop(t)
+	defaultReadsSecrets(t, env)
+	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, fleetChart(t))
+	ctl := newController(t, env)
+	ctl.start()
+	ro := rollout(t, env.Namespace, repo.URL,
+		v1alpha1.Wave{Name: "one", Clusters: []v1alpha1.WaveCluster{cluster("a")}},
+		v1alpha1.Wave{Name: "two", Clusters: []v1alpha1.WaveCluster{cluster("b")}},
+		v1alpha1.Wave{Name: "three", Clusters: []v1alpha1.WaveCluster{cluster("c")}})
+	ro.Spec.Remediation = v1alpha1.RemediationHalt
+	ro.Spec.Template.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Second}
+	if err := c.Create(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(workloadServer(t, clusters["b"].cluster), "https://")
+	releasetest.WaitForRollout(t, c, env.Namespace, "web", "holds wave two for cluster b", func(ro *v1alpha1.Rollout) bool {
+		return len(ro.Status.Waves) == 3 && len(ro.Status.Waves[1].Clusters) == 1 &&
+			ro.Status.Waves[1].Clusters[0].State == "Waiting" && strings.Contains(ro.Status.Waves[1].Clusters[0].Message, host)
+	})
+	got := rolloutCondition(t, c, env.Namespace, "web", "Halted")
+	if f := got.Status.Failure; f == nil || f.Cluster != "b" || f.Reason != "ClusterUnreachable" {
+		t.Errorf("status.failure %+v, want cluster b, ClusterUnreachable", f)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: env.Namespace, Name: "web-c"}, &v1alpha1.Release{}); err == nil {
+		t.Error("wave three started while wave two was held")
+	}
+	berthtest.AssertNoRecords(t, clusters["c"].Env)
+	if rec := berthtest.LastRecord(t, clusters["a"].Env, "web"); rec.Version != 1 {
+		t.Errorf("cluster a: revision %d, want 1 (remediation Halt undoes nothing)", rec.Version)
+	}
+	ctl.running()
 }
