@@ -325,3 +325,38 @@ func TestRolloutHeldByUnreachableCluster(t *testing.T) {
 	}
 	ctl.running()
 }
+
+// TestRolloutResumesAfterTheControllerIsKilled kills the controller while a wave is under way,
+// as a crash or an OOM kill would, and starts another: the rollout ends as it would have, each
+// cluster released once, in wave order.
+func TestRolloutResumesAfterTheControllerIsKilled(t *testing.T) {
+	env := testenv.New(t)
+	c := releasetest.Client(t, env)
+	clusters := startWorkloads(t, env, "a", "b", "c")
+	defaultReadsSecrets(t, env)
+	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, fleetChart(t))
+	var order watchOrder
+	order.watch(t, env, map[string][]string{"web-b": {"web-a"}, "web-c": {"web-a", "web-b"}})
+	ctl := newController(t, env)
+	ctl.start()
+	ro := rollout(t, env.Namespace, repo.URL,
+		v1alpha1.Wave{Name: "canary", Clusters: []v1alpha1.WaveCluster{cluster("a")}},
+		v1alpha1.Wave{Name: "rest", MaxParallel: 1, Clusters: []v1alpha1.WaveCluster{cluster("b"), cluster("c")}})
+	if err := c.Create(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	releasetest.WaitFor(t, c, env.Namespace, "web-b", "is created by the second wave", func(*v1alpha1.Release) bool { return true })
+	ctl.kill()
+	ctl.start()
+	got := rolloutCondition(t, c, env.Namespace, "web", "Complete")
+	order.check(t, "web-a", "web-b", "web-c")
+	if got.Status.Summary != "3/3" {
+		t.Errorf("summary %q, want 3/3", got.Status.Summary)
+	}
+	for name, wl := range clusters {
+		if rec := berthtest.LastRecord(t, wl.Env, "web"); rec.Version != 1 {
+			t.Errorf("cluster %s: revision %d, want 1: released once", name, rec.Version)
+		}
+	}
+	ctl.running()
+}
