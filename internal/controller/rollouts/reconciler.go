@@ -32,8 +32,9 @@ const FieldManager = "berth-rollout"
 // a Release that waits for its cluster past its timeout fails only when looked at.
 const lookAgain = 30 * time.Second
 
-// maxMessage bounds a message the status repeats from a Release.
-const maxMessage = 1024
+// maxMessage bounds a message the status repeats from a Release: with MaxClusters of them, the
+// status stays well within what the API server stores.
+const maxMessage = 512
 
 // Reconciler moves the Releases of Rollouts wave by wave.
 type Reconciler struct {

@@ -24,6 +24,10 @@ import (
 // defaultKubeConfigKey is the key of a selected kubeconfig Secret, as Cluster API writes it.
 const defaultKubeConfigKey = "value"
 
+// MaxClusters bounds the clusters of one Rollout, named and selected: its status holds a line
+// for each.
+const MaxClusters = 500
+
 // defaultTimeout is a Release's timeout when its spec gives none.
 const defaultTimeout = 5 * time.Minute
 
@@ -128,6 +132,9 @@ func resolve(ctx context.Context, ro *v1alpha1.Rollout, secrets client.Reader) (
 			}
 		}
 		p.waves = append(p.waves, members)
+	}
+	if len(seen) > MaxClusters {
+		return nil, &SpecError{Field: "waves", Problem: fmt.Sprintf("name or select %d clusters, more than the %d a Rollout may have: split them over several Rollouts", len(seen), MaxClusters)}
 	}
 	p.target = hex.EncodeToString(digest.Sum(nil))[:40]
 	return p, nil
