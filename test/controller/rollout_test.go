@@ -360,3 +360,63 @@ func TestRolloutResumesAfterTheControllerIsKilled(t *testing.T) {
 	}
 	ctl.running()
 }
+
+// TestRolloutUndoesADegradedWave is the rollout of the issue's fleet: five clusters in waves of
+// one, two and two, each soaked 30s after Ready. A new version whose Pods crash twenty seconds
+// after they are Ready in one cluster of the second wave degrades there within its soak: the
+// rollout halts, rolls back the second wave, then the first, each cluster's Helm history saying
+// why, and the third wave never changes.
+func TestRolloutUndoesADegradedWave(t *testing.T) {
+	env := testenv.New(t)
+	c := releasetest.Client(t, env)
+	clusters := startWorkloads(t, env, "a", "b", "c", "d", "e")
+	defaultReadsSecrets(t, env)
+	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: out of memory"))
+	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, chart)
+	ctl := newController(t, env)
+	ctl.start()
+	ro := rollout(t, env.Namespace, repo.URL,
+		v1alpha1.Wave{Name: "one", Clusters: []v1alpha1.WaveCluster{cluster("a")}},
+		v1alpha1.Wave{Name: "two", Clusters: []v1alpha1.WaveCluster{cluster("b"), cluster("c")}},
+		v1alpha1.Wave{Name: "three", Clusters: []v1alpha1.WaveCluster{cluster("d"), cluster("e")}})
+	ro.Spec.Template.Spec = releaseOf(t, env.Namespace, "web", repo.URL, "watched", "deployer", "{}").Spec
+	ro.Spec.Template.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Minute}
+	ro.Spec.Template.Spec.Upgrade = &v1alpha1.UpgradeSpec{WatchSpec: v1alpha1.WatchSpec{WatchFor: &metav1.Duration{Duration: 30 * time.Second}}}
+	if err := c.Create(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	rolloutCondition(t, c, env.Namespace, "web", "Complete")
+
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(ro), ro); err != nil {
+		t.Fatal(err)
+	}
+	ro.Spec.Template.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"version": 2}`)}
+	ro.Spec.Waves[1].Clusters[1].Values = &apiextensionsv1.JSON{Raw: []byte(`{"crash": true, "run": "20s"}`)}
+	if err := c.Update(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	got := rolloutCondition(t, c, env.Namespace, "web", "RolledBack")
+	if f := got.Status.Failure; f == nil || f.Wave != "two" || f.Cluster != "c" || f.Reason != "Degraded" {
+		t.Errorf("status.failure %+v, want cluster c of wave two, Degraded", got.Status.Failure)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		rec := berthtest.LastRecord(t, clusters[name].Env, "web")
+		if want := "Rollback to 1: Rollout web: cluster c of wave two degraded"; rec.Info.Description != want {
+			t.Errorf("cluster %s: revision %d %q, want %q", name, rec.Version, rec.Info.Description, want)
+		}
+	}
+	a, b := berthtest.LastRecord(t, clusters["a"].Env, "web"), berthtest.LastRecord(t, clusters["b"].Env, "web")
+	if a.Info.LastDeployed.Before(b.Info.LastDeployed) {
+		t.Errorf("wave one (cluster a, %s) was rolled back before wave two (cluster b, %s)", a.Info.LastDeployed, b.Info.LastDeployed)
+	}
+	for _, name := range []string{"d", "e"} {
+		if rec := berthtest.LastRecord(t, clusters[name].Env, "web"); rec.Version != 1 {
+			t.Errorf("cluster %s of wave three changed: revision %d, want 1", name, rec.Version)
+		}
+	}
+	out := berthtest.MustHelm(t, clusters["a"].Env, "history", "web")
+	if !strings.Contains(out, "Rollback to 1: Rollout web") {
+		t.Errorf("helm history in cluster a does not show the rollback and its reason:\n%s", out)
+	}
+	ctl.running()
+}
