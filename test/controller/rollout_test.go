@@ -23,7 +23,7 @@ import (
 
 // fleetChart is a chart with a ConfigMap of its replicas value, and, when its value broken is
 // set, an object the API server refuses.
-func fleetChart(t *testing.T) string {
+func fleetChart(t testing.TB) string {
 	return berthtest.WriteChart(t, "web", map[string]string{
 		"values.yaml": "replicas: 1\nbroken: false\n",
 		"templates/app.yaml": `
@@ -48,7 +48,7 @@ type workload struct {
 	cluster *testenv.Cluster
 }
 
-func startWorkloads(t *testing.T, env *testenv.Env, names ...string) map[string]workload {
+func startWorkloads(t testing.TB, env *testenv.Env, names ...string) map[string]workload {
 	t.Helper()
 	out := map[string]workload{}
 	for _, name := range names {
@@ -121,7 +121,7 @@ func (o *watchOrder) check(t *testing.T, names ...string) {
 
 // rolloutCondition waits until the Rollout name has condition typ True for its generation, and
 // returns it.
-func rolloutCondition(t *testing.T, c client.Client, ns, name, typ string) *v1alpha1.Rollout {
+func rolloutCondition(t testing.TB, c client.Client, ns, name, typ string) *v1alpha1.Rollout {
 	t.Helper()
 	return releasetest.WaitForRollout(t, c, ns, name, "is "+typ, func(ro *v1alpha1.Rollout) bool {
 		cond := meta.FindStatusCondition(ro.Status.Conditions, typ)
@@ -231,7 +231,7 @@ func cluster(name string) v1alpha1.WaveCluster {
 
 // rollout is a Rollout web of the fleet chart of repoURL, {replicas: 2}, acting as deployer in
 // each cluster, over waves.
-func rollout(t *testing.T, ns, repoURL string, waves ...v1alpha1.Wave) *v1alpha1.Rollout {
+func rollout(t testing.TB, ns, repoURL string, waves ...v1alpha1.Wave) *v1alpha1.Rollout {
 	return &v1alpha1.Rollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: v1alpha1.RolloutSpec{
