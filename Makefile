@@ -35,7 +35,7 @@ generate:
 	$(GO) -C tools build -o $(CURDIR)/bin/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 	bin/controller-gen object paths=$(CONTROLLER_API)
 	bin/controller-gen crd paths=$(CONTROLLER_API) output:crd:dir=api/crds
-	cp api/crds/berth.dev_releases.yaml charts/berth-controller/crds/
+	cp api/crds/berth.dev_releases.yaml api/crds/berth.dev_rollouts.yaml charts/berth-controller/crds/
 
 ## docs: write docs/api.md, the Release API reference, from the Go types in api/v1alpha1
 ## (internal/apidocs); a test of make test fails when it is stale

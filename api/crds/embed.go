@@ -8,3 +8,11 @@ import _ "embed"
 //
 //go:embed berth.dev_releases.yaml
 var Release []byte
+
+// Rollout is the CustomResourceDefinition of berth.dev/v1alpha1 Rollout, as YAML.
+//
+//go:embed berth.dev_rollouts.yaml
+var Rollout []byte
+
+// All are the CustomResourceDefinitions of the API, in the order they are generated.
+func All() [][]byte { return [][]byte{Release, Rollout} }

@@ -85,6 +85,13 @@ type ReleaseSpec struct {
 	// +optional
 	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
 
+	// RollbackTo, when set, holds the release at an earlier revision: the controller rolls it
+	// back to that revision once (Helm's rollback, which its history shows with the reason),
+	// and then neither installs nor upgrades it while RollbackTo is set. A Rollout sets it to
+	// undo a wave.
+	// +optional
+	RollbackTo *RollbackRequest `json:"rollbackTo,omitempty"`
+
 	// Suspend stops reconciling the Release: nothing is installed, upgraded or uninstalled
 	// until it is false again. Deleting a suspended Release leaves the release in place.
 	// +optional
@@ -379,6 +386,17 @@ type ValuesDecryption struct {
 	// Documents whose data key only PGP or a cloud KMS holds are refused (a cloud KMS unless
 	// the controller runs with --allow-cloud-kms-decryption, with its own cloud identity).
 	SecretRef SecretReference `json:"secretRef"`
+}
+
+// RollbackRequest asks for a release to be rolled back to one of its revisions.
+type RollbackRequest struct {
+	// Revision is the revision to roll back to.
+	// +kubebuilder:validation:Minimum=1
+	Revision int `json:"revision"`
+	// Reason says why, in the rollback's description in the release's history.
+	// +kubebuilder:validation:MaxLength=200
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // DependencyReference names another Release of the same namespace.

@@ -130,7 +130,7 @@ each object is gone, and when something blocks, berth stops and names it.`,
 	cmd.AddCommand(newDependencyCommand(streams))
 	cmd.AddCommand(newCreateCommand(streams), newLintCommand(streams), newPackageCommand(streams), newVerifyCommand(streams))
 	cmd.AddCommand(newDiffCommand(streams))
-	cmd.AddCommand(newControllerCommand(streams), newReconcileCommand(streams))
+	cmd.AddCommand(newControllerCommand(streams), newReconcileCommand(streams), newRolloutCommand(streams))
 	cmd.AddCommand(newEnvCommand(streams), newPluginCommand(streams))
 	// Flag warnings (a deprecated flag used) go to stderr, not into output meant for programs.
 	warnTo(cmd, streams.ErrOut)

@@ -52,7 +52,7 @@ func keepRelease(obj any) (any, error) {
 		return obj, nil
 	}
 	rel.ManagedFields = nil
-	rel.Labels = nil
+	rel.Labels = rolloutLabels(rel.Labels)
 	rel.OwnerReferences = nil
 	if len(rel.Annotations) > 0 {
 		kept := map[string]string{AnnotationsDigestKey: annotationsDigest(rel.Annotations)}
@@ -62,6 +62,39 @@ func keepRelease(obj any) (any, error) {
 		rel.Annotations = kept
 	}
 	return rel, nil
+}
+
+// rolloutLabels are the labels of a Release that name the Rollout that keeps it (which the
+// Rollout controller lists them by), or nil when it has none. Each value holds at most 63
+// characters.
+func rolloutLabels(labels map[string]string) map[string]string {
+	var kept map[string]string
+	for _, k := range []string{v1alpha1.RolloutLabel, v1alpha1.RolloutClusterLabel, v1alpha1.RolloutTargetLabel} {
+		if v, ok := labels[k]; ok {
+			if kept == nil {
+				kept = map[string]string{}
+			}
+			kept[k] = v
+		}
+	}
+	return kept
+}
+
+// keepRollout keeps of a Rollout what the controller reads: its spec, status, name, namespace,
+// generation, UID, labels (copied to its Releases) and the one annotation it reads (an
+// approval); its managed fields and other annotations are dropped.
+func keepRollout(obj any) (any, error) {
+	ro, ok := obj.(*v1alpha1.Rollout)
+	if !ok {
+		return obj, nil
+	}
+	ro.ManagedFields = nil
+	if v, ok := ro.Annotations[v1alpha1.ApprovedAnnotation]; ok && len(v) <= 128 {
+		ro.Annotations = map[string]string{v1alpha1.ApprovedAnnotation: v}
+	} else {
+		ro.Annotations = nil
+	}
+	return ro, nil
 }
 
 // annotationsDigest is a digest of annotations, the same for the same keys and values.
@@ -86,8 +119,13 @@ func cacheByObject(shard Shard) map[client.Object]cache.ByObject {
 		// A shard neither watches nor caches the other shards' Releases.
 		rel.Label = shard.selector
 	}
+	ro := cache.ByObject{Transform: keepRollout}
+	if !shard.All() {
+		ro.Label = shard.selector
+	}
 	return map[client.Object]cache.ByObject{
 		&v1alpha1.Release{}:          rel,
+		&v1alpha1.Rollout{}:          ro,
 		metadataOf("ConfigMap"):      {Transform: keepIdentity},
 		metadataOf("Secret"):         {Transform: keepIdentity},
 		metadataOf("ServiceAccount"): {Transform: keepIdentity},

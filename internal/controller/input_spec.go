@@ -53,6 +53,8 @@ type desired struct {
 	Remote *remoteRef
 	// DependsOn are the names of the Releases of Namespace this one depends on.
 	DependsOn []string
+	// RollbackTo, when set, holds the release at an earlier revision (spec.rollbackTo).
+	RollbackTo *v1alpha1.RollbackRequest
 	// HealthChecks are spec.healthChecks, compiled; nil when there are none.
 	HealthChecks *readiness.Checks
 	// InstallWatch and UpgradeWatch are the watch windows of spec.install and spec.upgrade,
@@ -127,6 +129,12 @@ func desiredOf(rel *v1alpha1.Release) (*desired, error) {
 	var err error
 	if d.DependsOn, err = dependsOnOf(rel); err != nil {
 		return nil, err
+	}
+	if r := s.RollbackTo; r != nil {
+		if r.Revision < 1 {
+			return nil, invalid("rollbackTo.revision", "is %d: give a revision of the release's history, 1 or more", r.Revision)
+		}
+		d.RollbackTo = r
 	}
 	if d.Chart, d.ChartIn, err = chartSourceOf(s.Chart); err != nil {
 		return nil, err

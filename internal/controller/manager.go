@@ -32,6 +32,7 @@ import (
 	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/controller/inputs"
+	"github.com/berthdev/berth/internal/controller/rollouts"
 	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/controller/tenancy"
 	"github.com/berthdev/berth/internal/kube"
@@ -331,6 +332,9 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	err = b.Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("create Release controller: %w", err)
+	}
+	if err := rollouts.Setup(mgr, !o.NoSecretWatch); err != nil {
+		return nil, fmt.Errorf("create Rollout controller: %w", err)
 	}
 	return mgr, nil
 }

@@ -140,6 +140,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // next acts on what lifecycle.Next decides for the release in: its work under ctx, what it
 // writes after under bound (see Reconcile).
 func (r *Reconciler) next(bound, ctx context.Context, in *reconciliation) (ctrl.Result, error) {
+	if in.d.RollbackTo != nil {
+		return r.holdAt(bound, ctx, in)
+	}
 	acts, wait, err := decide(in.rel, in.state, in.d, in.version(), time.Now())
 	if err != nil {
 		return ctrl.Result{}, err

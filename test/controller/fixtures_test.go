@@ -27,7 +27,7 @@ func isReady(rel *v1alpha1.Release) bool {
 
 // releaseOf is a Release of the chart name 0.1.0 served by repoURL, with values, acting as
 // serviceAccount.
-func releaseOf(t *testing.T, ns, name, repoURL, chartName, serviceAccount, values string) *v1alpha1.Release {
+func releaseOf(t testing.TB, ns, name, repoURL, chartName, serviceAccount, values string) *v1alpha1.Release {
 	t.Helper()
 	var rel v1alpha1.Release
 	manifest := `

@@ -18,7 +18,7 @@ import (
 // test's namespace. Each start is a new process; its output goes to one log the test shows when
 // it fails.
 type controllerProcess struct {
-	t        *testing.T
+	t        testing.TB
 	env      *testenv.Env
 	bin      string
 	cacheDir string
@@ -33,7 +33,7 @@ type controllerProcess struct {
 
 // newController returns a controller for the test's namespace, not started yet. Whatever runs
 // when the test ends is killed.
-func newController(t *testing.T, env *testenv.Env) *controllerProcess {
+func newController(t testing.TB, env *testenv.Env) *controllerProcess {
 	t.Helper()
 	bin, err := berthtest.BerthBinary()
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 
 // kubeconfigSecret puts kubeconfig into the Secret name of the test's namespace, under the key
 // Cluster API uses (value).
-func kubeconfigSecret(t *testing.T, env *testenv.Env, name string, kubeconfig []byte) {
+func kubeconfigSecret(t testing.TB, env *testenv.Env, name string, kubeconfig []byte) {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{"value": kubeconfig}}
 	if _, err := env.Client.CoreV1().Secrets(env.Namespace).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
@@ -36,7 +36,7 @@ func kubeconfigSecret(t *testing.T, env *testenv.Env, name string, kubeconfig []
 
 // defaultReadsSecrets lets the default account of the test's namespace read its Secrets: the
 // account that reads a remote Release's kubeconfig in the controller's cluster.
-func defaultReadsSecrets(t *testing.T, env *testenv.Env) {
+func defaultReadsSecrets(t testing.TB, env *testenv.Env) {
 	t.Helper()
 	ctx, rbac := t.Context(), env.Client.RbacV1()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "read-secrets"},
@@ -63,7 +63,7 @@ func remoteRelease(t *testing.T, ns, name, repoURL, serviceAccount, values, secr
 }
 
 // configValue is the key replicas of the web chart's ConfigMap in env's namespace.
-func configValue(t *testing.T, env *testenv.Env) string {
+func configValue(t testing.TB, env *testenv.Env) string {
 	t.Helper()
 	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(t.Context(), "web-config", metav1.GetOptions{})
 	if err != nil {

@@ -42,32 +42,34 @@ const WaitTimeout = 2 * time.Minute
 // Everything is every right (within a namespace, through a Role).
 var Everything = rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}
 
-// Client installs the Release CRD (or finds it), waits until it is served, and returns a client
+// Client installs the CRDs (or finds them), waits until they are served, and returns a client
 // of the controller's scheme.
 func Client(t testing.TB, env *testenv.Env) client.Client {
 	t.Helper()
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(crds.Release, &crd); err != nil {
-		t.Fatal(err)
-	}
 	crdClient := apiextensionsclient.NewForConfigOrDie(env.Config).ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crdClient.Create(t.Context(), &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, WaitTimeout, true, func(ctx context.Context) (bool, error) {
-		got, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
+	for _, data := range crds.All() {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			t.Fatal(err)
 		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
+		if _, err := crdClient.Create(t.Context(), &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+			got, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
 			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("wait for CRD %s: %v", crd.Name, err)
 		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("wait for CRD %s: %v", crd.Name, err)
 	}
 	scheme, err := controller.Scheme()
 	if err != nil {
@@ -200,6 +202,23 @@ func WaitFor(t testing.TB, c client.Client, ns, name, what string, cond func(*v1
 		t.Fatalf("wait until Release %s/%s %s: %v\nstatus:\n%s", ns, name, what, err, out)
 	}
 	return &rel
+}
+
+// WaitForRollout waits until the Rollout name satisfies cond, and returns it.
+func WaitForRollout(t testing.TB, c client.Client, ns, name, what string, cond func(*v1alpha1.Rollout) bool) *v1alpha1.Rollout {
+	t.Helper()
+	var ro v1alpha1.Rollout
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ro); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return cond(&ro), nil
+	})
+	if err != nil {
+		out, _ := yaml.Marshal(ro.Status)
+		t.Fatalf("wait until Rollout %s/%s %s: %v\nstatus:\n%s", ns, name, what, err, out)
+	}
+	return &ro
 }
 
 // WaitGone waits until the Release name is gone.
