@@ -90,14 +90,14 @@ func TestSandboxStopsHostileTemplates(t *testing.T) {
 		limits         RenderLimits
 		timeout        time.Duration
 		// want are the limits that may stop it: two nested ranges build a list of 100,000
-		// numbers on each pass of the outer one, so the memory limit may come before the CPU's,
-		// as the collector keeps up or not.
+		// numbers on each pass of the outer one, so the memory limit may come before the CPU's
+		// or the deadline, as the collector keeps up or not.
 		want []BudgetLimit
 	}{
 		{"repeat", `{{ repeat 1073741824 "x" }}`, limits, time.Minute, []BudgetLimit{LimitMemory}},
 		{"nested ranges", `{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}`, limits, time.Minute, []BudgetLimit{LimitCPU, LimitMemory}},
 		{"nested ranges past the deadline", `{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}`,
-			RenderLimits{Memory: limits.Memory, CPU: time.Minute, Output: limits.Output, Objects: limits.Objects}, time.Second, []BudgetLimit{LimitDeadline}},
+			RenderLimits{Memory: limits.Memory, CPU: time.Minute, Output: limits.Output, Objects: limits.Objects}, time.Second, []BudgetLimit{LimitDeadline, LimitMemory}},
 		{"output", `{{ repeat 2097152 "x" }}`, limits, time.Minute, []BudgetLimit{LimitOutput}},
 		{"objects", `{{ range until 11 }}
 ---
