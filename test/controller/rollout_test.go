@@ -243,6 +243,7 @@ func rollout(t testing.TB, ns, repoURL string, waves ...v1alpha1.Wave) *v1alpha1
 
 // TestRolloutWaitsForApproval: a wave that asks for approval starts only once berth rollout
 // approve approves it, for the Rollout's template; berth rollout status names what it waits for.
+// Deleting the Rollout uninstalls the release from every cluster.
 func TestRolloutWaitsForApproval(t *testing.T) {
 	env := testenv.New(t)
 	c := releasetest.Client(t, env)
@@ -282,6 +283,15 @@ func TestRolloutWaitsForApproval(t *testing.T) {
 	}
 	if out, _ := berthtest.MustBerth(t, env, "rollout", "list"); !strings.Contains(out, "2/2") || !strings.Contains(out, "Complete") {
 		t.Errorf("berth rollout list:\n%s", out)
+	}
+
+	// Deleted, the Rollout takes its Releases with it, and each uninstalls its release.
+	if err := c.Delete(t.Context(), ro); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		releasetest.WaitGone(t, c, env.Namespace, "web-"+name)
+		berthtest.AssertNoRecords(t, clusters[name].Env)
 	}
 	ctl.running()
 }
