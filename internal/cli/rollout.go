@@ -44,28 +44,24 @@ func newRolloutListCommand(streams Streams) *cobra.Command {
 		Short: "list the Rollouts, with their wave and how many clusters are Ready",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), rolloutTimeout)
-			defer cancel()
-			c, ns, err := releaseClient(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			var list v1alpha1.RolloutList
-			opts := []client.ListOption{}
-			if !all {
-				opts = append(opts, client.InNamespace(ns))
-			}
-			if err := c.List(ctx, &list, opts...); err != nil {
-				return explainRolloutError(err, "")
-			}
-			tw := tabwriter.NewWriter(streams.Out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAMESPACE\tNAME\tWAVE\tREADY\tSTATE\tAGE")
-			for _, ro := range list.Items {
-				state, _ := rolloutState(&ro)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ro.Namespace, ro.Name, cmp.Or(ro.Status.CurrentWave, "-"), cmp.Or(ro.Status.Summary, "-"), state,
-					duration.HumanDuration(time.Since(ro.CreationTimestamp.Time)))
-			}
-			return tw.Flush()
+			return withRollouts(cmd, func(ctx context.Context, c client.Client, ns string) error {
+				var list v1alpha1.RolloutList
+				opts := []client.ListOption{}
+				if !all {
+					opts = append(opts, client.InNamespace(ns))
+				}
+				if err := c.List(ctx, &list, opts...); err != nil {
+					return explainRolloutError(err, "")
+				}
+				tw := tabwriter.NewWriter(streams.Out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAMESPACE\tNAME\tWAVE\tREADY\tSTATE\tAGE")
+				for _, ro := range list.Items {
+					state, _ := rolloutState(&ro)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ro.Namespace, ro.Name, cmp.Or(ro.Status.CurrentWave, "-"), cmp.Or(ro.Status.Summary, "-"), state,
+						duration.HumanDuration(time.Since(ro.CreationTimestamp.Time)))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the Rollouts of every namespace")
@@ -207,40 +203,36 @@ for the Rollout's current template only: a new template asks again. --wave names
 approve ahead of time; by default the one waiting now.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), rolloutTimeout)
-			defer cancel()
-			c, ns, err := releaseClient(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			var ro v1alpha1.Rollout
-			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: args[0]}, &ro); err != nil {
-				return explainRolloutError(err, args[0])
-			}
-			name := wave
-			if name == "" {
-				for _, w := range ro.Status.Waves {
-					if w.State == string(waves.AwaitingApproval) {
-						name = w.Name
+			return withRollouts(cmd, func(ctx context.Context, c client.Client, ns string) error {
+				var ro v1alpha1.Rollout
+				if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: args[0]}, &ro); err != nil {
+					return explainRolloutError(err, args[0])
+				}
+				name := wave
+				if name == "" {
+					for _, w := range ro.Status.Waves {
+						if w.State == string(waves.AwaitingApproval) {
+							name = w.Name
+						}
 					}
 				}
-			}
-			if name == "" {
-				return fmt.Errorf("Rollout %s/%s has no wave waiting for approval: name one with --wave", ns, ro.Name)
-			}
-			if !hasWave(&ro, name) {
-				return fmt.Errorf("Rollout %s/%s has no wave %q: its waves are %s", ns, ro.Name, name, waveNames(&ro))
-			}
-			if ro.Status.Target == "" {
-				return fmt.Errorf("Rollout %s/%s has no target yet: wait until the controller has looked at it (berth rollout status %s)", ns, ro.Name, ro.Name)
-			}
-			value := waves.ApprovalFor(name, ro.Status.Target)
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.ApprovedAnnotation, value)
-			if err := c.Patch(ctx, &ro, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-				return explainRolloutError(err, ro.Name)
-			}
-			fmt.Fprintf(streams.Out, "Rollout %s/%s: wave %s approved for target %s\n", ns, ro.Name, name, ro.Status.Target)
-			return nil
+				if name == "" {
+					return fmt.Errorf("Rollout %s/%s has no wave waiting for approval: name one with --wave", ns, ro.Name)
+				}
+				if !hasWave(&ro, name) {
+					return fmt.Errorf("Rollout %s/%s has no wave %q: its waves are %s", ns, ro.Name, name, waveNames(&ro))
+				}
+				if ro.Status.Target == "" {
+					return fmt.Errorf("Rollout %s/%s has no target yet: wait until the controller has looked at it (berth rollout status %s)", ns, ro.Name, ro.Name)
+				}
+				value := waves.ApprovalFor(name, ro.Status.Target)
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.ApprovedAnnotation, value)
+				if err := c.Patch(ctx, &ro, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+					return explainRolloutError(err, ro.Name)
+				}
+				fmt.Fprintf(streams.Out, "Rollout %s/%s: wave %s approved for target %s\n", ns, ro.Name, name, ro.Status.Target)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&wave, "wave", "", "the wave to approve; default: the one waiting for approval")
@@ -257,25 +249,33 @@ func newRolloutPauseCommand(streams Streams, pause bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), rolloutTimeout)
-			defer cancel()
-			c, ns, err := releaseClient(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			ro := &v1alpha1.Rollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: args[0]}}
-			patch := fmt.Sprintf(`{"spec":{"paused":%t}}`, pause)
-			if err := c.Patch(ctx, ro, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-				return explainRolloutError(err, args[0])
-			}
-			word := "paused"
-			if !pause {
-				word = "resumed"
-			}
-			fmt.Fprintf(streams.Out, "Rollout %s/%s %s\n", ns, args[0], word)
-			return nil
+			return withRollouts(cmd, func(ctx context.Context, c client.Client, ns string) error {
+				ro := &v1alpha1.Rollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: args[0]}}
+				patch := fmt.Sprintf(`{"spec":{"paused":%t}}`, pause)
+				if err := c.Patch(ctx, ro, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+					return explainRolloutError(err, args[0])
+				}
+				word := "paused"
+				if !pause {
+					word = "resumed"
+				}
+				fmt.Fprintf(streams.Out, "Rollout %s/%s %s\n", ns, args[0], word)
+				return nil
+			})
 		},
 	}
+}
+
+// withRollouts runs fn with a client of the cluster and the namespace the flags of cmd select,
+// within rolloutTimeout.
+func withRollouts(cmd *cobra.Command, fn func(ctx context.Context, c client.Client, ns string) error) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), rolloutTimeout)
+	defer cancel()
+	c, ns, err := releaseClient(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, c, ns)
 }
 
 // explainRolloutError says what to do about an error reading or writing the Rollout name.

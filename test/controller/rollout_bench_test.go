@@ -6,13 +6,9 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/berthdev/berth/api/v1alpha1"
 	"github.com/berthdev/berth/internal/testenv"
-	"github.com/berthdev/berth/test/berthtest"
-	"github.com/berthdev/berth/test/releasetest"
 )
 
 // rolloutSoak is each cluster's watch window in BenchmarkRollout.
@@ -23,25 +19,9 @@ const rolloutSoak = 5 * time.Second
 // last wave Complete against its floor, the soak times one after another (x-floor), and the
 // requests the controller made of each cluster (as the Releases' account) for one rollout.
 func BenchmarkRollout(b *testing.B) {
-	env := testenv.New(b)
-	c := releasetest.Client(b, env)
+	f := startFleetOfFive(b, "ok", rolloutSoak)
+	env, c, clusters, ctl, ro := f.env, f.c, f.clusters, f.ctl, f.ro
 	names := []string{"a", "b", "c", "d", "e"}
-	clusters := startWorkloads(b, env, names...)
-	defaultReadsSecrets(b, env)
-	chart := berthtest.WriteChart(b, "watched", berthtest.WatchedChart("ok"))
-	repo := berthtest.NewChartRepo(b, berthtest.ChartRepoOptions{}, chart)
-	ctl := newController(b, env)
-	ctl.start()
-	ro := rollout(b, env.Namespace, repo.URL,
-		v1alpha1.Wave{Name: "one", Clusters: []v1alpha1.WaveCluster{cluster("a")}},
-		v1alpha1.Wave{Name: "two", Clusters: []v1alpha1.WaveCluster{cluster("b"), cluster("c")}},
-		v1alpha1.Wave{Name: "three", Clusters: []v1alpha1.WaveCluster{cluster("d"), cluster("e")}})
-	ro.Spec.Template.Spec = releaseOf(b, env.Namespace, "web", repo.URL, "watched", "deployer", "{}").Spec
-	ro.Spec.Template.Spec.Upgrade = &v1alpha1.UpgradeSpec{WatchSpec: v1alpha1.WatchSpec{WatchFor: &metav1.Duration{Duration: rolloutSoak}}}
-	if err := c.Create(b.Context(), ro); err != nil {
-		b.Fatal(err)
-	}
-	rolloutCondition(b, c, env.Namespace, "web", "Complete")
 	account := "system:serviceaccount:" + env.Namespace + ":deployer"
 
 	var elapsed time.Duration

@@ -377,25 +377,8 @@ func TestRolloutResumesAfterTheControllerIsKilled(t *testing.T) {
 // rollout halts, rolls back the second wave, then the first, each cluster's Helm history saying
 // why, and the third wave never changes.
 func TestRolloutUndoesADegradedWave(t *testing.T) {
-	env := testenv.New(t)
-	c := releasetest.Client(t, env)
-	clusters := startWorkloads(t, env, "a", "b", "c", "d", "e")
-	defaultReadsSecrets(t, env)
-	chart := berthtest.WriteChart(t, "watched", berthtest.WatchedChart("panic: out of memory"))
-	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, chart)
-	ctl := newController(t, env)
-	ctl.start()
-	ro := rollout(t, env.Namespace, repo.URL,
-		v1alpha1.Wave{Name: "one", Clusters: []v1alpha1.WaveCluster{cluster("a")}},
-		v1alpha1.Wave{Name: "two", Clusters: []v1alpha1.WaveCluster{cluster("b"), cluster("c")}},
-		v1alpha1.Wave{Name: "three", Clusters: []v1alpha1.WaveCluster{cluster("d"), cluster("e")}})
-	ro.Spec.Template.Spec = releaseOf(t, env.Namespace, "web", repo.URL, "watched", "deployer", "{}").Spec
-	ro.Spec.Template.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Minute}
-	ro.Spec.Template.Spec.Upgrade = &v1alpha1.UpgradeSpec{WatchSpec: v1alpha1.WatchSpec{WatchFor: &metav1.Duration{Duration: 30 * time.Second}}}
-	if err := c.Create(t.Context(), ro); err != nil {
-		t.Fatal(err)
-	}
-	rolloutCondition(t, c, env.Namespace, "web", "Complete")
+	f := startFleetOfFive(t, "panic: out of memory", 30*time.Second)
+	env, c, clusters, ctl, ro := f.env, f.c, f.clusters, f.ctl, f.ro
 
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(ro), ro); err != nil {
 		t.Fatal(err)
@@ -429,4 +412,36 @@ func TestRolloutUndoesADegradedWave(t *testing.T) {
 		t.Errorf("helm history in cluster a does not show the rollback and its reason:\n%s", out)
 	}
 	ctl.running()
+}
+
+// fleetOfFive is a Rollout of the watched chart over five clusters in waves of one (a), two (b, c)
+// and two (d, e), each cluster's upgrades soaked for a watch window, installed and Complete.
+type fleetOfFive struct {
+	env      *testenv.Env
+	c        client.Client
+	clusters map[string]workload
+	ctl      *controllerProcess
+	ro       *v1alpha1.Rollout
+}
+
+// startFleetOfFive starts the fleet, its Pods logging log when they crash, each upgrade soaked for soak.
+func startFleetOfFive(t testing.TB, log string, soak time.Duration) fleetOfFive {
+	env := testenv.New(t)
+	f := fleetOfFive{env: env, c: releasetest.Client(t, env), clusters: startWorkloads(t, env, "a", "b", "c", "d", "e")}
+	defaultReadsSecrets(t, env)
+	repo := berthtest.NewChartRepo(t, berthtest.ChartRepoOptions{}, berthtest.WriteChart(t, "watched", berthtest.WatchedChart(log)))
+	f.ctl = newController(t, env)
+	f.ctl.start()
+	f.ro = rollout(t, env.Namespace, repo.URL,
+		v1alpha1.Wave{Name: "one", Clusters: []v1alpha1.WaveCluster{cluster("a")}},
+		v1alpha1.Wave{Name: "two", Clusters: []v1alpha1.WaveCluster{cluster("b"), cluster("c")}},
+		v1alpha1.Wave{Name: "three", Clusters: []v1alpha1.WaveCluster{cluster("d"), cluster("e")}})
+	f.ro.Spec.Template.Spec = releaseOf(t, env.Namespace, "web", repo.URL, "watched", "deployer", "{}").Spec
+	f.ro.Spec.Template.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Minute}
+	f.ro.Spec.Template.Spec.Upgrade = &v1alpha1.UpgradeSpec{WatchSpec: v1alpha1.WatchSpec{WatchFor: &metav1.Duration{Duration: soak}}}
+	if err := f.c.Create(t.Context(), f.ro); err != nil {
+		t.Fatal(err)
+	}
+	rolloutCondition(t, f.c, env.Namespace, "web", "Complete")
+	return f
 }
