@@ -76,12 +76,15 @@ const Grace = 10 * time.Second
 // long after the deadline is not said. As an operation's writes check its lease first (see
 // session.guard), the caller checks before such a write that it still holds what lets it write.
 func Graced(ctx context.Context) (context.Context, context.CancelFunc) {
-	end := time.Now().Add(Grace)
-	if dl, ok := ctx.Deadline(); ok && dl.Add(Grace).Before(end) {
-		end = dl.Add(Grace)
+	cause := fmt.Errorf("what had to be said after the work's end took over %s", Grace)
+	graced, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), Grace, cause)
+	dl, ok := ctx.Deadline()
+	if !ok || !dl.Add(Grace).Before(time.Now().Add(Grace)) {
+		return graced, cancel
 	}
-	grace := time.Until(end)
-	return context.WithTimeoutCause(context.WithoutCancel(ctx), grace, fmt.Errorf("what had to be said after the work's end took over %s", Grace))
+	// The work's deadline passed: its grace ends earlier than Grace from now.
+	bounded, cancelBounded := context.WithDeadlineCause(graced, dl.Add(Grace), cause)
+	return bounded, func() { cancelBounded(); cancel() }
 }
 
 // writeContext is the context of a write that must be made even when ctx ended (the deadline, a
