@@ -52,17 +52,27 @@ func RunCosign(t testing.TB, env CosignEnv, args ...string) (stdout, stderr stri
 	if err != nil {
 		t.Fatalf("build cosign: %v", err)
 	}
+	return runIsolated(t, bin, env.Dir, args, func(home string) []string {
+		return []string{"DOCKER_CONFIG=" + filepath.Join(home, ".docker"), "TUF_ROOT=" + filepath.Join(home, ".sigstore", "root"),
+			"COSIGN_PASSWORD=" + env.Password}
+	})
+}
+
+// runIsolated runs the tool bin with args in dir, with a new empty HOME (and TMPDIR) and no
+// network but the loopback one: every request to another host goes through a proxy that refuses
+// it. Its environment is PATH, those, and what extra gives for the home.
+func runIsolated(t testing.TB, bin, dir string, args []string, extra func(home string) []string) (stdout, stderr string, err error) {
+	t.Helper()
 	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no network in a berth test: "+r.Host, http.StatusForbidden)
 	}))
 	defer refuse.Close()
 	home := t.TempDir()
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = env.Dir
-	// Loopback hosts (the test's registry) are never proxied; everything else is refused.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home,
-		"DOCKER_CONFIG=" + filepath.Join(home, ".docker"), "TUF_ROOT=" + filepath.Join(home, ".sigstore", "root"),
-		"HTTPS_PROXY=" + refuse.URL, "HTTP_PROXY=" + refuse.URL, "NO_PROXY=", "COSIGN_PASSWORD=" + env.Password, "NO_COLOR=1"}
+	cmd.Dir = dir
+	// Loopback hosts (a test's registry) are never proxied; everything else is refused.
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home,
+		"HTTPS_PROXY=" + refuse.URL, "HTTP_PROXY=" + refuse.URL, "NO_PROXY=", "NO_COLOR=1"}, extra(home)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()

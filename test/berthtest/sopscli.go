@@ -1,11 +1,7 @@
 package berthtest
 
 import (
-	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,20 +41,10 @@ func runSOPS(t testing.TB, env []string, args []string) (stdout, stderr string, 
 	if err != nil {
 		t.Fatalf("build sops: %v", err)
 	}
-	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "no network in a berth test: "+r.Host, http.StatusForbidden)
-	}))
-	defer refuse.Close()
-	home := t.TempDir()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "GNUPGHOME=" + filepath.Join(home, ".gnupg"),
-		"HTTPS_PROXY=" + refuse.URL, "HTTP_PROXY=" + refuse.URL, "NO_PROXY=", "SOPS_DISABLE_VERSION_CHECK=1", "NO_COLOR=1"}, env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	return out.String(), errOut.String(), err
+	return runIsolated(t, bin, t.TempDir(), args, func(home string) []string {
+		return append([]string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "GNUPGHOME=" + filepath.Join(home, ".gnupg"),
+			"SOPS_DISABLE_VERSION_CHECK=1"}, env...)
+	})
 }
 
 // SOPSEncryptCLI encrypts the values document plain, of format (yaml or json), with the sops
