@@ -65,8 +65,8 @@ type decrypter struct {
 
 // decrypt decrypts the sources that ask for it, in place, and refuses one that holds a SOPS
 // document without asking. It returns the paths of the values the documents held encrypted.
-func (d *decrypter) decrypt(ctx context.Context, sources []inputs.ValuesSource) ([]sopsvalues.Path, error) {
-	var paths []sopsvalues.Path
+func (d *decrypter) decrypt(ctx context.Context, sources []inputs.ValuesSource) ([][]string, error) {
+	var paths [][]string
 	for i := range sources {
 		s := &sources[i]
 		if s.Missing {
@@ -106,7 +106,9 @@ func (d *decrypter) decrypt(ctx context.Context, sources []inputs.ValuesSource) 
 		if err != nil {
 			return nil, fail(err)
 		}
-		paths = append(paths, sopsvalues.EncryptedPaths(s.Data)...)
+		for _, p := range sopsvalues.EncryptedPaths(s.Data) {
+			paths = append(paths, p)
+		}
 		s.Data = plain
 	}
 	return paths, nil
@@ -173,13 +175,4 @@ func decryptionKeysMissing(err error) error {
 		return missing
 	}
 	return err
-}
-
-// pathsOf are paths as lists of keys.
-func pathsOf(paths []sopsvalues.Path) [][]string {
-	out := make([][]string, len(paths))
-	for i, p := range paths {
-		out[i] = p
-	}
-	return out
 }

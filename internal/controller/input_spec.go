@@ -13,7 +13,6 @@ import (
 	"github.com/berthdev/berth/internal/controller/inputs"
 	"github.com/berthdev/berth/internal/lifecycle"
 	"github.com/berthdev/berth/internal/readiness"
-	"github.com/berthdev/berth/internal/sopsvalues"
 	"github.com/berthdev/berth/internal/source"
 )
 
@@ -40,7 +39,7 @@ type desired struct {
 	// EncryptedValues are the paths of the values that valuesFrom's SOPS documents held
 	// encrypted, once resolveValues decrypted them: the release records them, and berth
 	// masks what is there where it shows values.
-	EncryptedValues   []sopsvalues.Path
+	EncryptedValues   [][]string
 	Interval, Timeout time.Duration
 	Install           v1alpha1.InstallSpec
 	Upgrade           v1alpha1.UpgradeSpec

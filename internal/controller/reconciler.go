@@ -245,7 +245,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request, rel *v1alpha1.R
 		return nil, inputFailed(rel, d, err), r.patchStatus(ctx, orig, rel)
 	}
 	// The values are known: what is written from here on goes without them.
-	redact := status.NewSecretFirstRedactor(d.Values, pathsOf(d.EncryptedValues), rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace, d.ServiceAccount, ch.chart.Name())
+	redact := status.NewSecretFirstRedactor(d.Values, d.EncryptedValues, rel.Name, rel.Namespace, d.ReleaseName, d.TargetNamespace, d.ServiceAccount, ch.chart.Name())
 	ctx = status.Redacting(ctx, redact)
 	// spec.timeout bounds the reconcile, the fetch included: the operation has what is left.
 	d.Timeout = workLeft(ctx, timeLeft(d.Timeout, took))
@@ -439,7 +439,7 @@ func (r *Reconciler) release(ctx, work context.Context, rel *v1alpha1.Release, d
 	// the spec gives none (as Flux's HelmRelease).
 	return revisionOf(lifecycle.Upgrade(ctx, deps, lifecycle.UpgradeOptions{
 		Name: d.ReleaseName, Namespace: d.TargetNamespace, Chart: ch.chart, Provenance: ch.proof, Values: d.Values, ValuesStrategy: chart.ValuesReset,
-		EncryptedValues: pathsOf(d.EncryptedValues),
+		EncryptedValues: d.EncryptedValues,
 		Install:         true, HistoryMax: d.HistoryMax, Capabilities: caps,
 		WaitOptions: d.wait(upgrade.OperationSpec, d.UpgradeWatch), NoHooks: upgrade.DisableHooks, RollbackOnFailure: upgrade.RollbackOnFailure,
 		CreateNamespace: install.CreateNamespace, CRDs: crdPolicy(upgrade.CRDs), ForceReplace: upgrade.Force,
