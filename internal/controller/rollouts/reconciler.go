@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/waves"
 )
 
@@ -236,21 +237,8 @@ func rollbackReason(ro *v1alpha1.Rollout, f *waves.Failure) string {
 	if f != nil && f.Wave >= 0 && f.Wave < len(ro.Status.Waves) && f.Cluster >= 0 && f.Cluster < len(ro.Status.Waves[f.Wave].Clusters) {
 		msg = fmt.Sprintf("Rollout %s: cluster %s of wave %s %s", ro.Name, ro.Status.Waves[f.Wave].Clusters[f.Cluster].Name, ro.Status.Waves[f.Wave].Name, strings.ToLower(f.Reason))
 	}
-	return cut(msg, 200)
+	return status.CutMessage(msg, 200)
 }
-
-// cut is s cut to n bytes at a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // patchStatus writes ro's status if it changed from orig's.
 func (r *Reconciler) patchStatus(ctx context.Context, orig, ro *v1alpha1.Rollout) error {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berthdev/berth/api/v1alpha1"
+	"github.com/berthdev/berth/internal/controller/status"
 	"github.com/berthdev/berth/internal/waves"
 )
 
@@ -83,7 +84,7 @@ func statusOf(ro *v1alpha1.Rollout, p *plan, in waves.Input, plan waves.Plan, no
 			}
 			cs.Since = since(k.State, cs.State, k.Since)
 			if state != waves.Ready && state != waves.Pending && c.Observed.Message != "" {
-				cs.Message = cut(c.Observed.Message, maxMessage)
+				cs.Message = status.CutMessage(c.Observed.Message, maxMessage)
 			}
 			ws.Clusters = append(ws.Clusters, cs)
 			total++
@@ -111,7 +112,7 @@ func failureOf(in waves.Input, p *plan, f *waves.Failure, kept *v1alpha1.Rollout
 	}
 	return &v1alpha1.RolloutFailure{
 		Wave: in.Waves[f.Wave].Name, Cluster: in.Waves[f.Wave].Clusters[f.Cluster].Name, Release: p.waves[f.Wave][f.Cluster].release,
-		Reason: f.Reason, Message: cut(f.Message, maxMessage),
+		Reason: f.Reason, Message: status.CutMessage(f.Message, maxMessage),
 	}
 }
 
@@ -122,7 +123,7 @@ func conditions(ro *v1alpha1.Rollout, st *v1alpha1.RolloutStatus, in waves.Input
 		if is {
 			s = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: cut(msg, 4096), ObservedGeneration: ro.Generation})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: status.CutMessage(msg, 4096), ObservedGeneration: ro.Generation})
 	}
 	clusters := 0
 	for _, w := range in.Waves {
@@ -187,7 +188,7 @@ func conditions(ro *v1alpha1.Rollout, st *v1alpha1.RolloutStatus, in waves.Input
 
 // setCondition sets a condition of ro for its generation.
 func setCondition(ro *v1alpha1.Rollout, t string, is metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&ro.Status.Conditions, metav1.Condition{Type: t, Status: is, Reason: reason, Message: cut(msg, 4096), ObservedGeneration: ro.Generation})
+	meta.SetStatusCondition(&ro.Status.Conditions, metav1.Condition{Type: t, Status: is, Reason: reason, Message: status.CutMessage(msg, 4096), ObservedGeneration: ro.Generation})
 }
 
 // equalStatus says two statuses say the same.

@@ -19,6 +19,9 @@ const MaxConditionMessage = 32000
 // cutMark ends a message that was cut.
 const cutMark = " ... (cut)"
 
+// CutMessage cuts msg to at most n bytes on a rune boundary, ending it with a mark when cut.
+func CutMessage(msg string, n int) string { return cutMessage(msg, n) }
+
 // cutMessage cuts msg to at most n bytes on a rune boundary, ending it with cutMark when cut.
 func cutMessage(msg string, n int) string {
 	if len(msg) <= n {
