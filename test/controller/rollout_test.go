@@ -371,7 +371,7 @@ func TestRolloutResumesAfterTheControllerIsKilled(t *testing.T) {
 	ctl.running()
 }
 
-// TestRolloutUndoesADegradedWave is the rollout of the fleet: five clusters in waves of
+// TestRolloutUndoesADegradedWave is scenario W2: five clusters in waves of
 // one, two and two, each soaked 30s after Ready. A new version whose Pods crash twenty seconds
 // after they are Ready in one cluster of the second wave degrades there within its soak: the
 // rollout halts, rolls back the second wave, then the first, each cluster's Helm history saying
