@@ -109,6 +109,7 @@ each object is gone, and when something blocks, berth stops and names it.`,
 		}
 	}
 	cmd.AddCommand(newVersionCommand(streams))
+	cmd.AddCommand(newDashboardCommand(streams))
 	cmd.AddCommand(newStatusCommand(streams))
 	cmd.AddCommand(newListCommand(streams))
 	cmd.AddCommand(newHistoryCommand(streams))

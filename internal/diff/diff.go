@@ -217,36 +217,46 @@ func object(pv *lifecycle.Preview, step plan.Step, id resource.Identity, o Optio
 			out.Change = plan.Created
 		}
 	}
-	before, afterClean := clean(live), clean(after)
-	if id.Group == "" && id.Kind == "Secret" && !o.ShowSecrets {
-		maskSecret(before, afterClean)
-	}
-	if !o.ShowSecrets {
-		maskStrings(before, afterClean, o.Secrets)
-	}
-	a, err := toYAML(before)
-	if err != nil {
-		return out, fmt.Errorf("%s: %w", id, err)
-	}
-	b, err := toYAML(afterClean)
-	if err != nil {
-		return out, fmt.Errorf("%s: %w", id, err)
-	}
-	if a == b {
-		if out.Change == plan.Configured {
-			out.Change = plan.Unchanged
-		}
-		return out, nil
-	}
 	beforeLabel := fmt.Sprintf("%s (live)", id)
 	if live == nil {
 		beforeLabel = fmt.Sprintf("%s (absent)", id)
 	}
-	out.Diff, err = difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: lines(a), B: lines(b),
-		FromFile: beforeLabel, ToFile: afterLabel, Context: o.Context,
-	})
-	return out, err
+	d, err := Versions(id, live, after, beforeLabel, afterLabel, o)
+	if err != nil {
+		return out, err
+	}
+	if d == "" && out.Change == plan.Configured {
+		out.Change = plan.Unchanged
+	}
+	out.Diff = d
+	return out, nil
+}
+
+// Versions is the unified diff of two versions of the object id (either may be nil: absent),
+// each cleaned (Clean) and masked as o says: a Secret's values show only whether each changed,
+// and the texts of o.Secrets are masked, unless o.ShowSecrets. Empty when they read the same.
+func Versions(id resource.Identity, before, after *unstructured.Unstructured, beforeLabel, afterLabel string, o Options) (string, error) {
+	a, b := clean(before), clean(after)
+	if id.Group == "" && id.Kind == "Secret" && !o.ShowSecrets {
+		maskSecret(a, b)
+	}
+	if !o.ShowSecrets {
+		maskStrings(a, b, o.Secrets)
+	}
+	return textDiff(id, a, b, beforeLabel, afterLabel, o.Context)
+}
+
+// textDiff is the unified diff of the YAML of a and b; empty when they read the same.
+func textDiff(id resource.Identity, a, b map[string]any, beforeLabel, afterLabel string, context int) (string, error) {
+	ay, err := toYAML(a)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", id, err)
+	}
+	by, err := toYAML(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", id, err)
+	}
+	return Unified(ay, by, beforeLabel, afterLabel, context)
 }
 
 // Clean returns a copy of the object without what the API server keeps for itself and nobody
@@ -458,4 +468,13 @@ func (p painter) diff(d string) string {
 		}
 	}
 	return strings.Join(lines, "")
+}
+
+// Unified is the unified diff of two texts, labelled from and to, with context lines around each
+// change; empty when they are the same.
+func Unified(a, b, from, to string, context int) (string, error) {
+	if a == b {
+		return "", nil
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: lines(a), B: lines(b), FromFile: from, ToFile: to, Context: context})
 }
