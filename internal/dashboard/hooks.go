@@ -153,7 +153,7 @@ type stepView struct {
 	Done bool   `json:"done"`
 }
 
-// windowView is an operation's watch window (--watch-for).
+// windowView is an operation's watch window: how long its objects are watched once ready.
 type windowView struct {
 	Revision int       `json:"revision"`
 	Objects  int       `json:"objects"`

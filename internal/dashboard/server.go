@@ -54,7 +54,7 @@ type Options struct {
 	Holder string
 	// RequestTimeout bounds each request of a page; an action has its own Timeout.
 	RequestTimeout time.Duration
-	// ActionTimeout bounds a rollback or uninstall, as berth's --timeout does.
+	// ActionTimeout bounds a rollback or uninstall, as an operation's timeout does.
 	ActionTimeout time.Duration
 }
 
@@ -299,11 +299,11 @@ type InputError struct{ Msg string }
 
 func (e *InputError) Error() string { return e.Msg }
 
-// ActionsOffError refuses an action of a dashboard started without --allow-actions.
+// ActionsOffError refuses an action of a dashboard whose actions are off (Options.AllowActions).
 type ActionsOffError struct{}
 
 func (*ActionsOffError) Error() string {
-	return "actions are off: start berth dashboard with --allow-actions to roll back, uninstall or retry from the dashboard"
+	return "actions are off in this dashboard: it only reads"
 }
 
 // errorView is how an error reaches a page: its message, and the API server's reason when it
