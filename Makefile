@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all help build berth devcluster generate docs test test-tools test-shared fuzz demo bench bench-fleet clean
+.PHONY: all help build berth devcluster generate docs test test-tools test-shared fuzz demo demo-stop bench bench-fleet clean
 
 all: build
 
@@ -73,9 +73,14 @@ test-shared: devcluster
 	@test -d ../shared/charts || { echo "test-shared: ../shared/charts not found: the real charts must sit beside the repository"; exit 1; }
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags sharedcharts -run '^($(SHARED_TESTS))$$' ./internal/chart/ ./internal/cli/ ./test/lifecycle/ ./test/e2e/
 
-## demo: start a local cluster and show berth against it
+## demo: start a local cluster and show berth against it; the cluster keeps running, with the
+## demo's release, for berth dashboard (KUBECONFIG=bin/demo/kubeconfig bin/berth dashboard)
 demo: build
 	./scripts/demo.sh
+
+## demo-stop: stop the cluster make demo left running
+demo-stop:
+	./scripts/demo-stop.sh
 
 ## bench: berth against Helm v4 and the client-go floor on a local cluster (see bench/README.md),
 ## then large release records written, read and listed against Helm's, then berth controller

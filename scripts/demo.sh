@@ -3,7 +3,9 @@
 # chart examples/charts/shop through its lifecycle with bin/berth (install,
 # status, upgrade, history, rollback, uninstall, list), then again as a Release
 # of berth controller (install, upgrade, a failed upgrade rolled back,
-# deletion), and stops the cluster.
+# deletion). It ends with the shop installed and upgraded once more, and leaves
+# the cluster running for berth dashboard (its kubeconfig: bin/demo/kubeconfig;
+# make demo-stop stops it). DEMO_KEEP=0 stops the cluster instead.
 # Every step must succeed. berth prints its progress (steps, hooks, objects) to
 # stderr and its results to stdout; both are shown. Run it with `make demo`,
 # which builds the binaries first.
@@ -15,7 +17,12 @@ release=shop
 namespace=shop
 
 ready_timeout=${READY_TIMEOUT:-120}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/berth-demo.XXXXXX")
+keep=${DEMO_KEEP:-1}
+# The cluster lives in bin/demo, so that berth dashboard finds it after the demo; the
+# cluster of an earlier demo is stopped first.
+dir=$PWD/bin/demo
+scripts/demo-stop.sh
+mkdir -p "$dir"
 pid=
 controller=
 
@@ -65,7 +72,7 @@ cleanup() {
 			echo "--- $log (last 20 lines)" >&2
 			tail -n 20 "$log" >&2
 		done
-	else
+	elif [[ $keep != 1 ]]; then
 		rm -rf "$dir"
 	fi
 }
@@ -78,6 +85,7 @@ say "starting a local cluster in $dir"
 start=$SECONDS
 bin/berth-devcluster up --dir "$dir" >"$dir/stdout" 2>"$dir/stderr" &
 pid=$!
+echo "$pid" >"$dir/pid"
 
 ready=
 while [[ -z $ready ]]; do
@@ -152,6 +160,20 @@ kill -TERM "$controller"
 wait "$controller" || true
 controller=
 
+# What berth dashboard shows after the demo: the shop installed, with its hooks,
+# and upgraded, so that its history has two revisions to compare.
+berth install "$release" "$chart" -n "$namespace" --wait
+berth upgrade "$release" "$chart" -n "$namespace" --set replicaCount=2 --wait
+
+if [[ $keep == 1 ]]; then
+	say "the cluster keeps running for berth dashboard"
+	echo "  KUBECONFIG=$dir/kubeconfig bin/berth dashboard"
+	echo "shows the shop, its history, its diff, its objects and its hooks; make demo-stop stops the cluster."
+	pid=
+	say "demo finished in $(since "$demo_start")"
+	exit 0
+fi
+
 say "stopping the cluster"
 kill -TERM "$pid"
 if wait "$pid"; then
@@ -163,5 +185,6 @@ else
 	exit 1
 fi
 pid=
+rm -f "$dir/pid"
 
 say "demo finished in $(since "$demo_start")"
