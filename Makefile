@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all help build berth devcluster generate docs test test-tools test-shared fuzz demo demo-stop bench bench-fleet clean
+.PHONY: all help build berth devcluster generate docs test test-tools browser test-shared fuzz demo demo-stop bench bench-fleet clean
 
 all: build
 
@@ -45,7 +45,7 @@ docs:
 ## test: run every test, unit and integration (integration tests start devclusters), then each
 ## fuzz target for FUZZTIME_SHORT beyond its seed corpus
 FUZZTIME_SHORT ?= 5s
-test: devcluster test-tools
+test: devcluster test-tools browser
 	@rm -f bin/crash-summary.txt
 	BERTH_CRASH_SUMMARY=$(CURDIR)/bin/crash-summary.txt $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@cat bin/crash-summary.txt 2>/dev/null || true
@@ -58,6 +58,28 @@ test: devcluster test-tools
 test-tools:
 	$(GO) -C test/tools/cosign tool cosign version >/dev/null
 	$(GO) -C test/tools/sops tool sops --disable-version-check --version >/dev/null
+
+## browser: install Debian's chromium for the dashboard's browser tests when it is missing (nothing
+## to do when BERTH_CHROMIUM is set, or chromium or chromium-browser is on PATH); apt-get runs as
+## root: through sudo when make runs as another user
+browser:
+	@if [ -n "$$BERTH_CHROMIUM" ]; then \
+		command -v "$$BERTH_CHROMIUM" >/dev/null || { echo "browser: BERTH_CHROMIUM=$$BERTH_CHROMIUM: not found"; exit 1; }; \
+	elif command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then \
+		:; \
+	else \
+		missing="browser: chromium is not on PATH: install Debian's chromium package (apt-get install chromium) or set BERTH_CHROMIUM to a Chromium"; \
+		command -v apt-get >/dev/null || { echo "$$missing (there is no apt-get here to do it)"; exit 1; }; \
+		sudo=; \
+		if [ "$$(id -u)" -ne 0 ]; then \
+			command -v sudo >/dev/null || { echo "$$missing (run make browser as root: there is no sudo here)"; exit 1; }; \
+			sudo=sudo; \
+		fi; \
+		echo "browser: installing Debian's chromium package"; \
+		$$sudo apt-get update && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium || \
+			{ echo "$$missing"; exit 1; }; \
+	fi
 
 ## fuzz: run every fuzz target of the module for FUZZTIME each (scripts/fuzz.sh); a failing input
 ## is saved under its package's testdata/fuzz and becomes a regression test once committed
