@@ -88,13 +88,15 @@ spec:
 	p.Navigate(base + "/")
 	p.Type("#namespace-filter", env.Namespace)
 	p.WaitText("#page-info", fmt.Sprintf("of %d", len(want)))
+	// The rows, read at once: the page draws them anew whenever the cluster changes.
+	var rows map[string][]string
+	p.Eval(`Object.fromEntries(Array.from(document.querySelectorAll("#release-table tbody tr")).map((tr) =>
+		[tr.dataset.release, [".name", ".revision", ".status", ".chart", ".app-version"].map((c) => tr.querySelector(c).textContent.trim())]))`, &rows)
 	for _, e := range want {
-		row := fmt.Sprintf(`#release-table tr[data-release="%s/%s"]`, e.Namespace, e.Name)
-		p.WaitText(row+" td.health", "") // the row is there
-		got := []string{p.Text(row + " .name"), p.Text(row + " .revision"), p.Text(row + " .status"), p.Text(row + " .chart"), p.Text(row + " .app-version")}
+		got := rows[e.Namespace+"/"+e.Name]
 		wantRow := []string{e.Name, e.Revision, e.Status, e.Chart, e.AppVersion}
-		for i := range got {
-			if !strings.Contains(got[i], wantRow[i]) {
+		for i := range wantRow {
+			if len(got) != len(wantRow) || !strings.Contains(got[i], wantRow[i]) {
 				t.Errorf("release %s: the page shows %q, berth list -A shows %q", e.Name, got, wantRow)
 				break
 			}

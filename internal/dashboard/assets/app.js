@@ -5,7 +5,7 @@
 
 const token = document.querySelector('meta[name="berth-token"]').content;
 const main = document.getElementById("main");
-const state = { config: null, context: "", events: null, eventsKey: "", refresh: null, timer: 0, list: { q: "", namespace: "", status: [], offset: 0, sort: "name", tab: "helm" }, rel: { tab: "objects", from: 0, to: "", what: "manifest" } };
+const state = { result: null, config: null, context: "", events: null, eventsKey: "", refresh: null, timer: 0, list: { q: "", namespace: "", status: [], offset: 0, sort: "name", tab: "helm" }, rel: { tab: "objects", from: 0, to: "", what: "manifest" } };
 
 // h builds an element: h("td", {class: "x"}, "text", child…). Text is always text, never HTML.
 function h(tag, attrs, ...children) {
@@ -20,6 +20,11 @@ function h(tag, attrs, ...children) {
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return el;
+}
+
+// fill replaces the children of el with children, leaving out what is null, undefined or false.
+function fill(el, ...children) {
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c !== undefined && c !== null && c !== false));
 }
 
 async function api(path, params) {
@@ -54,6 +59,9 @@ function tone(s) {
   }
 }
 const badge = (s, cls) => h("span", { class: "badge " + tone(s) + (cls ? " " + cls : "") }, s || "unknown");
+// readyBadge says whether a Release object is Ready, from its Ready condition's status.
+const readyBadge = (o) => o.suspended ? badge("suspended") : h("span", { class: "badge " + (o.ready === "True" ? "ok" : o.ready === "False" ? "bad" : "none") },
+  o.ready === "True" ? "Ready" : o.ready === "False" ? "Not ready" : "Unknown");
 const when = (t) => (t ? new Date(t).toLocaleString() : "-");
 const errorBox = (e) => h("div", { class: "error", role: "alert" }, (e.reason ? e.reason + ": " : "") + e.message);
 
@@ -122,7 +130,7 @@ async function showReleases() {
   const tabs = h("div", { class: "tabs" },
     h("button", { id: "tab-helm", class: L.tab === "helm" ? "active" : "", onclick: () => { L.tab = "helm"; showReleases(); } }, "Releases"),
     h("button", { id: "tab-controller", class: L.tab === "controller" ? "active" : "", onclick: () => { L.tab = "controller"; showReleases(); } }, "Release objects (controller)"));
-  main.replaceChildren(h("h1", {}, "Releases"), tabs, h("div", { class: "panel" }, h("div", { class: "toolbar" }, search, nsInput, sort), chips, body));
+  fill(main, h("h1", {}, "Releases"), tabs, h("div", { class: "panel" }, h("div", { class: "toolbar" }, search, nsInput, sort), chips, body));
   let t = 0;
   const again = () => { L.offset = 0; clearTimeout(t); t = setTimeout(load, 200); };
   search.addEventListener("input", () => { L.q = search.value; again(); });
@@ -135,7 +143,7 @@ async function showReleases() {
       renderChips(chips, page.statuses, load);
       renderReleases(body, page, load);
     } catch (e) {
-      body.replaceChildren(errorBox(e));
+      fill(body, errorBox(e));
     }
   }
   state.refresh = load;
@@ -144,7 +152,7 @@ async function showReleases() {
 
 function renderChips(chips, counts, load) {
   const L = state.list;
-  chips.replaceChildren(...STATUSES.filter((s) => counts[s] || L.status.includes(s)).map((s) =>
+  fill(chips, ...STATUSES.filter((s) => counts[s] || L.status.includes(s)).map((s) =>
     h("button", { class: "chip" + (L.status.includes(s) ? " active" : ""), "data-status": s, onclick: () => {
       L.status = L.status.includes(s) ? L.status.filter((x) => x !== s) : [...L.status, s];
       L.offset = 0; load();
@@ -153,7 +161,7 @@ function renderChips(chips, counts, load) {
 
 function renderReleases(body, page, load) {
   const L = state.list;
-  if (page.total === 0) return body.replaceChildren(h("p", { class: "note", id: "no-releases" }, "No release matches."));
+  if (page.total === 0) return fill(body, h("p", { class: "note", id: "no-releases" }, "No release matches."));
   const rows = page.items.map((r) => {
     const key = r.namespace + "/" + r.name;
     return h("tr", { class: "clickable", "data-release": key, onclick: () => { location.hash = `#/r/${enc(state.context)}/${enc(r.namespace)}/${enc(r.name)}`; } },
@@ -170,7 +178,7 @@ function renderReleases(body, page, load) {
     h("span", { id: "page-info" }, `${page.offset + 1}–${last} of ${page.total}`),
     h("button", { id: "prev", disabled: page.offset === 0, onclick: () => { L.offset = Math.max(0, L.offset - page.limit); load(); } }, "Previous"),
     h("button", { id: "next", disabled: last >= page.total, onclick: () => { L.offset += page.limit; load(); } }, "Next"));
-  body.replaceChildren(table, pager);
+  fill(body, table, pager);
   loadHealth(page.items.map((r) => r.namespace + "/" + r.name));
 }
 
@@ -182,7 +190,7 @@ async function loadHealth(keys) {
       const cell = document.querySelector(`td[data-health="${CSS.escape(key)}"]`);
       if (!cell) continue;
       const label = v.state === "Ready" || v.total === 0 ? v.state : `${v.state} ${v.ready}/${v.total}`;
-      cell.replaceChildren(badge(label));
+      fill(cell, badge(label));
       cell.firstChild.className = "badge " + tone(v.state);
       if (v.message) cell.title = v.message;
     }
@@ -192,14 +200,14 @@ async function loadHealth(keys) {
 }
 
 function renderObjects(body, chips, list) {
-  chips.replaceChildren();
-  if (!list.served) return body.replaceChildren(h("p", { class: "note" }, "This cluster serves no Release objects: berth's controller and CRDs are not installed."));
-  if (list.items.length === 0) return body.replaceChildren(h("p", { class: "note" }, "No Release object."));
-  body.replaceChildren(h("table", { id: "object-table" },
+  fill(chips);
+  if (!list.served) return fill(body, h("p", { class: "note" }, "This cluster serves no Release objects: berth's controller and CRDs are not installed."));
+  if (list.items.length === 0) return fill(body, h("p", { class: "note" }, "No Release object."));
+  fill(body, h("table", { id: "object-table" },
     h("thead", {}, h("tr", {}, ["Name", "Namespace", "Ready", "Reason", "Release", "Revision", "Chart", "Blockers"].map((c) => h("th", {}, c)))),
     h("tbody", {}, list.items.map((o) => h("tr", { class: "clickable", "data-object": o.namespace + "/" + o.name, onclick: () => { location.hash = `#/o/${enc(state.context)}/${enc(o.namespace)}/${enc(o.name)}`; } },
       h("td", {}, h("a", { href: `#/o/${enc(state.context)}/${enc(o.namespace)}/${enc(o.name)}` }, o.name)), h("td", {}, o.namespace),
-      h("td", {}, badge(o.suspended ? "suspended" : o.ready)), h("td", { class: "msg", title: o.message }, o.reason),
+      h("td", {}, readyBadge(o)), h("td", { class: "msg", title: o.message }, o.reason),
       h("td", {}, o.targetNamespace + "/" + o.releaseName), h("td", {}, o.revision || "-"), h("td", {}, o.chart || "-"), h("td", {}, o.blockers))))));
 }
 
@@ -214,14 +222,14 @@ async function showRelease(ns, name) {
   const tabs = h("div", { class: "tabs", id: "release-tabs" }, tabNames.map(([id, label]) =>
     h("button", { id: "tab-" + id, class: R.tab === id ? "active" : "", onclick: () => { R.tab = id; showRelease(ns, name); } }, label)));
   const body = h("div", { id: "tab-body", class: "panel" }, h("p", { class: "spinner" }, "reading…"));
-  main.replaceChildren(h("p", {}, h("a", { href: "#/" }, "← Releases")), head, tabs, body);
+  fill(main, h("p", {}, h("a", { href: "#/" }, "← Releases")), head, tabs, body);
   async function load() {
     let rel;
     try {
       rel = await api("/api/release", { namespace: ns, name });
     } catch (e) {
-      head.replaceChildren(h("h1", {}, name), errorBox(e));
-      body.replaceChildren();
+      fill(head, h("h1", {}, name), errorBox(e));
+      fill(body);
       return;
     }
     renderHead(head, rel);
@@ -235,7 +243,7 @@ async function showRelease(ns, name) {
         case "doctor": return renderDoctor(body, await api("/api/doctor", { namespace: ns, name }));
       }
     } catch (e) {
-      body.replaceChildren(errorBox(e));
+      fill(body, errorBox(e));
     }
   }
   state.refresh = load;
@@ -250,7 +258,7 @@ function renderHead(head, rel) {
     if (rel.status !== "uninstalled") actions.append(h("button", { id: "action-uninstall", class: "danger", onclick: () => confirmAction({ action: "uninstall", namespace: rel.namespace, name: rel.name }) }, "Uninstall"));
   }
   const op = rel.operation;
-  head.replaceChildren(
+  fill(head, 
     h("h1", {}, h("span", { id: "release-name" }, rel.name), badge(rel.status, "release-status"), actions),
     h("div", { class: "panel facts" },
       h("div", {}, h("span", {}, "namespace"), rel.namespace), h("div", {}, h("span", {}, "revision"), h("b", { id: "release-revision" }, rel.revision)),
@@ -258,20 +266,20 @@ function renderHead(head, rel) {
       h("div", {}, h("span", {}, "updated"), when(rel.updated)), h("div", {}, h("span", {}, "description"), rel.description)),
     op ? h("div", { class: "blocker", id: "operation-banner" }, h("div", { class: "kind" }, op.live ? "operation in progress" : "interrupted operation"),
       op.live ? `${op.holder}, since ${when(op.since)}` : op.interrupted, op.next ? h("div", { class: "next" }, `berth recover ${rel.name} will ${op.next} (with --rollback: ${op.nextRollback})`) : null) : null,
-    h("div", { id: "action-result" }));
+    h("div", { id: "action-result" }, state.result));
 }
 
 function renderLive(body, v) {
   const rows = v.objects.map((o) => h("tr", { "data-object": objName(o) },
     h("td", {}, o.related ? "Pod (related)" : o.kind), h("td", { class: "object-name" }, o.namespace ? o.namespace + "/" + o.name : o.name),
     h("td", { class: "state" }, badge(o.terminating ? "Terminating" : o.state)), h("td", { class: "msg" }, o.message || "", o.blocker ? blockerBox(o.blocker) : null)));
-  body.replaceChildren(h("h2", {}, `Objects of revision ${v.revision}`), v.error ? errorBox({ message: v.error }) : null,
+  fill(body, h("h2", {}, `Objects of revision ${v.revision}`), v.error ? errorBox({ message: v.error }) : null,
     rows.length ? h("table", { id: "objects" }, h("thead", {}, h("tr", {}, ["Kind", "Name", "State", "Message"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
       : h("p", { class: "note" }, "The revision has no objects in the cluster."));
 }
 
 function renderHistory(body, rel) {
-  body.replaceChildren(h("h2", {}, "History"), h("ol", { class: "timeline", id: "history" }, rel.history.map((r) => h("li", { "data-revision": r.revision },
+  fill(body, h("h2", {}, "History"), h("ol", { class: "timeline", id: "history" }, rel.history.map((r) => h("li", { "data-revision": r.revision },
     h("div", { class: "rev" }, "#" + r.revision), h("div", {}, badge(r.status), h("div", { class: "when" }, when(r.updated))),
     h("div", { class: "desc" }, h("div", {}, r.description), h("div", { class: "note" }, `${r.chart} (app ${r.appVersion})`, r.valuesChanged ? h("span", { class: "tag" }, "values changed") : null),
       r.revision > 1 && rel.history.some((x) => x.revision < r.revision) ? h("a", { href: "#", onclick: (e) => { e.preventDefault(); Object.assign(state.rel, { tab: "diff", from: rel.history.find((x) => x.revision < r.revision).revision, to: String(r.revision) }); showRelease(rel.namespace, rel.name); } }, "diff with the revision before") : null)))));
@@ -289,24 +297,24 @@ async function renderDiff(body, rel, ns, name) {
   const out = h("div", { id: "diff-output" }, h("p", { class: "spinner" }, "comparing…"));
   const go = () => { R.from = Number(from.value); R.to = to.value; R.what = what.value; draw(); };
   [from, to, what].forEach((s) => s.addEventListener("change", go));
-  body.replaceChildren(h("div", { class: "toolbar" }, "compare", from, "with", to, "on", what), out);
+  fill(body, h("div", { class: "toolbar" }, "compare", from, "with", to, "on", what), out);
   async function draw() {
     try {
       const d = await api("/api/diff", { namespace: ns, name, from: R.from, to: R.to, what: R.what });
       const changed = d.files.filter((f) => f.change !== "unchanged");
-      out.replaceChildren(
+      fill(out, 
         h("p", { class: "note" }, `${changed.length} of ${d.files.length} ${d.what === "values" ? "" : "object(s) "}differ` + (d.masked ? "; Secrets and encrypted values are masked (berth dashboard --reveal-secrets shows them)" : "")),
         ...changed.map((f) => h("div", { class: "file", "data-file": f.name }, h("h2", {}, f.name, " ", badge(f.change)), f.diff ? diffBlock(f.diff) : null)));
     } catch (e) {
-      out.replaceChildren(errorBox(e));
+      fill(out, errorBox(e));
     }
   }
   await draw();
 }
 
 function renderHooks(body, rel) {
-  if (!rel.hooks.length) return body.replaceChildren(h("p", { class: "note" }, "The release has no hooks."));
-  body.replaceChildren(h("h2", {}, "Hooks of revision " + rel.revision), h("table", { id: "hooks" },
+  if (!rel.hooks.length) return fill(body, h("p", { class: "note" }, "The release has no hooks."));
+  fill(body, h("h2", {}, "Hooks of revision " + rel.revision), h("table", { id: "hooks" },
     h("thead", {}, h("tr", {}, ["Hook", "Events", "Weight", "Last run", "Started", "Completed", "Logs"].map((c) => h("th", {}, c)))),
     h("tbody", {}, rel.hooks.map((k) => h("tr", { "data-hook": k.name },
       h("td", {}, `${k.kind}/${k.name}`), h("td", {}, (k.events || []).join(", ")), h("td", {}, k.weight),
@@ -316,9 +324,9 @@ function renderHooks(body, rel) {
 
 function renderOperation(body, rel) {
   const op = rel.operation;
-  if (!op) return body.replaceChildren(h("p", { class: "note", id: "no-operation" }, "No operation is under way on this release, and none was left unfinished."));
+  if (!op) return fill(body, h("p", { class: "note", id: "no-operation" }, "No operation is under way on this release, and none was left unfinished."));
   const j = op.journal;
-  body.replaceChildren(h("h2", {}, op.live ? "Operation in progress" : "Interrupted operation"), op.error ? errorBox({ message: op.error }) : null,
+  fill(body, h("h2", {}, op.live ? "Operation in progress" : "Interrupted operation"), op.error ? errorBox({ message: op.error }) : null,
     op.live ? h("p", {}, `${op.holder}, since ${when(op.since)}`) : h("p", {}, op.interrupted),
     op.next ? h("p", {}, `berth recover ${rel.name} will ${op.next}; with --rollback: ${op.nextRollback}`) : null,
     j ? h("div", { id: "journal" }, h("p", {}, `Journal: ${j.operation} of revision ${j.revision}, ${j.state}, started ${when(j.started)}, updated ${when(j.updated)}`),
@@ -327,8 +335,8 @@ function renderOperation(body, rel) {
 }
 
 function renderDoctor(body, rep) {
-  if (!rep.findings.length) return body.replaceChildren(h("p", { class: "ok-note", id: "doctor-clean" }, `berth doctor found nothing (${rep.scope}).`));
-  body.replaceChildren(h("h2", {}, `berth doctor: ${rep.scope}`), h("div", { id: "doctor" }, rep.findings.map((f) => h("div", { class: "blocker finding " + f.severity, "data-check": f.check },
+  if (!rep.findings.length) return fill(body, h("p", { class: "ok-note", id: "doctor-clean" }, `berth doctor found nothing (${rep.scope}).`));
+  fill(body, h("h2", {}, `berth doctor: ${rep.scope}`), h("div", { id: "doctor" }, rep.findings.map((f) => h("div", { class: "blocker finding " + f.severity, "data-check": f.check },
     h("div", { class: "kind" }, `${f.severity}: ${f.check}`), h("div", {}, objName(f.object) + ": " + f.problem), h("div", {}, f.breaks), h("div", { class: "next" }, "fix: " + f.fix)))));
 }
 
@@ -343,33 +351,34 @@ async function confirmAction(a) {
   const ok = document.getElementById("confirm-button");
   title.textContent = a.action === "rollback" ? `Roll ${a.name} back to revision ${a.revision}?` : a.action === "retry" ? `Retry Release ${a.name}?` : `Uninstall ${a.name}?`;
   note.textContent = a.action === "retry" ? "The controller tries the Release again once, its failures counted anew." : "The plan, from the API server's dry run (nothing changed yet):";
-  planBox.replaceChildren(); blockers.replaceChildren();
+  fill(planBox); fill(blockers);
   ok.disabled = a.action !== "retry";
   dlg.showModal();
   document.getElementById("confirm-cancel").onclick = () => dlg.close();
   ok.onclick = async () => {
     ok.disabled = true;
-    const result = document.getElementById("action-result");
     dlg.close();
-    result.replaceChildren(h("p", { class: "spinner" }, `${a.action} under way…`));
+    // The result stays on the page when it is drawn anew (the cluster changes as the action goes).
+    const show = (el) => { state.result = el; const box = document.getElementById("action-result"); if (box) fill(box, el); };
+    show(h("p", { class: "spinner" }, `${a.action} under way…`));
     try {
       const r = await post("/api/" + a.action, a);
-      result.replaceChildren(h("div", { class: "ok-note", id: "action-done" }, r.message));
+      show(h("div", { class: "ok-note", id: "action-done" }, r.message));
     } catch (e) {
-      result.replaceChildren(h("div", { id: "action-error" }, errorBox(e), (e.blockers || []).map(blockerBox)));
+      show(h("div", { id: "action-error" }, errorBox(e), (e.blockers || []).map(blockerBox)));
     }
     state.refresh && state.refresh().then(() => {}, () => {});
   };
   if (a.action === "retry") return;
-  planBox.replaceChildren(h("span", { class: "spinner" }, "planning…"));
+  fill(planBox, h("span", { class: "spinner" }, "planning…"));
   try {
     const p = await post("/api/plan", a);
-    planBox.replaceChildren(diffBlock(p.text));
-    if (p.blocked) blockers.replaceChildren(h("div", { class: "error", id: "plan-blocked" }, "This would be blocked: " + p.blocked.split("\n")[0]), (p.blockers || []).map(blockerBox));
+    fill(planBox, diffBlock(p.text));
+    if (p.blocked) fill(blockers, h("div", { class: "error", id: "plan-blocked" }, "This would be blocked: " + p.blocked.split("\n")[0]), ...(p.blockers || []).map(blockerBox));
     ok.disabled = false;
   } catch (e) {
-    planBox.replaceChildren();
-    blockers.replaceChildren(errorBox(e), (e.blockers || []).map(blockerBox));
+    fill(planBox);
+    fill(blockers, errorBox(e), ...(e.blockers || []).map(blockerBox));
   }
 }
 
@@ -382,14 +391,14 @@ async function showObject(ns, name) {
     try {
       o = await api("/api/controller/release", { namespace: ns, name });
     } catch (e) {
-      main.replaceChildren(h("p", {}, h("a", { href: "#/" }, "← Releases")), h("h1", {}, "Release " + name), errorBox(e));
+      fill(main, h("p", {}, h("a", { href: "#/" }, "← Releases")), h("h1", {}, "Release " + name), errorBox(e));
       return;
     }
     const actions = h("div", { class: "actions" });
     if (state.config.allowActions) actions.append(h("button", { id: "action-retry", onclick: () => confirmAction({ action: "retry", namespace: ns, name }) }, "Retry"));
-    main.replaceChildren(h("p", {}, h("a", { href: "#/" }, "← Releases")),
-      h("h1", {}, "Release ", h("span", { id: "object-name" }, name), badge(o.suspended ? "suspended" : o.ready, "object-ready"), actions),
-      h("div", { id: "action-result" }),
+    fill(main, h("p", {}, h("a", { href: "#/" }, "← Releases")),
+      h("h1", {}, "Release ", h("span", { id: "object-name" }, name), readyBadge(o), actions),
+      h("div", { id: "action-result" }, state.result),
       h("div", { class: "panel facts" }, h("div", {}, h("span", {}, "namespace"), ns),
         h("div", {}, h("span", {}, "release"), h("a", { href: `#/r/${enc(state.context)}/${enc(o.targetNamespace)}/${enc(o.releaseName)}`, id: "produced" }, `${o.targetNamespace}/${o.releaseName}`), o.revision ? ` revision ${o.revision}` : ""),
         h("div", {}, h("span", {}, "chart"), o.chart || "-"), h("div", {}, h("span", {}, "generation"), `${o.observedGeneration} of ${o.generation}`),
@@ -397,7 +406,7 @@ async function showObject(ns, name) {
       h("div", { class: "grid2" },
         h("div", { class: "panel" }, h("h2", {}, "Conditions"), h("table", { id: "conditions" }, h("tbody", {}, (o.conditions || []).map((c) => h("tr", { "data-condition": c.type }, h("td", {}, c.type), h("td", {}, badge(c.status)), h("td", {}, c.reason), h("td", { class: "msg" }, c.message)))))),
         h("div", { class: "panel" }, h("h2", {}, "Blockers"), (o.blockerList || []).length ? h("div", { id: "object-blockers" }, o.blockerList.map((b) => blockerBox({ kind: b.kind, object: b.object, message: b.message, next: b.next }))) : h("p", { class: "note" }, "Nothing blocks it."),
-          h("h2", {}, "Depends on"), o.dependencies.length ? h("ul", {}, o.dependencies.map((d) => h("li", {}, h("a", { href: `#/o/${enc(state.context)}/${enc(d.namespace)}/${enc(d.name)}` }, d.name), " ", badge(d.ready), " ", d.reason || ""))) : h("p", { class: "note" }, "No dependency."))),
+          h("h2", {}, "Depends on"), o.dependencies.length ? h("ul", {}, o.dependencies.map((d) => h("li", {}, h("a", { href: `#/o/${enc(state.context)}/${enc(d.namespace)}/${enc(d.name)}` }, d.name), " ", readyBadge(d), " ", d.reason || ""))) : h("p", { class: "note" }, "No dependency."))),
       h("div", { class: "panel" }, h("h2", {}, "Events"), o.eventsError ? errorBox({ message: o.eventsError }) : null,
         o.events.length ? h("table", { id: "events" }, h("tbody", {}, o.events.map((e) => h("tr", {}, h("td", {}, when(e.last)), h("td", {}, badge(e.type === "Warning" ? "Warning" : "Normal")), h("td", {}, e.reason), h("td", { class: "msg" }, e.message), h("td", {}, "×" + e.count))))) : h("p", { class: "note" }, "No events.")),
       h("div", { class: "panel" }, h("h2", {}, "Operations"), (o.history || []).length ? h("table", {}, h("tbody", {}, o.history.map((op) => h("tr", {}, h("td", {}, op.operation), h("td", {}, badge(op.outcome)), h("td", {}, op.revision || "-"), h("td", {}, op.chartVersion || ""), h("td", {}, when(op.startedAt)))))) : h("p", { class: "note" }, "None yet.")));
@@ -411,6 +420,7 @@ async function showObject(ns, name) {
 const enc = encodeURIComponent;
 
 async function route() {
+  state.result = null;
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   if ((parts[0] === "r" || parts[0] === "o") && parts.length === 4) {
     if (state.config.contexts.includes(parts[1])) setContext(parts[1]);
@@ -428,7 +438,7 @@ async function start() {
   const res = await fetch("/api/config");
   state.config = await res.json();
   const sel = document.getElementById("context");
-  sel.replaceChildren(...state.config.contexts.map((c) => h("option", { value: c }, c || "(no context)")));
+  fill(sel, ...state.config.contexts.map((c) => h("option", { value: c }, c || "(no context)")));
   setContext(state.config.current);
   sel.addEventListener("change", () => { setContext(sel.value); state.list.offset = 0; location.hash = "#/"; route(); });
   document.getElementById("mode").textContent = (state.config.allowActions ? "actions allowed" : "read only") + (state.config.revealSecrets ? " · secrets revealed" : " · secrets masked");
