@@ -5,7 +5,7 @@ VERSION      ?= dev
 TEST_TIMEOUT ?= 30m
 LDFLAGS      := -X github.com/berthdev/berth/internal/version.Version=$(VERSION)
 
-.PHONY: all help build berth devcluster generate docs test test-tools browser test-shared fuzz demo demo-stop bench bench-fleet clean
+.PHONY: all help build berth devcluster generate docs test test-tools browser test-shared fuzz demo demo-stop dashboard-screenshots bench bench-fleet clean
 
 all: build
 
@@ -99,6 +99,15 @@ test-shared: devcluster
 ## demo's release, for berth dashboard (KUBECONFIG=bin/demo/kubeconfig bin/berth dashboard)
 demo: build
 	./scripts/demo.sh
+
+## dashboard-screenshots: run the dashboard's browser tests and copy the screenshots they take
+## into docs/images/dashboard, which docs/dashboard.md shows
+DASHBOARD_SHOTS := releases diff objects hooks release-object blocked-uninstall
+dashboard-screenshots: devcluster browser
+	rm -rf bin/artifacts/dashboard
+	BERTH_ARTIFACTS=$(CURDIR)/bin/artifacts/dashboard $(GO) test -count=1 ./test/dashboard
+	mkdir -p docs/images/dashboard
+	for f in $(DASHBOARD_SHOTS); do cp bin/artifacts/dashboard/*/$$f.png docs/images/dashboard/ || exit 1; done
 
 ## demo-stop: stop the cluster make demo left running
 demo-stop:

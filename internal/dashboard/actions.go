@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,11 +56,16 @@ type resultView struct {
 
 // readAction reads and checks an action request.
 func readAction(r *request, actions ...string) (actionRequest, error) {
-	var a actionRequest
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxActionBody+1))
 	if err != nil {
-		return a, err
+		return actionRequest{}, err
 	}
+	return parseAction(body, actions...)
+}
+
+// parseAction reads an action request a page sent: one of actions, naming a release.
+func parseAction(body []byte, actions ...string) (actionRequest, error) {
+	var a actionRequest
 	if len(body) > maxActionBody {
 		return a, &InputError{Msg: "the request is too large"}
 	}
@@ -69,12 +75,13 @@ func readAction(r *request, actions ...string) (actionRequest, error) {
 	if a.Namespace == "" || a.Name == "" {
 		return a, &InputError{Msg: "namespace and name of the release are needed"}
 	}
-	for _, want := range actions {
-		if a.Action == want {
-			return a, nil
-		}
+	if a.Revision < 0 {
+		return a, &InputError{Msg: fmt.Sprintf("revision %d: want a revision number", a.Revision)}
 	}
-	return a, &InputError{Msg: fmt.Sprintf("action %q: want one of %v", a.Action, actions)}
+	if !slices.Contains(actions, a.Action) {
+		return a, &InputError{Msg: fmt.Sprintf("action %q: want one of %v", a.Action, actions)}
+	}
+	return a, nil
 }
 
 // deps are an operation's collaborators on namespace, with the user's credentials. An action
