@@ -7,6 +7,8 @@ import (
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/cli/output"
+
+	"github.com/berthdev/berth/internal/release"
 )
 
 // addOutputFlag adds Helm's -o/--output flag (table, json or yaml; table by default).
@@ -32,17 +34,7 @@ func (o *outputValue) Set(s string) error {
 }
 
 // chartName prints a release's chart as Helm does: NAME-VERSION, or MISSING.
-func chartName(c *chart.Chart) string {
-	if c == nil || c.Metadata == nil {
-		return "MISSING"
-	}
-	return c.Name() + "-" + c.Metadata.Version
-}
+func chartName(c *chart.Chart) string { return release.ChartName(c) }
 
 // appVersion prints a release's chart's app version as Helm does, or MISSING.
-func appVersion(c *chart.Chart) string {
-	if c == nil || c.Metadata == nil {
-		return "MISSING"
-	}
-	return c.AppVersion()
-}
+func appVersion(c *chart.Chart) string { return release.AppVersion(c) }

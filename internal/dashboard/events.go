@@ -65,11 +65,7 @@ const heartbeat = 15 * time.Second
 // records and the workloads, Pods and leases in it. A page re-reads what it shows when told.
 // What the user may not watch is said once, in a "status" event.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get("context")
-	if name == "" {
-		name = s.opts.Current
-	}
-	clients, err := s.clientsOf(name)
+	clients, err := s.clientsOf(s.contextOf(r))
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	chart "helm.sh/helm/v4/pkg/chart/v2"
-
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/kube"
 	"github.com/berthdev/berth/internal/readiness"
@@ -116,27 +114,13 @@ func paging(offset, limit string) (int, int, error) {
 }
 
 func rowOf(rel *release.Release) releaseRow {
-	row := releaseRow{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version, Chart: chartName(rel.Chart), AppVersion: appVersion(rel.Chart)}
+	row := releaseRow{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version, Chart: release.ChartName(rel.Chart), AppVersion: release.AppVersion(rel.Chart)}
 	if rel.Info != nil {
 		row.Status, row.Updated = rel.Info.Status.String(), rel.Info.LastDeployed
 	}
 	return row
 }
 
-// chartName is a release's chart as Helm's list shows it (NAME-VERSION), or MISSING.
-func chartName(c *chart.Chart) string {
-	if c == nil || c.Metadata == nil {
-		return "MISSING"
-	}
-	return c.Name() + "-" + c.Metadata.Version
-}
-
-func appVersion(c *chart.Chart) string {
-	if c == nil || c.Metadata == nil {
-		return "MISSING"
-	}
-	return c.AppVersion()
-}
 
 // healthView is how a release's objects stand now: how many are ready, and the worst state.
 type healthView struct {
@@ -268,7 +252,7 @@ func (s *Server) release(r *request) (any, error) {
 		v.ChartVersion = last.Chart.Metadata.Version
 	}
 	for i, rel := range slices.Backward(history) {
-		rv := revisionView{Revision: rel.Version, Chart: chartName(rel.Chart), AppVersion: appVersion(rel.Chart)}
+		rv := revisionView{Revision: rel.Version, Chart: release.ChartName(rel.Chart), AppVersion: release.AppVersion(rel.Chart)}
 		if rel.Info != nil {
 			rv.Status, rv.Description, rv.Updated = rel.Info.Status.String(), rel.Info.Description, rel.Info.LastDeployed
 		}

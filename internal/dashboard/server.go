@@ -249,10 +249,7 @@ func (s *Server) api(h func(*request) (any, error)) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		name := r.URL.Query().Get("context")
-		if name == "" {
-			name = s.opts.Current
-		}
+		name := s.contextOf(r)
 		clients, err := s.clientsOf(name)
 		if err != nil {
 			writeError(w, statusOf(err), err)
@@ -265,6 +262,14 @@ func (s *Server) api(h func(*request) (any, error)) http.HandlerFunc {
 		}
 		writeJSON(w, v)
 	}
+}
+
+// contextOf is the context a request names, the current one when it names none.
+func (s *Server) contextOf(r *http.Request) string {
+	if name := r.URL.Query().Get("context"); name != "" {
+		return name
+	}
+	return s.opts.Current
 }
 
 // UnknownContextError names a context the kubeconfig does not have.
