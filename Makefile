@@ -116,14 +116,16 @@ demo-stop:
 ## bench: berth against Helm v4 and the client-go floor on a local cluster (see bench/README.md),
 ## then large release records written, read and listed against Helm's, then berth controller
 ## reconciling 100 and 1000 Releases at once, then berth doctor over a cluster of 2,000 more
-## objects; every part runs even when one misses a goal, and then make fails (berth-bench exits 2);
+## objects, then berth dashboard's release list with 1,000 releases (its API, and the page in a
+## Chromium that make browser installs); every part runs even when one misses a goal, and then
+## make fails (berth-bench exits 2);
 ## --report-only in BENCH_FLAGS, RECORDS_BENCH_FLAGS and CONTROLLER_BENCH_FLAGS only reports;
 ## BENCH_FLAGS passes flags to "berth-bench run", e.g. BENCH_FLAGS="--pairs 3 --cases large",
 ## RECORDS_BENCH_FLAGS to "berth-bench records", CONTROLLER_BENCH_FLAGS to "berth-bench controller"
 BENCH_FLAGS ?=
 RECORDS_BENCH_FLAGS ?=
 CONTROLLER_BENCH_FLAGS ?= --releases 100,1000 --controller-qps 20,1000 --hung 100 --interval 1m --steady 3m
-bench: build
+bench: build browser
 	$(GO) build -o bin/helm helm.sh/helm/v4/cmd/helm
 	$(GO) build -o bin/berth-bench ./bench
 	$(GO) build -o bin/berth-bench-measure ./bench/measure
@@ -135,6 +137,7 @@ bench: build
 	bin/berth-bench controller $(CONTROLLER_BENCH_FLAGS); rc=$$?; \
 	if [ $$rc -eq 2 ]; then missed=1; elif [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	$(GO) test -run '^$$' -bench BenchmarkDoctor -benchtime 5x ./test/doctor || exit $$?; \
+	$(GO) test -run '^$$' -bench BenchmarkDashboardReleases -benchtime 5x ./test/dashboard || exit $$?; \
 	if [ $$missed -ne 0 ]; then echo "bench: a goal was missed (the goals tables above say which)"; exit 2; fi
 
 ## bench-fleet: berth controller as 2 shards, and releasing into a second cluster, beside one
