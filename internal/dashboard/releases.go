@@ -121,7 +121,6 @@ func rowOf(rel *release.Release) releaseRow {
 	return row
 }
 
-
 // healthView is how a release's objects stand now: how many are ready, and the worst state.
 type healthView struct {
 	State   string `json:"state"`
