@@ -76,13 +76,13 @@ const Grace = 10 * time.Second
 // long after the deadline is not said. As an operation's writes check its lease first (see
 // session.guard), the caller checks before such a write that it still holds what lets it write.
 func Graced(ctx context.Context) (context.Context, context.CancelFunc) {
-	cause := fmt.Errorf("what had to be said after the work's end took over %s", Grace)
-	graced, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), Grace, cause)
+	graced, cancel := context.WithTimeout(context.WithoutCancel(ctx), Grace)
 	dl, ok := ctx.Deadline()
 	if !ok || !dl.Add(Grace).Before(time.Now().Add(Grace)) {
 		return graced, cancel
 	}
 	// The work's deadline passed: its grace ends earlier than Grace from now.
+	cause := fmt.Errorf("what had to be said after the work's end took over %s", Grace)
 	bounded, cancelBounded := context.WithDeadlineCause(graced, dl.Add(Grace), cause)
 	return bounded, func() { cancelBounded(); cancel() }
 }
