@@ -30,9 +30,9 @@ func buildOrdered(in Input, p *Plan) (*Plan, error) {
 	for i, b := range batches {
 		id := batchID(i)
 		what := fmt.Sprintf("batch %d of %d (%s)", i+1, len(batches), b.name)
-		for _, wave := range waves(resource.SortForInstall(b.objects)) {
-			kind := waveKind(wave)
-			ids := identities(wave)
+		for _, stage := range resource.InstallStages(resource.SortForInstall(b.objects)) {
+			kind := stageKind(stage)
+			ids := identities(stage)
 			if len(late) > 0 && slices.ContainsFunc(ids, func(id resource.Identity) bool { return slices.Contains(late, id) }) {
 				p.Steps = append(p.Steps, Step{ID: "validate/late", Action: Validate, Objects: late,
 					Reason: "objects of kinds the release's CRDs define, validated once those are Established; none is applied before all pass"})
@@ -40,8 +40,8 @@ func buildOrdered(in Input, p *Plan) (*Plan, error) {
 			}
 			p.Steps = append(p.Steps, Step{ID: "apply/" + id + "/" + kind, Action: Apply, Objects: ids,
 				Reason: what + ", install order: " + describeKind(kind)})
-			if isCRD(wave[0]) {
-				p.Steps = append(p.Steps, Step{ID: "wait-ready/" + id + "/" + kind, Action: WaitReady, Objects: ids,
+			if crds := identities(slices.DeleteFunc(slices.Clone(stage), notCRD)); len(crds) > 0 {
+				p.Steps = append(p.Steps, Step{ID: "wait-ready/" + id + "/" + crdKind, Action: WaitReady, Objects: crds,
 					Reason: "CustomResourceDefinitions must be Established before they are used"})
 			}
 		}

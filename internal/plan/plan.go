@@ -196,17 +196,17 @@ func build(in Input) (*Plan, error) {
 		p.Steps = append(p.Steps, validateLate)
 		late = nil
 	}
-	for _, wave := range waves(desired) {
-		kind := waveKind(wave)
-		ids := identities(wave)
+	for _, stage := range resource.InstallStages(desired) {
+		kind := stageKind(stage)
+		ids := identities(stage)
 		if len(late) > 0 && slices.ContainsFunc(ids, func(id resource.Identity) bool { return slices.Contains(late, id) }) {
 			validateLate.Reason = "objects of kinds the release's CRDs define, validated once those are Established; none is applied before all pass"
 			p.Steps = append(p.Steps, validateLate)
 			late = nil
 		}
 		p.Steps = append(p.Steps, Step{ID: "apply/" + kind, Action: Apply, Objects: ids, Reason: "install order: " + describeKind(kind)})
-		if isCRD(wave[0]) {
-			p.Steps = append(p.Steps, Step{ID: "wait-ready/" + kind, Action: WaitReady, Objects: ids,
+		if crds := identities(slices.DeleteFunc(slices.Clone(stage), notCRD)); len(crds) > 0 {
+			p.Steps = append(p.Steps, Step{ID: "wait-ready/" + crdKind, Action: WaitReady, Objects: crds,
 				Reason: "CustomResourceDefinitions must be Established before they are used"})
 		}
 	}
@@ -263,6 +263,11 @@ func (p *Plan) gone(in Input, seen map[resource.Identity]bool) []*unstructured.U
 
 func isCRD(obj *unstructured.Unstructured) bool { return obj.GetKind() == "CustomResourceDefinition" }
 
+func notCRD(obj *unstructured.Unstructured) bool { return !isCRD(obj) }
+
+// crdKind is the group and kind of CustomResourceDefinitions, as a step names them.
+const crdKind = "CustomResourceDefinition.apiextensions.k8s.io"
+
 // waves splits sorted objects into runs of one kind (and group). Objects of kinds Helm's order does
 // not name (custom resources, mostly) come last and make one run: Helm gives them no order beyond
 // their names, and one step at a time would make each wait on the slowest object of the last;
@@ -292,9 +297,28 @@ func waveKind(wave []*unstructured.Unstructured) string {
 	return gk.String()
 }
 
+// stageKind names a stage of InstallStages: its group and kind, its kinds joined by "+" when
+// it has several of Helm's order, or otherKinds for several kinds the order does not name (a
+// stage of those has no other).
+func stageKind(stage []*unstructured.Unstructured) string {
+	var kinds []string
+	for _, obj := range stage {
+		if gk := resource.IdentityOf(obj).GroupKind().String(); !slices.Contains(kinds, gk) {
+			kinds = append(kinds, gk)
+		}
+	}
+	if len(kinds) > 1 && !resource.Ordered(stage[len(stage)-1].GetKind()) {
+		return otherKinds
+	}
+	return strings.Join(kinds, "+")
+}
+
 func describeKind(kind string) string {
-	if kind == otherKinds {
+	switch {
+	case kind == otherKinds:
 		return "kinds Helm's order does not name, together, after the others"
+	case strings.Contains(kind, "+"):
+		return strings.ReplaceAll(kind, "+", ", ") + ", together: none depends on another"
 	}
 	return kind
 }

@@ -69,10 +69,9 @@ func TestBuildInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"apply/ConfigMap: ConfigMap/ns/settings, ConfigMap/ns/other",
-		"apply/CustomResourceDefinition.apiextensions.k8s.io: CustomResourceDefinition.apiextensions.k8s.io/shirts.stable.example.com",
+		// ConfigMaps, CRDs and Services depend on none of each other: one stage.
+		"apply/ConfigMap+CustomResourceDefinition.apiextensions.k8s.io+Service: ConfigMap/ns/settings, ConfigMap/ns/other, CustomResourceDefinition.apiextensions.k8s.io/shirts.stable.example.com, Service/ns/web",
 		"wait-ready/CustomResourceDefinition.apiextensions.k8s.io: CustomResourceDefinition.apiextensions.k8s.io/shirts.stable.example.com",
-		"apply/Service: Service/ns/web",
 		"apply/Deployment.apps: Deployment.apps/ns/web",
 		"apply/other-kinds: Shirt.stable.example.com/ns/s, Shirt.beta.example.com/ns/s",
 		"wait-ready: ConfigMap/ns/settings, ConfigMap/ns/other, CustomResourceDefinition.apiextensions.k8s.io/shirts.stable.example.com, Service/ns/web, Deployment.apps/ns/web, Shirt.stable.example.com/ns/s, Shirt.beta.example.com/ns/s",

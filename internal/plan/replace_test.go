@@ -29,12 +29,15 @@ func TestBuildReplaces(t *testing.T) {
 	}
 	var got []string
 	for _, s := range p.Steps {
-		if s.Action == Delete || s.Action == WaitAbsent || strings.HasPrefix(s.ID, "apply/Service") || strings.HasPrefix(s.ID, "apply/Deployment") {
+		if s.Action == Delete || s.Action == WaitAbsent || strings.HasSuffix(s.ID, "Service") || strings.HasPrefix(s.ID, "apply/Deployment") {
 			got = append(got, s.ID)
 		}
 	}
+	// The Service is applied in one stage with the ConfigMaps and the CRD (none depends on
+	// another); only the Service of it is replaced.
+	stage := "ConfigMap+CustomResourceDefinition.apiextensions.k8s.io+Service"
 	want := []string{
-		"replace/delete/Service", "replace/wait-absent/Service", "apply/Service",
+		"replace/delete/" + stage, "replace/wait-absent/" + stage, "apply/" + stage,
 		"replace/delete/Deployment.apps", "replace/wait-absent/Deployment.apps", "apply/Deployment.apps",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -144,3 +144,95 @@ func SortKinds[T any](items []T, kind func(T) string, order []string) []T {
 func sortByKind(objs []*unstructured.Unstructured, order []string) []*unstructured.Unstructured {
 	return SortKinds(objs, (*unstructured.Unstructured).GetKind, order)
 }
+
+// workloads are the kinds of Helm's install order that make Pods.
+var workloads = []string{"DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"}
+
+// dependsOn names, for the kinds of Helm's install order that depend on others when they are
+// created, the kinds before them they depend on; allBefore, every kind before them in the order
+// (but the workloads and what scales them, for a workload). Every kind depends on Namespace. These are the reasons of
+// Helm's order:
+//   - a Secret of a ServiceAccount's token is removed when its ServiceAccount does not exist;
+//   - a PersistentVolume names its StorageClass, and a PersistentVolumeClaim is given its
+//     StorageClass, quota and limits when it is created;
+//   - a binding is checked against the permissions of the role it binds (the API server refuses
+//     to bind a role it cannot read unless the user may bind any);
+//   - a Pod is admitted and started with what exists when it is made: its ServiceAccount,
+//     Secrets, ConfigMaps, volumes, permissions, quota, limits, PriorityClass, the
+//     NetworkPolicies that isolate it, the disruption budget that covers it and the Services
+//     whose variables it gets; so every kind before the workloads goes before them, and the
+//     workloads go together (Helm waits for none of them to be ready before the next);
+//   - an Ingress names its IngressClass, Services and TLS Secrets;
+//   - a HorizontalPodAutoscaler scales a workload, and an APIService and the webhooks send
+//     requests to the workloads behind their Services: the webhooks, last, intercept nothing of
+//     the chart's own before the rest is applied.
+var dependsOn = map[string][]string{
+	"Secret":                         {"ServiceAccount"},
+	"SecretList":                     {"ServiceAccount"},
+	"PersistentVolume":               {"StorageClass"},
+	"PersistentVolumeClaim":          {"ResourceQuota", "LimitRange", "StorageClass", "PersistentVolume"},
+	"ClusterRoleBinding":             {"ClusterRole", "ClusterRoleList"},
+	"ClusterRoleBindingList":         {"ClusterRole", "ClusterRoleList"},
+	"RoleBinding":                    {"ClusterRole", "ClusterRoleList", "Role", "RoleList"},
+	"RoleBindingList":                {"ClusterRole", "ClusterRoleList", "Role", "RoleList"},
+	"Ingress":                        {"IngressClass", "Service", "Secret", "SecretList"},
+	"HorizontalPodAutoscaler":        allBefore,
+	"APIService":                     allBefore,
+	"MutatingWebhookConfiguration":   allBefore,
+	"ValidatingWebhookConfiguration": allBefore,
+}
+
+// allBefore marks a kind that depends on every kind before it in Helm's install order.
+var allBefore = []string{"*"}
+
+// dependsOnKind reports whether kind, of Helm's install order, depends on kind before (earlier
+// in the order) when it is created.
+func dependsOnKind(kind, before string) bool {
+	if before == "Namespace" {
+		return true
+	}
+	if slices.Contains(workloads, kind) {
+		return !slices.Contains(workloads, before) && before != "HorizontalPodAutoscaler"
+	}
+	deps := dependsOn[kind]
+	return slices.Contains(deps, allBefore[0]) || slices.Contains(deps, before)
+}
+
+// InstallStages splits objects sorted in Helm's install order (SortForInstall) into the stages
+// they are applied in, one after the other: each kind goes in the first stage after every kind
+// before it it depends on (dependsOn), so that what depends on another kind is applied only once
+// that kind is, as in Helm's order, and kinds that depend on none of each other go together.
+// Objects of kinds the order does not name (custom resources, mostly) go last, together. Within
+// a stage, objects keep their order.
+func InstallStages(sorted []*unstructured.Unstructured) [][]*unstructured.Unstructured {
+	stage := map[string]int{} // by kind, of the ordered kinds present
+	var kinds []string
+	last := -1
+	for _, obj := range sorted {
+		kind := obj.GetKind()
+		if !Ordered(kind) {
+			continue
+		}
+		if _, ok := stage[kind]; ok {
+			continue
+		}
+		s := 0
+		for _, before := range kinds {
+			if dependsOnKind(kind, before) {
+				s = max(s, stage[before]+1)
+			}
+		}
+		stage[kind] = s
+		kinds = append(kinds, kind)
+		last = max(last, s)
+	}
+	out := make([][]*unstructured.Unstructured, last+2)
+	for _, obj := range sorted {
+		s, ok := stage[obj.GetKind()]
+		if !ok {
+			s = last + 1
+		}
+		out[s] = append(out[s], obj)
+	}
+	return slices.DeleteFunc(out, func(objs []*unstructured.Unstructured) bool { return len(objs) == 0 })
+}
