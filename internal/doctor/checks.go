@@ -43,9 +43,16 @@ var (
 	}{{validatingGVR, "ValidatingWebhookConfiguration"}, {mutatingGVR, "MutatingWebhookConfiguration"}}
 )
 
-// listAll lists gvr in namespace ("" for all), recording a finding when it may not.
+// listAll lists gvr in namespace ("" for all), recording a finding when it may not. A list
+// read ahead (prefetch) is taken as it was read.
 func (r *run) listAll(ctx context.Context, gvr schema.GroupVersionResource, kind, namespace string) ([]unstructured.Unstructured, bool) {
-	l, err := r.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	var l *unstructured.UnstructuredList
+	var err error
+	if got, ok := r.listsRead[gvr]; ok && namespace == "" {
+		l, err = got.list, got.err
+	} else {
+		l, err = r.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	}
 	if err != nil {
 		r.unreadable(gvr, kind, namespace, err)
 		return nil, false

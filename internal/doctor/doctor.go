@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -98,6 +99,44 @@ type run struct {
 	findings []Finding
 	// namespacesRead are the namespaces read, by name: the checks that need one read it once.
 	namespacesRead map[string]namespaceRead
+	// listsRead are the lists of every namespace read ahead, by resource (prefetch).
+	listsRead map[schema.GroupVersionResource]listRead
+}
+
+// listRead is a list as it was read ahead, or why it could not be.
+type listRead struct {
+	list *unstructured.UnstructuredList
+	err  error
+}
+
+// prefetch reads at once, each in a request of its own, the lists of every namespace of gvrs and
+// the namespaces names, for the checks that read them one after another: what the checks would
+// wait for in turn is waited for once.
+func (r *run) prefetch(ctx context.Context, gvrs []schema.GroupVersionResource, names ...string) {
+	lists := make([]listRead, len(gvrs))
+	namespaces := make([]namespaceRead, len(names))
+	var wg sync.WaitGroup
+	for i, gvr := range gvrs {
+		wg.Go(func() {
+			lists[i].list, lists[i].err = r.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+		})
+	}
+	for i, name := range names {
+		wg.Go(func() {
+			namespaces[i].obj, namespaces[i].err = r.Dynamic.Resource(namespaceGVR).Get(ctx, name, metav1.GetOptions{})
+		})
+	}
+	wg.Wait()
+	r.listsRead = make(map[schema.GroupVersionResource]listRead, len(gvrs))
+	for i, gvr := range gvrs {
+		r.listsRead[gvr] = lists[i]
+	}
+	if r.namespacesRead == nil {
+		r.namespacesRead = map[string]namespaceRead{}
+	}
+	for i, name := range names {
+		r.namespacesRead[name] = namespaces[i]
+	}
 }
 
 // namespaceRead is a namespace as it was read, or why it could not be.

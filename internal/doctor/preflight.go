@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/resource"
@@ -31,6 +32,12 @@ func Preflight(ctx context.Context, c Cluster, op release.Operation, namespace, 
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	// What the checks read is read at once: the preflight is on every operation's way.
+	var names []string
+	if op != release.OpUninstall && namespace != "" {
+		names = append(names, namespace)
+	}
+	r.prefetch(ctx, []schema.GroupVersionResource{validatingGVR, mutatingGVR, apiServiceGVR}, names...)
 	r.webhooks(ctx)
 	r.apiServices(ctx)
 	if op != release.OpUninstall {
