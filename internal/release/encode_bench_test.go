@@ -1,6 +1,11 @@
 package release
 
-import "testing"
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 // BenchmarkEncodeSplit measures writing a 3 MiB record as a record object and its parts.
 func BenchmarkEncodeSplit(b *testing.B) {
@@ -20,4 +25,36 @@ func BenchmarkFitsSmall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestFitsKeepsTheEncoding: a record that takes more than one object uncompressed is encoded
+// once for Fits and the write that follows.
+func TestFitsKeepsTheEncoding(t *testing.T) {
+	r := rev("ns", "compressible", 1, StatusPendingInstall)
+	r.Manifest = strings.Repeat("kind: ConfigMap\ndata: {a: b}\n---\n", (2<<20)/32)
+	c := NewEncoder()
+	if err := c.Fits(r); err != nil {
+		t.Fatal(err)
+	}
+	kept := c.last.get(sha256.Sum256(mustJSON(t, r)))
+	if kept == nil {
+		t.Fatal("Fits kept no encoding of a 2 MiB record")
+	}
+	e, err := c.encode(r)
+	if err != nil || e != kept || len(e.parts) != 0 {
+		t.Errorf("encode after Fits = %p, %v (%d parts), want the kept encoding %p", e, err, len(e.parts), kept)
+	}
+	r.Info.Status = StatusDeployed
+	if e, err := c.encode(r); err != nil || e == kept {
+		t.Errorf("a changed record was given the encoding kept of the one before it (%v)", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -260,12 +260,18 @@ func (c *Encoder) encode(rel *Release) (*encoding, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.encodeJSON(rel, b)
+}
+
+// encodeJSON is encode of rel, whose JSON is b. A record that takes more than compressed is
+// kept as the last one encoded: the write that follows an operation's Fits finds it.
+func (c *Encoder) encodeJSON(rel *Release, b []byte) (*encoding, error) {
 	sum := sha256.Sum256(b)
 	if e := c.last.get(sum); e != nil {
 		return e, nil
 	}
 	e, err := encodeJSON(rel, b, MaxObjectData)
-	if err == nil && len(e.parts) > 0 {
+	if err == nil && (len(e.parts) > 0 || len(b) > MaxObjectData) {
 		c.last.set(sum, e)
 	}
 	return e, err
@@ -548,7 +554,7 @@ func partName(key, sum string, i int) string {
 
 // Fits returns a *TooLargeError when the record of rel cannot be stored, even with its chart and
 // manifest in parts, and nil when it can: what an operation checks before anything changes. A
-// record whose JSON fits in an object uncompressed is not encoded to know it; one that is split
+// record whose JSON fits in an object uncompressed is not encoded to know it; one that does not
 // is encoded once, for Fits and the write that follows.
 func (c *Encoder) Fits(rel *Release) error {
 	b, err := json.Marshal(rel)
@@ -559,6 +565,12 @@ func (c *Encoder) Fits(rel *Release) error {
 	if (len(b)+len(b)/1024+64)/3*4+4 <= MaxObjectData {
 		return nil
 	}
-	_, err = c.encode(rel)
+	if c == nil {
+		c = NewEncoder()
+	}
+	if bulk(rel) > bulky {
+		defer c.bulky.Hold()()
+	}
+	_, err = c.encodeJSON(rel, b)
 	return err
 }
