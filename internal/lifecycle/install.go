@@ -111,6 +111,9 @@ func (op installOp) read(ctx context.Context, d *operation) (draft, policy, erro
 		}},
 	}
 	if o.DryRun != ClientDryRun {
+		// Whether the namespace exists is asked now, and answered while the release's records
+		// are read and its chart rendered.
+		dr.namespaceExists = d.askNamespace(ctx, o.Namespace)
 		last, err := d.Store.Last(ctx, o.Name)
 		switch {
 		case errors.Is(err, release.ErrNotFound):
@@ -175,11 +178,30 @@ func (e *NamespaceNotFoundError) Error() string {
 	return fmt.Sprintf("namespace %q not found", e.Namespace)
 }
 
-// ensureNamespace checks that the release namespace exists, creating it when create is set, as a
+// askNamespace asks whether namespace name exists, and returns what answers it.
+func (o *operation) askNamespace(ctx context.Context, name string) func() (bool, error) {
+	var ok bool
+	var err error
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		ok, err = o.Namespaces.Exists(ctx, name)
+	}()
+	return func() (bool, error) {
+		<-answered
+		return ok, err
+	}
+}
+
+// ensureNamespace checks that the release namespace exists (as exists answers, when it was asked
+// before; nil asks now), creating it when create is set, as a
 // plan of its own run before the install's (whose dry run needs the namespace). It reports
 // whether it created it.
-func (o *operation) ensureNamespace(ctx context.Context, name string, create bool) (bool, error) {
-	ok, err := o.Namespaces.Exists(ctx, name)
+func (o *operation) ensureNamespace(ctx context.Context, name string, create bool, exists func() (bool, error)) (bool, error) {
+	if exists == nil {
+		exists = o.askNamespace(ctx, name)
+	}
+	ok, err := exists()
 	if err != nil || ok {
 		return false, err
 	}

@@ -66,6 +66,8 @@ type draft struct {
 	journal  *release.Journal
 	// namespace says what is done of the release namespace first (an install's).
 	ensureNamespace, createNamespace bool
+	// namespaceExists, when set, answers whether the namespace exists, asked by the read step.
+	namespaceExists func() (bool, error)
 }
 
 // renderInput is what a revision is rendered from.
@@ -182,7 +184,7 @@ func (o *operation) namespaceStep(ctx context.Context, ps *pass) error {
 		return nil
 	}
 	var err error
-	ps.createdNamespace, err = o.ensureNamespace(ctx, ps.namespace, ps.createNamespace && ps.dryRun == NoDryRun)
+	ps.createdNamespace, err = o.ensureNamespace(ctx, ps.namespace, ps.createNamespace && ps.dryRun == NoDryRun, ps.namespaceExists)
 	return err
 }
 

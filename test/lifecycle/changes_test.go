@@ -54,7 +54,7 @@ func operationJSON(t *testing.T, stdout string) (map[string]json.RawMessage, []s
 
 // TestOperationJSONListsChangesInPlanOrder upgrades a release changing one value with -o json:
 // helm's keys are all there, and berth.changes lists every object of the release once, in the
-// order of the plan's apply steps (Helm's install order), the ConfigMap configured and the rest
+// order of the plan's apply steps (the stages of Helm's install order), the ConfigMap configured and the rest
 // unchanged. A rollback lists them the same way, and an uninstall lists them deleted, in the
 // order of its delete steps (Helm's uninstall order).
 func TestOperationJSONListsChangesInPlanOrder(t *testing.T) {
@@ -70,11 +70,13 @@ func TestOperationJSONListsChangesInPlanOrder(t *testing.T) {
 			t.Errorf("upgrade -o json has no key %q, as helm's has:\n%s", key, stdout)
 		}
 	}
+	// The stages of Helm's install order: the Secret waits for the ServiceAccount, the
+	// Deployment for all.
 	want := []string{
 		"ServiceAccount/web unchanged upgrade 2",
-		"Secret/creds unchanged upgrade 2",
 		"ConfigMap/settings configured upgrade 2",
 		"Service/web unchanged upgrade 2",
+		"Secret/creds unchanged upgrade 2",
 		"Deployment.apps/web unchanged upgrade 2",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
