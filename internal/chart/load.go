@@ -39,7 +39,7 @@ func LoadWithin(path, name string, b Bounds) (*chartv2.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w: check that it is a chart directory with a valid Chart.yaml or a packaged chart (.tgz)", path, err)
 	}
-	return checkLoaded(path, loaded)
+	return Loaded(path, loaded)
 }
 
 // LoadArchive loads a packaged chart (.tgz) from memory with Helm's loader, as LoadWithin loads
@@ -52,12 +52,12 @@ func LoadArchive(name string, data []byte, b Bounds) (*chartv2.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w: check that it is a packaged chart (.tgz), as helm package makes it", name, err)
 	}
-	return checkLoaded(name, loaded)
+	return Loaded(name, loaded)
 }
 
-// checkLoaded checks that a loaded chart is of an API version berth renders and has its
-// dependencies.
-func checkLoaded(path string, loaded helmchart.Charter) (*chartv2.Chart, error) {
+// Loaded checks that a chart Helm's loader loaded from path is of an API version berth renders
+// and has its dependencies, and returns it.
+func Loaded(path string, loaded helmchart.Charter) (*chartv2.Chart, error) {
 	ch, ok := loaded.(*chartv2.Chart)
 	if !ok {
 		return nil, fmt.Errorf("load chart %s: chart API version %T is not supported: use apiVersion v2 in Chart.yaml", path, loaded)

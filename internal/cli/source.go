@@ -11,7 +11,6 @@ import (
 
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 
-	"github.com/berthdev/berth/internal/chart"
 	"github.com/berthdev/berth/internal/release"
 	"github.com/berthdev/berth/internal/source"
 )
@@ -85,12 +84,11 @@ func loadChart(ctx context.Context, cmd *cobra.Command, streams Streams, ref str
 	if err != nil {
 		return nil, nil, err
 	}
-	path, proof, err := r.LocateVerified(ctx, ref)
+	ch, proof, err := r.LoadVerified(ctx, ref)
 	if err != nil {
 		return nil, nil, explainSourceError(err)
 	}
-	ch, err := chart.Load(path)
-	return ch, proof, err
+	return ch, proof, nil
 }
 
 // defaultKeyring is Helm's default keyring for --verify: GnuPG's public keyring in GNUPGHOME or

@@ -88,11 +88,12 @@ func (r *Resolver) PullVerified(ctx context.Context, ref string, opts PullOption
 	var proof *release.Provenance
 	guard := newCacheGuard(r.Settings.RepositoryCache, r.Settings.ContentCache)
 	if signatures {
-		var path string
-		if path, proof, err = r.locate(ctx, ref); err != nil {
+		l, err := r.locate(ctx, ref)
+		if err != nil {
 			return "", nil, err
 		}
-		err = copyNamed(path, staging)
+		proof = l.proof
+		err = copyNamed(l.path, staging)
 	} else {
 		out, err = r.pullTo(withBudget(ctx), ref, version, staging, opts.Prov)
 	}

@@ -114,23 +114,39 @@ func NewResolver(settings *helmcli.EnvSettings, opts Options, out io.Writer) (*R
 // The fetch ends when ctx does: a server that does not answer before ctx's deadline fails it
 // with a TimeoutError naming the server, of KindTimeout.
 func (r *Resolver) Locate(ctx context.Context, ref string) (string, error) {
-	path, _, err := r.locate(ctx, ref)
-	return path, err
+	l, err := r.locate(ctx, ref)
+	return l.path, err
 }
 
 // LocateVerified is Locate, and with Verify, the proof that the chart verified: who signed it,
 // and the digest of what was signed.
 func (r *Resolver) LocateVerified(ctx context.Context, ref string) (string, *release.Provenance, error) {
-	return r.locate(ctx, ref)
+	l, err := r.locate(ctx, ref)
+	return l.path, l.proof, err
+}
+
+// LoadVerified is LocateVerified, and the chart it located, loaded once: as Load loads it.
+func (r *Resolver) LoadVerified(ctx context.Context, ref string) (*chartv2.Chart, *release.Provenance, error) {
+	l, err := r.locate(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := chart.Loaded(l.path, l.chart)
+	return ch, l.proof, err
+}
+
+// located is where a chart reference led: the chart's local path, the proof of its verification
+// (nil when not verified), and the chart as it loaded there.
+type located struct {
+	path  string
+	proof *release.Provenance
+	chart helmchart.Charter
 }
 
 // Load locates ref and loads the chart it names, with its dependencies checked.
 func (r *Resolver) Load(ctx context.Context, ref string) (*chartv2.Chart, error) {
-	path, err := r.Locate(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	return chart.LoadWithin(path, "", r.bounds())
+	ch, _, err := r.LoadVerified(ctx, ref)
+	return ch, err
 }
 
 // bounds are what a chart r loads may expand to: its Fetcher's MaxContentBytes, and its YAML
@@ -152,14 +168,14 @@ func (r *Resolver) load(ref, path string) (helmchart.Charter, error) {
 	return loader.Load(path)
 }
 
-func (r *Resolver) locate(ctx context.Context, ref string) (string, *release.Provenance, error) {
+func (r *Resolver) locate(ctx context.Context, ref string) (located, error) {
 	version := r.Options.version()
 	host := ""
 	if registry.IsOCI(ref) {
 		host = OCIHost(ref)
 	}
-	fail := func(kind Kind, err error) (string, *release.Provenance, error) {
-		return "", nil, &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Host: host, Err: err}
+	fail := func(kind Kind, err error) (located, error) {
+		return located{}, &Error{Ref: ref, Repo: r.Options.RepoURL, Version: version, Kind: kind, Host: host, Err: err}
 	}
 	repoName := r.repositoryOf(ref)
 	onDisk := IsLocal(ref, r.Options) && repoName == ""
@@ -170,7 +186,7 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, *release.Pro
 	}
 	if repoName != "" {
 		if err := r.checkIndexed(ref, repoName, version); err != nil {
-			return "", nil, err
+			return located{}, err
 		}
 	}
 	for _, u := range []string{ref, r.Options.RepoURL} {
@@ -233,15 +249,16 @@ func (r *Resolver) locate(ctx context.Context, ref string) (string, *release.Pro
 			return fail(KindOf(err), err)
 		}
 	}
-	if _, err := r.load(ref, path); err != nil {
+	loaded, err := r.load(ref, path)
+	if err != nil {
 		undo()
 		return fail(KindNotChart, err)
 	}
 	if k == nil || k.proof == nil {
-		return path, nil, nil
+		return located{path: path, chart: loaded}, nil
 	}
 	k.proof.Reference = ref
-	return path, k.proof, nil
+	return located{path: path, proof: k.proof, chart: loaded}, nil
 }
 
 // checkIndexed checks that REPO/CHART ref, at version, is in the index of repository name as
