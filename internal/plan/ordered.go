@@ -66,9 +66,9 @@ func deleteOrdered(in Input, p *Plan, gone []*unstructured.Unstructured) (*Plan,
 		id := batchID(i)
 		what := fmt.Sprintf("batch %d of %d (%s), in reverse", i+1, len(batches), b.name)
 		var ids []resource.Identity
-		for _, wave := range waves(resource.SortForUninstall(b.objects)) {
-			kind := waveKind(wave)
-			wids := identities(wave)
+		for _, stage := range resource.UninstallStages(resource.SortForUninstall(b.objects)) {
+			kind := stageKind(stage)
+			wids := identities(stage)
 			ids = append(ids, wids...)
 			p.Steps = append(p.Steps, Step{ID: "delete/" + id + "/" + kind, Action: Delete, Objects: wids, UIDs: uidsOf(wids, in.Live),
 				Reason: what + ", uninstall order: " + describeKind(kind)})

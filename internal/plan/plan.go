@@ -221,13 +221,13 @@ func build(in Input) (*Plan, error) {
 	return p, nil
 }
 
-// deleteGone adds the steps that delete gone, the objects that left the release, kind by kind
-// in Helm's uninstall order, and returns what they delete.
+// deleteGone adds the steps that delete gone, the objects that left the release, in the stages
+// of Helm's uninstall order, and returns what they delete.
 func (p *Plan) deleteGone(gone []*unstructured.Unstructured, live map[resource.Identity]*unstructured.Unstructured) []resource.Identity {
 	var deleted []resource.Identity
-	for _, wave := range waves(resource.SortForUninstall(gone)) {
-		kind := waveKind(wave)
-		ids := identities(wave)
+	for _, stage := range resource.UninstallStages(resource.SortForUninstall(gone)) {
+		kind := stageKind(stage)
+		ids := identities(stage)
 		deleted = append(deleted, ids...)
 		p.Steps = append(p.Steps, Step{ID: "delete/" + kind, Action: Delete, Objects: ids, UIDs: uidsOf(ids, live),
 			Reason: "left the release; uninstall order: " + describeKind(kind)})
@@ -268,34 +268,8 @@ func notCRD(obj *unstructured.Unstructured) bool { return !isCRD(obj) }
 // crdKind is the group and kind of CustomResourceDefinitions, as a step names them.
 const crdKind = "CustomResourceDefinition.apiextensions.k8s.io"
 
-// waves splits sorted objects into runs of one kind (and group). Objects of kinds Helm's order does
-// not name (custom resources, mostly) come last and make one run: Helm gives them no order beyond
-// their names, and one step at a time would make each wait on the slowest object of the last;
-// the first write of a kind just defined can take a while.
-func waves(sorted []*unstructured.Unstructured) [][]*unstructured.Unstructured {
-	var out [][]*unstructured.Unstructured
-	for i, obj := range sorted {
-		if i == 0 || (resource.IdentityOf(sorted[i-1]).GroupKind() != resource.IdentityOf(obj).GroupKind() &&
-			(resource.Ordered(sorted[i-1].GetKind()) || resource.Ordered(obj.GetKind()))) {
-			out = append(out, nil)
-		}
-		out[len(out)-1] = append(out[len(out)-1], obj)
-	}
-	return out
-}
-
 // otherKinds names a step of objects of several kinds that Helm's order does not name.
 const otherKinds = "other-kinds"
-
-func waveKind(wave []*unstructured.Unstructured) string {
-	gk := resource.IdentityOf(wave[0]).GroupKind()
-	for _, obj := range wave[1:] {
-		if resource.IdentityOf(obj).GroupKind() != gk {
-			return otherKinds
-		}
-	}
-	return gk.String()
-}
 
 // stageKind names a stage of InstallStages: its group and kind, its kinds joined by "+" when
 // it has several of Helm's order, or otherKinds for several kinds the order does not name (a

@@ -173,8 +173,8 @@ metadata: {name: gone-already, namespace: ns}
 			}
 		}
 	}
-	if checked != 3 {
-		t.Errorf("checked %d delete and wait-absent steps, want 3 (delete Secret, delete ConfigMap, wait-absent):\n%s", checked, p)
+	if checked != 2 {
+		t.Errorf("checked %d delete and wait-absent steps, want 2 (delete the ConfigMap and the Secret, together; wait-absent):\n%s", checked, p)
 	}
 	// The UIDs travel with the plan, as a journal keeps it.
 	data, err := json.Marshal(p)

@@ -205,6 +205,40 @@ func dependsOnKind(kind, before string) bool {
 // Objects of kinds the order does not name (custom resources, mostly) go last, together. Within
 // a stage, objects keep their order.
 func InstallStages(sorted []*unstructured.Unstructured) [][]*unstructured.Unstructured {
+	return stages(sorted, dependsOnKind)
+}
+
+// installRank is each kind's place in Helm's install order.
+var installRank = func() map[string]int {
+	m := make(map[string]int, len(installOrder))
+	for i, k := range installOrder {
+		m[k] = i
+	}
+	return m
+}()
+
+// related reports whether one of two kinds of Helm's order depends on the other (dependsOn).
+func related(a, b string) bool {
+	if installRank[a] < installRank[b] {
+		a, b = b, a
+	}
+	return dependsOnKind(a, b)
+}
+
+// UninstallStages splits objects sorted in Helm's uninstall order (SortForUninstall) into the
+// stages they are deleted in, one after the other: each kind goes in the first stage after every
+// kind before it in that order that it depends on or that depends on it (dependsOn), so that
+// where Helm's uninstall order is between kinds that depend on each other it is kept (a workload
+// before what its Pods use, a binding before its role, the namespace last), and kinds that depend
+// on none of each other go together. Objects of kinds the order does not name go last, together,
+// as in Helm's order.
+func UninstallStages(sorted []*unstructured.Unstructured) [][]*unstructured.Unstructured {
+	return stages(sorted, related)
+}
+
+// stages splits sorted objects into stages: each kind of Helm's order in the first stage after
+// every kind before it that waits(kind, before) says it waits for; other kinds last, together.
+func stages(sorted []*unstructured.Unstructured, waits func(kind, before string) bool) [][]*unstructured.Unstructured {
 	stage := map[string]int{} // by kind, of the ordered kinds present
 	var kinds []string
 	last := -1
@@ -218,7 +252,7 @@ func InstallStages(sorted []*unstructured.Unstructured) [][]*unstructured.Unstru
 		}
 		s := 0
 		for _, before := range kinds {
-			if dependsOnKind(kind, before) {
+			if waits(kind, before) {
 				s = max(s, stage[before]+1)
 			}
 		}

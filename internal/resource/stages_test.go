@@ -85,3 +85,33 @@ func TestInstallStagesKeepDependencies(t *testing.T) {
 		}
 	}
 }
+
+// TestUninstallStages: the small chart's kinds are deleted in four stages instead of seven, and
+// wherever two kinds depend on each other, Helm's uninstall order between them is kept.
+func TestUninstallStages(t *testing.T) {
+	got := stageKinds(UninstallStages(SortForUninstall(objectsOf(
+		"Deployment", "Service", "ConfigMap", "ConfigMap", "Secret", "ServiceAccount", "Role", "RoleBinding", "Shirt", "Namespace"))))
+	want := []string{"Service", "Deployment", "RoleBinding+ConfigMap+Secret", "Role+ServiceAccount", "Namespace", "Shirt"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stages (-want +got):\n%s", diff)
+	}
+
+	order := UninstallOrder()
+	stages := UninstallStages(SortForUninstall(objectsOf(order...)))
+	stageOf := map[string]int{}
+	for i, stage := range stages {
+		for _, obj := range stage {
+			stageOf[obj.GetKind()] = i
+		}
+	}
+	for i, kind := range order {
+		for _, before := range order[:i] {
+			if related(kind, before) && stageOf[kind] <= stageOf[before] {
+				t.Errorf("%s goes in stage %d, not after %s (stage %d), which Helm deletes first and which it is related to", kind, stageOf[kind], before, stageOf[before])
+			}
+		}
+	}
+	if stageOf["Namespace"] <= stageOf["ConfigMap"] || stageOf["Deployment"] >= stageOf["ConfigMap"] || stageOf["ValidatingWebhookConfiguration"] != 0 {
+		t.Errorf("stages %v: want the webhooks first, workloads before what their Pods use, the namespace after what it holds", stageKinds(stages))
+	}
+}
