@@ -227,11 +227,11 @@ func TestControllerGoals(t *testing.T) {
 		{Goal: "no chart or index downloads in the steady state",
 			Measured: "0 index and 0 chart downloads in 60.0 s (100 Releases at 20/s), 1 index and 0 chart downloads in 60.0 s (1000 Releases at 20/s), 1000 Releases at 1000/s: not measured", Met: "no"},
 	}
-	if diff := cmp.Diff(want, controllerGoals(runs)); diff != "" {
+	if diff := cmp.Diff(want, controllerGoals("app", runs)); diff != "" {
 		t.Errorf("goals (-want +got):\n%s", diff)
 	}
 	// Without a run of 1000 Releases the goals of 1000 are not judged.
-	got := controllerGoals(runs[:1])
+	got := controllerGoals("app", runs[:1])
 	if len(got) != 3 || got[0].Met != "–" || got[1].Met != "yes" || got[2].Met != "yes" {
 		t.Errorf("goals of 100 Releases alone: %+v", got)
 	}

@@ -35,7 +35,7 @@ func prepareFleet(ctx context.Context, cfg controllerConfig, mgmt *fleetCluster,
 	if err := installCRD(ctx, mgmt.dyn, cfg.crd); err != nil {
 		return fleetRepo{}, err
 	}
-	url, served, closeRepo, err := serveChart(ctx, filepath.Join(dir, "repo"))
+	url, served, closeRepo, err := serveChart(ctx, cfg.chart, filepath.Join(dir, "repo"))
 	if err != nil {
 		return fleetRepo{}, err
 	}
