@@ -254,7 +254,7 @@ func parseControllerFlags(args []string) (controllerConfig, error) {
 	fs.StringVar(&cfg.berth, "berth", "bin/berth", "berth binary")
 	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
 	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs the controller and reads its peak memory")
-	fs.StringVar(&cfg.crd, "crd", "charts/berth-controller/crds/berth.dev_releases.yaml", "the Release CustomResourceDefinition")
+	fs.StringVar(&cfg.crd, "crd", "charts/berth-controller/crds", "the controller's CustomResourceDefinitions: a file, or a directory whose every .yaml file is one")
 	fs.StringVar(&cfg.chart, "chart", defaultControllerChart, "the chart every Release releases: "+strings.Join(controllerChartNames(), " or ")+" (bench/charts.go, bench/recordcharts.go)")
 	fs.StringVar(&releases, "releases", "100,1000", "how many Releases each run creates, comma-separated; each runs on a devcluster of its own")
 	fs.IntVar(&cfg.concurrency, "concurrency", 0, "the controller's --concurrency (default: the controller's own default)")
@@ -364,7 +364,7 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 	if err != nil {
 		return run, err
 	}
-	if err := installCRD(ctx, dyn, cfg.crd); err != nil {
+	if err := installCRDs(ctx, dyn, cfg.crd); err != nil {
 		return run, err
 	}
 	repoURL, served, closeRepo, err := serveChart(ctx, cfg.chart, filepath.Join(dir, "repo"))
@@ -536,7 +536,41 @@ func writes(byKey map[string]int) int {
 	return n
 }
 
-// installCRD creates the Release CustomResourceDefinition from path and waits until it is
+// installCRDs creates the controller's CustomResourceDefinitions (crdFiles of path) and waits
+// until each is Established: the controller does not start without every kind it watches.
+func installCRDs(ctx context.Context, dyn dynamic.Interface, path string) error {
+	files, err := crdFiles(path)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := installCRD(ctx, dyn, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crdFiles are path, a file, or every .yaml file in the directory path, in name order.
+func crdFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	files, err := filepath.Glob(filepath.Join(path, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no .yaml file", path)
+	}
+	return files, nil
+}
+
+// installCRD creates the CustomResourceDefinition in the file path and waits until it is
 // Established.
 func installCRD(ctx context.Context, dyn dynamic.Interface, path string) error {
 	f, err := os.Open(path)

@@ -305,3 +305,39 @@ func TestControllerResultsSayTheyWereInterrupted(t *testing.T) {
 		t.Errorf("the tables of a whole run say it was interrupted:\n%s", md)
 	}
 }
+
+// TestCRDFiles: --crd names a file, or a directory whose every .yaml file is a CRD; the
+// controller's own directory holds both of its kinds.
+func TestCRDFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"b.yaml", "a.yaml", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := crdFiles(dir)
+	if diff := cmp.Diff([]string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")}, got); diff != "" || err != nil {
+		t.Errorf("crdFiles(dir) %v (-want +got):\n%s", err, diff)
+	}
+	if got, err := crdFiles(filepath.Join(dir, "b.yaml")); err != nil || len(got) != 1 || got[0] != filepath.Join(dir, "b.yaml") {
+		t.Errorf("crdFiles(file) = %v, %v", got, err)
+	}
+	if _, err := crdFiles(t.TempDir()); err == nil {
+		t.Error("crdFiles of a directory without .yaml: no error")
+	}
+	cfg, err := parseControllerFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = crdFiles(filepath.Join("..", cfg.crd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range got {
+		names = append(names, filepath.Base(f))
+	}
+	if diff := cmp.Diff([]string{"berth.dev_releases.yaml", "berth.dev_rollouts.yaml"}, names); diff != "" {
+		t.Errorf("the default --crd's files (-want +got):\n%s", diff)
+	}
+}

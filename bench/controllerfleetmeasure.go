@@ -32,7 +32,7 @@ func prepareFleet(ctx context.Context, cfg controllerConfig, mgmt *fleetCluster,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fleetRepo{}, err
 	}
-	if err := installCRD(ctx, mgmt.dyn, cfg.crd); err != nil {
+	if err := installCRDs(ctx, mgmt.dyn, cfg.crd); err != nil {
 		return fleetRepo{}, err
 	}
 	url, served, closeRepo, err := serveChart(ctx, cfg.chart, filepath.Join(dir, "repo"))
