@@ -43,7 +43,9 @@ var releaseResource = schema.GroupVersionResource{Group: "berth.dev", Version: "
 type controllerConfig struct {
 	berth, devcluster, measurer string
 	crd                         string
-	releases                    []int
+	// chart is the chart every Release releases (controllerChartNames).
+	chart    string
+	releases []int
 	// concurrency is the controller's --concurrency; 0 leaves it at its default.
 	concurrency int
 	// controllerQPS are the cluster controllers' rate limits to run each count of Releases at.
@@ -122,10 +124,13 @@ type controllerRun struct {
 
 // controllerResults is what controller.json holds.
 type controllerResults struct {
-	Machine  machine         `json:"machine"`
-	Started  time.Time       `json:"started"`
-	Finished time.Time       `json:"finished"`
-	Runs     []controllerRun `json:"runs"`
+	Machine  machine   `json:"machine"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Chart is the chart every Release released (--chart); empty in results written before
+	// --chart existed, which released app.
+	Chart string          `json:"chart"`
+	Runs  []controllerRun `json:"runs"`
 	// Label is what the run is for (--label), when given.
 	Label string `json:"label,omitempty"`
 	// Fleet are the runs of --shards and --remote.
@@ -185,7 +190,7 @@ func runControllerBench(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	res := controllerResults{Machine: describeMachine(config{berth: cfg.berth, helm: ""}), Started: time.Now(), Label: cfg.label}
+	res := controllerResults{Machine: describeMachine(config{berth: cfg.berth, helm: ""}), Started: time.Now(), Chart: cfg.chart, Label: cfg.label}
 	res.Machine.Helm = ""
 	// interrupted writes the runs that ended before the harness was stopped: a long run
 	// (10,000 Releases) stopped in its last part keeps what it measured.
@@ -237,7 +242,7 @@ func runControllerBench(args []string) error {
 	if err := res.write(cfg); err != nil {
 		return err
 	}
-	return judge(missedControllerGoals(controllerGoals(res.Runs)), cfg.reportOnly)
+	return judge(missedControllerGoals(controllerGoals(res.chart(), res.Runs)), cfg.reportOnly)
 }
 
 // parseControllerFlags reads the controller case's flags; it checks their values, not the files
@@ -249,7 +254,8 @@ func parseControllerFlags(args []string) (controllerConfig, error) {
 	fs.StringVar(&cfg.berth, "berth", "bin/berth", "berth binary")
 	fs.StringVar(&cfg.devcluster, "devcluster", "bin/berth-devcluster", "devcluster binary")
 	fs.StringVar(&cfg.measurer, "measurer", "bin/berth-bench-measure", "berth-bench-measure binary, which runs the controller and reads its peak memory")
-	fs.StringVar(&cfg.crd, "crd", "charts/berth-controller/crds/berth.dev_releases.yaml", "the Release CustomResourceDefinition")
+	fs.StringVar(&cfg.crd, "crd", "charts/berth-controller/crds", "the controller's CustomResourceDefinitions: a file, or a directory whose every .yaml file is one")
+	fs.StringVar(&cfg.chart, "chart", defaultControllerChart, "the chart every Release releases: "+strings.Join(controllerChartNames(), " or ")+" (bench/charts.go, bench/recordcharts.go)")
 	fs.StringVar(&releases, "releases", "100,1000", "how many Releases each run creates, comma-separated; each runs on a devcluster of its own")
 	fs.IntVar(&cfg.concurrency, "concurrency", 0, "the controller's --concurrency (default: the controller's own default)")
 	fs.StringVar(&qps, "controller-qps", "20", "the devcluster controllers' requests per second (burst 1.5 times it), comma-separated: each count of Releases runs at each; upstream's 20")
@@ -279,6 +285,9 @@ func parseControllerFlags(args []string) (controllerConfig, error) {
 	var err error
 	if cfg.releases, err = parseCounts(releases); err != nil {
 		return cfg, fmt.Errorf("--releases: %w", err)
+	}
+	if !slices.Contains(controllerChartNames(), cfg.chart) {
+		return cfg, fmt.Errorf("--chart: want one of %s, got %q", strings.Join(controllerChartNames(), ", "), cfg.chart)
 	}
 	if cfg.concurrency < 0 {
 		return cfg, fmt.Errorf("--concurrency must not be negative, got %d", cfg.concurrency)
@@ -333,8 +342,8 @@ func flagDefault(help, name string) (int, error) {
 // the deletion of every Release until they are gone.
 func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir string) (controllerRun, error) {
 	run := controllerRun{Releases: n, Hung: cfg.hung, Interval: cfg.interval, Concurrency: cfg.concurrency, ControllerQPS: qps}
-	opts := releaseOptions{interval: cfg.interval}
-	cs := clusterSettings{Cases: []string{fmt.Sprintf("controller (%d Releases)", n)}, JobBatchPeriod: upstreamJobBatchPeriod.String(), ControllerQPS: qps}
+	opts := releaseOptions{chart: cfg.chart, interval: cfg.interval}
+	cs := clusterSettings{Cases: []string{fmt.Sprintf("controller (%d Releases of %s)", n, cfg.chart)}, JobBatchPeriod: upstreamJobBatchPeriod.String(), ControllerQPS: qps}
 	fmt.Printf("starting devcluster in %s: %s\n", dir, cs.describe())
 	cluster, err := startCluster(ctx, config{devcluster: cfg.devcluster}, cs, dir)
 	if err != nil {
@@ -355,10 +364,10 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 	if err != nil {
 		return run, err
 	}
-	if err := installCRD(ctx, dyn, cfg.crd); err != nil {
+	if err := installCRDs(ctx, dyn, cfg.crd); err != nil {
 		return run, err
 	}
-	repoURL, served, closeRepo, err := serveChart(ctx, filepath.Join(dir, "repo"))
+	repoURL, served, closeRepo, err := serveChart(ctx, cfg.chart, filepath.Join(dir, "repo"))
 	if err != nil {
 		return run, err
 	}
@@ -398,7 +407,7 @@ func runController(ctx context.Context, cfg controllerConfig, n, qps int, dir st
 			return run, err
 		}
 	}
-	fmt.Printf("creating %d Releases\n", n)
+	fmt.Printf("creating %d Releases of the chart %s\n", n, cfg.chart)
 	served.reset()
 	clusterCPU, err := treeCPUSeconds(cluster.cmd.Process.Pid)
 	if err != nil {
@@ -527,7 +536,41 @@ func writes(byKey map[string]int) int {
 	return n
 }
 
-// installCRD creates the Release CustomResourceDefinition from path and waits until it is
+// installCRDs creates the controller's CustomResourceDefinitions (crdFiles of path) and waits
+// until each is Established: the controller does not start without every kind it watches.
+func installCRDs(ctx context.Context, dyn dynamic.Interface, path string) error {
+	files, err := crdFiles(path)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := installCRD(ctx, dyn, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crdFiles are path, a file, or every .yaml file in the directory path, in name order.
+func crdFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	files, err := filepath.Glob(filepath.Join(path, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no .yaml file", path)
+	}
+	return files, nil
+}
+
+// installCRD creates the CustomResourceDefinition in the file path and waits until it is
 // Established.
 func installCRD(ctx context.Context, dyn dynamic.Interface, path string) error {
 	f, err := os.Open(path)
@@ -552,10 +595,13 @@ func installCRD(ctx context.Context, dyn dynamic.Interface, path string) error {
 	})
 }
 
-// serveChart packages the controller case's chart into a Helm repository in dir and serves it
+// serveChart packages the controller chart name into a Helm repository in dir and serves it
 // over HTTP on localhost until closed; served counts the requests it answered, by kind.
-func serveChart(ctx context.Context, dir string) (string, *repoCounter, func(), error) {
-	spec := controllerChart()
+func serveChart(ctx context.Context, name, dir string) (string, *repoCounter, func(), error) {
+	spec, err := controllerChartSpec(name)
+	if err != nil {
+		return "", nil, nil, err
+	}
 	src, err := spec.write(filepath.Join(dir, "src"))
 	if err != nil {
 		return "", nil, nil, err
@@ -669,6 +715,8 @@ func countTenants[T any, P interface {
 
 // releaseOptions are the optional fields of every Release's spec; empty ones are left out.
 type releaseOptions struct {
+	// chart is the chart released (default: app).
+	chart             string
 	interval, timeout string
 	// shards, when set, labels the i-th Release for shard i mod shards (shardLabel);
 	// kubeConfigSecret, when set, releases it into the cluster of that Secret's kubeconfig
@@ -677,12 +725,16 @@ type releaseOptions struct {
 	kubeConfigSecret string
 }
 
-// releaseObject is the Release app in namespace ns: the chart app 1.0.0 from the repository at
-// repoURL, released into ns as its ServiceAccount deployer.
+// releaseObject is the Release app in namespace ns: the chart opts.chart (default app) 1.0.0
+// from the repository at repoURL, released into ns as its ServiceAccount deployer.
 func releaseObject(ns, repoURL string, opts releaseOptions) *unstructured.Unstructured {
+	name := opts.chart
+	if name == "" {
+		name = defaultControllerChart
+	}
 	spec := map[string]any{
 		"serviceAccountName": deployer,
-		"chart":              map[string]any{"repository": repoURL, "name": "app", "version": "1.0.0"},
+		"chart":              map[string]any{"repository": repoURL, "name": name, "version": "1.0.0"},
 	}
 	if opts.interval != "" {
 		spec["interval"] = opts.interval

@@ -227,11 +227,11 @@ func TestControllerGoals(t *testing.T) {
 		{Goal: "no chart or index downloads in the steady state",
 			Measured: "0 index and 0 chart downloads in 60.0 s (100 Releases at 20/s), 1 index and 0 chart downloads in 60.0 s (1000 Releases at 20/s), 1000 Releases at 1000/s: not measured", Met: "no"},
 	}
-	if diff := cmp.Diff(want, controllerGoals(runs)); diff != "" {
+	if diff := cmp.Diff(want, controllerGoals("app", runs)); diff != "" {
 		t.Errorf("goals (-want +got):\n%s", diff)
 	}
 	// Without a run of 1000 Releases the goals of 1000 are not judged.
-	got := controllerGoals(runs[:1])
+	got := controllerGoals("app", runs[:1])
 	if len(got) != 3 || got[0].Met != "–" || got[1].Met != "yes" || got[2].Met != "yes" {
 		t.Errorf("goals of 100 Releases alone: %+v", got)
 	}
@@ -303,5 +303,41 @@ func TestControllerResultsSayTheyWereInterrupted(t *testing.T) {
 	}
 	if md := (controllerResults{}).markdown(); strings.Contains(md, "Stopped before") {
 		t.Errorf("the tables of a whole run say it was interrupted:\n%s", md)
+	}
+}
+
+// TestCRDFiles: --crd names a file, or a directory whose every .yaml file is a CRD; the
+// controller's own directory holds both of its kinds.
+func TestCRDFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"b.yaml", "a.yaml", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := crdFiles(dir)
+	if diff := cmp.Diff([]string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")}, got); diff != "" || err != nil {
+		t.Errorf("crdFiles(dir) %v (-want +got):\n%s", err, diff)
+	}
+	if got, err := crdFiles(filepath.Join(dir, "b.yaml")); err != nil || len(got) != 1 || got[0] != filepath.Join(dir, "b.yaml") {
+		t.Errorf("crdFiles(file) = %v, %v", got, err)
+	}
+	if _, err := crdFiles(t.TempDir()); err == nil {
+		t.Error("crdFiles of a directory without .yaml: no error")
+	}
+	cfg, err := parseControllerFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = crdFiles(filepath.Join("..", cfg.crd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range got {
+		names = append(names, filepath.Base(f))
+	}
+	if diff := cmp.Diff([]string{"berth.dev_releases.yaml", "berth.dev_rollouts.yaml"}, names); diff != "" {
+		t.Errorf("the default --crd's files (-want +got):\n%s", diff)
 	}
 }

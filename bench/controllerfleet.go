@@ -189,7 +189,7 @@ func runShards(ctx context.Context, cfg controllerConfig, n, qps int, dir string
 		ctls = append(ctls, c)
 		run.Controllers = append(run.Controllers, fleetController{Name: name, Selector: shardSelector(name), Releases: counts[s]})
 	}
-	opts := releaseOptions{interval: cfg.interval, shards: cfg.shards}
+	opts := releaseOptions{chart: cfg.chart, interval: cfg.interval, shards: cfg.shards}
 	return run, measureFleet(ctx, cfg, &run, fleetSetup{mgmt: mgmt, repo: repo}, ctls, opts)
 }
 
@@ -227,7 +227,7 @@ func runRemote(ctx context.Context, cfg controllerConfig, n, qps int, dir string
 	}
 	defer c.kill()
 	run.Controllers = []fleetController{{Name: "controller", Releases: n}}
-	opts := releaseOptions{interval: cfg.interval, kubeConfigSecret: remoteSecret}
+	opts := releaseOptions{chart: cfg.chart, interval: cfg.interval, kubeConfigSecret: remoteSecret}
 	return run, measureFleet(ctx, cfg, &run, fleetSetup{mgmt: mgmt, workload: workload, repo: repo}, []*controllerProcess{c}, opts)
 }
 

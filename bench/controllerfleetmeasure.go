@@ -32,10 +32,10 @@ func prepareFleet(ctx context.Context, cfg controllerConfig, mgmt *fleetCluster,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fleetRepo{}, err
 	}
-	if err := installCRD(ctx, mgmt.dyn, cfg.crd); err != nil {
+	if err := installCRDs(ctx, mgmt.dyn, cfg.crd); err != nil {
 		return fleetRepo{}, err
 	}
-	url, served, closeRepo, err := serveChart(ctx, filepath.Join(dir, "repo"))
+	url, served, closeRepo, err := serveChart(ctx, cfg.chart, filepath.Join(dir, "repo"))
 	if err != nil {
 		return fleetRepo{}, err
 	}

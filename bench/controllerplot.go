@@ -416,7 +416,7 @@ func controllerSVG(r controllerResults) []byte {
 // plotSubtitle says what every run shared: the machine, the controllers' concurrency, the
 // cluster's rate limit, the Releases' interval.
 func plotSubtitle(r controllerResults) string {
-	parts := []string{fmt.Sprintf("%d CPUs", r.Machine.CPUs)}
+	parts := []string{fmt.Sprintf("%d CPUs", r.Machine.CPUs), "chart " + r.chart()}
 	var conc, qps []int
 	var intervals []string
 	for _, run := range r.Runs {

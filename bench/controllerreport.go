@@ -48,6 +48,23 @@ func (r controllerResults) write(cfg controllerConfig) error {
 	return nil
 }
 
+// chart is the chart every Release released: app for results written before --chart existed.
+func (r controllerResults) chart() string {
+	if r.Chart == "" {
+		return defaultControllerChart
+	}
+	return r.Chart
+}
+
+// chartText names the chart every Release released, for the heading line.
+func chartText(name string) string {
+	spec, err := controllerChartSpec(name)
+	if err != nil {
+		return fmt.Sprintf("the chart `%s`", name)
+	}
+	return fmt.Sprintf("the chart `%s` (%d objects)", name, spec.Objects)
+}
+
 func (r controllerResults) markdown() string {
 	var b strings.Builder
 	if r.Label != "" {
@@ -57,7 +74,7 @@ func (r controllerResults) markdown() string {
 		b.WriteString("**Stopped before every run was made: these are the runs that ended.**\n\n")
 	}
 	m := r.Machine
-	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s, %s), %s; %s.", r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth)
+	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s, %s), %s; %s. Every Release releases %s.", r.Started.UTC().Format("2006-01-02"), m.CPU, m.CPUs, m.Memory, m.Kernel, m.Go, m.Berth, chartText(r.chart()))
 	if len(r.Runs) > 0 {
 		first := r.Runs[0]
 		fmt.Fprintf(&b, " Each run on a devcluster of its own with kube-controller-manager's defaults but the controllers' rate limit (requests/s, upstream's is 20) where the table says; `berth controller` out of the cluster at `--concurrency %d`.",
@@ -95,7 +112,9 @@ func (r controllerResults) markdown() string {
 			fmt.Fprintf(&b, "| | | | failed after Ready: %s | | | | | | | | |\n", firstLineOf(run.Error))
 		}
 	}
-	b.WriteString(fluxAnchor)
+	if r.chart() == defaultControllerChart {
+		b.WriteString(fluxAnchor) // a figure for the app chart's shape
+	}
 	if floor := rolloutFloorText(r.Runs); floor != "" {
 		b.WriteString("\n" + floor + "\n")
 	}
@@ -105,7 +124,7 @@ func (r controllerResults) markdown() string {
 		b.WriteString("\nWrites in the steady state: " + writes + ".\n")
 	}
 	b.WriteString("\n| goal | measured | met |\n|---|---|---|\n")
-	for _, g := range controllerGoals(r.Runs) {
+	for _, g := range controllerGoals(r.chart(), r.Runs) {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Goal, g.Measured, g.Met)
 	}
 	b.WriteString(fleetMarkdown(r.Fleet, r.Runs))
@@ -209,8 +228,15 @@ func missedControllerGoals(goals []controllerGoal) []string {
 	return out
 }
 
-func controllerGoals(runs []controllerRun) []controllerGoal {
+// controllerGoals are the goals of runs of the chart: for app, time and memory at 1000 Releases;
+// for another chart, requests per Release and memory at every count (chartGoals); for both,
+// nothing written and nothing downloaded in the steady state.
+func controllerGoals(chart string, runs []controllerRun) []controllerGoal {
 	var out []controllerGoal
+	if chart != defaultControllerChart {
+		out = chartGoals(chart, runs)
+		return append(out, steadyGoal(runs), downloadGoal(runs))
+	}
 	for _, run := range runs {
 		if run.Releases != goalReleases {
 			continue
@@ -235,6 +261,11 @@ func controllerGoals(runs []controllerRun) []controllerGoal {
 		out = append(out, controllerGoal{Goal: fmt.Sprintf("%d Releases Ready in at most %d s, controller peak memory at most %d MiB", goalReleases, goalReadySeconds, goalPeakMiB),
 			Measured: "not run", Met: "–"})
 	}
+	return append(out, steadyGoal(runs), downloadGoal(runs))
+}
+
+// steadyGoal is that the controller writes nothing in the steady state.
+func steadyGoal(runs []controllerRun) controllerGoal {
 	steady := controllerGoal{Goal: "no writes in the steady state after every Release is Ready"}
 	var ms []string
 	met := len(runs) > 0
@@ -248,7 +279,45 @@ func controllerGoals(runs []controllerRun) []controllerGoal {
 		met = met && run.SteadyWrites == 0
 	}
 	steady.Measured, steady.Met = strings.Join(ms, ", "), yesNo(met)
-	return append(out, steady, downloadGoal(runs))
+	return steady
+}
+
+// chartGoals are the goals of each run of a chart other than app, at whatever count of
+// Releases: its requests until Ready at most requestsGoal a Release (app's 20, less what app's
+// objects cost, plus what the chart's cost), and the controller's peak memory within app's bound
+// at 1000 Releases.
+func chartGoals(chart string, runs []controllerRun) []controllerGoal {
+	kinds, err := controllerChartKinds(chart)
+	if err != nil {
+		return []controllerGoal{{Goal: "requests per Release", Measured: err.Error(), Met: "–"}}
+	}
+	bound, err := requestsGoal(kinds)
+	if err != nil {
+		return []controllerGoal{{Goal: "requests per Release", Measured: err.Error(), Met: "–"}}
+	}
+	app, _ := controllerChartKinds(defaultControllerChart)
+	var out []controllerGoal
+	for _, run := range runs {
+		at := fmt.Sprintf(" with %d Releases of %s (cluster's rate limit %d/s)", run.Releases, chart, run.ControllerQPS)
+		requests := controllerGoal{Goal: fmt.Sprintf("at most %d API requests a Release until Ready (app's %d, less %d for its objects, plus %d for %s's)",
+			bound, goalRequestsPerRelease, objectRequests(app), objectRequests(kinds), chart) + at}
+		peak := controllerGoal{Goal: fmt.Sprintf("controller peak memory at most %d MiB (app's bound at %d Releases)", goalPeakMiB, goalReleases) + at}
+		if run.ReadySeconds == 0 {
+			requests.Measured, requests.Met = "failed", "no"
+			peak.Measured, peak.Met = "failed", "no"
+		} else {
+			per := float64(run.Requests) / float64(run.Releases)
+			requests.Measured, requests.Met = fmt.Sprintf("%.1f (%d)", per, run.Requests), yesNo(per <= float64(bound))
+			p := max(run.PeakRSSReadyBytes, run.PeakRSSBytes)
+			peak.Measured, peak.Met = mib(p)+" MiB", yesNo(float64(p)/(1<<20) <= goalPeakMiB)
+		}
+		out = append(out, requests, peak)
+	}
+	if len(out) == 0 {
+		out = append(out, controllerGoal{Goal: fmt.Sprintf("at most %d API requests a Release until Ready, controller peak memory at most %d MiB", bound, goalPeakMiB),
+			Measured: "not run", Met: "–"})
+	}
+	return out
 }
 
 // downloadGoal is that the chart repository serves no index and no chart in the steady state:
