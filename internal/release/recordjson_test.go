@@ -21,18 +21,22 @@ func variedReleases() map[string]*Release {
 	}
 	at := time.Date(2025, 2, 3, 4, 5, 6, 7, time.FixedZone("X", 5400))
 	out := map[string]*Release{
-		"empty":           {},
-		"name only":       {Name: "a"},
-		"nil info":        func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Info = nil; return r }(),
-		"nil chart":       func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Chart = nil; return r }(),
-		"empty config":    func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Config = map[string]any{}; return r }(),
-		"nil config":      func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Config = nil; return r }(),
-		"no manifest":     func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Manifest = ""; return r }(),
-		"no hooks":        func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Hooks = nil; return r }(),
-		"empty hooks":     func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Hooks = []*Hook{}; return r }(),
-		"negative":        func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Version = -3; return r }(),
-		"apply method":    func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.ApplyMethod = ApplyMethod; return r }(),
-		"labels left out": func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Labels = map[string]string{"a": "b"}; return r }(),
+		"empty":        {},
+		"name only":    {Name: "a"},
+		"nil info":     func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Info = nil; return r }(),
+		"nil chart":    func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Chart = nil; return r }(),
+		"empty config": func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Config = map[string]any{}; return r }(),
+		"nil config":   func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Config = nil; return r }(),
+		"no manifest":  func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Manifest = ""; return r }(),
+		"no hooks":     func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Hooks = nil; return r }(),
+		"empty hooks":  func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Hooks = []*Hook{}; return r }(),
+		"negative":     func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.Version = -3; return r }(),
+		"apply method": func() *Release { r := rev("ns", "a", 1, StatusDeployed); r.ApplyMethod = ApplyMethod; return r }(),
+		"labels left out": func() *Release {
+			r := rev("ns", "a", 1, StatusDeployed)
+			r.Labels = map[string]string{"a": "b"}
+			return r
+		}(),
 		"escapes": func() *Release {
 			r := rev("ns", "<a&b>", 1, StatusDeployed)
 			r.Manifest = "<script>&\u2028\u2029\xff\x00\"\\\n"
