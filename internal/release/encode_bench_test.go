@@ -36,7 +36,7 @@ func TestFitsKeepsTheEncoding(t *testing.T) {
 	if err := c.Fits(r); err != nil {
 		t.Fatal(err)
 	}
-	kept := c.last.get(keyOf(t, r))
+	kept := c.last.get(recordKey(t, r))
 	if kept == nil {
 		t.Fatal("Fits kept no encoding of a 2 MiB record")
 	}
@@ -59,8 +59,8 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// keyOf is the key the Encoder keeps the encoding of r's record by.
-func keyOf(t *testing.T, r *Release) [sha256.Size]byte {
+// recordKey is the key the Encoder keeps the encoding of r's record by.
+func recordKey(t *testing.T, r *Release) [sha256.Size]byte {
 	t.Helper()
 	j, err := (&jsonCache{}).recordJSON(r)
 	if err != nil {

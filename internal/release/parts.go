@@ -176,6 +176,8 @@ type Encoder struct {
 	last splitCache
 	// json keeps the JSON of the chart files and manifests of the last records encoded.
 	json jsonCache
+	// rests keeps the compressed remainders of the last split records encoded.
+	rests restCache
 }
 
 // NewEncoder returns an Encoder that encodes one bulky record at a time.
@@ -213,7 +215,7 @@ func (c *Encoder) encodeJSON(rel *Release, j *recordJSON) (*encoding, error) {
 	if e := c.last.get(sum); e != nil {
 		return e, nil
 	}
-	e, err := encodeRecord(rel, j, MaxObjectData)
+	e, err := encodeRecord(rel, j, MaxObjectData, &c.rests)
 	if err == nil && (len(e.parts) > 0 || j.size() > MaxObjectData) {
 		c.last.set(sum, e)
 	}
@@ -261,13 +263,15 @@ func encodeWithin(rel *Release, limit int) (*encoding, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeRecord(rel, j, limit)
+	return encodeRecord(rel, j, limit, nil)
 }
 
 // encodeRecord is encodeWithin of rel, whose JSON is j. Compressing a record that does not fit
 // in one object stops once it is clearly over, so that a chart of many megabytes is not held
-// compressed and in base64 only to be found too large.
-func encodeRecord(rel *Release, j *recordJSON, limit int) (*encoding, error) {
+// compressed and in base64 only to be found too large. The remainder of a split record is
+// compressed once for rests (nil: each time): the records of one revision (pending, deployed,
+// superseded) differ in their record objects alone.
+func encodeRecord(rel *Release, j *recordJSON, limit int, rests *restCache) (*encoding, error) {
 	data, err := fitting(j, limit)
 	if err != nil || data != nil {
 		return &encoding{data: data}, err
@@ -293,7 +297,7 @@ func encodeRecord(rel *Release, j *recordJSON, limit int) (*encoding, error) {
 		size := base64.StdEncoding.EncodedLen(n)
 		return nil, &TooLargeError{Name: rel.Name, Version: rel.Version, Size: size, Limit: limit, What: "record object"}
 	}
-	z, size, err := compress(j.remainder(withManifest), MaxRecordSize-len(data))
+	z, size, err := rests.compress(j.remainder(withManifest), MaxRecordSize-len(data))
 	if err != nil {
 		return nil, err
 	}
@@ -403,6 +407,44 @@ func compress(fs []field, max int) (z []byte, size int, err error) {
 		return nil, buf.n, nil
 	}
 	return buf.Bytes(), buf.n, nil
+}
+
+// restCache keeps the last two remainders compressed, by the key of their JSON.
+type restCache struct {
+	mu   sync.Mutex
+	kept [2]*keptRest
+}
+
+type keptRest struct {
+	key [sha256.Size]byte
+	z   []byte
+}
+
+// compress is compress of fs, kept by c, which may be nil.
+func (c *restCache) compress(fs []field, max int) ([]byte, int, error) {
+	if c == nil {
+		return compress(fs, max)
+	}
+	key := keyOf(fs)
+	c.mu.Lock()
+	for i, k := range c.kept {
+		if k != nil && k.key == key {
+			c.kept[0], c.kept[i] = k, c.kept[0]
+			c.mu.Unlock()
+			if len(k.z) > max {
+				return nil, len(k.z), nil
+			}
+			return k.z, len(k.z), nil
+		}
+	}
+	c.mu.Unlock()
+	z, size, err := compress(fs, max)
+	if err == nil && z != nil {
+		c.mu.Lock()
+		c.kept[1], c.kept[0] = c.kept[0], &keptRest{key: key, z: z}
+		c.mu.Unlock()
+	}
+	return z, size, err
 }
 
 // gzipWriters keep gzip's writers by level (from -1, the default, to 9), each a megabyte of
@@ -516,7 +558,7 @@ func join(ctx context.Context, e Expansion, object string, rel *Release, parts [
 		return fmt.Errorf("the parts' sha256 is %s, the record says %s", got, sum)
 	}
 	var rest remainder
-	if err := e.decodeJSON(ctx, object, "record parts", bytes.Join(parts, nil), &rest); err != nil {
+	if err := e.decodeJSONOf(ctx, object, "record parts", parts, &rest); err != nil {
 		return err
 	}
 	if rel.Chart == nil {

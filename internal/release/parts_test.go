@@ -416,7 +416,7 @@ func TestSharedEncoderEncodesASplitRecordOnce(t *testing.T) {
 		t.Error("a store sharing the Encoder encoded the split record again")
 	}
 	other := NewSecretStore(fake.NewClientset().CoreV1(), "ns")
-	if other.encoder.last.get(keyOf(t, r)) != nil {
+	if other.encoder.last.get(recordKey(t, r)) != nil {
 		t.Error("a store of its own shares another's last split record")
 	}
 }

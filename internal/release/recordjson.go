@@ -109,13 +109,18 @@ func (j *recordJSON) bytes() []byte {
 // key identifies j's JSON: two records of the same key have the same JSON. A bulky piece counts
 // by its sum, the rest by its bytes.
 func (j *recordJSON) key() [sha256.Size]byte {
+	return keyOf(j.f[:])
+}
+
+// keyOf identifies the JSON object of fields fs, as key does.
+func keyOf(fs []field) [sha256.Size]byte {
 	h := sha256.New()
 	var n [8]byte
-	for i, f := range j.f {
+	for _, f := range fs {
 		if f.pieces == nil {
 			continue
 		}
-		h.Write([]byte{byte(i)})
+		h.Write([]byte(f.name))
 		for _, p := range f.pieces {
 			if p.tag != 0 {
 				h.Write([]byte{p.tag})
