@@ -2,9 +2,9 @@ package release
 
 import (
 	"bytes"
-	"encoding/binary"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"

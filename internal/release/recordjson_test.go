@@ -159,3 +159,26 @@ func TestRecordJSONFollowsChanges(t *testing.T) {
 		t.Error("a record of another status has the key of the one before it")
 	}
 }
+
+// FuzzRecordJSON: whatever text a release holds, its assembled JSON is json.Marshal's, and a
+// release changed in a file or its manifest is never given the JSON kept of the one before.
+func FuzzRecordJSON(f *testing.F) {
+	f.Add("a", "<b>&\u2028", "notes", []byte{0, 0xff}, "files/x", 3)
+	f.Add("", "", "", []byte(nil), "", 0)
+	var c jsonCache
+	f.Fuzz(func(t *testing.T, name, manifest, notes string, data []byte, file string, version int) {
+		r := rev("ns", name, version, StatusDeployed)
+		r.Manifest, r.Info.Notes = manifest, notes
+		r.Chart.Files = []*common.File{{Name: file, Data: data}}
+		r.Config = map[string]any{name: notes}
+		for _, round := range []string{"first", "kept"} {
+			j, err := c.recordJSON(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := j.bytes(), mustJSON(t, r); !bytes.Equal(got, want) {
+				t.Fatalf("%s:\n got %s\nwant %s", round, got, want)
+			}
+		}
+	})
+}
