@@ -182,3 +182,17 @@ func FuzzRecordJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendJSONStringIsJSONMarshal: every byte alone and in text, and the runes json escapes,
+// are written as json.Marshal writes them.
+func TestAppendJSONStringIsJSONMarshal(t *testing.T) {
+	texts := []string{"", "plain", "\u2028\u2029\ufffd", "\xed\xa0\x80", "é\xc3", "a\x7fb", "<&>\"\\"}
+	for b := range 256 {
+		texts = append(texts, string([]byte{byte(b)}), "x"+string([]byte{byte(b)})+"\u00e9y")
+	}
+	for _, s := range texts {
+		if got, want := appendJSONString(nil, s), mustJSON(t, s); !bytes.Equal(got, want) {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	}
+}
