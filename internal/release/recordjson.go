@@ -2,8 +2,10 @@ package release
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -308,11 +310,11 @@ func (c *jsonCache) filesOf(ch *chartv2.Chart) (*filesJSON, error) {
 		}
 	}
 	c.mu.Unlock()
-	t, err := json.Marshal(ch.Templates)
+	t, err := filesJSONOf(ch.Templates)
 	if err != nil {
 		return nil, err
 	}
-	fs, err := json.Marshal(ch.Files)
+	fs, err := filesJSONOf(ch.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -321,6 +323,47 @@ func (c *jsonCache) filesOf(ch *chartv2.Chart) (*filesJSON, error) {
 	c.files[1], c.files[0] = c.files[0], f
 	c.mu.Unlock()
 	return f, nil
+}
+
+// filesJSONOf is json.Marshal of files, written into one buffer sized for it: json.Marshal's own
+// grows from nothing, and is copied once more, for megabytes of files in base64.
+func filesJSONOf(files []*common.File) ([]byte, error) {
+	if files == nil {
+		return []byte("null"), nil
+	}
+	size := 2
+	for _, f := range files {
+		if f != nil {
+			size += len(`{"name":,"data":"","modtime":""},`) + len(f.Name) + len(f.Name)/8 + 2 +
+				base64.StdEncoding.EncodedLen(len(f.Data)) + len(time.RFC3339Nano)
+		}
+	}
+	b := append(make([]byte, 0, size), '[')
+	for i, f := range files {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if f == nil {
+			b = append(b, null...)
+			continue
+		}
+		b = appendJSONString(append(b, `{"name":`...), f.Name)
+		b = append(b, `,"data":`...)
+		if f.Data == nil {
+			b = append(b, null...)
+		} else {
+			b = append(base64.StdEncoding.AppendEncode(append(b, '"'), f.Data), '"')
+		}
+		if !f.ModTime.IsZero() {
+			t, err := f.ModTime.MarshalJSON()
+			if err != nil {
+				return nil, fmt.Errorf("json: error calling MarshalJSON for type time.Time: %w", err)
+			}
+			b = append(append(b, `,"modtime":`...), t...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
 }
 
 // filesSum is the sha256 of ch's templates and files: whether each list and each file is nil,
