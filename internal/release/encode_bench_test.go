@@ -36,7 +36,7 @@ func TestFitsKeepsTheEncoding(t *testing.T) {
 	if err := c.Fits(r); err != nil {
 		t.Fatal(err)
 	}
-	kept := c.last.get(sha256.Sum256(mustJSON(t, r)))
+	kept := c.last.get(recordKey(t, r))
 	if kept == nil {
 		t.Fatal("Fits kept no encoding of a 2 MiB record")
 	}
@@ -57,4 +57,14 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// recordKey is the key the Encoder keeps the encoding of r's record by.
+func recordKey(t *testing.T, r *Release) [sha256.Size]byte {
+	t.Helper()
+	j, err := (&jsonCache{}).recordJSON(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.key()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,24 +127,77 @@ func (b *bounded) Read(p []byte) (int, error) {
 // what it expands to as it streams and stopping at e's limit. object and what name it in an
 // *ExpansionError.
 func (e Expansion) decodeJSON(ctx context.Context, object, what string, data []byte, v any) error {
-	if !bytes.HasPrefix(data, magicGzip) {
-		return json.Unmarshal(data, v)
+	return e.decodeJSONOf(ctx, object, what, [][]byte{data}, v)
+}
+
+// decodeJSONOf is decodeJSON of the data that parts hold, joined, read without joining them.
+// The JSON is read whole into one buffer, as json.Unmarshal needs it, sized by what the gzip
+// stream says it expands to when that is within the limit and 32 times what it is compressed:
+// a stream that says more grows its buffer as it expands.
+func (e Expansion) decodeJSONOf(ctx context.Context, object, what string, parts [][]byte, v any) error {
+	compressed := 0
+	var first []byte
+	for _, p := range parts {
+		compressed += len(p)
+		if len(first) < len(magicGzip) {
+			first = append(first, p[:min(len(p), len(magicGzip)-len(first))]...)
+		}
 	}
-	limit := e.limit(len(data))
+	if !bytes.Equal(first, magicGzip) {
+		return json.Unmarshal(bytes.Join(parts, nil), v)
+	}
+	limit := e.limit(compressed)
 	done, err := e.Budget.take(ctx, limit)
 	if err != nil {
 		return fmt.Errorf("wait to decode the %s: %w", what, err)
 	}
 	defer done()
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	readers := make([]io.Reader, len(parts))
+	for i, p := range parts {
+		readers[i] = bytes.NewReader(p)
+	}
+	zr, err := gzip.NewReader(io.MultiReader(readers...))
 	if err != nil {
 		return err
 	}
 	defer zr.Close()
-	dec := json.NewDecoder(&bounded{r: zr, left: limit})
-	err = dec.Decode(v)
+	b, err := readAll(&bounded{r: zr, left: limit}, min(int64(expandsTo(parts)), limit, 32*int64(compressed)+64<<10)+1)
 	if errors.Is(err, errExpanded) {
-		return &ExpansionError{Object: object, What: what, Compressed: int64(len(data)), Limit: limit}
+		return &ExpansionError{Object: object, What: what, Compressed: int64(compressed), Limit: limit}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// expandsTo is what the gzip stream that parts hold says it expands to, in its last four
+// bytes: the size of its last member, modulo 4 GiB.
+func expandsTo(parts [][]byte) uint32 {
+	var tail []byte
+	for i := len(parts) - 1; i >= 0 && len(tail) < 4; i-- {
+		tail = append(parts[i][max(0, len(parts[i])-(4-len(tail))):len(parts[i]):len(parts[i])], tail...)
+	}
+	if len(tail) < 4 {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(tail)
+}
+
+// readAll is io.ReadAll of r into a buffer of size bytes to start with.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, size)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }

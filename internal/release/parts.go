@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,67 +82,6 @@ type remainder struct {
 	Manifest  *string        `json:"manifest,omitempty"`
 }
 
-// compress is the remainder's JSON, gzipped, when that takes at most max bytes; nil and the size
-// it takes when more. The JSON is made a file at a time, so that what is held at once is the
-// compressed remainder and one file, and past max only counted.
-func (r *remainder) compress(max int) (z []byte, size int, err error) {
-	buf := &counted{max: max}
-	w, err := gzip.NewWriterLevel(buf, gzip.DefaultCompression)
-	if err != nil {
-		return nil, 0, err
-	}
-	put := func(v any) {
-		if err != nil {
-			return
-		}
-		var b []byte
-		if b, err = json.Marshal(v); err == nil {
-			_, err = w.Write(b)
-		}
-	}
-	raw := func(s string) {
-		if err == nil {
-			_, err = io.WriteString(w, s)
-		}
-	}
-	list := func(name string, files []*common.File, comma string) {
-		raw(`"` + name + `":`)
-		if files == nil {
-			raw("null" + comma)
-			return
-		}
-		raw("[")
-		for i, f := range files {
-			if i > 0 {
-				raw(",")
-			}
-			put(f)
-		}
-		raw("]" + comma)
-	}
-	raw("{")
-	if r.Manifest != nil {
-		list("templates", r.Templates, ",")
-		list("files", r.Files, ",")
-		raw(`"manifest":`)
-		put(*r.Manifest)
-	} else {
-		list("templates", r.Templates, ",")
-		list("files", r.Files, "")
-	}
-	raw("}")
-	if err == nil {
-		err = w.Close()
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	if buf.n > max {
-		return nil, buf.n, nil
-	}
-	return buf.Bytes(), buf.n, nil
-}
-
 // counted is a buffer that keeps at most max bytes, and counts what is written past them.
 type counted struct {
 	bytes.Buffer
@@ -161,7 +101,7 @@ func (c *counted) Write(p []byte) (int, error) {
 // fit in one object, the parts.
 type encoding struct {
 	// data is the record object's, as Helm's drivers keep it: JSON, gzipped, in base64.
-	data string
+	data []byte
 	// parts hold the gzipped remainder, each at most MaxObjectData bytes; none when the whole
 	// record is in data.
 	parts [][]byte
@@ -232,8 +172,12 @@ func Bytes(n int) string {
 type Encoder struct {
 	// bulky lets one bulky record be encoded at a time.
 	bulky *par.Slots
-	// last is the last split record encoded, by the sha256 of its JSON.
+	// last is the last split record encoded, by the key of its JSON.
 	last splitCache
+	// json keeps the JSON of the chart files and manifests of the last records encoded.
+	json jsonCache
+	// rests keeps the compressed remainders of the last split records encoded.
+	rests restCache
 }
 
 // NewEncoder returns an Encoder that encodes one bulky record at a time.
@@ -256,22 +200,23 @@ func (c *Encoder) encode(rel *Release) (*encoding, error) {
 		// record at a time, so that several large releases do not hold theirs at once.
 		defer c.bulky.Hold()()
 	}
-	b, err := json.Marshal(rel)
+	j, err := c.json.recordJSON(rel)
 	if err != nil {
 		return nil, err
 	}
-	return c.encodeJSON(rel, b)
+	return c.encodeJSON(rel, j)
 }
 
-// encodeJSON is encode of rel, whose JSON is b. A record that takes more than compressed is
-// kept as the last one encoded: the write that follows an operation's Fits finds it.
-func (c *Encoder) encodeJSON(rel *Release, b []byte) (*encoding, error) {
-	sum := sha256.Sum256(b)
+// encodeJSON is encode of rel, whose JSON is j. A record that takes more than one object
+// uncompressed is kept as the last one encoded: the write that follows an operation's Fits
+// finds it.
+func (c *Encoder) encodeJSON(rel *Release, j *recordJSON) (*encoding, error) {
+	sum := j.key()
 	if e := c.last.get(sum); e != nil {
 		return e, nil
 	}
-	e, err := encodeJSON(rel, b, MaxObjectData)
-	if err == nil && (len(e.parts) > 0 || len(b) > MaxObjectData) {
+	e, err := encodeRecord(rel, j, MaxObjectData, &c.rests)
+	if err == nil && (len(e.parts) > 0 || j.size() > MaxObjectData) {
 		c.last.set(sum, e)
 	}
 	return e, err
@@ -314,54 +259,45 @@ func (c *splitCache) set(sum [sha256.Size]byte, e *encoding) {
 
 // encodeWithin is encode with objects that hold at most limit bytes.
 func encodeWithin(rel *Release, limit int) (*encoding, error) {
-	b, err := json.Marshal(rel)
+	j, err := (&jsonCache{}).recordJSON(rel)
 	if err != nil {
 		return nil, err
 	}
-	return encodeJSON(rel, b, limit)
+	return encodeRecord(rel, j, limit, nil)
 }
 
-// encodeJSON is encodeWithin of rel, whose JSON is b. Compressing a record that does not fit in
-// one object stops once it is clearly over, so that a chart of many megabytes is not held
-// compressed and in base64 only to be found too large.
-func encodeJSON(rel *Release, b []byte, limit int) (*encoding, error) {
-	data, err := fitting(b, limit)
-	if err != nil || data != "" {
+// encodeRecord is encodeWithin of rel, whose JSON is j. Compressing a record that does not fit
+// in one object stops once it is clearly over, so that a chart of many megabytes is not held
+// compressed and in base64 only to be found too large. The remainder of a split record is
+// compressed once for rests (nil: each time): the records of one revision (pending, deployed,
+// superseded) differ in their record objects alone.
+func encodeRecord(rel *Release, j *recordJSON, limit int, rests *restCache) (*encoding, error) {
+	data, err := fitting(j, limit)
+	if err != nil || data != nil {
 		return &encoding{data: data}, err
 	}
-	var rest remainder
-	stripped := *rel
-	if rel.Chart != nil {
-		ch := *rel.Chart
-		rest.Templates, rest.Files = ch.Templates, ch.Files
-		ch.Templates, ch.Files = nil, nil
-		stripped.Chart = &ch
-	}
+	stripped := j.withoutFiles()
 	moved := []string{"templates and files"}
-	data, err = fittingRelease(&stripped, limit)
-	if err == nil && data == "" {
-		manifest := rel.Manifest
-		rest.Manifest, stripped.Manifest = &manifest, movedManifest
+	withManifest := false
+	data, err = fitting(stripped, limit)
+	if err == nil && data == nil {
+		stripped, withManifest = stripped.withManifest(movedManifestJSON), true
 		moved = append(moved, "manifest")
-		data, err = fittingRelease(&stripped, limit)
+		data, err = fitting(stripped, limit)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if data == "" {
+	if data == nil {
 		// What is left is the values, hooks and notes: small enough to measure whole.
-		sb, err := json.Marshal(&stripped)
+		_, n, err := gzipWithin(stripped.f[:], gzip.BestCompression, math.MaxInt)
 		if err != nil {
 			return nil, err
 		}
-		z, err := gzipBytes(sb, gzip.BestCompression)
-		if err != nil {
-			return nil, err
-		}
-		size := base64.StdEncoding.EncodedLen(len(z))
+		size := base64.StdEncoding.EncodedLen(n)
 		return nil, &TooLargeError{Name: rel.Name, Version: rel.Version, Size: size, Limit: limit, What: "record object"}
 	}
-	z, size, err := rest.compress(MaxRecordSize - len(data))
+	z, size, err := rests.compress(j.remainder(withManifest), MaxRecordSize-len(data))
 	if err != nil {
 		return nil, err
 	}
@@ -382,66 +318,155 @@ func encodeJSON(rel *Release, b []byte, limit int) (*encoding, error) {
 	return e, nil
 }
 
-// fitting is the record object's data for a release whose JSON is b: at the default level, or at
-// the best if that is what fits in limit bytes; "" when neither fits, with the size at the best.
-func fitting(b []byte, limit int) (data string, err error) {
+// movedManifestJSON is movedManifest's JSON.
+var movedManifestJSON, _ = json.Marshal(movedManifest)
+
+// fitting is the record object's data for a release whose JSON is j: at the default level, or at
+// the best if that is what fits in limit bytes; nil when neither fits.
+func fitting(j *recordJSON, limit int) (data []byte, err error) {
 	fits := base64.StdEncoding.DecodedLen(limit) // the most gzip may give for limit in base64
 	// The best level saves a few percent of the default's bytes on a record's JSON, never an
 	// eighth: past that, the default's compression stops, and the best is not tried.
-	z, err := gzipWithin(b, gzip.DefaultCompression, fits+fits/8)
-	if err != nil || z == nil {
-		return "", err
+	data, n, err := gzipWithin(j.f[:], gzip.DefaultCompression, fits+fits/8)
+	if err != nil || data == nil || n <= fits {
+		return data, err
 	}
-	if len(z) > fits {
-		if z, err = gzipWithin(b, gzip.BestCompression, fits); err != nil || z == nil {
-			return "", err
-		}
-	}
-	return base64.StdEncoding.EncodeToString(z), nil
-}
-
-func fittingRelease(rel *Release, limit int) (string, error) {
-	b, err := json.Marshal(rel)
-	if err != nil {
-		return "", err
-	}
-	return fitting(b, limit)
+	data, _, err = gzipWithin(j.f[:], gzip.BestCompression, fits)
+	return data, err
 }
 
 // errOver stops a compression whose output passed its limit.
 var errOver = errors.New("over the limit")
 
-// capped is a buffer that refuses to grow past max bytes.
+// capped counts what is written through it to w, and refuses to pass max bytes.
 type capped struct {
-	bytes.Buffer
-	max int
+	w      io.Writer
+	max, n int
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if c.Len()+len(p) > c.max {
+	if c.n+len(p) > c.max {
 		return 0, errOver
 	}
-	return c.Buffer.Write(p)
+	c.n += len(p)
+	return c.w.Write(p)
 }
 
-// gzipWithin is b gzipped at level when that takes at most max bytes; nil when it takes more.
-func gzipWithin(b []byte, level, max int) ([]byte, error) {
-	buf := &capped{max: max}
-	w, err := gzip.NewWriterLevel(buf, level)
+// gzipWithin is the JSON object of fields fs gzipped at level, in base64, and how many bytes the
+// gzip took, when that is at most max; nil and 0 when it takes more. The JSON is written into
+// gzip a piece at a time, and gzip into base64, into one buffer.
+func gzipWithin(fs []field, level, max int) ([]byte, int, error) {
+	size := 0
+	_ = eachOf(fs, func(b []byte) error { size += len(b); return nil })
+	var out bytes.Buffer
+	// A record's JSON compresses about ten times; less, and the buffer grows.
+	out.Grow(base64.StdEncoding.EncodedLen(min(max, size/8+512)))
+	b64 := base64.NewEncoder(base64.StdEncoding, &out)
+	c := &capped{w: b64, max: max}
+	z, err := gzipWriter(c, level)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	_, err = w.Write(b)
+	defer putGzipWriter(z, level)
+	err = eachOf(fs, func(b []byte) error { _, err := z.Write(b); return err })
+	if err == nil {
+		err = z.Close()
+	}
+	if errors.Is(err, errOver) {
+		return nil, 0, nil
+	}
+	if err == nil {
+		err = b64.Close()
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return out.Bytes(), c.n, nil
+}
+
+// compress is the JSON object of fields fs (a remainder's), gzipped, when that takes at most
+// max bytes; nil and the size it takes when more: past max, what it takes is only counted.
+func compress(fs []field, max int) (z []byte, size int, err error) {
+	n := 0
+	_ = eachOf(fs, func(b []byte) error { n += len(b); return nil })
+	buf := &counted{max: max}
+	buf.Grow(min(max, n/8+512))
+	w, err := gzipWriter(buf, gzip.DefaultCompression)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer putGzipWriter(w, gzip.DefaultCompression)
+	err = eachOf(fs, func(b []byte) error { _, err := w.Write(b); return err })
 	if err == nil {
 		err = w.Close()
 	}
-	if errors.Is(err, errOver) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return buf.Bytes(), nil
+	if buf.n > max {
+		return nil, buf.n, nil
+	}
+	return buf.Bytes(), buf.n, nil
+}
+
+// restCache keeps the last two remainders compressed, by the key of their JSON.
+type restCache struct {
+	mu   sync.Mutex
+	kept [2]*keptRest
+}
+
+type keptRest struct {
+	key [sha256.Size]byte
+	z   []byte
+}
+
+// compress is compress of fs, kept by c, which may be nil.
+func (c *restCache) compress(fs []field, max int) ([]byte, int, error) {
+	if c == nil {
+		return compress(fs, max)
+	}
+	key := keyOf(fs)
+	c.mu.Lock()
+	for i, k := range c.kept {
+		if k != nil && k.key == key {
+			c.kept[0], c.kept[i] = k, c.kept[0]
+			c.mu.Unlock()
+			if len(k.z) > max {
+				return nil, len(k.z), nil
+			}
+			return k.z, len(k.z), nil
+		}
+	}
+	c.mu.Unlock()
+	z, size, err := compress(fs, max)
+	if err == nil && z != nil {
+		c.mu.Lock()
+		c.kept[1], c.kept[0] = c.kept[0], &keptRest{key: key, z: z}
+		c.mu.Unlock()
+	}
+	return z, size, err
+}
+
+// gzipWriters keep gzip's writers by level (from -1, the default, to 9), each a megabyte of
+// compressor state that a write need not allocate anew.
+var gzipWriters [gzip.BestCompression + 2]sync.Pool
+
+// gzipWriter is a gzip writer at level to w.
+func gzipWriter(w io.Writer, level int) (*gzip.Writer, error) {
+	if level < gzip.DefaultCompression || level > gzip.BestCompression {
+		return nil, fmt.Errorf("gzip: invalid compression level: %d", level)
+	}
+	if z, ok := gzipWriters[level+1].Get().(*gzip.Writer); ok {
+		z.Reset(w)
+		return z, nil
+	}
+	return gzip.NewWriterLevel(w, level)
+}
+
+// putGzipWriter gives z, of level, back to be used again.
+func putGzipWriter(z *gzip.Writer, level int) {
+	z.Reset(io.Discard)
+	gzipWriters[level+1].Put(z)
 }
 
 func gzipBytes(b []byte, level int) ([]byte, error) {
@@ -533,7 +558,7 @@ func join(ctx context.Context, e Expansion, object string, rel *Release, parts [
 		return fmt.Errorf("the parts' sha256 is %s, the record says %s", got, sum)
 	}
 	var rest remainder
-	if err := e.decodeJSON(ctx, object, "record parts", bytes.Join(parts, nil), &rest); err != nil {
+	if err := e.decodeJSONOf(ctx, object, "record parts", parts, &rest); err != nil {
 		return err
 	}
 	if rel.Chart == nil {
@@ -557,20 +582,20 @@ func partName(key, sum string, i int) string {
 // record whose JSON fits in an object uncompressed is not encoded to know it; one that does not
 // is encoded once, for Fits and the write that follows.
 func (c *Encoder) Fits(rel *Release) error {
-	b, err := json.Marshal(rel)
+	if c == nil {
+		c = NewEncoder()
+	}
+	j, err := c.json.recordJSON(rel)
 	if err != nil {
 		return err
 	}
 	// gzip adds at most 5 bytes in every 64 KiB and a header; base64 makes 4 bytes of 3.
-	if (len(b)+len(b)/1024+64)/3*4+4 <= MaxObjectData {
+	if n := j.size(); (n+n/1024+64)/3*4+4 <= MaxObjectData {
 		return nil
-	}
-	if c == nil {
-		c = NewEncoder()
 	}
 	if bulk(rel) > bulky {
 		defer c.bulky.Hold()()
 	}
-	_, err = c.encodeJSON(rel, b)
+	_, err = c.encodeJSON(rel, j)
 	return err
 }

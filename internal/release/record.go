@@ -110,7 +110,7 @@ func (s *HelmStore) write(ctx context.Context, rel *Release, update bool) error 
 	}
 	objs := s.records(s.namespace)
 	key := Key(rel.Name, rel.Version)
-	o := newItem{name: key, labels: recordLabels(rel, update), data: []byte(e.data)}
+	o := newItem{name: key, labels: recordLabels(rel, update), data: e.data}
 	delete(o.labels, PartsLabel) // read with the release it was written for, or copied by helm
 	if a := e.partsAnnotation(); a != "" {
 		o.annotations = map[string]string{PartsAnnotation: a}
