@@ -178,9 +178,10 @@ func (r *Reconciler) lastRecord(ctx context.Context, clients *kube.Clients, name
 
 // store is the store of the releases of clients' namespace on r.Driver, reached through clients
 // (as the Release's account), which decodes records and journals within r.RecordExpansion and
-// encodes records with r.Encoder, shared by every reconcile.
+// encodes records with a fork of r.Encoder: one bulky record at a time with every reconcile, and
+// what it keeps of the records it encodes gone with the store.
 func (r *Reconciler) store(clients *kube.Clients) (release.Store, error) {
-	return release.Open(r.Driver, clients.Client, clients.Namespace, r.RecordExpansion, r.Encoder)
+	return release.Open(r.Driver, clients.Client, clients.Namespace, r.RecordExpansion, r.Encoder.Fork())
 }
 
 // reasonFor is the Ready reason of deployed revision version.

@@ -82,8 +82,8 @@ type Reconciler struct {
 	// RecordExpansion bounds what a release's record, its parts and its journal expand to once
 	// decompressed: a tenant may write a Secret shaped like a record.
 	RecordExpansion release.Expansion
-	// Encoder encodes the records of every reconcile, one bulky record at a time; nil encodes
-	// each alone.
+	// Encoder encodes the records of every reconcile, one bulky record at a time, each
+	// reconcile through a fork of its own (Encoder.Fork); nil encodes each alone.
 	Encoder *release.Encoder
 	// Driver is where the releases' records are kept, as HELM_DRIVER names it for helm: ""
 	// and release.DriverSecret in Secrets, release.DriverConfigMap in ConfigMaps.

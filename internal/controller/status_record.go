@@ -56,7 +56,7 @@ func (r *Reconciler) recordFootprint(rel *v1alpha1.Release, rec *release.Release
 	if rec == nil {
 		return
 	}
-	f, moved, err := r.Encoder.FootprintOf(rec)
+	f, moved, err := r.Encoder.Fork().FootprintOf(rec)
 	if err != nil {
 		return
 	}

@@ -68,3 +68,27 @@ func recordKey(t *testing.T, r *Release) [sha256.Size]byte {
 	}
 	return j.key()
 }
+
+// TestForkKeepsItsOwnEncodings: a fork takes turns with its Encoder for bulky records and keeps
+// what it encoded to itself.
+func TestForkKeepsItsOwnEncodings(t *testing.T) {
+	c := NewEncoder()
+	f := c.Fork()
+	if f.bulky != c.bulky {
+		t.Error("a fork does not share its Encoder's turn for bulky records")
+	}
+	r := rev("ns", "compressible", 1, StatusPendingInstall)
+	r.Manifest = strings.Repeat("kind: ConfigMap\ndata: {a: b}\n---\n", (2<<20)/32)
+	if err := f.Fits(r); err != nil {
+		t.Fatal(err)
+	}
+	if f.last.get(recordKey(t, r)) == nil {
+		t.Fatal("the fork kept no encoding of a 2 MiB record")
+	}
+	if c.last.get(recordKey(t, r)) != nil {
+		t.Error("the Encoder forked keeps the encoding its fork made")
+	}
+	if (*Encoder)(nil).Fork() != nil {
+		t.Error("a nil Encoder forked one that is not nil")
+	}
+}

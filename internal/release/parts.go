@@ -185,6 +185,17 @@ func NewEncoder() *Encoder {
 	return &Encoder{bulky: par.NewSlots(1)}
 }
 
+// Fork returns an Encoder that encodes one bulky record at a time with c and its other forks,
+// and keeps caches of its own: an operation's encodings (its chart files' and manifest's JSON,
+// its split record) go with the operation's Encoder, not with one a process keeps for its life.
+// A nil c forks nil.
+func (c *Encoder) Fork() *Encoder {
+	if c == nil {
+		return nil
+	}
+	return &Encoder{bulky: c.bulky}
+}
+
 // encode encodes rel as Helm's drivers keep a record: its JSON, gzipped, in base64. Helm gzips at
 // best compression, which costs three times the default level's time for 0 to 4% less; records
 // are written at the default level, at best compression when that is what keeps a record within
