@@ -7,7 +7,7 @@ import (
 )
 
 // Cleanup is the plan that deletes created, the objects a failed operation created (Helm's
-// --cleanup-on-fail), kind by kind in Helm's uninstall order, each by its UID in live, and then
+// --cleanup-on-fail), in the stages of Helm's uninstall order, each by its UID in live, and then
 // waits until every one of them is gone. Objects without a live object are left out: there is
 // nothing of them to delete.
 func Cleanup(created []*unstructured.Unstructured, live map[resource.Identity]*unstructured.Unstructured) *Plan {

@@ -11,7 +11,7 @@ import (
 )
 
 // buildOrdered adds to p, which holds the CRD steps, the steps of in ordered by in.Batches: each
-// batch applied kind by kind and waited for before the next; then the deletions of what left the
+// batch applied in the stages of Helm's install order and waited for before the next; then the deletions of what left the
 // release. An uninstall deletes batch by batch in reverse, each waited for until gone.
 func buildOrdered(in Input, p *Plan) (*Plan, error) {
 	desired := map[resource.Identity]*unstructured.Unstructured{}

@@ -153,7 +153,7 @@ type Input struct {
 	// first step that applies any of them.
 	Late []resource.Identity
 	// Batches, when set, order the objects as the chart declares (--wait=ordered, HIP-0025):
-	// each batch's objects are applied kind by kind in Helm's order and waited for before the
+	// each batch's objects are applied in the stages of Helm's order and waited for before the
 	// next batch. An uninstall (no Desired objects) deletes them batch by batch in reverse, each
 	// waited for until gone.
 	Batches []sequence.Batch

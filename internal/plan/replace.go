@@ -8,9 +8,9 @@ import (
 )
 
 // Build returns the steps that take the cluster from Recorded to Desired: CRDs, then desired
-// objects kind by kind in Helm's install order (waiting for CRDs defined by the release before
-// objects of later kinds), then deletion of recorded objects that left the release, in Helm's
-// uninstall order, unless kept; then the waits. The objects of Replace are deleted and waited
+// objects in the stages of Helm's install order (waiting for CRDs defined by the release before
+// objects of later kinds), then deletion of recorded objects that left the release, in the stages of
+// Helm's uninstall order, unless kept; then the waits. The objects of Replace are deleted and waited
 // for until gone just before the step that applies them, which then creates them again.
 func Build(in Input) (*Plan, error) {
 	p, err := build(in)
