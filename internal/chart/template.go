@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
@@ -17,9 +18,11 @@ import (
 
 // TemplateOptions are the inputs of `helm template` that make sense without a cluster.
 type TemplateOptions struct {
-	// ChartPath is a chart directory or packaged chart.
+	// ChartPath is a chart directory or packaged chart, loaded unless Chart is set.
 	ChartPath string
-	Values    ValueOptions
+	// Chart, when set, is the chart, loaded already.
+	Chart  *chartv2.Chart
+	Values ValueOptions
 	// Render names the release. Without its Capabilities (a cluster's, for a server dry run),
 	// the capabilities are Helm's defaults with KubeVersion and APIVersions; with them, those two
 	// are ignored, as helm template --dry-run=server ignores them.
@@ -55,9 +58,11 @@ func Template(ctx context.Context, opts TemplateOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ch, err := Load(opts.ChartPath)
-	if err != nil {
-		return "", err
+	ch := opts.Chart
+	if ch == nil {
+		if ch, err = Load(opts.ChartPath); err != nil {
+			return "", err
+		}
 	}
 	ro := opts.Render
 	ro.Capabilities = caps

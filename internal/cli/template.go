@@ -65,7 +65,7 @@ Capabilities are its own (--kube-version and --api-versions are ignored).`,
 			if err != nil {
 				return err
 			}
-			chartPath, err := locateChart(cmd.Context(), cmd, streams, ref, flags.source)
+			ch, _, err := loadChart(cmd.Context(), cmd, streams, ref, flags.source)
 			if err != nil {
 				return err
 			}
@@ -93,7 +93,7 @@ Capabilities are its own (--kube-version and --api-versions are ignored).`,
 				}
 			}
 			out, err := chart.Template(cmd.Context(), chart.TemplateOptions{
-				ChartPath:   chartPath,
+				Chart:       ch,
 				Values:      flags.values,
 				Render:      render,
 				KubeVersion: flags.kubeVersion,
