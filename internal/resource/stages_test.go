@@ -61,12 +61,7 @@ func TestInstallStages(t *testing.T) {
 func TestInstallStagesKeepDependencies(t *testing.T) {
 	order := InstallOrder()
 	stages := InstallStages(SortForInstall(objectsOf(order...)))
-	stageOf := map[string]int{}
-	for i, stage := range stages {
-		for _, obj := range stage {
-			stageOf[obj.GetKind()] = i
-		}
-	}
+	stageOf := stageOfKinds(stages)
 	for i, kind := range order {
 		for _, before := range order[:i] {
 			if dependsOnKind(kind, before) && stageOf[kind] <= stageOf[before] {
@@ -98,12 +93,7 @@ func TestUninstallStages(t *testing.T) {
 
 	order := UninstallOrder()
 	stages := UninstallStages(SortForUninstall(objectsOf(order...)))
-	stageOf := map[string]int{}
-	for i, stage := range stages {
-		for _, obj := range stage {
-			stageOf[obj.GetKind()] = i
-		}
-	}
+	stageOf := stageOfKinds(stages)
 	for i, kind := range order {
 		for _, before := range order[:i] {
 			if related(kind, before) && stageOf[kind] <= stageOf[before] {
@@ -114,4 +104,15 @@ func TestUninstallStages(t *testing.T) {
 	if stageOf["Namespace"] <= stageOf["ConfigMap"] || stageOf["Deployment"] >= stageOf["ConfigMap"] || stageOf["ValidatingWebhookConfiguration"] != 0 {
 		t.Errorf("stages %v: want the webhooks first, workloads before what their Pods use, the namespace after what it holds", stageKinds(stages))
 	}
+}
+
+// stageOfKinds is the stage of each kind of stages.
+func stageOfKinds(stages [][]*unstructured.Unstructured) map[string]int {
+	out := map[string]int{}
+	for i, stage := range stages {
+		for _, obj := range stage {
+			out[obj.GetKind()] = i
+		}
+	}
+	return out
 }
