@@ -422,13 +422,7 @@ func compress(fs []field, max int) (z []byte, size int, err error) {
 
 // restCache keeps the last two remainders compressed, by the key of their JSON.
 type restCache struct {
-	mu   sync.Mutex
-	kept [2]*keptRest
-}
-
-type keptRest struct {
-	key [sha256.Size]byte
-	z   []byte
+	kept recent[[sha256.Size]byte, []byte]
 }
 
 // compress is compress of fs, kept by c, which may be nil.
@@ -437,23 +431,15 @@ func (c *restCache) compress(fs []field, max int) ([]byte, int, error) {
 		return compress(fs, max)
 	}
 	key := keyOf(fs)
-	c.mu.Lock()
-	for i, k := range c.kept {
-		if k != nil && k.key == key {
-			c.kept[0], c.kept[i] = k, c.kept[0]
-			c.mu.Unlock()
-			if len(k.z) > max {
-				return nil, len(k.z), nil
-			}
-			return k.z, len(k.z), nil
+	if z, ok := c.kept.get(key); ok {
+		if len(z) > max {
+			return nil, len(z), nil
 		}
+		return z, len(z), nil
 	}
-	c.mu.Unlock()
 	z, size, err := compress(fs, max)
 	if err == nil && z != nil {
-		c.mu.Lock()
-		c.kept[1], c.kept[0] = c.kept[0], &keptRest{key: key, z: z}
-		c.mu.Unlock()
+		c.kept.put(key, z)
 	}
 	return z, size, err
 }

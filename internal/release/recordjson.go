@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -199,9 +198,8 @@ func replaced(ps []piece, tag byte, b []byte) []piece {
 // its address). Two of each: an upgrade writes its new revision's record and rewrites the one it
 // supersedes, in turn.
 type jsonCache struct {
-	mu        sync.Mutex
-	files     [2]*filesJSON
-	manifests [2]*manifestJSON
+	files     recent[[sha256.Size]byte, *filesJSON]
+	manifests recent[string, *manifestJSON]
 }
 
 type filesJSON struct {
@@ -210,9 +208,8 @@ type filesJSON struct {
 }
 
 type manifestJSON struct {
-	manifest string
-	sum      [sha256.Size]byte
-	json     []byte
+	sum  [sha256.Size]byte
+	json []byte
 }
 
 // recordJSON is rel's JSON, in its fields, as json.Marshal(rel) makes it.
@@ -301,15 +298,9 @@ func (c *jsonCache) chart(ch *chartv2.Chart) ([]piece, error) {
 // filesOf is the JSON of ch's templates and files.
 func (c *jsonCache) filesOf(ch *chartv2.Chart) (*filesJSON, error) {
 	sum := filesSum(ch)
-	c.mu.Lock()
-	for i, f := range c.files {
-		if f != nil && f.sum == sum {
-			c.files[0], c.files[i] = f, c.files[0]
-			c.mu.Unlock()
-			return f, nil
-		}
+	if f, ok := c.files.get(sum); ok {
+		return f, nil
 	}
-	c.mu.Unlock()
 	t, err := filesJSONOf(ch.Templates)
 	if err != nil {
 		return nil, err
@@ -319,9 +310,7 @@ func (c *jsonCache) filesOf(ch *chartv2.Chart) (*filesJSON, error) {
 		return nil, err
 	}
 	f := &filesJSON{sum: sum, templates: t, filesBytes: fs}
-	c.mu.Lock()
-	c.files[1], c.files[0] = c.files[0], f
-	c.mu.Unlock()
+	c.files.put(sum, f)
 	return f, nil
 }
 
@@ -402,21 +391,13 @@ func filesSum(ch *chartv2.Chart) [sha256.Size]byte {
 
 // manifest is the JSON of the manifest m, as one piece.
 func (c *jsonCache) manifest(m string) []piece {
-	c.mu.Lock()
-	for i, k := range c.manifests {
-		if k != nil && k.manifest == m {
-			c.manifests[0], c.manifests[i] = k, c.manifests[0]
-			c.mu.Unlock()
-			return []piece{{b: k.json, tag: 'M', sum: &k.sum}}
-		}
+	if k, ok := c.manifests.get(m); ok {
+		return []piece{{b: k.json, tag: 'M', sum: &k.sum}}
 	}
-	c.mu.Unlock()
 	// A manifest takes a few percent more in JSON: a newline is two bytes.
 	b := appendJSONString(make([]byte, 0, len(m)+len(m)/8+2), m)
-	k := &manifestJSON{manifest: m, sum: sha256.Sum256(b), json: b}
-	c.mu.Lock()
-	c.manifests[1], c.manifests[0] = c.manifests[0], k
-	c.mu.Unlock()
+	k := &manifestJSON{sum: sha256.Sum256(b), json: b}
+	c.manifests.put(m, k)
 	return []piece{{b: k.json, tag: 'M', sum: &k.sum}}
 }
 
