@@ -26,7 +26,9 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -47,10 +49,16 @@ var Everything = rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string
 func Client(t testing.TB, env *testenv.Env) client.Client {
 	t.Helper()
 	crdClient := apiextensionsclient.NewForConfigOrDie(env.Config).ApiextensionsV1().CustomResourceDefinitions()
+	var kinds []schema.GroupVersionKind
 	for _, data := range crds.All() {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := yaml.Unmarshal(data, &crd); err != nil {
 			t.Fatal(err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				kinds = append(kinds, schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind})
+			}
 		}
 		if _, err := crdClient.Create(t.Context(), &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -71,6 +79,15 @@ func Client(t testing.TB, env *testenv.Env) client.Client {
 			t.Fatalf("wait for CRD %s: %v", crd.Name, err)
 		}
 	}
+	// Established is not yet served: a client's REST mapper reads discovery, which may lag the
+	// condition. Wait until discovery lists every kind of the CRDs.
+	disco := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, WaitTimeout, true, func(context.Context) (bool, error) {
+		return servesAll(disco, kinds)
+	})
+	if err != nil {
+		t.Fatalf("wait for discovery of the CRDs %v: %v", kinds, err)
+	}
 	scheme, err := controller.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +97,28 @@ func Client(t testing.TB, env *testenv.Env) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// servesAll reports whether discovery lists every kind given; a group version not found yet is
+// not an error.
+func servesAll(disco discovery.DiscoveryInterface, kinds []schema.GroupVersionKind) (bool, error) {
+	for _, gvk := range kinds {
+		list, err := disco.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		found := false
+		for _, r := range list.APIResources {
+			found = found || r.Kind == gvk.Kind
+		}
+		if !found {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // ServiceAccount creates the ServiceAccount name in the test's namespace with the rules given,
