@@ -29,3 +29,6 @@ func (r *Reconciler) WriteFailureForTest(ctx context.Context, rel *v1alpha1.Rele
 	markFailed(next, reason, errors.New("the operation timed out"), false)
 	return r.patchStatus(ctx, rel, next)
 }
+
+// MayWatchClusterViewForTest says whether the controller of cfg watches what a preflight reads.
+func MayWatchClusterViewForTest(cfg *rest.Config) error { return mayWatchClusterView(cfg) }

@@ -235,6 +235,10 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		mo.LeaderElectionResourceLockInterface, mo.RenewDeadline = leader, ptr.To(leaderRenewDeadline)
 	}
 	mo.Cache.ByObject = cacheByObject(shard)
+	viewErr := mayWatchClusterView(cfg)
+	if viewErr == nil {
+		mo.Cache.ByObject[metadataOf("Namespace")] = cache.ByObject{Transform: keepNamespace}
+	}
 	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
@@ -294,6 +298,13 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	if leader != nil {
 		r.Leading = leader.Leads
+	}
+	if viewErr == nil {
+		if r.View, err = watchClusterView(mgr.GetCache()); err != nil {
+			return nil, err
+		}
+	} else {
+		o.Logger.Info("each preflight reads as its Release's account", "reason", viewErr.Error())
 	}
 	if !shard.All() {
 		// The Releases depended on may be other shards', which the cache does not hold.

@@ -30,13 +30,22 @@ const (
 // doctor's checks of the requests the operation's plan will make, read through clients (as the
 // Release's account, never as the controller) with store, the operation's. What the account may
 // not read is left out, and said in a Normal Event; what may get in the way, in a Warning Event;
-// what blocks stops the operation with a *PreflightBlockedError. nil when spec.skipPreflight.
+// what blocks stops the operation with a *PreflightBlockedError. It reads nothing when the
+// controller's view of its own cluster shows nothing the preflight could find. nil when
+// spec.skipPreflight.
 func (r *Reconciler) preflightFor(rel *v1alpha1.Release, clients *kube.Clients, store release.Store) func(context.Context, release.Operation, string, []doctor.Request) error {
 	if rel.Spec.SkipPreflight {
 		return nil
 	}
 	c := doctor.ClusterOf(clients, store)
+	view := r.View
+	if rel.Spec.KubeConfig != nil {
+		view = nil // the view is of the controller's own cluster
+	}
 	return func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error {
+		if view != nil && view.clear(ctx, c.Mapper, op, clients.Namespace, reqs) {
+			return nil
+		}
 		findings, err := doctor.Preflight(ctx, c, op, clients.Namespace, name, reqs)
 		r.reportPreflight(rel, op, findings)
 		if err != nil {

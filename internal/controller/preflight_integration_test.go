@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berthdev/berth/api/v1alpha1"
@@ -149,12 +151,32 @@ func TestReleaseSkipPreflight(t *testing.T) {
 }
 
 // TestReleasePreflightLeavesOutWhatTheAccountMayNotRead: an account whose rights end at its
-// namespace may not list webhook configurations or APIServices, nor get its namespace: the
-// preflight leaves those checks out, says so in a Normal Event, and the Release is installed.
+// namespace may not list webhook configurations or APIServices, nor get its namespace. A webhook
+// that fails closed may be called for the install's ConfigMap as far as the controller can tell
+// (its matchCondition reads who the request is from), so the preflight reads as the account: it
+// leaves those checks out, says so in a Normal Event, and the Release is installed (the API
+// server does not call the webhook for it).
 func TestReleasePreflightLeavesOutWhatTheAccountMayNotRead(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
+	env.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: nobody-%[1]s}
+webhooks:
+- name: nobody.berth.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  clientConfig: {service: {namespace: %[1]s, name: nobody-home}}
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[1]s}}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  matchConditions: [{name: nobody, expression: 'request.userInfo.username == "nobody"'}]
+`, env.Namespace))
+	t.Cleanup(func() {
+		_ = env.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), "nobody-"+env.Namespace, metav1.DeleteOptions{})
+	})
 	rel := smallestRelease(t, env.Namespace, releasetest.ServeCharts(t, webChart(t)), "deployer")
 	if err := c.Create(t.Context(), rel); err != nil {
 		t.Fatal(err)
@@ -206,4 +228,25 @@ func TestReleasePreflightBlocksAnUninstall(t *testing.T) {
 		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(got), &v1alpha1.Release{}))
 	})
 	berthtest.AssertNoObject(t, env, "v1", "ConfigMap", "web-config")
+}
+
+// TestClusterViewNeedsItsRights: the controller watches what a preflight reads only when it may
+// list and watch all of it; an identity whose rights end at its namespace is told which kind it
+// may not watch.
+func TestClusterViewNeedsItsRights(t *testing.T) {
+	env := testenv.New(t)
+	if err := controller.MayWatchClusterViewForTest(env.Config); err != nil {
+		t.Errorf("the cluster's administrator may not watch the cluster view: %v", err)
+	}
+	deployer(t, env, "deployer")
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + env.Namespace + ":deployer"}
+	err := controller.MayWatchClusterViewForTest(cfg)
+	var refused *controller.ClusterViewUnavailableError
+	if !errors.As(err, &refused) || refused.Err != nil || refused.Resource.Resource != "validatingwebhookconfigurations" {
+		t.Fatalf("an account of one namespace: %v, want it refused the watch of validatingwebhookconfigurations", err)
+	}
+	if want := "the controller may not list and watch validatingwebhookconfigurations.admissionregistration.k8s.io"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
 }

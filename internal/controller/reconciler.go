@@ -98,6 +98,9 @@ type Reconciler struct {
 	// controller runs without leader election, and always leads.
 	Leading func() bool
 
+	// View is what the controller watches of what a preflight reads (clusterview.go); nil when
+	// it watches none of it, and each preflight reads as its Release's account.
+	View *clusterView
 	// remotes keeps the clients of the clusters of Releases with a spec.kubeConfig.
 	remotes remotes.Cache
 }

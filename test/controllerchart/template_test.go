@@ -44,6 +44,17 @@ var releaseNeeds = []need{
 // deleted.
 var namespaceNeed = func(ns string) need { return need{"", "namespaces", "get", ns} }
 
+// viewNeeds are what the controller watching every namespace watches of what every preflight
+// reads (with watchNamespace, the preflight reads as the Release's account).
+var viewNeeds = []need{
+	{"", "namespaces", "list", ""}, {"", "namespaces", "watch", ""},
+	{"admissionregistration.k8s.io", "mutatingwebhookconfigurations", "list", ""},
+	{"admissionregistration.k8s.io", "mutatingwebhookconfigurations", "watch", ""},
+	{"admissionregistration.k8s.io", "validatingwebhookconfigurations", "list", ""},
+	{"admissionregistration.k8s.io", "validatingwebhookconfigurations", "watch", ""},
+	{"apiregistration.k8s.io", "apiservices", "list", ""}, {"apiregistration.k8s.io", "apiservices", "watch", ""},
+}
+
 // leaderNeeds are the requests of leader election in the controller's namespace.
 var leaderNeeds = []need{
 	{"coordination.k8s.io", "leases", "create", ""},
@@ -93,6 +104,11 @@ func TestTemplateRBACCoversTheController(t *testing.T) {
 				find[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "", "ctl-berth-controller-namespace")
 				if allows(nsRules, namespaceNeed("other")) || len(nsRules) != 1 {
 					t.Errorf("with watchNamespace set, the cluster-wide role grants more than reading that namespace: %+v", nsRules)
+				}
+			}
+			for _, n := range viewNeeds {
+				if got := allows(nsRules, n) || allows(rules, n); got != (tc.ns == "") {
+					t.Errorf("the controller may %+v: %v, want %v", n, got, tc.ns == "")
 				}
 			}
 			if !allows(nsRules, namespaceNeed(cmp.Or(tc.ns, "apps"))) {
