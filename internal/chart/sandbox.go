@@ -165,6 +165,7 @@ func (s *Sandbox) run(ctx context.Context, req []byte) ([]byte, exitInfo, error)
 	args := append(s.command[1:len(s.command):len(s.command)],
 		"--memory="+strconv.FormatInt(s.limits.Memory, 10), "--cpu="+s.limits.CPU.String())
 	cmd := exec.CommandContext(ctx, s.command[0], args...)
+	cmd.Env = rendererEnv(os.Environ())
 	cmd.Stdin = bytes.NewReader(req)
 	stderr := &capped{max: stderrKept}
 	cmd.Stderr = stderr
@@ -192,6 +193,25 @@ func (s *Sandbox) run(ctx context.Context, req []byte) ([]byte, exitInfo, error)
 	}
 	return answer, exit, nil
 }
+
+// rendererEnv is the renderer's environment: environ, with the C library's memory allocator
+// held to one arena. Linked with the C library, the renderer's threads may each take an arena of
+// their own, and on 64-bit Linux each arena reserves 64 MiB of address space: counted against
+// the renderer's address-space limit, two of them stopped renders whose heap was at 16 to 29 MiB
+// of a 128 MiB budget, when threads were started on a loaded machine. Go's own allocations never
+// use the C library's allocator.
+func rendererEnv(environ []string) []string {
+	env := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, mallocArenaMax+"=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, mallocArenaMax+"=1")
+}
+
+// mallocArenaMax is the C library's setting of how many arenas its allocator may take.
+const mallocArenaMax = "MALLOC_ARENA_MAX"
 
 // capped keeps the first max bytes written to it and discards the rest.
 type capped struct {

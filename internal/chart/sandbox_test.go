@@ -196,3 +196,13 @@ func TestCountDocuments(t *testing.T) {
 		t.Errorf("countDocuments = %d, want 4", got)
 	}
 }
+
+// TestRendererEnv: the renderer runs with the environment it is given, the C library's
+// allocator held to one arena whatever the environment said.
+func TestRendererEnv(t *testing.T) {
+	got := rendererEnv([]string{"HOME=/home/berth", "MALLOC_ARENA_MAX=8", "PATH=/bin"})
+	want := []string{"HOME=/home/berth", "PATH=/bin", "MALLOC_ARENA_MAX=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rendererEnv: %q, want %q", got, want)
+	}
+}
