@@ -8,6 +8,8 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"time"
+
+	"github.com/berthdev/berth/internal/chart"
 )
 
 // profileEnv names a directory: when set, berth writes a CPU profile of its run (cpu.pprof), a
@@ -19,10 +21,12 @@ const profileEnv = "BERTH_PROFILE_DIR"
 // peakInterval is how often the live heap is read, to find its peak.
 const peakInterval = 5 * time.Millisecond
 
-// startProfiles starts the profiles profileEnv asks for and returns what writes them.
+// startProfiles starts the profiles profileEnv asks for and returns what writes them. A
+// renderer (chart.RendererCommand), which inherits its parent's environment, writes none: its
+// profiles would overwrite its parent's, the controller's or the CLI's whose renders it runs.
 func startProfiles() func() {
 	dir := os.Getenv(profileEnv)
-	if dir == "" {
+	if dir == "" || len(os.Args) > 1 && os.Args[1] == chart.RendererCommand {
 		return func() {}
 	}
 	// One sample every 64 KiB allocated, not 512: the peak's profile then names what holds a
