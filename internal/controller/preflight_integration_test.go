@@ -32,23 +32,34 @@ func deadConfigMapWebhook(t *testing.T, env *testenv.Env, op ...string) string {
 	if len(op) > 0 {
 		ops = op[0]
 	}
-	env.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {name: %[1]s}
-webhooks:
-- name: dead.berth.example.com
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 5
-  clientConfig: {service: {namespace: %[2]s, name: nobody-home}}
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[2]s}}
-  rules: [{operations: [%[3]s], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
-`, name, env.Namespace, ops))
+	env.Apply(t, deadWebhookYAML("MutatingWebhookConfiguration", name, "dead", env.Namespace, ops, ""))
 	t.Cleanup(func() {
 		_ = env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
+}
+
+// deadWebhookYAML is a webhook configuration of kind named name whose one webhook (name.berth.example.com,
+// failurePolicy Fail) calls a service that does not exist, on ops of ConfigMaps in namespace
+// alone, with the webhook's extra fields (a line of YAML) if any.
+func deadWebhookYAML(kind, name, webhook, namespace, ops, extra string) string {
+	y := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: %[1]s
+metadata: {name: %[2]s}
+webhooks:
+- name: %[3]s.berth.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  clientConfig: {service: {namespace: %[4]s, name: nobody-home}}
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[4]s}}
+  rules: [{operations: [%[5]s], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+`, kind, name, webhook, namespace, ops)
+	if extra != "" {
+		y += "  " + extra + "\n"
+	}
+	return y
 }
 
 // mayReadWebhooks lets ServiceAccount account of the test's namespace list webhook
@@ -160,20 +171,8 @@ func TestReleasePreflightLeavesOutWhatTheAccountMayNotRead(t *testing.T) {
 	env := testenv.New(t)
 	c := startController(t, env)
 	deployer(t, env, "deployer")
-	env.Apply(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: nobody-%[1]s}
-webhooks:
-- name: nobody.berth.example.com
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 5
-  clientConfig: {service: {namespace: %[1]s, name: nobody-home}}
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[1]s}}
-  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
-  matchConditions: [{name: nobody, expression: 'request.userInfo.username == "nobody"'}]
-`, env.Namespace))
+	env.Apply(t, deadWebhookYAML("ValidatingWebhookConfiguration", "nobody-"+env.Namespace, "nobody", env.Namespace, "CREATE",
+		`matchConditions: [{name: nobody, expression: 'request.userInfo.username == "nobody"'}]`))
 	t.Cleanup(func() {
 		_ = env.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), "nobody-"+env.Namespace, metav1.DeleteOptions{})
 	})
