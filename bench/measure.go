@@ -20,8 +20,11 @@ type process struct {
 	Start, End time.Time
 	// PeakRSS is the process's peak resident set size in bytes (getrusage's ru_maxrss).
 	PeakRSS int64
-	Output  string
-	Err     error
+	// PeakAnon is the most of it the process allocated (anonymous pages), sampled every 2 ms;
+	// PeakFile the most that were pages of files it mapped (its binary's, mostly).
+	PeakAnon, PeakFile int64
+	Output             string
+	Err                error
 }
 
 func (p process) Wall() time.Duration { return p.End.Sub(p.Start) }
@@ -60,7 +63,7 @@ func runProcess(ctx context.Context, measurer string, env []string, argv ...stri
 	}
 	// The command's own span, without this binary's start.
 	p.Start, p.End = m.Start, m.End
-	p.PeakRSS = m.PeakRSS
+	p.PeakRSS, p.PeakAnon, p.PeakFile = m.PeakRSS, m.PeakAnon, m.PeakFile
 	return p
 }
 
@@ -101,9 +104,11 @@ func (w *stampedWriter) String() string {
 
 // measurement is what berth-bench-measure reports of the command it ran.
 type measurement struct {
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-	PeakRSS int64     `json:"peak_rss_bytes"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	PeakRSS  int64     `json:"peak_rss_bytes"`
+	PeakAnon int64     `json:"peak_anon_bytes"`
+	PeakFile int64     `json:"peak_file_bytes"`
 }
 
 func lastLines(s string, n int) string {

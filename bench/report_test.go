@@ -33,9 +33,9 @@ func TestSummarize(t *testing.T) {
 	ms := func(v float64) *float64 { return &v }
 	var samples []sample
 	add := func(c, tool, op string, round int, seconds float64, latency *float64, failed bool) {
-		s := sample{Case: c, Tool: tool, Op: op, Round: round, Seconds: seconds, ToolSeconds: seconds, PeakRSSBytes: 100 << 20, APIRequests: 10, DeletionLatencyMS: latency}
+		s := sample{Case: c, Tool: tool, Op: op, Round: round, Seconds: seconds, ToolSeconds: seconds, PeakRSSBytes: 100 << 20, PeakAnonBytes: 20 << 20, APIRequests: 10, DeletionLatencyMS: latency}
 		if tool == "helm" {
-			s.PeakRSSBytes = 120 << 20
+			s.PeakRSSBytes, s.PeakAnonBytes = 120<<20, 40<<20
 		}
 		if failed {
 			s.Error = "boom"
@@ -90,6 +90,9 @@ func TestSummarize(t *testing.T) {
 	met := map[string]bool{}
 	for _, g := range s.Goals {
 		met[g.Goal] = g.Met
+		if want := "what it allocated, at most 0.50x Helm's"; strings.HasPrefix(g.Goal, "peak memory") && !strings.Contains(g.Measured, want) {
+			t.Errorf("goal %q measured %q, want it to say %q", g.Goal, g.Measured, want)
+		}
 	}
 	for goal, want := range map[string]bool{
 		"large install --wait: berth at most 0.5x Helm v4":                                         true,
@@ -107,7 +110,8 @@ func TestSummarize(t *testing.T) {
 	if got := r.Tools["berth"].ToolSeconds; got.Median != 2 {
 		t.Errorf("berth tool seconds = %+v, want median 2", got)
 	}
-	for _, want := range []string{"| large | install | 2.00 s (1.00–3.00) | 8.00 s (4.00–12.00) |", "(1 failed)", "| berth | 500 |"} {
+	for _, want := range []string{"| large | install | 2.00 s (1.00–3.00) | 8.00 s (4.00–12.00) |", "(1 failed)", "| berth | 500 |",
+		"| large | install | 100 / 120 / 100 | 20 / 40 / 20 | 10 / 10 / 10 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}

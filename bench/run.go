@@ -107,10 +107,14 @@ type sample struct {
 	Tool  string `json:"tool"`
 	Round int    `json:"round"` // 0 is the warm-up, not counted
 	// Position is the tool's place in its round's order, 1 for the first.
-	Position       int            `json:"position"`
-	Op             string         `json:"op"`
-	Seconds        float64        `json:"seconds"`
-	PeakRSSBytes   int64          `json:"peak_rss_bytes"`
+	Position     int     `json:"position"`
+	Op           string  `json:"op"`
+	Seconds      float64 `json:"seconds"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	// PeakAnonBytes and PeakFileBytes split the peak, sampled every 2 ms: what the tool
+	// allocated, and the pages of files it mapped (its binary's, mostly).
+	PeakAnonBytes  int64          `json:"peak_anon_bytes,omitempty"`
+	PeakFileBytes  int64          `json:"peak_file_bytes,omitempty"`
 	APIRequests    int            `json:"api_requests"`
 	RequestsByVerb map[string]int `json:"requests_by_verb"`
 	// Seconds is, for uninstall, until the last of the release's objects was gone (or the tool
@@ -241,7 +245,7 @@ func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round,
 			installed = p.Start
 		}
 		s := sample{Case: c.Name, Tool: tool, Round: round, Position: position, Op: op, Seconds: p.Wall().Seconds(), ToolSeconds: p.Wall().Seconds(),
-			PeakRSSBytes: p.PeakRSS}
+			PeakRSSBytes: p.PeakRSS, PeakAnonBytes: p.PeakAnon, PeakFileBytes: p.PeakFile}
 		if p.Err != nil {
 			s.Error = p.Err.Error()
 		}

@@ -63,3 +63,39 @@ func TestSignalsReachTheCommand(t *testing.T) {
 		t.Errorf("measurement %+v: want a peak memory and a span", m)
 	}
 }
+
+// The command's peak memory is split into what it allocated and the files it mapped.
+func TestSplitsMemory(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "berth-bench-measure")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	report := filepath.Join(dir, "report.json")
+	// The shell holds 32 MiB in a variable for a while: anonymous memory.
+	cmd := exec.Command(bin, "--report", report, "--", "sh", "-c", `x=$(head -c 33554432 /dev/zero | tr '\0' a); sleep 0.5; echo ${#x}`)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m measurement
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.PeakAnon < 32<<20 || m.PeakFile <= 0 || m.PeakAnon+m.PeakFile > m.PeakRSS+(4<<20) {
+		t.Errorf("peaks: anonymous %d, files %d, RSS %d: want at least 32 MiB allocated, some file pages, and no more than the RSS in all", m.PeakAnon, m.PeakFile, m.PeakRSS)
+	}
+}
+
+func TestStatusBytes(t *testing.T) {
+	status := []byte("Name:\tberth\nVmHWM:\t   90000 kB\nRssAnon:\t   12345 kB\nRssFile:\t   70000 kB\n")
+	if got := statusBytes(status, "RssAnon:"); got != 12345<<10 {
+		t.Errorf("RssAnon: %d, want %d", got, 12345<<10)
+	}
+	if got := statusBytes(status, "RssShmem:"); got != 0 {
+		t.Errorf("RssShmem: %d, want 0 (absent)", got)
+	}
+}
