@@ -37,9 +37,13 @@ Usage:
   berth-bench plot RESULTS.json [OUT.svg]
                                draw the growth curves of controller results already written,
                                running nothing (default OUT: RESULTS with .svg)
+  berth-bench report [flags] RESULTS.json
+                               summarize again the samples of a run's results (latest.json) with
+                               this harness's tables and goals, and write them as "run" does,
+                               running nothing (see report -h)
   berth-bench floor [flags]    one operation of the client-go floor (run by "run")
 
-"run", "controller" and "records" write their results, then exit 2 when a goal of the results' goal table
+"run", "report", "controller" and "records" write their results, then exit 2 when a goal of the results' goal table
 was missed; with -report-only they only report the goals and exit 0. Any other failure exits 1.
 `
 
@@ -105,6 +109,8 @@ func run(args []string) error {
 		return runWindowBench(args[1:])
 	case "plot":
 		return runPlot(args[1:])
+	case "report":
+		return runReport(args[1:])
 
 	case "charts":
 		if len(args) != 2 {

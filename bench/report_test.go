@@ -96,7 +96,9 @@ func TestSummarize(t *testing.T) {
 	}
 	for goal, want := range map[string]bool{
 		"large install --wait: berth at most 0.5x Helm v4":                                         true,
-		"large install --wait: berth within 1.05x of the client-go floor":                          true,
+		"large install --wait: berth within 1.10x of the client-go floor":                          true,
+		"large upgrade --wait: berth within 1.05x of the client-go floor":                          true,
+		"large: every operation within 1.2x of the client-go floor":                                true,
 		"large uninstall, until the last object is gone: berth within 1.0x of the client-go floor": true,
 		"hooks: per-hook overhead under 100 ms (median)":                                           false,
 		"deletion latency under 100 ms (median of every berth uninstall)":                          true,
@@ -297,5 +299,30 @@ func TestHelmAtBerthLimitsInReport(t *testing.T) {
 	}
 	if s := got.Samples[len(got.Samples)-1]; s.Round != 2 || s.Tool != "helm" || s.Position != 4 {
 		t.Errorf("last sample = %+v, want helm last (position 4) in round 2", s)
+	}
+}
+
+// TestFloorAndMemoryGoals: every operation of a case is held to 1.2x the floor, and the
+// huge-record install to 1.5x the floor and 200 MiB, each missed when one figure is over.
+func TestFloorAndMemoryGoals(t *testing.T) {
+	one := func(v float64) spread { return spread{N: 1, Median: v, Min: v, Max: v} }
+	s := summary{Rows: []row{
+		{Case: "small", Op: "install", BerthOverFloor: one(1.41)},
+		{Case: "small", Op: "upgrade", BerthOverFloor: one(1.1)},
+		{Case: "hooks", Op: "install", BerthOverFloor: one(1.02)},
+		{Case: "huge-record", Op: "install", BerthOverFloor: one(0.98), Tools: map[string]toolStats{"berth": {PeakRSSMiB: one(278), Seconds: one(4.4)}}},
+	}}
+	got := map[string]goal{}
+	for _, g := range goals(s, nil) {
+		got[g.Goal] = g
+	}
+	for name, want := range map[string]goal{
+		"small: every operation within 1.2x of the client-go floor":                                  {Measured: "install 1.41x, upgrade 1.10x", Met: false},
+		"hooks: every operation within 1.2x of the client-go floor":                                  {Measured: "install 1.02x", Met: true},
+		"huge-record install: berth within 1.5x of the client-go floor, at most 200 MiB peak memory": {Measured: "0.98x, 278 MiB", Met: false},
+	} {
+		if g, ok := got[name]; !ok || g.Measured != want.Measured || g.Met != want.Met {
+			t.Errorf("goal %q: %+v (present %v), want %+v", name, g, ok, want)
+		}
 	}
 }
