@@ -65,10 +65,6 @@ func (s *Sandbox) Limits() RenderLimits { return s.limits }
 // RunTemplates runs step in a renderer and returns its files, or a *RenderBudgetError naming
 // the limit that stopped it, or its templates' error. The renderer is gone when it returns.
 func (s *Sandbox) RunTemplates(ctx context.Context, step TemplateStep) (map[string]string, error) {
-	req, err := encodeRequest(step)
-	if err != nil {
-		return nil, &RendererError{Err: err}
-	}
 	stopped := func(limit BudgetLimit) error {
 		return &RenderBudgetError{Chart: step.Chart.Name(), Limit: limit, Limits: s.limits}
 	}
@@ -77,6 +73,11 @@ func (s *Sandbox) RunTemplates(ctx context.Context, step TemplateStep) (map[stri
 		return nil, ctxStopped(ctx, stopped)
 	}
 	defer release()
+	// Encoded once a renderer may start, not while waiting for one: the request holds the chart.
+	req, err := encodeRequest(step)
+	if err != nil {
+		return nil, &RendererError{Err: err}
+	}
 	answer, exit, err := s.run(ctx, req)
 	if err != nil {
 		return nil, &RendererError{Err: err}
@@ -166,11 +167,14 @@ func (s *Sandbox) run(ctx context.Context, req []byte) ([]byte, exitInfo, error)
 		"--memory="+strconv.FormatInt(s.limits.Memory, 10), "--cpu="+s.limits.CPU.String())
 	cmd := exec.CommandContext(ctx, s.command[0], args...)
 	cmd.Env = rendererEnv(os.Environ())
-	cmd.Stdin = bytes.NewReader(req)
 	stderr := &capped{max: stderrKept}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = procAttr()
 	cmd.WaitDelay = time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, exitInfo{}, err
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, exitInfo{}, err
@@ -178,6 +182,13 @@ func (s *Sandbox) run(ctx context.Context, req []byte) ([]byte, exitInfo, error)
 	if err := cmd.Start(); err != nil {
 		return nil, exitInfo{}, err
 	}
+	// Written from a goroutine that then ends, so that the request (the chart) is not held while
+	// the renderer works: nothing else refers to it. Wait closes the pipe if the renderer ends
+	// first, which ends the write.
+	go func(req []byte) {
+		_, _ = stdin.Write(req)
+		_ = stdin.Close()
+	}(req)
 	answer, rerr := io.ReadAll(io.LimitReader(stdout, s.limits.Output+1))
 	over := int64(len(answer)) > s.limits.Output
 	if over || rerr != nil {
