@@ -140,6 +140,9 @@ func (e *Env) auditEvents(t testing.TB, since AuditMark, keep func(AuditEvent) b
 type auditReader struct {
 	path   string
 	offset int64
+	// aligned says offset is at the start of a line: a mark taken while the API server was
+	// writing an event falls inside its line, which began before the mark and is skipped.
+	aligned bool
 }
 
 // read returns the events of the complete lines written since the last read; a partial last
@@ -153,10 +156,25 @@ func (r *auditReader) read() ([]AuditEvent, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if _, err := f.Seek(r.offset, io.SeekStart); err != nil {
+	start := r.offset
+	if !r.aligned && start > 0 {
+		start-- // from the byte before the mark: the line the mark fell in, or the newline before it
+	}
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(f, 1<<20)
+	if !r.aligned && start > 0 {
+		rest, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return nil, nil // the line the mark fell in is not complete yet: read it again next time
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.offset = start + int64(len(rest))
+	}
+	r.aligned = true
 	var events []AuditEvent
 	for {
 		line, err := br.ReadBytes('\n')

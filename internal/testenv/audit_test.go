@@ -81,3 +81,32 @@ func TestAuditEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditReaderFromAMarkInsideALine: a mark taken while the API server was writing an event
+// falls inside its line; reading from it skips that line (it began before the mark), and waits
+// for the line's end when it is not written yet. A mark at a line's start skips nothing.
+func TestAuditReaderFromAMarkInsideALine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	before := `{"verb":"get","userAgent":"before","objectRef":{"resource":"configmaps","namespace":"ns","name":"old"}}`
+	after := `{"verb":"get","userAgent":"after","objectRef":{"resource":"configmaps","namespace":"ns","name":"new"}}` + "\n"
+	mark := int64(len(before) / 2)
+
+	write(t, path, before[:mark+3])
+	r := &auditReader{path: path, offset: mark}
+	if events, err := r.read(); err != nil || len(events) != 0 {
+		t.Fatalf("read while the marked line is written: %v, %v; want nothing yet", events, err)
+	}
+	write(t, path, before+"\n"+after)
+	events, err := r.read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []AuditEvent{{Verb: "get", Resource: "configmaps", Namespace: "ns", Name: "new", UserAgent: "after"}}; !cmp.Equal(want, events) {
+		t.Errorf("read from a mark inside a line: %+v, want only the line after it: %+v", events, want)
+	}
+
+	atStart := &auditReader{path: path, offset: int64(len(before) + 1)}
+	if events, err := atStart.read(); err != nil || len(events) != 1 || events[0].UserAgent != "after" {
+		t.Errorf("read from a mark at a line's start: %+v, %v; want the line after it", events, err)
+	}
+}
