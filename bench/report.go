@@ -455,7 +455,7 @@ func (s summary) markdown(tools []string) string {
 	}
 	if len(s.Hooks) > 0 {
 		b.WriteString("\nPer-hook overhead: (hooks − hooks-base) / hooks run − the hook's simulated run time (ms, from medians).\n\n")
-		b.WriteString("| tool | install | upgrade | uninstall | all |\n|---|---|---|---|---|\n")
+		b.WriteString("| tool | " + strings.Join(ops, " | ") + " | all |\n|---|" + strings.Repeat("---|", len(ops)+1) + "\n")
 		hooks := slices.Clone(s.Hooks)
 		slices.SortStableFunc(hooks, func(a, b hookOverhead) int {
 			return cmp.Compare(slices.Index(tools, a.Tool), slices.Index(tools, b.Tool))

@@ -112,7 +112,7 @@ func TestSummarize(t *testing.T) {
 	if got := r.Tools["berth"].ToolSeconds; got.Median != 2 {
 		t.Errorf("berth tool seconds = %+v, want median 2", got)
 	}
-	for _, want := range []string{"| large | install | 2.00 s (1.00–3.00) | 8.00 s (4.00–12.00) |", "(1 failed)", "| berth | 500 |",
+	for _, want := range []string{"| large | install | 2.00 s (1.00–3.00) | 8.00 s (4.00–12.00) |", "(1 failed)", "| berth | 500 |", "| tool | install | upgrade | noop | uninstall | all |\n|---|---|---|---|---|---|\n",
 		"| large | install | 100 / 120 / 100 | 20 / 40 / 20 | 10 / 10 / 10 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
