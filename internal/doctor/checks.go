@@ -131,16 +131,7 @@ func (r *run) apiServices(ctx context.Context) {
 		}
 		group, _, _ := unstructured.NestedString(item.Object, "spec", "group")
 		version, _, _ := unstructured.NestedString(item.Object, "spec", "version")
-		reason := "no Available condition yet"
-		available := false
-		conds, _, _ := unstructured.NestedSlice(item.Object, "status", "conditions")
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			if m["type"] == "Available" {
-				available = m["status"] == "True"
-				reason = fmt.Sprintf("%v: %v", m["reason"], m["message"])
-			}
-		}
+		available, reason := availability(&item)
 		if available {
 			continue
 		}
@@ -158,6 +149,21 @@ func (r *run) apiServices(ctx context.Context) {
 		}
 		r.add(f)
 	}
+}
+
+// availability says whether an APIService's Available condition is True, and why, as its
+// condition says.
+func availability(item *unstructured.Unstructured) (bool, string) {
+	available, reason := false, "no Available condition yet"
+	conds, _, _ := unstructured.NestedSlice(item.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Available" {
+			available = m["status"] == "True"
+			reason = fmt.Sprintf("%v: %v", m["reason"], m["message"])
+		}
+	}
+	return available, reason
 }
 
 // meetsAPIService says whether the operation's requests meet an APIService that is not

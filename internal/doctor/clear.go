@@ -34,8 +34,10 @@ type Seen struct {
 // webhook whose matchConditions read it counts as one that may be called.
 func Clear(ctx context.Context, mapper meta.RESTMapper, op release.Operation, namespace string, reqs []Request, seen Seen) bool {
 	for _, item := range seen.APIServices {
-		if svc, _, _ := unstructured.NestedString(item.Object, "spec", "service", "name"); svc != "" && !available(&item) {
-			return false
+		if svc, _, _ := unstructured.NestedString(item.Object, "spec", "service", "name"); svc != "" {
+			if ok, _ := availability(&item); !ok {
+				return false
+			}
 		}
 	}
 	if op != release.OpUninstall && namespace != "" {
@@ -109,15 +111,4 @@ func seenGate(mapper meta.RESTMapper, reqs []Request, seen Seen) (*gate, bool) {
 		nss = append(nss, asNamespace(name, ns.Labels))
 	}
 	return newGate(mapper, nss, func() user.Info { return nil }), true
-}
-
-// available reports whether an APIService's Available condition is True.
-func available(item *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(item.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == "Available" {
-			return m["status"] == "True"
-		}
-	}
-	return false
 }
