@@ -167,11 +167,7 @@ func TestHungWrites(t *testing.T) {
 	if got := byVerbAndGroup(ev); got != "patch measured" {
 		t.Errorf("no object: %q", got)
 	}
-	ev.ObjectRef = &struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-	}{Resource: "releases", Namespace: "hung-0002"}
+	ev.ObjectRef = &auditObject{Resource: "releases", Namespace: "hung-0002"}
 	if got := byVerbAndGroup(ev); got != "patch hung" {
 		t.Errorf("hung namespace: %q", got)
 	}

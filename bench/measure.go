@@ -124,11 +124,18 @@ type auditEvent struct {
 	UserAgent string    `json:"userAgent"`
 	Verb      string    `json:"verb"`
 	Received  time.Time `json:"requestReceivedTimestamp"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-	} `json:"objectRef"`
+	// Completed is when the response was complete (a watch's, when it ended).
+	Completed  time.Time    `json:"stageTimestamp"`
+	RequestURI string       `json:"requestURI"`
+	ObjectRef  *auditObject `json:"objectRef"`
+}
+
+// auditObject is what an audit event says of the object a request is about.
+type auditObject struct {
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
 }
 
 // byVerb keys a request by its verb.
@@ -162,9 +169,12 @@ type auditQuery struct {
 	start, end time.Time
 	matches    func(userAgent string) bool
 	key        func(auditEvent) string
+	// keep says to keep the events counted, in Events.
+	keep bool
 	// Total and Counts are what countEach counted.
 	Total  int
 	Counts map[string]int
+	Events []auditEvent
 }
 
 // add counts ev if the query wants it.
@@ -177,6 +187,9 @@ func (q *auditQuery) add(ev auditEvent) {
 	}
 	q.Total++
 	q.Counts[q.key(ev)]++
+	if q.keep {
+		q.Events = append(q.Events, ev)
+	}
 }
 
 // countEach counts every query in one pass over the events kept from the last count and the

@@ -43,7 +43,9 @@ type toolStats struct {
 	PeakAnonMiB     spread `json:"peak_anon_mib"`
 	APIRequests     spread `json:"api_requests"`
 	DeletionLatency spread `json:"deletion_latency_ms"`
-	Failures        int    `json:"failures"`
+	// SplitMS is the median of each phase of the time until the tool returned (splitTime).
+	SplitMS  map[string]float64 `json:"split_ms,omitempty"`
+	Failures int                `json:"failures"`
 }
 
 // row summarizes one operation of one case.
@@ -130,7 +132,7 @@ func summarize(samples []sample, cases []string, tools []string, hookCounts map[
 					}
 				}
 				r.Tools[tool] = toolStats{Seconds: spreadOf(secs), ToolSeconds: spreadOf(toolSecs), PeakRSSMiB: spreadOf(rss), PeakAnonMiB: spreadOf(anon), APIRequests: spreadOf(reqs),
-					DeletionLatency: spreadOf(lat), Failures: len(failed)}
+					DeletionLatency: spreadOf(lat), SplitMS: medianSplit(ok), Failures: len(failed)}
 			}
 			r.BerthOverHelm = pairwise(samples, c, op, "berth", "helm")
 			r.BerthOverHelmQPS = pairwise(samples, c, op, "berth", helmAtBerthLimits)
@@ -452,6 +454,9 @@ func (s summary) markdown(tools []string) string {
 			retText, latText = "", ""
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Case, r.Op, strings.Join(rss, " / "), strings.Join(anon, " / "), strings.Join(reqs, " / "), retText, latText)
+	}
+	if split := s.splitText(tools); split != "" {
+		b.WriteString("\n" + split)
 	}
 	if len(s.Hooks) > 0 {
 		b.WriteString("\nPer-hook overhead: (hooks − hooks-base) / hooks run − the hook's simulated run time (ms, from medians).\n\n")

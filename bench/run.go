@@ -123,7 +123,9 @@ type sample struct {
 	// DeletionLatencyMS is, for uninstall, the time from the last object's disappearance, as the
 	// harness's watch saw it, to the tool's exit: negative when the tool exited before.
 	DeletionLatencyMS *float64 `json:"deletion_latency_ms,omitempty"`
-	Error             string   `json:"error,omitempty"`
+	// SplitMS splits the time until the tool returned by what it waited for (splitTime).
+	SplitMS map[string]float64 `json:"split_ms,omitempty"`
+	Error   string             `json:"error,omitempty"`
 }
 
 type harness struct {
@@ -254,11 +256,12 @@ func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round,
 			dw.stop()
 		}
 		sleep(ctx, auditSettle)
-		n, byVerb, err := h.audit.requests(p.Start, p.End, userAgentOf(tool))
-		if err != nil {
+		q := &auditQuery{start: p.Start, end: p.End, matches: userAgentOf(tool), key: byVerb, keep: true}
+		if err := h.audit.countEach(q); err != nil {
 			return fmt.Errorf("audit log: %w", err)
 		}
-		s.APIRequests, s.RequestsByVerb = n, byVerb
+		s.APIRequests, s.RequestsByVerb = q.Total, q.Counts
+		s.SplitMS = splitTime(p.Start, p.End, q.Events)
 		h.samples = append(h.samples, s)
 		h.logSample(s)
 		if p.Err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -124,17 +125,30 @@ func addSkipPreflightFlag(f *pflag.FlagSet) {
 // preflightFor returns the preflight of the operations cmd runs: berth doctor's checks of the
 // requests the operation's plan will make, unless cmd has none or --skip-preflight says to go on
 // anyway. What it warns of (a webhook that may apply, an APIService whose discovery fails) is
-// written to errOut; what blocks stops the operation.
-func preflightFor(cmd *cobra.Command, clients *kube.Clients, store release.Store, errOut io.Writer) func(context.Context, release.Operation, string, []doctor.Request) error {
+// written to errOut; what blocks stops the operation. ahead starts the preflight's reads while
+// the operation surveys the cluster (lifecycle.Deps.PreflightAhead).
+func preflightFor(cmd *cobra.Command, clients *kube.Clients, store release.Store, errOut io.Writer) (
+	check func(context.Context, release.Operation, string, []doctor.Request) error, ahead func(context.Context, release.Operation)) {
 	if cmd.Flags().Lookup(skipPreflightFlag) == nil {
-		return nil
+		return nil, nil
 	}
 	if skip, _ := cmd.Flags().GetBool(skipPreflightFlag); skip {
-		return nil
+		return nil, nil
 	}
 	c := doctor.ClusterOf(clients, store)
-	return func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error {
-		warnings, perr := doctor.Preflight(ctx, c, op, clients.Namespace, name, reqs)
+	var mu sync.Mutex
+	var started *doctor.Ahead
+	ahead = func(ctx context.Context, op release.Operation) {
+		mu.Lock()
+		defer mu.Unlock()
+		started = doctor.ReadAhead(ctx, c, op, clients.Namespace)
+	}
+	check = func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error {
+		mu.Lock()
+		cc := c
+		cc.Ahead = started
+		mu.Unlock()
+		warnings, perr := doctor.Preflight(ctx, cc, op, clients.Namespace, name, reqs)
 		for _, f := range warnings {
 			fmt.Fprintf(errOut, "warning: %s: %s\n  %s\n  fix: %s\n", f.Object, f.Problem, f.Breaks, f.Fix)
 		}
@@ -143,4 +157,5 @@ func preflightFor(cmd *cobra.Command, clients *kube.Clients, store release.Store
 		}
 		return nil
 	}
+	return check, ahead
 }

@@ -46,7 +46,7 @@ func newSession(ctx context.Context, cmd *cobra.Command, errOut io.Writer) (*ses
 		return nil, err
 	}
 	deps := lifecycle.NewDeps(clients, store, release.Self(operationCommand(cmd)), progressFor(errOut))
-	deps.Preflight = preflightFor(cmd, clients, store, errOut)
+	deps.Preflight, deps.PreflightAhead = preflightFor(cmd, clients, store, errOut)
 	deps.JournalWritten = written
 	// A live view shows what hooks write as they run. Plain output does not follow the logs (a
 	// failed hook's error ends with its log, and helm.sh/hook-output-log-policy prints them).

@@ -40,6 +40,9 @@ type Cluster struct {
 	LeaseHolder func(ctx context.Context, namespace, name string) (*release.Holder, bool, error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Ahead, when set, are the reads of a Preflight started before it (ReadAhead); a
+	// Preflight of another operation or namespace reads again.
+	Ahead *Ahead
 }
 
 // Options say what to check.
@@ -113,30 +116,51 @@ type listRead struct {
 // the namespaces names, for the checks that read them one after another: what the checks would
 // wait for in turn is waited for once.
 func (r *run) prefetch(ctx context.Context, gvrs []schema.GroupVersionResource, names ...string) {
+	r.take(readAll(ctx, r.Dynamic, gvrs, names))
+}
+
+// take makes reads what the checks read of their lists and namespaces.
+func (r *run) take(rd reads) {
+	r.listsRead = rd.lists
+	if r.namespacesRead == nil {
+		r.namespacesRead = map[string]namespaceRead{}
+	}
+	for name, got := range rd.namespaces {
+		r.namespacesRead[name] = got
+	}
+}
+
+// reads are lists of every namespace and namespaces, read at once.
+type reads struct {
+	lists      map[schema.GroupVersionResource]listRead
+	namespaces map[string]namespaceRead
+}
+
+// readAll reads the lists of every namespace of gvrs and the namespaces names, each in a
+// request of its own, at once.
+func readAll(ctx context.Context, dyn dynamic.Interface, gvrs []schema.GroupVersionResource, names []string) reads {
 	lists := make([]listRead, len(gvrs))
 	namespaces := make([]namespaceRead, len(names))
 	var wg sync.WaitGroup
 	for i, gvr := range gvrs {
 		wg.Go(func() {
-			lists[i].list, lists[i].err = r.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+			lists[i].list, lists[i].err = dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 		})
 	}
 	for i, name := range names {
 		wg.Go(func() {
-			namespaces[i].obj, namespaces[i].err = r.Dynamic.Resource(namespaceGVR).Get(ctx, name, metav1.GetOptions{})
+			namespaces[i].obj, namespaces[i].err = dyn.Resource(namespaceGVR).Get(ctx, name, metav1.GetOptions{})
 		})
 	}
 	wg.Wait()
-	r.listsRead = make(map[schema.GroupVersionResource]listRead, len(gvrs))
+	rd := reads{lists: make(map[schema.GroupVersionResource]listRead, len(gvrs)), namespaces: make(map[string]namespaceRead, len(names))}
 	for i, gvr := range gvrs {
-		r.listsRead[gvr] = lists[i]
-	}
-	if r.namespacesRead == nil {
-		r.namespacesRead = map[string]namespaceRead{}
+		rd.lists[gvr] = lists[i]
 	}
 	for i, name := range names {
-		r.namespacesRead[name] = namespaces[i]
+		rd.namespaces[name] = namespaces[i]
 	}
+	return rd
 }
 
 // namespaceRead is a namespace as it was read, or why it could not be.

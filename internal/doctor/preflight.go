@@ -32,12 +32,13 @@ func Preflight(ctx context.Context, c Cluster, op release.Operation, namespace, 
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	// What the checks read is read at once: the preflight is on every operation's way.
-	var names []string
-	if op != release.OpUninstall && namespace != "" {
-		names = append(names, namespace)
+	// What the checks read is read at once: the preflight is on every operation's way. Reads
+	// started ahead of it for the same operation are waited for instead.
+	if a := c.Ahead; a != nil && a.op == op && a.namespace == namespace {
+		r.take(a.wait())
+	} else {
+		r.prefetch(ctx, preflightLists, preflightNamespaces(op, namespace)...)
 	}
-	r.prefetch(ctx, []schema.GroupVersionResource{validatingGVR, mutatingGVR, apiServiceGVR}, names...)
 	r.webhooks(ctx)
 	r.apiServices(ctx)
 	if op != release.OpUninstall {
@@ -54,6 +55,45 @@ func Preflight(ctx context.Context, c Cluster, op release.Operation, namespace, 
 		return warnings, nil
 	}
 	return warnings, &PreflightError{Operation: op, Release: name, Namespace: namespace, Findings: blockers}
+}
+
+// preflightLists are the lists of every namespace a preflight reads.
+var preflightLists = []schema.GroupVersionResource{validatingGVR, mutatingGVR, apiServiceGVR}
+
+// preflightNamespaces are the namespaces a preflight of op in namespace reads: the namespace,
+// but for an uninstall's.
+func preflightNamespaces(op release.Operation, namespace string) []string {
+	if op == release.OpUninstall || namespace == "" {
+		return nil
+	}
+	return []string{namespace}
+}
+
+// Ahead are the reads of a preflight, started before it (ReadAhead): an operation starts them
+// as it surveys the cluster, so that its preflight, which needs the operation's plan, waits for
+// no round trip of its own.
+type Ahead struct {
+	op        release.Operation
+	namespace string
+	done      chan struct{}
+	got       reads
+}
+
+// ReadAhead starts, with ctx, the reads of a Preflight of op in namespace through c, and returns
+// them; set as the Cluster's Ahead, that Preflight takes them instead of reading again.
+func ReadAhead(ctx context.Context, c Cluster, op release.Operation, namespace string) *Ahead {
+	a := &Ahead{op: op, namespace: namespace, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.got = readAll(ctx, c.Dynamic, preflightLists, preflightNamespaces(op, namespace))
+	}()
+	return a
+}
+
+// wait returns the reads once they are answered.
+func (a *Ahead) wait() reads {
+	<-a.done
+	return a.got
 }
 
 // PreflightError is what stopped an operation before it began: the blockers its preflight found.

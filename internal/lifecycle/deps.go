@@ -58,6 +58,10 @@ type Deps struct {
 	// requests its plan will make, before the operation changes anything (berth doctor's
 	// checks); an error stops the operation. May be nil.
 	Preflight func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error
+	// PreflightAhead, when set with Preflight, is called once an operation that will run its
+	// preflight begins to read the cluster for its plan: it may start what Preflight reads, so
+	// that the preflight, which needs the plan, waits for no request of its own.
+	PreflightAhead func(ctx context.Context, op release.Operation)
 	// Precondition, when set, is checked once an operation holds the release's lease, before it
 	// does or writes anything: an error stops the operation as it is. A caller that decided what
 	// to do from what it read before the lease (a controller) checks here that it still holds.

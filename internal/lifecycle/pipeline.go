@@ -216,6 +216,10 @@ func (o *operation) surveyStep(ctx context.Context, ps *pass) error {
 	if j := ps.journal; j != nil {
 		return o.surveyJournalled(ctx, ps, j)
 	}
+	if ps.dryRun == NoDryRun {
+		// The preflight's reads are answered while the cluster is surveyed.
+		o.preflightAhead(ctx, pol.op)
+	}
 	ps.s = surveyCluster(ctx, o.Cluster, p, p.facts.RecordedObjects(),
 		surveyOptions{replaceCRDs: pol.crds.of(pol.op) == CRDsCreateReplace, forceReplace: pol.forceReplace, readAll: rev.recorded})
 	if ps.s.liveErr != nil {

@@ -27,6 +27,15 @@ func (o *operation) preflight(ctx context.Context, op release.Operation, rel *re
 	return o.Preflight(ctx, op, rel.Name, reqs)
 }
 
+// preflightAhead starts the reads of the operation's preflight of op (Deps.PreflightAhead),
+// when it will run one.
+func (o *operation) preflightAhead(ctx context.Context, op release.Operation) {
+	if o.Preflight == nil || o.PreflightAhead == nil || o.recovering || o.preflighted {
+		return
+	}
+	o.PreflightAhead(ctx, op)
+}
+
 // requests are the requests the API server receives from plan pl, as admission sees them: each
 // object applied is created or updated (an update changes the spec when the dry run moved its
 // generation), each object deleted is deleted, each object adopted is updated, and each hook is

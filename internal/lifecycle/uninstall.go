@@ -155,6 +155,10 @@ func (o *operation) uninstallLast(ctx context.Context, opts UninstallOptions, la
 		}
 		recorded = union(recorded, objs)
 	}
+	if !opts.DryRun {
+		// The preflight's reads are answered while the live objects are read.
+		o.preflightAhead(ctx, release.OpUninstall)
+	}
 	before, err := live(ctx, o.Cluster, recorded)
 	if err != nil {
 		return nil, err
