@@ -198,8 +198,9 @@ func (c *Encoder) Fork() *Encoder {
 
 // encode encodes rel as Helm's drivers keep a record: its JSON, gzipped, in base64. Helm gzips at
 // best compression, which costs three times the default level's time for 0 to 4% less; records
-// are written at the default level, at best compression when that is what keeps a record within
-// one object, and only when even that does not, split: the chart's templates and files move to
+// are written at the fastest level when they would fit in one object even uncompressed, at the
+// default level otherwise, at best compression when that is what keeps a record within one
+// object, and only when even that does not, split: the chart's templates and files move to
 // parts, and then the manifest. Helm reads each of these record objects; a release helm can
 // store is never split.
 func (c *Encoder) encode(rel *Release) (*encoding, error) {
@@ -335,6 +336,13 @@ var movedManifestJSON, _ = json.Marshal(movedManifest)
 // fitting is the record object's data for a release whose JSON is j: at the default level, or at
 // the best if that is what fits in limit bytes; nil when neither fits.
 func fitting(j *recordJSON, limit int) (data []byte, err error) {
+	if alwaysFits(j.size(), limit) {
+		// Whatever the level, gzip keeps this record within limit: it is written at the
+		// fastest, whose state is the smallest to set up, since an operation waits for each of
+		// its records' writes, and a few hundred bytes more matter little.
+		data, _, err = gzipWithin(j.f[:], gzip.BestSpeed, limit)
+		return data, err
+	}
 	fits := base64.StdEncoding.DecodedLen(limit) // the most gzip may give for limit in base64
 	// The best level saves a few percent of the default's bytes on a record's JSON, never an
 	// eighth: past that, the default's compression stops, and the best is not tried.
@@ -344,6 +352,12 @@ func fitting(j *recordJSON, limit int) (data []byte, err error) {
 	}
 	data, _, err = gzipWithin(j.f[:], gzip.BestCompression, fits)
 	return data, err
+}
+
+// alwaysFits says whether n bytes of JSON, gzipped at any level and in base64, take at most
+// limit bytes: gzip adds at most 5 bytes in every 64 KiB and a header; base64 makes 4 bytes of 3.
+func alwaysFits(n, limit int) bool {
+	return (n+n/1024+64)/3*4+4 <= limit
 }
 
 // errOver stops a compression whose output passed its limit.
@@ -586,8 +600,7 @@ func (c *Encoder) Fits(rel *Release) error {
 	if err != nil {
 		return err
 	}
-	// gzip adds at most 5 bytes in every 64 KiB and a header; base64 makes 4 bytes of 3.
-	if n := j.size(); (n+n/1024+64)/3*4+4 <= MaxObjectData {
+	if alwaysFits(j.size(), MaxObjectData) {
 		return nil
 	}
 	if bulk(rel) > bulky {

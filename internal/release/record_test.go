@@ -2,7 +2,9 @@ package release
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -99,6 +101,44 @@ func TestConfigMapRecordsAsHelmWritesThem(t *testing.T) {
 	}
 	if cm.Labels["owner"] != "helm" || cm.Labels["status"] != "deployed" || cm.Labels["version"] != "1" || cm.Labels["createdAt"] == "" {
 		t.Errorf("labels = %v, want Helm's", cm.Labels)
+	}
+}
+
+// TestSmallRecordAtBestSpeed checks that a record that would fit in one object even
+// uncompressed is gzipped at the fastest level (its gzip header says so), and one that would not
+// at the default level.
+func TestSmallRecordAtBestSpeed(t *testing.T) {
+	// gzipLevel is the level a record's gzip header names: 4 is the fastest, 2 the best, 0 any other.
+	gzipLevel := func(data []byte) byte {
+		t.Helper()
+		z, err := base64.StdEncoding.DecodeString(string(data))
+		if err != nil || len(z) < 10 {
+			t.Fatalf("record data is not gzip in base64: %v", err)
+		}
+		return z[8]
+	}
+	r := rev("ns", "app", 1, StatusDeployed)
+	e, err := NewEncoder().encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gzipLevel(e.data); got != 4 {
+		t.Errorf("a small record's gzip header says %d, want 4 (the fastest level)", got)
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	for b.Len() < MaxObjectData {
+		fmt.Fprintf(&b, "key-%d: %d\n", rnd.IntN(1000), rnd.IntN(1000))
+	}
+	r.Manifest = b.String()
+	if e, err = NewEncoder().encode(r); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.parts) > 0 {
+		t.Fatalf("a record of %d bytes of manifest was split", b.Len())
+	}
+	if got := gzipLevel(e.data); got != 0 {
+		t.Errorf("a record over one object uncompressed has gzip header %d, want 0 (the default level)", got)
 	}
 }
 
