@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -92,8 +93,9 @@ func loadChart(ctx context.Context, cmd *cobra.Command, streams Streams, ref str
 }
 
 // defaultKeyring is Helm's default keyring for --verify: GnuPG's public keyring in GNUPGHOME or
-// ~/.gnupg, the legacy pubring.gpg when it exists, else pubring.kbx.
-func defaultKeyring() string {
+// ~/.gnupg, the legacy pubring.gpg when it exists, else pubring.kbx. It is looked for once: every
+// command that has --keyring shows it as its default.
+var defaultKeyring = sync.OnceValue(func() string {
 	home := os.Getenv("GNUPGHOME")
 	if home == "" {
 		home = filepath.Join(homedir.HomeDir(), ".gnupg")
@@ -103,4 +105,4 @@ func defaultKeyring() string {
 		return legacy
 	}
 	return filepath.Join(home, "pubring.kbx")
-}
+})
