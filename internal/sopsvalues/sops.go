@@ -1,6 +1,8 @@
 // Package sopsvalues reads values files encrypted with SOPS: it tells them from plain values by
 // their sops metadata (not by their name), and decrypts them with the SOPS project's own library,
 // returning the plaintext document in its format (YAML or JSON), to be read as any values file.
+// The document is read into the tree SOPS decrypts by berth itself, as SOPS's stores read it
+// (document.go).
 // Its errors name why a file cannot be decrypted and the recipients it was encrypted for, and
 // never quote the plaintext.
 package sopsvalues
@@ -15,10 +17,7 @@ import (
 
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
-	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keyservice"
-	sopsjson "github.com/getsops/sops/v3/stores/json"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/berthdev/berth/internal/yamlbound"
@@ -172,14 +171,7 @@ func Decrypt(data []byte, f Format, keys Keys) (_ []byte, err error) {
 			err = &Error{Reason: ReasonMalformed, Err: fmt.Errorf("the SOPS library failed on it: %v", p)}
 		}
 	}()
-	var store interface {
-		LoadEncryptedFile([]byte) (sops.Tree, error)
-		EmitPlainFile(sops.TreeBranches) ([]byte, error)
-	} = sopsyaml.NewStore(&config.YAMLStoreConfig{})
-	if f == JSON {
-		store = sopsjson.NewStore(&config.JSONStoreConfig{})
-	}
-	tree, err := store.LoadEncryptedFile(data)
+	tree, err := loadDocument(data, f)
 	if err != nil {
 		return nil, &Error{Reason: ReasonMalformed, Err: errors.New("its sops metadata cannot be read")}
 	}
@@ -215,7 +207,7 @@ func Decrypt(data []byte, f Format, keys Keys) (_ []byte, err error) {
 	if err != nil || stored != mac {
 		return nil, &Error{Reason: ReasonTampered, Recipients: recipients}
 	}
-	out, err := store.EmitPlainFile(tree.Branches)
+	out, err := emitDocument(tree.Branches, f)
 	if err != nil {
 		return nil, &Error{Reason: ReasonMalformed, Recipients: recipients, Err: errors.New("the decrypted document cannot be written")}
 	}
