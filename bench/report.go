@@ -81,6 +81,10 @@ type hookOverhead struct {
 	// of which failed is left out.
 	PerOpMS map[string]float64 `json:"per_op_ms"`
 	AllMS   *float64           `json:"all_ms,omitempty"`
+	// PhaseMS splits AllMS's hooks by what the tool waited for (splitTime): the difference
+	// between the two cases' medians of each phase, over the operations together, per hook run.
+	// The hook's simulated run time is in it, under the phase that waited for it.
+	PhaseMS map[string]float64 `json:"phase_ms,omitempty"`
 }
 
 // goal is one of the targets the harness measures berth against.
@@ -198,8 +202,30 @@ func overheadOf(rows []row, tool string, counts map[string]int, run time.Duratio
 	if total > 0 {
 		all := ((with-without)/float64(total) - run.Seconds()) * 1000
 		h.AllMS = &all
+		h.PhaseMS = perHookPhases(rows, tool, counts, total)
 	}
 	return h
+}
+
+// perHookPhases is, phase by phase, the time the hooks case spent beyond hooks-base in all the
+// operations both measured, over the total hooks run in them; nil when a case has no split.
+func perHookPhases(rows []row, tool string, counts map[string]int, total int) map[string]float64 {
+	out := map[string]float64{}
+	for _, op := range ops {
+		rh, ok1 := findRow(rows, "hooks", op)
+		rb, ok2 := findRow(rows, "hooks-base", op)
+		if !ok1 || !ok2 || counts[op] == 0 || !rh.Tools[tool].Seconds.valid() || !rb.Tools[tool].Seconds.valid() {
+			continue
+		}
+		with, without := rh.Tools[tool].SplitMS, rb.Tools[tool].SplitMS
+		if with == nil || without == nil {
+			return nil
+		}
+		for _, p := range phases {
+			out[p] += (with[p] - without[p]) / float64(total)
+		}
+	}
+	return out
 }
 
 // largeCases are the cases the speed targets hold for.
@@ -476,6 +502,7 @@ func (s summary) markdown(tools []string) string {
 			}
 			b.WriteString("| " + strings.Join(append(cells, all), " | ") + " |\n")
 		}
+		b.WriteString(perHookPhaseText(hooks))
 	}
 	if len(s.Goals) > 0 {
 		b.WriteString("\n| goal | measured | met |\n|---|---|---|\n")

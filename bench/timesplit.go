@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -209,4 +210,37 @@ func medianSplit(samples []sample) map[string]float64 {
 		out[p] = spreadOf(xs).Median
 	}
 	return out
+}
+
+// perHookPhaseText is the table of where each tool's time per hook went, by phase (ms, the
+// hooks case less hooks-base, from the medians of each phase, over the hooks run); the phases
+// no tool spent half a millisecond in are left out. Empty when no tool has the split.
+func perHookPhaseText(hooks []hookOverhead) string {
+	var shown []string
+	for _, p := range phases {
+		for _, h := range hooks {
+			if math.Abs(h.PhaseMS[p]) >= 0.5 {
+				shown = append(shown, p)
+				break
+			}
+		}
+	}
+	if len(shown) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nPer hook, by what the tool waited for (ms: the hooks case less hooks-base, phase by phase from the medians above, over the\n")
+	b.WriteString("hooks run in the three operations; the hook's own run time is in the phase that waited for it).\n\n")
+	b.WriteString("| tool | " + strings.Join(shown, " | ") + " |\n|---|" + strings.Repeat("---|", len(shown)) + "\n")
+	for _, h := range hooks {
+		if h.PhaseMS == nil {
+			continue
+		}
+		cells := []string{toolLabel(h.Tool)}
+		for _, p := range shown {
+			cells = append(cells, fmt.Sprintf("%.0f", h.PhaseMS[p]))
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	return b.String()
 }

@@ -102,3 +102,25 @@ func TestSplitText(t *testing.T) {
 		t.Errorf("a tool without a split, or a phase nobody spent time in, is shown:\n%s", text)
 	}
 }
+
+func TestPerHookPhases(t *testing.T) {
+	secs := spread{Median: 1, N: 1}
+	rows := []row{
+		{Case: "hooks", Op: "install", Tools: map[string]toolStats{"berth": {Seconds: secs, SplitMS: map[string]float64{phaseApplies: 300, phaseWaits: 900, phaseJournal: 50}}}},
+		{Case: "hooks-base", Op: "install", Tools: map[string]toolStats{"berth": {Seconds: secs, SplitMS: map[string]float64{phaseApplies: 100, phaseWaits: 100, phaseJournal: 10}}}},
+		{Case: "hooks", Op: "upgrade", Tools: map[string]toolStats{"berth": {Seconds: secs, SplitMS: map[string]float64{phaseApplies: 200, phaseWaits: 500, phaseJournal: 30}}}},
+		{Case: "hooks-base", Op: "upgrade", Tools: map[string]toolStats{"berth": {Seconds: secs, SplitMS: map[string]float64{phaseApplies: 100, phaseWaits: 100, phaseJournal: 10}}}},
+	}
+	counts := map[string]int{"install": 8, "upgrade": 2}
+	h := overheadOf(rows, "berth", counts, 0)
+	want := map[string]float64{phaseApplies: 30, phaseWaits: 120, phaseJournal: 6}
+	for p, ms := range want {
+		if math.Abs(h.PhaseMS[p]-ms) > 0.001 {
+			t.Errorf("%s: %.2f ms a hook, want %.2f", p, h.PhaseMS[p], ms)
+		}
+	}
+	text := perHookPhaseText([]hookOverhead{h})
+	if !strings.Contains(text, "| tool | journal | applies | waits |") || !strings.Contains(text, "| berth | 6 | 30 | 120 |") {
+		t.Errorf("per-hook table:\n%s", text)
+	}
+}
