@@ -151,20 +151,11 @@ func splitTime(start, end time.Time, events []auditEvent) map[string]float64 {
 // splitText is the table of where each tool's wall time went, by phase (median ms of the counted
 // rounds), for the operations of cases; the phases no tool spent a millisecond in are left out.
 func (s summary) splitText(tools []string) string {
-	var shown []string
-	for _, p := range phases {
-		for _, r := range s.Rows {
-			for _, t := range tools {
-				if r.Tools[t].SplitMS[p] >= 0.5 {
-					shown = append(shown, p)
-					break
-				}
-			}
-			if slices.Contains(shown, p) {
-				break
-			}
-		}
-	}
+	shown := shownPhases(func(p string) bool {
+		return slices.ContainsFunc(s.Rows, func(r row) bool {
+			return slices.ContainsFunc(tools, func(t string) bool { return r.Tools[t].SplitMS[p] >= 0.5 })
+		})
+	})
 	if len(shown) == 0 {
 		return ""
 	}
@@ -216,15 +207,9 @@ func medianSplit(samples []sample) map[string]float64 {
 // hooks case less hooks-base, from the medians of each phase, over the hooks run); the phases
 // no tool spent half a millisecond in are left out. Empty when no tool has the split.
 func perHookPhaseText(hooks []hookOverhead) string {
-	var shown []string
-	for _, p := range phases {
-		for _, h := range hooks {
-			if math.Abs(h.PhaseMS[p]) >= 0.5 {
-				shown = append(shown, p)
-				break
-			}
-		}
-	}
+	shown := shownPhases(func(p string) bool {
+		return slices.ContainsFunc(hooks, func(h hookOverhead) bool { return math.Abs(h.PhaseMS[p]) >= 0.5 })
+	})
 	if len(shown) == 0 {
 		return ""
 	}
@@ -243,4 +228,15 @@ func perHookPhaseText(hooks []hookOverhead) string {
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	return b.String()
+}
+
+// shownPhases are the phases, in their order, that some tool spent time in (spent says).
+func shownPhases(spent func(phase string) bool) []string {
+	var out []string
+	for _, p := range phases {
+		if spent(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
