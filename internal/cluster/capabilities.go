@@ -4,26 +4,17 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 )
 
 // ServerCapabilities returns what a chart may ask of the cluster through .Capabilities: the API
 // server's version and every group/version and group/version/Kind it serves, as Helm builds them.
-// The version is asked while the resources are discovered: neither needs the other.
 func ServerCapabilities(_ context.Context, d discovery.DiscoveryInterface) (kubeVersion string, apiVersions []string, err error) {
-	var v *version.Info
-	var verr error
-	asked := make(chan struct{})
-	go func() {
-		defer close(asked)
-		v, verr = d.ServerVersion()
-	}()
-	_, lists, err := d.ServerGroupsAndResources()
-	<-asked
-	if verr != nil {
-		return "", nil, fmt.Errorf("ask the API server its version: %w", verr)
+	v, err := d.ServerVersion()
+	if err != nil {
+		return "", nil, fmt.Errorf("ask the API server its version: %w", err)
 	}
+	_, lists, err := d.ServerGroupsAndResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return "", nil, fmt.Errorf("discover the API server's resources: %w", err)
 	}
