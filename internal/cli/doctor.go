@@ -144,9 +144,10 @@ func preflightFor(cmd *cobra.Command, clients *kube.Clients, store release.Store
 		started = doctor.ReadAhead(ctx, c, op, clients.Namespace)
 	}
 	check = func(ctx context.Context, op release.Operation, name string, reqs []doctor.Request) error {
+		// The reads started ahead are taken once: a later preflight reads the cluster again.
 		mu.Lock()
 		cc := c
-		cc.Ahead = started
+		cc.Ahead, started = started, nil
 		mu.Unlock()
 		warnings, perr := doctor.Preflight(ctx, cc, op, clients.Namespace, name, reqs)
 		for _, f := range warnings {
