@@ -23,8 +23,10 @@ type process struct {
 	// PeakAnon is the most of it the process allocated (anonymous pages), sampled every 2 ms;
 	// PeakFile the most that were pages of files it mapped (its binary's, mostly).
 	PeakAnon, PeakFile int64
-	Output             string
-	Err                error
+	// CPU is the processor time it took, user and system.
+	CPU    time.Duration
+	Output string
+	Err    error
 }
 
 func (p process) Wall() time.Duration { return p.End.Sub(p.Start) }
@@ -64,6 +66,7 @@ func runProcess(ctx context.Context, measurer string, env []string, argv ...stri
 	// The command's own span, without this binary's start.
 	p.Start, p.End = m.Start, m.End
 	p.PeakRSS, p.PeakAnon, p.PeakFile = m.PeakRSS, m.PeakAnon, m.PeakFile
+	p.CPU = m.UserCPU + m.SystemCPU
 	return p
 }
 
@@ -104,11 +107,13 @@ func (w *stampedWriter) String() string {
 
 // measurement is what berth-bench-measure reports of the command it ran.
 type measurement struct {
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-	PeakRSS  int64     `json:"peak_rss_bytes"`
-	PeakAnon int64     `json:"peak_anon_bytes"`
-	PeakFile int64     `json:"peak_file_bytes"`
+	Start     time.Time     `json:"start"`
+	End       time.Time     `json:"end"`
+	PeakRSS   int64         `json:"peak_rss_bytes"`
+	PeakAnon  int64         `json:"peak_anon_bytes"`
+	PeakFile  int64         `json:"peak_file_bytes"`
+	UserCPU   time.Duration `json:"user_cpu_ns"`
+	SystemCPU time.Duration `json:"system_cpu_ns"`
 }
 
 func lastLines(s string, n int) string {

@@ -40,7 +40,9 @@ type toolStats struct {
 	PeakRSSMiB  spread `json:"peak_rss_mib"`
 	// PeakAnonMiB is the most the tool allocated (anonymous pages), sampled every 2 ms: its peak
 	// without the pages of its binary.
-	PeakAnonMiB     spread `json:"peak_anon_mib"`
+	PeakAnonMiB spread `json:"peak_anon_mib"`
+	// CPUMS is the processor time the tool took, user and system (ms).
+	CPUMS           spread `json:"cpu_ms"`
 	APIRequests     spread `json:"api_requests"`
 	DeletionLatency spread `json:"deletion_latency_ms"`
 	// SplitMS is the median of each phase of the time until the tool returned (splitTime).
@@ -122,7 +124,7 @@ func summarize(samples []sample, cases []string, tools []string, hookCounts map[
 			r := row{Case: c, Op: op, Tools: map[string]toolStats{}}
 			for _, tool := range tools {
 				ok, failed := measured(samples, c, op, tool)
-				var secs, toolSecs, rss, anon, reqs, lat []float64
+				var secs, toolSecs, rss, anon, cpu, reqs, lat []float64
 				for _, s := range ok {
 					secs = append(secs, s.Seconds)
 					toolSecs = append(toolSecs, s.ToolSeconds)
@@ -130,12 +132,15 @@ func summarize(samples []sample, cases []string, tools []string, hookCounts map[
 					if s.PeakAnonBytes > 0 {
 						anon = append(anon, float64(s.PeakAnonBytes)/(1<<20))
 					}
+					if s.CPUMS > 0 {
+						cpu = append(cpu, s.CPUMS)
+					}
 					reqs = append(reqs, float64(s.APIRequests))
 					if s.DeletionLatencyMS != nil {
 						lat = append(lat, *s.DeletionLatencyMS)
 					}
 				}
-				r.Tools[tool] = toolStats{Seconds: spreadOf(secs), ToolSeconds: spreadOf(toolSecs), PeakRSSMiB: spreadOf(rss), PeakAnonMiB: spreadOf(anon), APIRequests: spreadOf(reqs),
+				r.Tools[tool] = toolStats{Seconds: spreadOf(secs), ToolSeconds: spreadOf(toolSecs), PeakRSSMiB: spreadOf(rss), PeakAnonMiB: spreadOf(anon), CPUMS: spreadOf(cpu), APIRequests: spreadOf(reqs),
 					DeletionLatency: spreadOf(lat), SplitMS: medianSplit(ok), Failures: len(failed)}
 			}
 			r.BerthOverHelm = pairwise(samples, c, op, "berth", "helm")
@@ -460,17 +465,19 @@ func (s summary) markdown(tools []string) string {
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	b.WriteString("\nPeak resident memory (MiB, median), of it the most the tool allocated (anonymous memory, sampled every 2 ms;\n")
-	b.WriteString("the rest is pages of its binary), and API requests (median count, from the API server's audit log);\n")
+	b.WriteString("the rest is pages of its binary), processor time (ms, median, user and system: the API server shares the processors),\n")
+	b.WriteString("and API requests (median count, from the API server's audit log);\n")
 	b.WriteString("for uninstall, when the tool returned (s, median) and its deletion latency: the tool's exit minus the last object's\n")
 	b.WriteString("disappearance seen by the harness's watch (ms, median; negative: the tool returned before its objects were gone).\n\n")
 	names := strings.Join(labels, " / ")
-	b.WriteString("| case | op | peak RSS " + names + " | allocated " + names + " | requests " + names + " | returned " + names + " | deletion latency " + names + " |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| case | op | peak RSS " + names + " | allocated " + names + " | CPU ms " + names + " | requests " + names + " | returned " + names + " | deletion latency " + names + " |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Rows {
-		var rss, anon, reqs, ret, lat []string
+		var rss, anon, cpu, reqs, ret, lat []string
 		for _, t := range tools {
 			rss = append(rss, intText(r.Tools[t].PeakRSSMiB))
 			anon = append(anon, intText(r.Tools[t].PeakAnonMiB))
+			cpu = append(cpu, intText(r.Tools[t].CPUMS))
 			reqs = append(reqs, intText(r.Tools[t].APIRequests))
 			ret = append(ret, secondsShort(r.Tools[t].ToolSeconds))
 			lat = append(lat, intText(r.Tools[t].DeletionLatency))
@@ -479,7 +486,7 @@ func (s summary) markdown(tools []string) string {
 		if r.Op != "uninstall" {
 			retText, latText = "", ""
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Case, r.Op, strings.Join(rss, " / "), strings.Join(anon, " / "), strings.Join(reqs, " / "), retText, latText)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Case, r.Op, strings.Join(rss, " / "), strings.Join(anon, " / "), strings.Join(cpu, " / "), strings.Join(reqs, " / "), retText, latText)
 	}
 	if split := s.splitText(tools); split != "" {
 		b.WriteString("\n" + split)

@@ -33,9 +33,9 @@ func TestSummarize(t *testing.T) {
 	ms := func(v float64) *float64 { return &v }
 	var samples []sample
 	add := func(c, tool, op string, round int, seconds float64, latency *float64, failed bool) {
-		s := sample{Case: c, Tool: tool, Op: op, Round: round, Seconds: seconds, ToolSeconds: seconds, PeakRSSBytes: 100 << 20, PeakAnonBytes: 20 << 20, APIRequests: 10, DeletionLatencyMS: latency}
+		s := sample{Case: c, Tool: tool, Op: op, Round: round, Seconds: seconds, ToolSeconds: seconds, PeakRSSBytes: 100 << 20, PeakAnonBytes: 20 << 20, CPUMS: 150, APIRequests: 10, DeletionLatencyMS: latency}
 		if tool == "helm" {
-			s.PeakRSSBytes, s.PeakAnonBytes = 120<<20, 40<<20
+			s.PeakRSSBytes, s.PeakAnonBytes, s.CPUMS = 120<<20, 40<<20, 300
 		}
 		if failed {
 			s.Error = "boom"
@@ -113,7 +113,7 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("berth tool seconds = %+v, want median 2", got)
 	}
 	for _, want := range []string{"| large | install | 2.00 s (1.00–3.00) | 8.00 s (4.00–12.00) |", "(1 failed)", "| berth | 500 |", "| tool | install | upgrade | noop | uninstall | all |\n|---|---|---|---|---|---|\n",
-		"| large | install | 100 / 120 / 100 | 20 / 40 / 20 | 10 / 10 / 10 |"} {
+		"| large | install | 100 / 120 / 100 | 20 / 40 / 20 | 150 / 300 / 150 | 10 / 10 / 10 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}

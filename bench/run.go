@@ -113,8 +113,11 @@ type sample struct {
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 	// PeakAnonBytes and PeakFileBytes split the peak, sampled every 2 ms: what the tool
 	// allocated, and the pages of files it mapped (its binary's, mostly).
-	PeakAnonBytes  int64          `json:"peak_anon_bytes,omitempty"`
-	PeakFileBytes  int64          `json:"peak_file_bytes,omitempty"`
+	PeakAnonBytes int64 `json:"peak_anon_bytes,omitempty"`
+	PeakFileBytes int64 `json:"peak_file_bytes,omitempty"`
+	// CPUMS is the processor time the tool took, user and system, in milliseconds: on a machine
+	// whose processors the API server shares, what the tool computes delays what it waits for.
+	CPUMS          float64        `json:"cpu_ms,omitempty"`
 	APIRequests    int            `json:"api_requests"`
 	RequestsByVerb map[string]int `json:"requests_by_verb"`
 	// Seconds is, for uninstall, until the last of the release's objects was gone (or the tool
@@ -247,7 +250,8 @@ func (h *harness) runTool(ctx context.Context, c *benchCase, tool string, round,
 			installed = p.Start
 		}
 		s := sample{Case: c.Name, Tool: tool, Round: round, Position: position, Op: op, Seconds: p.Wall().Seconds(), ToolSeconds: p.Wall().Seconds(),
-			PeakRSSBytes: p.PeakRSS, PeakAnonBytes: p.PeakAnon, PeakFileBytes: p.PeakFile}
+			PeakRSSBytes: p.PeakRSS, PeakAnonBytes: p.PeakAnon, PeakFileBytes: p.PeakFile,
+			CPUMS: float64(p.CPU) / float64(time.Millisecond)}
 		if p.Err != nil {
 			s.Error = p.Err.Error()
 		}

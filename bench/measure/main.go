@@ -28,6 +28,10 @@ type measurement struct {
 	// samples every sampleInterval: a peak shorter than that may be missed.
 	PeakAnon int64 `json:"peak_anon_bytes"`
 	PeakFile int64 `json:"peak_file_bytes"`
+	// UserCPU and SystemCPU are the processor time the command took in user space and in the
+	// kernel (its page faults, mostly), in nanoseconds.
+	UserCPU   time.Duration `json:"user_cpu_ns"`
+	SystemCPU time.Duration `json:"system_cpu_ns"`
 }
 
 // sampleInterval is how often the command's memory is read from /proc.
@@ -80,6 +84,7 @@ func run(args []string) (int, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.PeakRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
+	m.UserCPU, m.SystemCPU = cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
 	data, err := json.Marshal(m)
 	if err != nil {
 		return 0, err

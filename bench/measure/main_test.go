@@ -88,6 +88,10 @@ func TestSplitsMemory(t *testing.T) {
 	if m.PeakAnon < 32<<20 || m.PeakFile <= 0 || m.PeakAnon+m.PeakFile > m.PeakRSS+(4<<20) {
 		t.Errorf("peaks: anonymous %d, files %d, RSS %d: want at least 32 MiB allocated, some file pages, and no more than the RSS in all", m.PeakAnon, m.PeakFile, m.PeakRSS)
 	}
+	// Filling 32 MiB takes processor time, counted with the command's waited-for children.
+	if m.UserCPU+m.SystemCPU <= 0 || m.UserCPU+m.SystemCPU > m.End.Sub(m.Start)*4 {
+		t.Errorf("processor time: user %s, system %s over %s: want some, and no more than the machine could give", m.UserCPU, m.SystemCPU, m.End.Sub(m.Start))
+	}
 }
 
 func TestStatusBytes(t *testing.T) {
