@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
@@ -459,13 +460,22 @@ func (c *restCache) compress(fs []field, max int) ([]byte, int, error) {
 }
 
 // gzipWriters keep gzip's writers by level (from -1, the default, to 9), each a megabyte of
-// compressor state that a write need not allocate anew.
-var gzipWriters [gzip.BestCompression + 2]sync.Pool
+// compressor state that a write need not allocate anew. A pool is emptied by the garbage
+// collections that run between an operation's records; one writer of each level is kept
+// through them (gzipKept), so that a process allocates and clears that megabyte once.
+var (
+	gzipWriters [gzip.BestCompression + 2]sync.Pool
+	gzipKept    [gzip.BestCompression + 2]atomic.Pointer[gzip.Writer]
+)
 
 // gzipWriter is a gzip writer at level to w.
 func gzipWriter(w io.Writer, level int) (*gzip.Writer, error) {
 	if level < gzip.DefaultCompression || level > gzip.BestCompression {
 		return nil, fmt.Errorf("gzip: invalid compression level: %d", level)
+	}
+	if z := gzipKept[level+1].Swap(nil); z != nil {
+		z.Reset(w)
+		return z, nil
 	}
 	if z, ok := gzipWriters[level+1].Get().(*gzip.Writer); ok {
 		z.Reset(w)
@@ -477,6 +487,9 @@ func gzipWriter(w io.Writer, level int) (*gzip.Writer, error) {
 // putGzipWriter gives z, of level, back to be used again.
 func putGzipWriter(z *gzip.Writer, level int) {
 	z.Reset(io.Discard)
+	if gzipKept[level+1].CompareAndSwap(nil, z) {
+		return
+	}
 	gzipWriters[level+1].Put(z)
 }
 

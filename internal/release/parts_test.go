@@ -2,13 +2,16 @@ package release
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -418,5 +421,39 @@ func TestSharedEncoderEncodesASplitRecordOnce(t *testing.T) {
 	other := NewSecretStore(fake.NewClientset().CoreV1(), "ns")
 	if other.encoder.last.get(recordKey(t, r)) != nil {
 		t.Error("a store of its own shares another's last split record")
+	}
+}
+
+// TestGzipWriterKeptThroughCollections: a writer given back is the next one taken, however many
+// garbage collections ran in between (a pool alone is emptied by two), so that the records of
+// one operation clear gzip's megabyte of state once.
+func TestGzipWriterKeptThroughCollections(t *testing.T) {
+	const level = 7 // no record is written at it: no other test takes this level's writer
+	z, err := gzipWriter(io.Discard, level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putGzipWriter(z, level)
+	runtime.GC()
+	runtime.GC()
+	got, err := gzipWriter(io.Discard, level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer putGzipWriter(got, level)
+	if got != z {
+		t.Error("a new writer after two collections, want the one given back")
+	}
+	var out bytes.Buffer
+	got.Reset(&out)
+	if _, err := got.Write([]byte(`{"name":"r"}`)); err != nil || got.Close() != nil {
+		t.Fatal(err)
+	}
+	r, err := gzip.NewReader(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(r); err != nil || string(b) != `{"name":"r"}` {
+		t.Errorf("the kept writer wrote %q (%v)", b, err)
 	}
 }
