@@ -77,3 +77,79 @@ func TestFindInterruptedIncompleteRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestFindInterruptedJournalAhead: the journal of an install, upgrade or rollback is written beside
+// the record of its new revision (session.writeAhead). An operation killed before that record was
+// written, or while its parts were, left its journal and nothing else to finish: the journal is
+// stale, and an incomplete record is what is interrupted.
+func TestFindInterruptedJournalAhead(t *testing.T) {
+	ctx := t.Context()
+	rel := func(version int, status release.Status, files []*common.File) *release.Release {
+		return &release.Release{Name: "r", Namespace: "ns", Version: version, Info: &release.Info{Status: status},
+			Chart: &chartv2.Chart{Metadata: &chartv2.Metadata{Name: "c", Version: "1.0.0"}, Files: files}}
+	}
+	for _, tc := range []struct {
+		name     string
+		op       release.Operation
+		revision int
+		records  []*release.Release
+	}{
+		{"install", release.OpInstall, 1, nil},
+		{"upgrade", release.OpUpgrade, 2, []*release.Release{rel(1, release.StatusDeployed, nil)}},
+		{"rollback", release.OpRollback, 3, []*release.Release{rel(1, release.StatusSuperseded, nil), rel(2, release.StatusDeployed, nil)}},
+		{"install replacing an uninstalled release", release.OpInstall, 2, []*release.Release{rel(1, release.StatusUninstalled, nil)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := release.NewSecretStore(fake.NewClientset().CoreV1(), "ns")
+			for _, r := range tc.records {
+				if err := store.Create(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			j := &release.Journal{Release: "r", Operation: tc.op, Revision: tc.revision, State: release.JournalRunning,
+				Steps: []string{"record/pending"}}
+			in, err := findInterrupted(ctx, store, journalOf{j}, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in == nil || !in.Stale || in.Incomplete != 0 {
+				t.Fatalf("interrupted: %+v, want the journal stale, nothing else to finish", in)
+			}
+			if got, want := in.Next(false), "delete the journal"; got != want {
+				t.Errorf("Next = %q, want %q", got, want)
+			}
+		})
+	}
+	t.Run("record incomplete", func(t *testing.T) {
+		client := fake.NewClientset()
+		store := release.NewSecretStore(client.CoreV1(), "ns")
+		if err := store.Create(ctx, rel(1, release.StatusDeployed, nil)); err != nil {
+			t.Fatal(err)
+		}
+		blob := make([]byte, 3<<20)
+		rnd := rand.New(rand.NewPCG(3, 4))
+		for i := range blob {
+			blob[i] = byte(rnd.Uint32())
+		}
+		if err := store.Create(ctx, rel(2, release.StatusPendingUpgrade, []*common.File{{Name: "files/blob", Data: blob}})); err != nil {
+			t.Fatal(err)
+		}
+		secrets := client.CoreV1().Secrets("ns")
+		parts, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: "owner=berth,version=2"})
+		if err != nil || len(parts.Items) < 2 {
+			t.Fatalf("parts of revision 2: %d (%v), want several", len(parts.Items), err)
+		}
+		if err := secrets.Delete(ctx, parts.Items[1].Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		j := &release.Journal{Release: "r", Operation: release.OpUpgrade, Revision: 2, State: release.JournalRunning,
+			Steps: []string{"record/pending"}}
+		in, err := findInterrupted(ctx, store, journalOf{j}, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in == nil || in.Incomplete != 2 || in.Stale || in.Journal != nil || in.Last == nil || in.Last.Version != 1 {
+			t.Fatalf("interrupted: %+v, want the upgrade of revision 2, incomplete, after revision 1, no journal to resume", in)
+		}
+	})
+}

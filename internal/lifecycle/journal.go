@@ -66,17 +66,68 @@ func (s *session) begin(ctx context.Context, op release.Operation, rev int, pl *
 	}
 	s.resume = nil
 	if len(s.j.Steps) == 0 && len(pl.Steps) > 0 && pl.Steps[0].Action == plan.Record {
-		// The plan records its revision first: the journal is written once that is done, so
-		// that a journal always has a record to go with (a revision recorded pending without a
-		// journal is finished from its record).
+		// The plan records its revision first, and the journal says what is done once that
+		// is: a revision recorded pending without a journal is finished from its record.
+		if op != release.OpUninstall && !s.failed && s.lost == nil {
+			// A new revision's journal goes out beside its record, as if the record were
+			// written: recovery finds a journal whose revision has no record stale and deletes
+			// it (findInterrupted), so a crash between the two leaves nothing to finish. The
+			// record step's completion waits for it (Completed). An uninstall records the
+			// revision it has, which a journal would find; an operation that failed writes
+			// once its lease is confirmed.
+			s.writeAhead(ctx, pl.Steps[0].ID)
+		}
 		return pl, nil
 	}
 	return pl, s.write(ctx)
 }
 
+// journalAhead is a journal write under way beside the step it records as done (writeAhead).
+type journalAhead struct {
+	step    string
+	done    chan struct{}
+	version string
+	err     error
+}
+
+// writeAhead starts writing the journal with step recorded as done, before it is: settle ends
+// the write. Until then the session's journal is the operation's alone; the write has a copy.
+func (s *session) writeAhead(ctx context.Context, step string) {
+	if s.jstore == nil {
+		return
+	}
+	j := *s.j
+	j.Steps = append(slices.Clip(s.j.Steps), step)
+	j.Updated = s.clock()
+	a := &journalAhead{step: step, done: make(chan struct{})}
+	wctx, cancel := s.writeContext(ctx)
+	store, version := s.jstore, s.version
+	go func() {
+		defer close(a.done)
+		defer cancel()
+		a.version, a.err = store.Put(wctx, &j, version)
+	}()
+	s.ahead = a
+}
+
+// settle waits for the journal write started ahead, if one is under way, and takes its outcome
+// as write takes its own.
+func (s *session) settle() error {
+	a := s.ahead
+	if a == nil {
+		return nil
+	}
+	s.ahead = nil
+	<-a.done
+	return s.written(a.version, a.err)
+}
+
 // write records the journal, on the precondition that it is as the operation last read or wrote
 // it; after a failure, once the lease is confirmed.
 func (s *session) write(ctx context.Context) error {
+	if err := s.settle(); err != nil {
+		return err
+	}
 	if s.jstore == nil || s.j == nil {
 		return nil
 	}
@@ -86,7 +137,11 @@ func (s *session) write(ctx context.Context) error {
 		return err
 	}
 	s.j.Updated = s.clock()
-	version, err := s.jstore.Put(wctx, s.j, s.version)
+	return s.written(s.jstore.Put(wctx, s.j, s.version))
+}
+
+// written takes the outcome of a journal write: the version written, or why there is none.
+func (s *session) written(version string, err error) error {
 	if err != nil {
 		if s.terminating != nil && NamespaceTerminating(err) {
 			// Said, not hidden: a crash from here on is finished from the record alone.
@@ -140,6 +195,13 @@ func (s *session) Completed(ctx context.Context, p *plan.Plan, i int) error {
 	}
 	step := p.Steps[i]
 	s.j.Steps = append(s.j.Steps, step.ID)
+	if s.ahead != nil {
+		// The journal written ahead records this step done: it is written once that write is.
+		wrote := s.ahead.step == step.ID
+		if err := s.settle(); err != nil || wrote {
+			return err
+		}
+	}
 	if i == len(p.Steps)-1 || step.Action == plan.Watch {
 		return nil
 	}
@@ -208,22 +270,25 @@ func (s *session) takeOver(j *release.Journal) {
 // The deletion is conditional on the journal's version as the operation last read or wrote it,
 // and made once the lease is confirmed: a journal another operation wrote is left to it.
 func (s *session) end(ctx context.Context, force bool) error {
+	// A journal written ahead of a step that failed is deleted as any other; one that could not
+	// be written says why.
+	unwritten := s.settle()
 	begun := s.j != nil || s.resume != nil || force
 	s.j, s.resume, s.recovering = nil, nil, false
 	if s.jstore == nil || !begun || s.version == "" {
-		return nil
+		return unwritten
 	}
 	wctx, cancel := s.writeContext(ctx)
 	defer cancel()
 	if err := s.guard(wctx); err != nil {
-		return err
+		return errors.Join(unwritten, err)
 	}
 	if err := s.jstore.Delete(wctx, s.name, s.version); err != nil {
-		return s.lose(err)
+		return errors.Join(unwritten, s.lose(err))
 	}
 	s.version = ""
 	s.count()
-	return nil
+	return unwritten
 }
 
 // interrupt marks the journal of an operation stopped by a signal as interrupted, once the lease
