@@ -217,8 +217,12 @@ func (o *operation) surveyStep(ctx context.Context, ps *pass) error {
 		return o.surveyJournalled(ctx, ps, j)
 	}
 	if ps.dryRun == NoDryRun {
-		// The preflight's reads are answered while the cluster is surveyed.
+		// The preflight's reads are answered, and the revision's pending record encoded, while
+		// the cluster is surveyed.
 		o.preflightAhead(ctx, pol.op)
+		if !rev.recorded {
+			o.Store.EncodeAhead(rev.rel)
+		}
 	}
 	ps.s = surveyCluster(ctx, o.Cluster, p, p.facts.RecordedObjects(),
 		surveyOptions{replaceCRDs: pol.crds.of(pol.op) == CRDsCreateReplace, forceReplace: pol.forceReplace, readAll: rev.recorded})

@@ -118,6 +118,14 @@ func (r *runner) eachObject(ctx context.Context, step plan.Step, fn func(context
 
 // record writes what a Record step records, once the lease is confirmed as the operation's
 // (operation.guard): the records are what an operation that took the release over goes by.
+// deployed is the record of the runner's revision as the step that records it deployed writes it.
+func (r *runner) deployed() *release.Release {
+	rel, info := *r.rel, *r.rel.Info
+	info.Status, info.Description = release.StatusDeployed, r.success
+	rel.Info = &info
+	return &rel
+}
+
 func (r *runner) record(ctx context.Context, step plan.Step) error {
 	d, rel := r.d, r.rel
 	if err := d.guard(ctx); err != nil {
@@ -142,23 +150,36 @@ func (r *runner) record(ctx context.Context, step plan.Step) error {
 			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
 		}
 		r.created = true
+		// The record that says the revision is deployed is encoded while its objects are applied.
+		d.Store.EncodeAhead(r.deployed())
 		return nil
 	case release.StatusDeployed:
+		var superseded []*release.Release
 		for _, v := range step.Supersedes {
 			prev, err := d.Store.Get(ctx, rel.Name, v)
 			if errors.Is(err, release.ErrNotFound) {
 				continue // pruned, or removed by hand: nothing to mark
 			}
-			if err == nil && prev.Info.Status == release.StatusDeployed {
-				prev.Info.Status = release.StatusSuperseded
-				err = d.Store.Update(ctx, prev)
-			}
 			if err != nil {
 				return &RecordError{Release: rel.Name, Revision: v, Status: release.StatusSuperseded, Err: err}
+			}
+			if prev.Info.Status == release.StatusDeployed {
+				prev.Info.Status = release.StatusSuperseded
+				superseded = append(superseded, prev)
 			}
 		}
 		rel.Info.Status = release.StatusDeployed
 		rel.Info.Description = r.success
+		// Each record is encoded beside the others, and they are written one after the other:
+		// the superseded revisions first, so that a kill in between leaves no two deployed.
+		for _, prev := range superseded {
+			d.Store.EncodeAhead(prev)
+		}
+		for _, prev := range superseded {
+			if err := d.Store.Update(ctx, prev); err != nil {
+				return &RecordError{Release: rel.Name, Revision: prev.Version, Status: release.StatusSuperseded, Err: err}
+			}
+		}
 		if err := d.Store.Update(ctx, rel); err != nil {
 			return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
 		}

@@ -179,6 +179,8 @@ type Encoder struct {
 	json jsonCache
 	// rests keeps the compressed remainders of the last split records encoded.
 	rests restCache
+	// ahead are the records being encoded, or encoded, before their writes (EncodeAhead).
+	ahead aheadCache
 }
 
 // NewEncoder returns an Encoder that encodes one bulky record at a time.
@@ -228,11 +230,92 @@ func (c *Encoder) encodeJSON(rel *Release, j *recordJSON) (*encoding, error) {
 	if e := c.last.get(sum); e != nil {
 		return e, nil
 	}
+	if e := c.ahead.take(sum); e != nil {
+		return e, nil
+	}
 	e, err := encodeRecord(rel, j, MaxObjectData, &c.rests)
 	if err == nil && (len(e.parts) > 0 || j.size() > MaxObjectData) {
 		c.last.set(sum, e)
 	}
 	return e, err
+}
+
+// EncodeAhead starts encoding the record of rel as it is now, beside what the caller does next,
+// for a write of that record that follows: the write takes the encoding when the record's JSON
+// is the same, and encodes its own when it is not. Only a record that fits in one object
+// whatever its compression is encoded ahead, each of them at most a megabyte; a few are kept,
+// the newest.
+func (c *Encoder) EncodeAhead(rel *Release) {
+	if c == nil || bulk(rel) > MaxObjectData {
+		return
+	}
+	j, err := c.json.recordJSON(rel)
+	if err != nil || !alwaysFits(j.size(), MaxObjectData) {
+		return
+	}
+	sum := j.key()
+	a := &aheadEncoding{sum: sum, done: make(chan struct{})}
+	if !c.ahead.add(a) {
+		return
+	}
+	named := &Release{Name: rel.Name, Version: rel.Version}
+	go func() {
+		defer close(a.done)
+		a.e, a.err = encodeRecord(named, j, MaxObjectData, nil)
+	}()
+}
+
+// aheadKept is how many records encoded ahead an Encoder keeps: an operation's pending record,
+// its deployed one and the revisions that one supersedes.
+const aheadKept = 4
+
+// aheadCache keeps the records encoded ahead, by the key of their JSON, the newest aheadKept.
+type aheadCache struct {
+	mu   sync.Mutex
+	kept []*aheadEncoding
+}
+
+// aheadEncoding is a record being encoded ahead: e and err once done is closed.
+type aheadEncoding struct {
+	sum  [sha256.Size]byte
+	done chan struct{}
+	e    *encoding
+	err  error
+}
+
+// add keeps a, unless the same record is kept already.
+func (c *aheadCache) add(a *aheadEncoding) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range c.kept {
+		if k.sum == a.sum {
+			return false
+		}
+	}
+	if len(c.kept) == aheadKept {
+		c.kept = slices.Delete(c.kept, 0, 1)
+	}
+	c.kept = append(c.kept, a)
+	return true
+}
+
+// take returns the record of JSON key sum encoded ahead, once done, and keeps it no more; nil
+// when there is none, or its encoding failed.
+func (c *aheadCache) take(sum [sha256.Size]byte) *encoding {
+	c.mu.Lock()
+	i := slices.IndexFunc(c.kept, func(a *aheadEncoding) bool { return a.sum == sum })
+	if i < 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	a := c.kept[i]
+	c.kept = slices.Delete(c.kept, i, i+1)
+	c.mu.Unlock()
+	<-a.done
+	if a.err != nil {
+		return nil
+	}
+	return a.e
 }
 
 // bulky is the size of a record's chart files and manifest past which it is encoded alone.

@@ -457,3 +457,52 @@ func TestGzipWriterKeptThroughCollections(t *testing.T) {
 		t.Errorf("the kept writer wrote %q (%v)", b, err)
 	}
 }
+
+// TestEncodeAheadTakenByItsWrite: a record encoded ahead is what the write of the same record
+// sends, once; a write of another record (the same revision, another status) encodes its own.
+func TestEncodeAheadTakenByItsWrite(t *testing.T) {
+	c := NewEncoder()
+	pending := rev("ns", "web", 2, StatusPendingUpgrade)
+	c.EncodeAhead(pending)
+	c.EncodeAhead(pending) // the same record: one encoding
+	if n := len(c.ahead.kept); n != 1 {
+		t.Fatalf("encodings kept: %d, want 1", n)
+	}
+	deployed := rev("ns", "web", 2, StatusDeployed)
+	e, err := c.encode(deployed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.ahead.kept); n != 1 {
+		t.Errorf("another record took the encoding ahead: %d kept, want 1", n)
+	}
+	if got := decodedOf(t, e); got.Info.Status != StatusDeployed {
+		t.Errorf("another record's write sent status %s, want %s", got.Info.Status, StatusDeployed)
+	}
+	e, err = c.encode(pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.ahead.kept); n != 0 {
+		t.Errorf("the write left its encoding ahead kept: %d, want none", n)
+	}
+	if got, want := encoded(t, decodedOf(t, e)), encoded(t, pending); got != want {
+		t.Errorf("record encoded ahead decodes to\n%s\nwant\n%s", got, want)
+	}
+	for i := range aheadKept + 2 {
+		c.EncodeAhead(rev("ns", "web", 3+i, StatusPendingUpgrade))
+	}
+	if n := len(c.ahead.kept); n != aheadKept {
+		t.Errorf("encodings kept: %d, want the newest %d", n, aheadKept)
+	}
+}
+
+// decodedOf is the release the record object data of e holds.
+func decodedOf(t *testing.T, e *encoding) *Release {
+	t.Helper()
+	got, err := decode(t.Context(), DefaultExpansion(), "record", e.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}

@@ -72,6 +72,9 @@ type Store interface {
 	// Fits returns a *TooLargeError when the record of rel cannot be stored, even in parts:
 	// what an operation checks before anything changes.
 	Fits(rel *Release) error
+	// EncodeAhead starts encoding the record of rel as it is now, for a write of that record
+	// that follows; a write of another record encodes its own.
+	EncodeAhead(rel *Release)
 	// In returns the store of the releases of namespace on the same driver, clients and bounds,
 	// sharing the parts seen and the lists remembered.
 	In(namespace string) Store
@@ -140,6 +143,13 @@ func (s *HelmStore) Encoding(enc *Encoder) *HelmStore {
 // split record is encoded once, for Fits and the write that follows.
 func (s *HelmStore) Fits(rel *Release) error {
 	return s.encoder.Fits(rel)
+}
+
+// EncodeAhead starts encoding the record of rel as it is now, for the write of it that follows
+// (Encoder.EncodeAhead): an operation that knows the record it will write next has it encoded
+// while it waits for something else.
+func (s *HelmStore) EncodeAhead(rel *Release) {
+	s.encoder.EncodeAhead(rel)
 }
 
 // Every driver is a HelmStore over the objects it keeps records in (Secrets, ConfigMaps, or
