@@ -52,6 +52,7 @@ func (s *session) begin(ctx context.Context, op release.Operation, rev int, pl *
 	now := s.clock()
 	s.j = &release.Journal{Release: s.name, Operation: op, Revision: rev, State: release.JournalRunning,
 		Holder: s.holder.String(), Started: now, Options: opts, Plan: pl}
+	s.beside = ""
 	s.windowResumed = false
 	if r := s.resume; r != nil && r.Operation == op && r.Revision == rev {
 		if r.Plan != nil {
@@ -70,16 +71,27 @@ func (s *session) begin(ctx context.Context, op release.Operation, rev int, pl *
 		// is: a revision recorded pending without a journal is finished from its record.
 		if op != release.OpUninstall && !s.failed && s.lost == nil {
 			// A new revision's journal goes out beside its record, as if the record were
-			// written: recovery finds a journal whose revision has no record stale and deletes
-			// it (findInterrupted), so a crash between the two leaves nothing to finish. The
-			// record step's completion waits for it (Completed). An uninstall records the
-			// revision it has, which a journal would find; an operation that failed writes
-			// once its lease is confirmed.
-			s.writeAhead(ctx, pl.Steps[0].ID)
+			// written (journalBeside): recovery finds a journal whose revision has no record
+			// stale and deletes it (findInterrupted), so a crash between the two leaves nothing
+			// to finish. The record step's completion waits for it (Completed). An uninstall
+			// records the revision it has, which a journal would find; an operation that
+			// failed writes once its lease is confirmed.
+			s.beside = pl.Steps[0].ID
 		}
 		return pl, nil
 	}
 	return pl, s.write(ctx)
+}
+
+// journalBeside starts writing the journal beside step, the record step that begin left it to:
+// the step calls it once it has read what it reads (the records it prunes, listed with the
+// journal), just before its record goes out.
+func (s *session) journalBeside(ctx context.Context, step string) {
+	if s.beside == "" || s.beside != step || s.j == nil {
+		return
+	}
+	s.beside = ""
+	s.writeAhead(ctx, step)
 }
 
 // journalAhead is a journal write under way beside the step it records as done (writeAhead).
@@ -195,6 +207,9 @@ func (s *session) Completed(ctx context.Context, p *plan.Plan, i int) error {
 	}
 	step := p.Steps[i]
 	s.j.Steps = append(s.j.Steps, step.ID)
+	if s.beside == step.ID {
+		s.beside = "" // the step did not write its journal beside it: it is written now
+	}
 	if s.ahead != nil {
 		// The journal written ahead records this step done: it is written once that write is.
 		wrote := s.ahead.step == step.ID

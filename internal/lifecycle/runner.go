@@ -139,6 +139,7 @@ func (r *runner) record(ctx context.Context, step plan.Step) error {
 				return &RecordError{Release: rel.Name, Revision: rel.Version, Status: s, Err: err}
 			}
 		}
+		d.journalBeside(ctx, step.ID)
 		err := d.Store.Create(ctx, rel)
 		if errors.Is(err, release.ErrExists) {
 			// Recorded by the run that was interrupted before its journal said so.

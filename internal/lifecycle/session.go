@@ -44,10 +44,12 @@ type session struct {
 	version string
 	// writes counts the journal's writes (Deps.JournalWritten is told of each).
 	writes int
-	// j is the journal of the operation being carried out; nil before begin. ahead is its write
-	// under way beside the step it records (writeAhead), nil when none is.
-	j     *release.Journal
-	ahead *journalAhead
+	// j is the journal of the operation being carried out; nil before begin. beside names the
+	// record step its first write goes out with (journalBeside), "" when none does; ahead is
+	// that write under way (writeAhead), nil when none is.
+	j      *release.Journal
+	beside string
+	ahead  *journalAhead
 	// resume is the journal of the interrupted operation being finished: its completed steps and
 	// hooks are skipped. recovering is set while an interrupted operation is finished, journal or
 	// not: hook objects left by the interrupted run are removed before their event runs again
